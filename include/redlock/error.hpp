@@ -1,0 +1,47 @@
+#ifndef REDLOCK_ERROR_HPP
+#define REDLOCK_ERROR_HPP
+
+#include <type_traits>
+
+#include <boost/system/error_code.hpp>
+
+namespace redlock {
+
+using error_code = boost::system::error_code;
+
+// Errors of the "redlock" category. Failures of the transport itself (connection refused, reset,
+// host not found) keep their boost::asio / system error codes; the values below name what the
+// library decided. Every operation that fails with one of them also has a message naming the node
+// or the cause where one applies (see each operation's documentation).
+enum class error {
+  // Lock-level outcomes.
+  invalid_argument = 1,  // bad input: empty resource, ttl <= 0, no nodes, duplicate nodes, ...
+  no_quorum,             // too few nodes answered for a majority decision
+  contended,             // another owner holds the lock on enough nodes
+  validity_expired,      // a quorum granted it, but too late: no validity left
+  wait_timeout,          // lock_options::wait elapsed before the lock was acquired
+  lock_lost,             // a held lease could not be kept (renewal failed, key gone or foreign)
+  not_held,              // release/extend of a lease that is no longer ours
+  // Node-level outcomes.
+  protocol_error,   // the server sent bytes that are not valid RESP, or exceed a parser limit
+  server_error,     // the server answered with an error reply where none was expected
+  not_connected,    // the node is down and reconnecting; the request was not sent
+  connection_lost,  // the connection broke while the request waited for its reply
+  request_timeout,  // the request's own deadline passed before its reply arrived
+  connect_timeout,  // connecting (TCP connect + handshake) took longer than connect_timeout
+  auth_failed,      // AUTH was refused (WRONGPASS), or the server requires it (NOAUTH)
+  select_failed,    // SELECT of the configured database was refused (e.g. index out of range)
+};
+
+const boost::system::error_category& error_category() noexcept;
+
+inline boost::system::error_code make_error_code(error e) noexcept {
+  return {static_cast<int>(e), error_category()};
+}
+
+}  // namespace redlock
+
+template <>
+struct boost::system::is_error_code_enum<redlock::error> : std::true_type {};
+
+#endif

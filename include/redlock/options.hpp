@@ -1,0 +1,55 @@
+#ifndef REDLOCK_OPTIONS_HPP
+#define REDLOCK_OPTIONS_HPP
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace redlock {
+
+// Exponential backoff with full jitter: the n-th delay is drawn uniformly from [0, d_n] where
+// d_0 = initial_delay and d_{n+1} = min(d_n * multiplier, max_delay).
+struct retry_policy {
+  std::chrono::milliseconds initial_delay{50};
+  std::chrono::milliseconds max_delay{1000};
+  double multiplier = 2.0;
+};
+
+enum class log_level { debug, info, warning, error };
+
+// Receives the library's diagnostics (connects, disconnects, handshake failures, protocol errors),
+// each naming the node. Called on the client's executor; it must not block.
+using logger = std::function<void(log_level, std::string_view message)>;
+
+struct client_options {
+  // Deadline of each request on each node. A node that has not answered by then counts as a no-vote
+  // for that round; its late reply is read and dropped. Keep it well below the lock TTLs in use.
+  std::chrono::milliseconds node_timeout{100};
+
+  // Bound on TCP connect plus the AUTH/SELECT/CLIENT SETNAME handshake.
+  std::chrono::milliseconds connect_timeout{1000};
+
+  // Clock drift allowance per unit of TTL (Redlock's drift factor): validity loses
+  // ttl * drift_factor + 2 ms.
+  double drift_factor = 0.01;
+
+  // Delay between reconnect attempts of a node that is down (jittered; reset after a success).
+  // While a node is down, requests to it fail at once instead of waiting.
+  retry_policy reconnect{std::chrono::milliseconds(50), std::chrono::milliseconds(2000), 2.0};
+
+  // A connection whose oldest written request has had no reply byte for this long is considered
+  // dead (a hung or stopped server): it is closed and reopened, failing what is in flight.
+  std::chrono::milliseconds health_check_timeout{5000};
+
+  // Sent as CLIENT SETNAME after connecting, so operators can spot the lock clients in
+  // CLIENT LIST. Empty: no name is set.
+  std::string client_name = "redlock-asio";
+
+  // Optional: receives diagnostics. Empty: nothing is logged.
+  redlock::logger logger;
+};
+
+}  // namespace redlock
+
+#endif

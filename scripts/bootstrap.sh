@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what building and testing redlock-asio needs, with apt-get, and only what is missing.
+# Safe to run any number of times: when everything is present it changes nothing.
+set -euo pipefail
+
+packages=(
+  cmake make g++ pkg-config
+  libboost1.81-dev libboost-test1.81-dev libfmt-dev
+  redis-server redis-tools
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "bootstrap: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Builds redlock-asio and runs the whole test suite twice: a normal optimized build, then an
+# ASan+UBSan build. Installs missing dependencies first. Exits non-zero on any failure.
+#
+#   scripts/test.sh            both builds
+#   REDLOCK_SKIP_SANITIZE=1 scripts/test.sh    only the normal build (for quick local runs)
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+scripts/bootstrap.sh
+
+jobs="$(nproc 2>/dev/null || echo 2)"
+
+# Servers the fixtures start are children of the test processes; none may outlive a run.
+leftover_servers() { pgrep -f "redis-server 127.0.0.1:" >/dev/null 2>&1; }
+
+run_suite() {
+  local dir="$1"
+  shift
+  echo "== configure $dir $*"
+  cmake -S . -B "$dir" -DREDLOCK_WERROR=ON "$@" >/dev/null
+  echo "== build $dir"
+  cmake --build "$dir" -j "$jobs"
+  echo "== test $dir"
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 600
+  echo "== smoke-run benchmarks $dir"
+  "$dir/bench/resp_bench" --quick >/dev/null
+  "$dir/bench/pipeline_bench" --quick >/dev/null
+}
+
+run_suite build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+if [ "${REDLOCK_SKIP_SANITIZE:-0}" != "1" ]; then
+  # halt_on_error and no recovery: any sanitizer report fails the run.
+  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+  run_suite build/sanitize -DCMAKE_BUILD_TYPE=Debug -DREDLOCK_SANITIZE=address,undefined
+fi
+
+if leftover_servers; then
+  echo "test.sh: redis-server processes were left running by the tests:" >&2
+  pgrep -af "redis-server 127.0.0.1:" >&2 || true
+  exit 1
+fi
+echo "== all tests passed"

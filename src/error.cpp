@@ -1,0 +1,56 @@
+#include "redlock/error.hpp"
+
+#include <string>
+
+namespace redlock {
+namespace {
+
+class category final : public boost::system::error_category {
+ public:
+  const char* name() const noexcept override { return "redlock"; }
+
+  std::string message(int ev) const override {
+    switch (static_cast<error>(ev)) {
+      case error::invalid_argument:
+        return "invalid argument";
+      case error::no_quorum:
+        return "too few nodes answered to reach a quorum";
+      case error::contended:
+        return "the lock is held by another owner";
+      case error::validity_expired:
+        return "acquired too late: no validity time left";
+      case error::wait_timeout:
+        return "gave up waiting for the lock";
+      case error::lock_lost:
+        return "the lock was lost";
+      case error::not_held:
+        return "the lock is no longer held by this lease";
+      case error::protocol_error:
+        return "the server violated the RESP protocol";
+      case error::server_error:
+        return "the server answered with an error";
+      case error::not_connected:
+        return "the node is not connected";
+      case error::connection_lost:
+        return "the connection to the node was lost";
+      case error::request_timeout:
+        return "the request timed out";
+      case error::connect_timeout:
+        return "connecting to the node timed out";
+      case error::auth_failed:
+        return "authentication failed";
+      case error::select_failed:
+        return "selecting the database failed";
+    }
+    return "unknown redlock error " + std::to_string(ev);
+  }
+};
+
+}  // namespace
+
+const boost::system::error_category& error_category() noexcept {
+  static const category instance;
+  return instance;
+}
+
+}  // namespace redlock

@@ -1,0 +1,475 @@
+#include "net/connection.hpp"
+
+#include <fmt/format.h>
+#include <boost/asio/any_completion_executor.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <exception>
+#include <variant>
+#include <vector>
+
+#include "redlock/error.hpp"
+#include "resp/encoder.hpp"
+
+namespace redlock::detail {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using std::chrono::steady_clock;
+using namespace asio::experimental::awaitable_operators;
+
+namespace {
+
+constexpr std::size_t read_chunk = 16 * 1024;
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+long long to_ms(std::chrono::milliseconds d) {
+  return static_cast<long long>(d.count());
+}
+
+}  // namespace
+
+struct connection::request {
+  // Boost 1.81's any_completion_handler move-assignment recurses without end; handlers are only
+  // ever move-constructed.
+  request(std::string payload, handler_type&& handler, asio::any_completion_executor executor)
+      : payload(std::move(payload)),
+        handler(std::move(handler)),
+        handler_executor(std::move(executor)) {}
+
+  std::string payload;
+  handler_type handler;
+  // Keeps the handler's executor from running out of work while the request is pending.
+  asio::any_completion_executor handler_executor;
+  std::optional<asio::steady_timer> deadline;
+  std::chrono::milliseconds timeout{0};
+  enum class phase : std::uint8_t { queued, written, finished } phase = phase::queued;
+  steady_clock::time_point written_at{};
+};
+
+connection_options connection_options::from(const client_options& options) {
+  connection_options result;
+  result.connect_timeout = options.connect_timeout;
+  result.reconnect = options.reconnect;
+  result.health_check_timeout = options.health_check_timeout;
+  result.client_name = options.client_name;
+  result.logger = options.logger;
+  return result;
+}
+
+std::shared_ptr<connection> connection::create(executor_type executor, node_config node,
+                                               connection_options options) {
+  return std::shared_ptr<connection>(
+      new connection(std::move(executor), std::move(node), std::move(options)));
+}
+
+connection::connection(executor_type executor, node_config node, connection_options options)
+    : executor_(std::move(executor)),
+      node_(std::move(node)),
+      options_(std::move(options)),
+      name_(node_.address()),
+      transport_(executor_),
+      parser_(options_.limits),
+      writer_wakeup_(executor_),
+      reconnect_timer_(executor_),
+      reconnect_backoff_(options_.reconnect),
+      jitter_(std::random_device{}()) {}
+
+connection::~connection() = default;
+
+std::string connection::encode(std::span<const std::string_view> command) {
+  std::string payload;
+  resp::encode_command(payload, command);
+  return payload;
+}
+
+void connection::start() {
+  if (state_ != state::idle) return;
+  state_ = state::connecting;
+  asio::co_spawn(executor_, run(shared_from_this()),
+                 asio::bind_cancellation_slot(stop_signal_.slot(), asio::detached));
+}
+
+void connection::close() {
+  if (state_ == state::closed) return;
+  state_ = state::closed;
+  // The run coroutine (if any) notices state_ and the cancellation, and returns.
+  stop_signal_.emit(asio::cancellation_type::terminal);
+  reconnect_timer_.cancel();
+  writer_wakeup_.cancel();
+  transport_.close();
+  fail_all(asio::error::operation_aborted, "connection closed");
+}
+
+void connection::start_request(std::string payload, request_options options, handler_type handler) {
+  auto handler_executor = asio::prefer(asio::get_associated_executor(handler, executor_),
+                                       asio::execution::outstanding_work.tracked);
+  auto req = std::make_shared<request>(std::move(payload), std::move(handler),
+                                       std::move(handler_executor));
+  req->timeout = options.timeout;
+
+  // Never complete inside the initiating function: failures here are posted.
+  if (state_ == state::closed) {
+    fail(*req, asio::error::operation_aborted, "connection closed", delivery::post);
+    return;
+  }
+  if (state_ == state::backoff) {
+    fail(*req, error::not_connected,
+         fmt::format("node is down, reconnecting (last error: {})", last_cause_), delivery::post);
+    return;
+  }
+
+  auto slot = asio::get_associated_cancellation_slot(req->handler);
+  if (slot.is_connected()) {
+    // Weak references: the slot belongs to the caller and may outlive both objects.
+    slot.assign([weak_self = weak_from_this(),
+                 weak_req = std::weak_ptr<request>(req)](asio::cancellation_type type) {
+      auto self = weak_self.lock();
+      auto r = weak_req.lock();
+      if (self && r) self->on_request_cancelled(r, type);
+    });
+  }
+  if (options.timeout > std::chrono::milliseconds(0)) {
+    req->deadline.emplace(executor_, options.timeout);
+    req->deadline->async_wait(
+        [weak_self = weak_from_this(), weak_req = std::weak_ptr<request>(req)](error_code ec) {
+          if (ec) return;
+          auto self = weak_self.lock();
+          auto r = weak_req.lock();
+          if (self && r) self->on_request_deadline(r);
+        });
+  }
+
+  queued_.push_back(std::move(req));
+  if (state_ == state::idle) {
+    start();
+  } else if (state_ == state::ready) {
+    wake_writer();
+  }
+}
+
+void connection::on_request_cancelled(const request_ptr& req, asio::cancellation_type type) {
+  using ct = asio::cancellation_type;
+  // Posted, not dispatched: we are inside the caller's cancellation slot, and completing clears
+  // that slot, which would destroy the very handler that is running.
+  if (req->phase == request::phase::queued) {
+    fail(*req, asio::error::operation_aborted, "cancelled before it was sent", delivery::post);
+  } else if (req->phase == request::phase::written &&
+             (type & (ct::terminal | ct::partial)) != ct::none) {
+    fail(*req, asio::error::operation_aborted,
+         "cancelled after it was sent (it may have executed; its reply will be dropped)",
+         delivery::post);
+  }
+}
+
+void connection::on_request_deadline(const request_ptr& req) {
+  if (req->phase == request::phase::finished) return;
+  const bool sent = req->phase == request::phase::written;
+  fail(*req, error::request_timeout,
+       fmt::format("no reply within {} ms ({})", to_ms(req->timeout),
+                   sent ? "sent; it may still execute" : "not sent"),
+       delivery::dispatch);
+}
+
+void connection::finish(request& req, error_code ec, resp::value reply, delivery how) {
+  if (req.phase == request::phase::finished) return;
+  req.phase = request::phase::finished;
+  if (req.deadline) req.deadline->cancel();
+  // The payload is not needed any more; a finished request may wait in queued_ for a while.
+  std::string().swap(req.payload);
+
+  auto executor = std::move(req.handler_executor);
+  auto complete = [handler = std::move(req.handler), ec, reply = std::move(reply)]() mutable {
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    if (slot.is_connected()) slot.clear();
+    std::move(handler)(ec, std::move(reply));
+  };
+  if (how == delivery::post) {
+    // Through our executor, then into the handler's: any_completion_executor cannot be required
+    // to be non-blocking, so it cannot be posted to directly.
+    asio::post(executor_, asio::bind_executor(executor, std::move(complete)));
+  } else {
+    asio::dispatch(executor, std::move(complete));
+  }
+}
+
+void connection::fail(request& req, error_code ec, std::string_view why, delivery how) {
+  resp::value reply;
+  reply.kind = resp::type::simple_error;
+  reply.text = fmt::format("{}: {}", name_, why);
+  finish(req, ec, std::move(reply), how);
+}
+
+void connection::fail_all(error_code ec, std::string_view why) {
+  // Swap first: completions are posted, but a failing request must not see itself re-queued.
+  auto queued = std::move(queued_);
+  auto in_flight = std::move(in_flight_);
+  queued_.clear();
+  in_flight_.clear();
+  for (auto& req : in_flight)
+    fail(*req, ec, why, delivery::post);
+  for (auto& req : queued)
+    fail(*req, ec, why, delivery::post);
+}
+
+void connection::wake_writer() {
+  writer_wakeup_.cancel();
+}
+
+void connection::set_last_error(error_code ec, std::string_view what) {
+  // A loop that was cancelled because another one failed must not overwrite the real cause.
+  if (ec == asio::error::operation_aborted) return;
+  last_cause_ = what;
+  last_error_ = fmt::format("{}: {}", name_, what);
+}
+
+void connection::log(log_level level, std::string_view message) const {
+  if (options_.logger) options_.logger(level, message);
+}
+
+asio::awaitable<void> connection::run(std::shared_ptr<connection> /*keep_alive*/) {
+  // Cancellation (close()) is observed through state_; awaits return errors instead of throwing.
+  co_await asio::this_coro::throw_if_cancelled(false);
+  try {
+    while (state_ != state::closed) {
+      state_ = state::connecting;
+      error_code request_error = co_await connect_with_timeout();
+      if (state_ == state::closed) break;
+
+      if (!request_error) {
+        state_ = state::ready;
+        reconnect_backoff_.reset();
+        ++stats_.connects;
+        last_read_ = steady_clock::now();
+        log(log_level::info, fmt::format("{}: connected", name_));
+        auto outcome = co_await (reader_loop() || writer_loop() || health_check_loop());
+        if (state_ == state::closed) break;
+        // Whatever broke the link, callers see one code: their request may or may not have run.
+        request_error = error::connection_lost;
+        (void)outcome;
+      }
+
+      transport_.close();
+      parser_.reset();
+      state_ = state::backoff;
+      const auto delay = reconnect_backoff_.next(jitter_);
+      fail_all(request_error, last_cause_);
+      log(log_level::warning, fmt::format("{}; reconnecting in {} ms", last_error_, to_ms(delay)));
+      reconnect_timer_.expires_after(delay);
+      co_await reconnect_timer_.async_wait(use_tuple);
+    }
+  } catch (const std::exception& e) {
+    // Only resource exhaustion gets here; the connection cannot go on.
+    last_error_ = fmt::format("{}: internal failure: {}", name_, e.what());
+    log(log_level::error, last_error_);
+    state_ = state::closed;
+  }
+  transport_.close();
+  fail_all(asio::error::operation_aborted, "connection closed");
+}
+
+asio::awaitable<error_code> connection::connect_with_timeout() {
+  asio::steady_timer timer(executor_, options_.connect_timeout);
+  connect_stage_ = "resolving";
+  auto outcome = co_await (connect_and_handshake() || timer.async_wait(use_tuple));
+  if (outcome.index() == 0) co_return std::get<0>(outcome);
+  transport_.close();
+  set_last_error(error::connect_timeout,
+                 fmt::format("connect timed out after {} ms while {}",
+                             to_ms(options_.connect_timeout), connect_stage_));
+  co_return error::connect_timeout;
+}
+
+asio::awaitable<error_code> connection::connect_and_handshake() {
+  connect_stage_ = "connecting";
+  if (auto ec = co_await transport_.connect(node_)) {
+    set_last_error(ec, fmt::format("connect failed: {}", ec.message()));
+    co_return ec;
+  }
+  parser_.reset();
+
+  // All handshake commands go out in one write; their replies come back in the same order.
+  struct step {
+    std::string_view command;
+    error failure;
+  };
+  std::vector<step> steps;
+  std::string out;
+  const std::string database = std::to_string(node_.database);
+  if (!node_.password.empty()) {
+    if (node_.username.empty()) {
+      resp::encode_command(out, {"AUTH", node_.password});
+    } else {
+      resp::encode_command(out, {"AUTH", node_.username, node_.password});
+    }
+    steps.push_back({"AUTH", error::auth_failed});
+  }
+  if (node_.database != 0) {
+    resp::encode_command(out, {"SELECT", database});
+    steps.push_back({"SELECT", error::select_failed});
+  }
+  // Always one command that needs authentication, so a server that requires a password we do not
+  // have is detected now (NOAUTH) rather than on the first lock request.
+  if (!options_.client_name.empty()) {
+    resp::encode_command(out, {"CLIENT", "SETNAME", options_.client_name});
+    steps.push_back({"CLIENT SETNAME", error::server_error});
+  } else {
+    resp::encode_command(out, {"PING"});
+    steps.push_back({"PING", error::server_error});
+  }
+
+  connect_stage_ = "waiting for the handshake";
+  auto [write_error, written] = co_await transport_.async_write(asio::buffer(out), use_tuple);
+  (void)written;
+  if (write_error) {
+    set_last_error(write_error, fmt::format("handshake write failed: {}", write_error.message()));
+    co_return write_error;
+  }
+  for (const auto& s : steps) {
+    resp::value reply;
+    if (auto ec = co_await read_reply(reply)) co_return ec;
+    if (reply.is_error()) {
+      const error code = reply.error_code_word() == "NOAUTH" ? error::auth_failed : s.failure;
+      set_last_error(code, fmt::format("{} failed: {}", s.command, reply.text));
+      co_return code;
+    }
+  }
+  co_return error_code{};
+}
+
+asio::awaitable<error_code> connection::read_reply(resp::value& out) {
+  for (;;) {
+    error_code ec;
+    if (auto reply = parser_.next(ec)) {
+      out = std::move(*reply);
+      co_return error_code{};
+    }
+    if (ec) {
+      set_last_error(ec, parser_.error_message());
+      co_return ec;
+    }
+    auto space = parser_.prepare(read_chunk);
+    if (space.empty()) {
+      set_last_error(error::protocol_error, parser_.error_message());
+      co_return error::protocol_error;
+    }
+    auto [read_error, n] =
+        co_await transport_.async_read_some(asio::buffer(space.data(), space.size()), use_tuple);
+    if (read_error) {
+      set_last_error(read_error, read_error == asio::error::eof
+                                     ? std::string("connection closed by the server")
+                                     : fmt::format("read failed: {}", read_error.message()));
+      co_return read_error;
+    }
+    parser_.commit(n);
+    last_read_ = steady_clock::now();
+  }
+}
+
+asio::awaitable<error_code> connection::reader_loop() {
+  for (;;) {
+    resp::value reply;
+    if (auto ec = co_await read_reply(reply)) co_return ec;
+    if (!deliver(std::move(reply))) co_return error::protocol_error;
+    // A completion ran inline and may have closed us.
+    if (state_ != state::ready) co_return asio::error::operation_aborted;
+  }
+}
+
+bool connection::deliver(resp::value reply) {
+  // RESP3 out-of-band data belongs to no request. The handshake stays on RESP2, so none is
+  // expected.
+  if (reply.kind == resp::type::push) return true;
+  if (in_flight_.empty()) {
+    set_last_error(error::protocol_error,
+                   fmt::format("unsolicited reply {}", resp::to_debug_string(reply)));
+    return false;
+  }
+  auto req = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  ++stats_.replies;
+  if (req->phase == request::phase::finished) {
+    ++stats_.replies_dropped;
+    return true;
+  }
+  finish(*req, {}, std::move(reply), delivery::dispatch);
+  return true;
+}
+
+asio::awaitable<error_code> connection::writer_loop() {
+  for (;;) {
+    write_buffer_.clear();
+    std::uint64_t batch = 0;
+    const auto now = steady_clock::now();
+    while (!queued_.empty()) {
+      auto req = std::move(queued_.front());
+      queued_.pop_front();
+      if (req->phase != request::phase::queued) continue;
+      write_buffer_ += req->payload;
+      std::string().swap(req->payload);
+      req->phase = request::phase::written;
+      req->written_at = now;
+      // In flight before the write completes: a reply cannot precede its request, and if the
+      // write fails these are failed with the link.
+      in_flight_.push_back(std::move(req));
+      ++batch;
+    }
+
+    if (batch == 0) {
+      // Requests issued during this turn cancel the wait; the writer resumes in a later turn and
+      // takes all of them in one write.
+      writer_wakeup_.expires_at(steady_clock::time_point::max());
+      co_await writer_wakeup_.async_wait(use_tuple);
+      auto cancelled = (co_await asio::this_coro::cancellation_state).cancelled();
+      if (cancelled != asio::cancellation_type::none || state_ != state::ready) {
+        co_return asio::error::operation_aborted;
+      }
+      continue;
+    }
+
+    auto [ec, n] = co_await transport_.async_write(asio::buffer(write_buffer_), use_tuple);
+    if (ec) {
+      if (state_ == state::ready) {
+        set_last_error(ec, fmt::format("write failed: {}", ec.message()));
+      }
+      co_return ec;
+    }
+    ++stats_.writes;
+    stats_.requests_written += batch;
+    stats_.bytes_written += n;
+  }
+}
+
+asio::awaitable<error_code> connection::health_check_loop() {
+  const auto limit = options_.health_check_timeout;
+  asio::steady_timer timer(executor_);
+  for (;;) {
+    if (limit <= std::chrono::milliseconds(0)) {
+      timer.expires_at(steady_clock::time_point::max());
+    } else {
+      timer.expires_after(std::max(limit / 4, std::chrono::milliseconds(10)));
+    }
+    auto [ec] = co_await timer.async_wait(use_tuple);
+    if (ec) co_return ec;
+    if (in_flight_.empty()) continue;
+    const auto waiting_since = std::max(last_read_, in_flight_.front()->written_at);
+    if (steady_clock::now() - waiting_since > limit) {
+      set_last_error(
+          error::connection_lost,
+          fmt::format("no reply for more than {} ms (server hung or stopped)", to_ms(limit)));
+      co_return error::connection_lost;
+    }
+  }
+}
+
+}  // namespace redlock::detail

@@ -1,0 +1,198 @@
+#ifndef REDLOCK_NET_CONNECTION_HPP
+#define REDLOCK_NET_CONNECTION_HPP
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/system/error_code.hpp>
+
+#include "algo/backoff.hpp"
+#include "net/transport.hpp"
+#include "redlock/node_config.hpp"
+#include "redlock/options.hpp"
+#include "resp/parser.hpp"
+#include "resp/value.hpp"
+
+namespace redlock::detail {
+
+struct connection_options {
+  std::chrono::milliseconds connect_timeout{1000};
+  retry_policy reconnect{std::chrono::milliseconds(50), std::chrono::milliseconds(2000), 2.0};
+  std::chrono::milliseconds health_check_timeout{5000};
+  std::string client_name = "redlock-asio";
+  redlock::logger logger;
+  resp::parser_limits limits;
+
+  static connection_options from(const client_options& options);
+};
+
+struct request_options {
+  // The request fails with error::request_timeout when its reply has not arrived this long after
+  // it was issued (waiting for a connect counts). Zero: no deadline of its own.
+  std::chrono::milliseconds timeout{0};
+};
+
+// Counters for tests and benchmarks. `writes` counts socket writes, so `requests_written / writes`
+// is how many requests the automatic pipelining coalesced per write on average.
+struct connection_stats {
+  std::uint64_t connects = 0;
+  std::uint64_t writes = 0;
+  std::uint64_t requests_written = 0;
+  std::uint64_t bytes_written = 0;
+  std::uint64_t replies = 0;
+  std::uint64_t replies_dropped = 0;  // replies of requests that were cancelled or timed out
+};
+
+// One pipelined connection to one Redis node.
+//
+// Requests issued in the same turn of the executor, by any number of callers, go out in one socket
+// write; replies complete them in FIFO order. The connection opens on the first request, performs
+// AUTH / SELECT / CLIENT SETNAME, and after a failure reconnects by itself with jittered backoff.
+//
+// Completion signature of a request: void(error_code ec, resp::value reply).
+//  - ec == success: `reply` is the server's reply, which may itself be a RESP error reply
+//    (reply.is_error(): e.g. "-NOSCRIPT ...", "-WRONGTYPE ...").
+//  - ec != success: the request got no reply. `reply` is a simple_error whose text names the node
+//    and the cause ("127.0.0.1:6380: connect failed: Connection refused"). Codes:
+//    error::not_connected (node down, request not sent), error::connection_lost (link broke while
+//    the request was queued or in flight; a written command may or may not have executed),
+//    error::request_timeout, error::connect_timeout, error::auth_failed, error::select_failed,
+//    error::protocol_error, a system/asio error from connecting, or operation_aborted (cancelled,
+//    or the connection was closed).
+//
+// Cancellation (per-operation): before a request is written, every cancellation type drops it and
+// it is never sent. After it is written, terminal and partial cancellation complete it at once; its
+// reply is still read and dropped so later replies stay matched. The command may have executed.
+//
+// Thread safety: a connection and all its requests belong to its executor (pass a strand when the
+// io_context runs on several threads). Completions are delivered through each handler's associated
+// executor.
+class connection : public std::enable_shared_from_this<connection> {
+ public:
+  using executor_type = boost::asio::any_io_executor;
+  using completion_signature = void(boost::system::error_code, resp::value);
+  using handler_type = boost::asio::any_completion_handler<completion_signature>;
+
+  enum class state : std::uint8_t { idle, connecting, ready, backoff, closed };
+
+  static std::shared_ptr<connection> create(executor_type executor, node_config node,
+                                            connection_options options = {});
+  ~connection();
+
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  executor_type get_executor() const noexcept { return executor_; }
+
+  template <class CompletionToken>
+  auto async_exec(std::span<const std::string_view> command, request_options options,
+                  CompletionToken&& token) {
+    return async_exec_encoded(encode(command), options, std::forward<CompletionToken>(token));
+  }
+
+  template <class CompletionToken>
+  auto async_exec(std::initializer_list<std::string_view> command, request_options options,
+                  CompletionToken&& token) {
+    return async_exec(std::span<const std::string_view>(command.begin(), command.size()), options,
+                      std::forward<CompletionToken>(token));
+  }
+
+  // `payload` holds exactly one RESP-encoded command (resp::encode_command).
+  template <class CompletionToken>
+  auto async_exec_encoded(std::string payload, request_options options, CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken, completion_signature>(
+        [self = shared_from_this()](handler_type handler, std::string payload,
+                                    request_options options) {
+          self->start_request(std::move(payload), options, std::move(handler));
+        },
+        token, std::move(payload), options);
+  }
+
+  // Opens the connection now instead of at the first request. Idempotent.
+  void start();
+
+  // Fails every queued and in-flight request with operation_aborted, closes the socket and stops
+  // reconnecting. Later requests fail with operation_aborted. Idempotent.
+  void close();
+
+  state current_state() const noexcept { return state_; }
+  const node_config& node() const noexcept { return node_; }
+  const connection_stats& stats() const noexcept { return stats_; }
+  // The most recent connection-level failure, naming the node; empty if there was none.
+  const std::string& last_error() const noexcept { return last_error_; }
+
+ private:
+  struct request;
+  using request_ptr = std::shared_ptr<request>;
+
+  connection(executor_type executor, node_config node, connection_options options);
+
+  static std::string encode(std::span<const std::string_view> command);
+
+  void start_request(std::string payload, request_options options, handler_type handler);
+  void on_request_cancelled(const request_ptr& req, boost::asio::cancellation_type type);
+  void on_request_deadline(const request_ptr& req);
+  enum class delivery { post, dispatch };
+  void finish(request& req, boost::system::error_code ec, resp::value reply, delivery how);
+  void fail(request& req, boost::system::error_code ec, std::string_view why, delivery how);
+  void fail_all(boost::system::error_code ec, std::string_view why);
+  void wake_writer();
+
+  boost::asio::awaitable<void> run(std::shared_ptr<connection> keep_alive);
+  boost::asio::awaitable<boost::system::error_code> connect_with_timeout();
+  boost::asio::awaitable<boost::system::error_code> connect_and_handshake();
+  boost::asio::awaitable<boost::system::error_code> read_reply(resp::value& out);
+  boost::asio::awaitable<boost::system::error_code> reader_loop();
+  boost::asio::awaitable<boost::system::error_code> writer_loop();
+  boost::asio::awaitable<boost::system::error_code> health_check_loop();
+  bool deliver(resp::value reply);
+  void set_last_error(boost::system::error_code ec, std::string_view what);
+  void log(log_level level, std::string_view message) const;
+
+  executor_type executor_;
+  node_config node_;
+  connection_options options_;
+  std::string name_;  // "host:port", used in every message
+
+  transport transport_;
+  resp::parser parser_;
+  state state_ = state::idle;
+
+  // Requests not yet written. A request that finishes here (cancelled, timed out) stays until the
+  // writer skips it, so removal is O(1).
+  std::deque<request_ptr> queued_;
+  // Requests written and waiting for their reply, oldest first. Every reply belongs to the front
+  // one, even if that one already finished (then the reply is dropped).
+  std::deque<request_ptr> in_flight_;
+  std::string write_buffer_;
+
+  boost::asio::steady_timer writer_wakeup_;
+  boost::asio::steady_timer reconnect_timer_;
+  boost::asio::cancellation_signal stop_signal_;
+  backoff reconnect_backoff_;
+  std::minstd_rand jitter_;
+  std::chrono::steady_clock::time_point last_read_{};
+
+  connection_stats stats_;
+  std::string last_error_;  // "host:port: cause"
+  std::string last_cause_;  // the same without the node's name, for request failure texts
+  std::string_view connect_stage_ = "connecting";  // for connect timeout messages
+};
+
+}  // namespace redlock::detail
+
+#endif

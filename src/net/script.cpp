@@ -1,0 +1,62 @@
+#include "net/script.hpp"
+
+#include <charconv>
+#include <stdexcept>
+#include <vector>
+
+#include "net/sha1.hpp"
+#include "resp/encoder.hpp"
+
+namespace redlock::detail {
+
+script::script(std::string source) : source_(std::move(source)), sha1_(sha1_hex(source_)) {}
+
+std::string encode_evalsha(const script& s, std::span<const std::string_view> keys,
+                           std::span<const std::string_view> args) {
+  const std::string numkeys = std::to_string(keys.size());
+  std::vector<std::string_view> command;
+  command.reserve(3 + keys.size() + args.size());
+  command.push_back("EVALSHA");
+  command.push_back(s.sha1());
+  command.push_back(numkeys);
+  command.insert(command.end(), keys.begin(), keys.end());
+  command.insert(command.end(), args.begin(), args.end());
+  std::string payload;
+  resp::encode_command(payload, command);
+  return payload;
+}
+
+namespace {
+
+// Returns the offset just past the CRLF that ends the line starting at `pos`.
+std::size_t skip_line(std::string_view payload, std::size_t pos) {
+  const auto end = payload.find("\r\n", pos);
+  if (end == std::string_view::npos) throw std::logic_error("malformed EVALSHA payload");
+  return end + 2;
+}
+
+// Returns the offset just past the bulk string ($len CRLF bytes CRLF) starting at `pos`.
+std::size_t skip_bulk(std::string_view payload, std::size_t pos) {
+  const auto header_end = skip_line(payload, pos);
+  std::size_t length = 0;
+  std::from_chars(payload.data() + pos + 1, payload.data() + header_end - 2, length);
+  return header_end + length + 2;
+}
+
+}  // namespace
+
+std::string evalsha_to_eval(const script& s, std::string_view evalsha_payload) {
+  // Layout: "*N" CRLF, bulk "EVALSHA", bulk sha, then numkeys/keys/args, which are kept as is.
+  const auto header_end = skip_line(evalsha_payload, 0);
+  const auto tail = skip_bulk(evalsha_payload, skip_bulk(evalsha_payload, header_end));
+  std::string payload(evalsha_payload.substr(0, header_end));
+  const std::string_view head[] = {"EVAL", s.source()};
+  std::string head_encoded;
+  resp::encode_command(head_encoded, head);
+  // encode_command wrote "*2" CRLF first; keep only the two bulk strings.
+  payload.append(head_encoded, skip_line(head_encoded, 0));
+  payload.append(evalsha_payload.substr(tail));
+  return payload;
+}
+
+}  // namespace redlock::detail

@@ -1,0 +1,65 @@
+#include "resp/encoder.hpp"
+
+#include <cassert>
+#include <charconv>
+#include <cstddef>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace redlock::resp {
+namespace {
+
+constexpr std::size_t decimal_digits(std::size_t n) noexcept {
+  std::size_t digits = 1;
+  while (n >= 10) {
+    n /= 10;
+    ++digits;
+  }
+  return digits;
+}
+
+// Writes "<prefix><n>\r\n" at p; the caller has sized the buffer with encoded_size().
+char* put_header(char* p, char prefix, std::size_t n) noexcept {
+  *p++ = prefix;
+  // 20 digits hold any 64-bit size; the buffer was sized for exactly decimal_digits(n).
+  const auto result = std::to_chars(p, p + 20, n);
+  p = result.ptr;
+  *p++ = '\r';
+  *p++ = '\n';
+  return p;
+}
+
+}  // namespace
+
+std::size_t encoded_size(std::span<const std::string_view> args) noexcept {
+  std::size_t size = 1 + decimal_digits(args.size()) + 2;
+  for (const std::string_view arg : args)
+    size += 1 + decimal_digits(arg.size()) + 2 + arg.size() + 2;
+  return size;
+}
+
+void encode_command(std::string& out, std::span<const std::string_view> args) {
+  const std::size_t old_size = out.size();
+  const std::size_t add = encoded_size(args);
+  const std::size_t needed = old_size + add;
+  // Callers append many commands to one pipeline buffer: grow geometrically, whatever the
+  // standard library's reserve() policy, so appending stays amortized O(1) per byte.
+  if (out.capacity() < needed)
+    out.reserve(needed > 2 * out.capacity() ? needed : 2 * out.capacity());
+  out.resize(needed);
+
+  char* p = out.data() + old_size;
+  p = put_header(p, '*', args.size());
+  for (const std::string_view arg : args) {
+    p = put_header(p, '$', arg.size());
+    if (!arg.empty()) std::memcpy(p, arg.data(), arg.size());
+    p += arg.size();
+    *p++ = '\r';
+    *p++ = '\n';
+  }
+  assert(p == out.data() + out.size());
+}
+
+}  // namespace redlock::resp

@@ -1,0 +1,24 @@
+#ifndef REDLOCK_RESP_ENCODER_HPP
+#define REDLOCK_RESP_ENCODER_HPP
+
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace redlock::resp {
+
+// Appends one command, as a RESP array of bulk strings, to `out`. Binary-safe: arguments may
+// contain CR, LF and NUL bytes. Nothing is validated beyond that: an empty command encodes as "*0".
+void encode_command(std::string& out, std::span<const std::string_view> args);
+
+inline void encode_command(std::string& out, std::initializer_list<std::string_view> args) {
+  encode_command(out, std::span<const std::string_view>(args.begin(), args.size()));
+}
+
+// Exact number of bytes encode_command appends, so callers can reserve once.
+std::size_t encoded_size(std::span<const std::string_view> args) noexcept;
+
+}  // namespace redlock::resp
+
+#endif

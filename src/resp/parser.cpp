@@ -1,0 +1,485 @@
+#include "resp/parser.hpp"
+
+#include "redlock/error.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+namespace redlock::resp {
+namespace {
+
+// A declared size is a claim by the peer, not a fact: never reserve more than this up front.
+constexpr std::size_t k_max_reserve = 1024;
+// The buffer never shrinks below this; below it, reallocating costs more than it saves.
+constexpr std::size_t k_shrink_floor = 1024 * 1024;
+constexpr std::size_t k_min_capacity = 4096;
+// Peer bytes quoted in an error message are cut to this many.
+constexpr std::size_t k_max_excerpt = 32;
+
+constexpr char k_hex[] = "0123456789abcdef";
+
+std::string hex_byte(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  std::string s = "0x";
+  s += k_hex[u >> 4];
+  s += k_hex[u & 0x0f];
+  return s;
+}
+
+// Peer bytes as a quoted, printable, bounded excerpt for an error message.
+std::string excerpt(std::string_view s) {
+  std::string out = "'";
+  const std::size_t shown = std::min(s.size(), k_max_excerpt);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c >= 0x7f || c == '\'' || c == '\\') {
+      out += "\\x";
+      out += k_hex[c >> 4];
+      out += k_hex[c & 0x0f];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  out += shown < s.size() ? "'..." : "'";
+  return out;
+}
+
+std::string num(std::uint64_t n) {
+  return std::to_string(n);
+}
+
+// The word naming a sized type in error messages ("bulk length ... exceeds limit ...").
+const char* size_word(char type_byte) noexcept {
+  switch (type_byte) {
+    case '$':
+      return "bulk";
+    case '=':
+      return "verbatim";
+    case '!':
+      return "blob error";
+    case '*':
+      return "array";
+    case '%':
+      return "map";
+    case '~':
+      return "set";
+    case '>':
+      return "push";
+    case '|':
+      return "attribute";
+    default:
+      return "unknown";
+  }
+}
+
+bool is_digit(char c) noexcept {
+  return c >= '0' && c <= '9';
+}
+
+enum class int_status { ok, empty, bad, overflow };
+
+// Strict decimal int64: an optional sign ('+' only when allowed) followed by at least one digit
+// and nothing else. std::from_chars alone would accept a leading '-' before nothing and stop
+// quietly at junk, so both are checked here.
+int_status parse_int64(std::string_view s, bool allow_plus, std::int64_t& out) noexcept {
+  if (s.empty()) return int_status::empty;
+  const char* first = s.data();
+  const char* const last = first + s.size();
+  const char* digits = first;
+  if (*first == '-') {
+    ++digits;
+  } else if (allow_plus && *first == '+') {
+    first = ++digits;  // std::from_chars takes no '+'
+  }
+  if (digits == last || !is_digit(*digits)) return int_status::bad;
+  const auto [ptr, ec] = std::from_chars(first, last, out);
+  if (ec == std::errc::result_out_of_range) return int_status::overflow;
+  if (ec != std::errc{} || ptr != last) return int_status::bad;
+  return int_status::ok;
+}
+
+bool parse_double(std::string_view s, double& out) noexcept {
+  // RESP3 allows an explicit '+', which std::from_chars does not.
+  if (s.size() > 1 && s[0] == '+' && s[1] != '-' && s[1] != '+') s.remove_prefix(1);
+  if (s.empty()) return false;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc{} && ptr == s.data() + s.size();
+}
+
+bool valid_big_number(std::string_view s) noexcept {
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
+  if (s.empty()) return false;
+  return std::all_of(s.begin(), s.end(), is_digit);
+}
+
+}  // namespace
+
+parser::parser(parser_limits limits) : limits_(limits) {}
+
+bool parser::failed() const noexcept {
+  return failed_;
+}
+
+const std::string& parser::error_message() const noexcept {
+  return error_message_;
+}
+
+std::size_t parser::buffered() const noexcept {
+  return end_ - read_pos_;
+}
+
+void parser::reset() {
+  read_pos_ = 0;
+  end_ = 0;
+  prepared_ = 0;
+  scanned_ = 0;
+  payload_pending_ = false;
+  payload_type_ = 0;
+  payload_length_ = 0;
+  stack_.clear();
+  failed_ = false;
+  error_.clear();
+  error_message_.clear();
+  if (buffer_.size() > k_shrink_floor) std::string().swap(buffer_);
+}
+
+parser::step parser::fail(std::string message) {
+  failed_ = true;
+  error_ = make_error_code(error::protocol_error);
+  error_message_ = std::move(message);
+  prepared_ = 0;
+  return step::failed;
+}
+
+void parser::consume(std::size_t n) noexcept {
+  read_pos_ += n;
+  scanned_ = 0;
+}
+
+void parser::reallocate(std::size_t new_capacity) {
+  const std::size_t unconsumed = end_ - read_pos_;
+  std::string fresh(new_capacity, '\0');
+  if (unconsumed != 0) std::memcpy(fresh.data(), buffer_.data() + read_pos_, unconsumed);
+  buffer_.swap(fresh);
+  read_pos_ = 0;
+  end_ = unconsumed;
+}
+
+std::span<char> parser::prepare(std::size_t min_size) {
+  if (failed_) return {};
+  const std::size_t unconsumed = end_ - read_pos_;
+  // Invariant: unconsumed <= max_buffer (commit() never lets more in).
+  if (min_size > limits_.max_buffer - unconsumed) {
+    const std::size_t total = min_size > std::numeric_limits<std::size_t>::max() - unconsumed
+                                  ? std::numeric_limits<std::size_t>::max()
+                                  : unconsumed + min_size;
+    fail("resp: " + num(total) + " bytes buffered exceed limit " + num(limits_.max_buffer));
+    return {};
+  }
+  if (unconsumed == 0) {
+    read_pos_ = 0;
+    end_ = 0;
+  }
+  const std::size_t need = unconsumed + min_size;
+  // Growth doubles (bounded by max_buffer) and compaction only happens once at least half the
+  // buffer is consumed, so each input byte is copied O(1) times on average. The shrink keeps the
+  // footprint within a constant factor of what is unconsumed after a burst of large replies.
+  const std::size_t doubled = need > limits_.max_buffer / 2 ? limits_.max_buffer : 2 * need;
+  const std::size_t grown = std::max({need, doubled, k_min_capacity});
+  if (buffer_.size() > k_shrink_floor && need < buffer_.size() / 8) {
+    reallocate(std::max(grown, k_shrink_floor / 4));
+  } else if (buffer_.size() - end_ < min_size) {
+    if (need <= buffer_.size() / 2) {
+      std::memmove(buffer_.data(), buffer_.data() + read_pos_, unconsumed);
+      read_pos_ = 0;
+      end_ = unconsumed;
+    } else {
+      reallocate(grown);
+    }
+  }
+  prepared_ = std::min(buffer_.size() - end_, limits_.max_buffer - unconsumed);
+  return {buffer_.data() + end_, prepared_};
+}
+
+void parser::commit(std::size_t n) {
+  end_ += std::min(n, prepared_);
+  prepared_ = 0;
+}
+
+bool parser::feed(std::string_view bytes) {
+  if (failed_) return false;
+  if (bytes.empty()) return true;
+  const std::span<char> space = prepare(bytes.size());
+  if (space.size() < bytes.size()) return false;
+  std::memcpy(space.data(), bytes.data(), bytes.size());
+  commit(bytes.size());
+  return true;
+}
+
+std::optional<value> parser::next(boost::system::error_code& ec) {
+  if (failed_) {
+    ec = error_;
+    return std::nullopt;
+  }
+  ec.clear();
+  for (;;) {
+    value v;
+    switch (parse_element(v)) {
+      // Offsets are not rewound here even when everything is consumed: a span from prepare()
+      // may be outstanding (a pending socket read) and must stay where commit() expects it.
+      case step::need_more:
+        return std::nullopt;
+      case step::failed:
+        ec = error_;
+        return std::nullopt;
+      case step::pushed:
+      case step::skipped:
+        continue;
+      case step::produced:
+        break;
+    }
+    // Hand the value up through every aggregate it completes. A finished attribute is dropped:
+    // it annotates the value that follows it and is not an element of its parent.
+    for (;;) {
+      if (stack_.empty()) return std::optional<value>(std::move(v));
+      frame& top = stack_.back();
+      top.aggregate.elements.push_back(std::move(v));
+      if (--top.remaining != 0) break;
+      const bool attribute = top.attribute;
+      v = std::move(top.aggregate);
+      stack_.pop_back();
+      if (attribute) break;
+    }
+  }
+}
+
+parser::step parser::parse_element(value& out) {
+  if (payload_pending_) return take_payload(out);
+  if (read_pos_ == end_) return step::need_more;
+
+  const char* const base = buffer_.data();
+  const char type_byte = base[read_pos_];
+  switch (type_byte) {
+    case '+':
+    case '-':
+    case ':':
+    case '$':
+    case '_':
+    case '*':
+    case '%':
+    case '~':
+    case '>':
+    case ',':
+    case '#':
+    case '(':
+    case '=':
+    case '!':
+    case '|':
+      break;
+    case ';':
+    case '.':
+      return fail(std::string("resp: streamed aggregates are unsupported (type byte '") +
+                  type_byte + "')");
+    default:
+      return fail("resp: unknown type byte " + hex_byte(type_byte));
+  }
+
+  // The header line: everything up to CRLF. A CR inside a line must start the CRLF.
+  const std::size_t line_start = read_pos_ + 1;
+  const std::size_t from = read_pos_ + std::max<std::size_t>(scanned_, 1);
+  const void* const cr_ptr = from < end_ ? std::memchr(base + from, '\r', end_ - from) : nullptr;
+  if (cr_ptr == nullptr) {
+    if (end_ - line_start > limits_.max_line_length) {
+      return fail("resp: line longer than " + num(limits_.max_line_length) + " bytes without CRLF");
+    }
+    scanned_ = end_ - read_pos_;
+    return step::need_more;
+  }
+  const auto cr = static_cast<std::size_t>(static_cast<const char*>(cr_ptr) - base);
+  if (cr - line_start > limits_.max_line_length) {
+    return fail("resp: line longer than " + num(limits_.max_line_length) + " bytes without CRLF");
+  }
+  if (cr + 1 == end_) {
+    scanned_ = cr - read_pos_;  // look at this CR again once its LF may have arrived
+    return step::need_more;
+  }
+  if (base[cr + 1] != '\n') return fail("resp: CR not followed by LF in a line");
+  const std::string_view line(base + line_start, cr - line_start);
+  const std::size_t line_total = cr + 2 - read_pos_;
+
+  switch (type_byte) {
+    case '+':
+      out.kind = type::simple_string;
+      out.text.assign(line);
+      break;
+    case '-':
+      out.kind = type::simple_error;
+      out.text.assign(line);
+      break;
+    case ':': {
+      switch (parse_int64(line, true, out.integer)) {
+        case int_status::ok:
+          break;
+        case int_status::empty:
+          return fail("resp: empty integer");
+        case int_status::bad:
+          return fail("resp: bad integer " + excerpt(line));
+        case int_status::overflow:
+          return fail("resp: integer " + excerpt(line) + " out of int64 range");
+      }
+      out.kind = type::integer;
+      break;
+    }
+    case '_':
+      if (!line.empty()) return fail("resp: bad null with payload " + excerpt(line));
+      out.kind = type::null;
+      break;
+    case ',':
+      if (!parse_double(line, out.number)) return fail("resp: bad double " + excerpt(line));
+      out.kind = type::double_number;
+      out.text.assign(line);
+      break;
+    case '#':
+      if (line == "t") {
+        out.integer = 1;
+      } else if (line == "f") {
+        out.integer = 0;
+      } else {
+        return fail("resp: bad boolean " + excerpt(line));
+      }
+      out.kind = type::boolean;
+      break;
+    case '(':
+      if (!valid_big_number(line)) return fail("resp: bad big number " + excerpt(line));
+      out.kind = type::big_number;
+      out.text.assign(line);
+      break;
+    default: {
+      // A sized type: bulk-like ($ = !) or aggregate (* % ~ > |).
+      if (line == "?") {
+        return fail(std::string("resp: streamed aggregates are unsupported ('") + type_byte +
+                    "?')");
+      }
+      std::int64_t n = 0;
+      switch (parse_int64(line, false, n)) {
+        case int_status::ok:
+          break;
+        case int_status::empty:
+          return fail(std::string("resp: empty ") + size_word(type_byte) + " length");
+        case int_status::bad:
+          return fail(std::string("resp: bad ") + size_word(type_byte) + " length " +
+                      excerpt(line));
+        case int_status::overflow:
+          return fail(std::string("resp: ") + size_word(type_byte) + " length " + excerpt(line) +
+                      " overflows");
+      }
+      if (line[0] == '-') {
+        // Only RESP2's "$-1" and "*-1" are allowed a sign, and only in exactly that spelling.
+        if ((type_byte == '$' || type_byte == '*') && line == "-1") {
+          consume(line_total);
+          out.kind = type::null;
+          return step::produced;
+        }
+        return fail(std::string("resp: negative ") + size_word(type_byte) + " length " +
+                    excerpt(line));
+      }
+      const auto count = static_cast<std::uint64_t>(n);
+
+      if (type_byte == '$' || type_byte == '=' || type_byte == '!') {
+        if (count > limits_.max_bulk_length) {
+          return fail(std::string("resp: ") + size_word(type_byte) + " length " + num(count) +
+                      " exceeds limit " + num(limits_.max_bulk_length));
+        }
+        consume(line_total);
+        payload_pending_ = true;
+        payload_type_ = type_byte;
+        payload_length_ = static_cast<std::size_t>(count);
+        return take_payload(out);
+      }
+
+      if (stack_.size() >= limits_.max_depth) {
+        return fail("resp: nesting depth " + num(stack_.size() + 1) + " exceeds limit " +
+                    num(limits_.max_depth));
+      }
+      const bool pairs = type_byte == '%' || type_byte == '|';
+      // count <= INT64_MAX, so doubling it cannot wrap a uint64.
+      const std::uint64_t elements = pairs ? 2 * count : count;
+      if (elements > limits_.max_aggregate_size) {
+        return fail("resp: aggregate of " + num(elements) + " elements exceeds limit " +
+                    num(limits_.max_aggregate_size));
+      }
+      consume(line_total);
+      type kind = type::array;
+      switch (type_byte) {
+        case '%':
+        case '|':
+          kind = type::map;
+          break;
+        case '~':
+          kind = type::set;
+          break;
+        case '>':
+          kind = type::push;
+          break;
+        default:
+          break;
+      }
+      if (elements == 0) {
+        if (type_byte == '|') return step::skipped;
+        out.kind = kind;
+        return step::produced;
+      }
+      frame f;
+      f.aggregate.kind = kind;
+      f.aggregate.elements.reserve(std::min<std::size_t>(elements, k_max_reserve));
+      f.remaining = static_cast<std::size_t>(elements);
+      f.attribute = type_byte == '|';
+      stack_.push_back(std::move(f));
+      return step::pushed;
+    }
+  }
+  consume(line_total);
+  return step::produced;
+}
+
+parser::step parser::take_payload(value& out) {
+  const std::size_t length = payload_length_;
+  if (end_ - read_pos_ < length + 2) return step::need_more;
+  const char* const p = buffer_.data() + read_pos_;
+  if (p[length] != '\r' || p[length + 1] != '\n') {
+    return fail("resp: missing CRLF after " + std::string(size_word(payload_type_)) +
+                " payload of " + num(length) + " bytes");
+  }
+  switch (payload_type_) {
+    case '=':
+      // "txt:Some string": a three-letter format, a colon, then the text.
+      if (length < 4 || p[3] != ':') {
+        return fail("resp: verbatim string of " + num(length) +
+                    " bytes lacks its 3-letter format and ':'");
+      }
+      out.kind = type::verbatim_string;
+      out.format.assign(p, 3);
+      out.text.assign(p + 4, length - 4);
+      break;
+    case '!':
+      out.kind = type::blob_error;
+      out.text.assign(p, length);
+      break;
+    default:
+      out.kind = type::bulk_string;
+      out.text.assign(p, length);
+      break;
+  }
+  payload_pending_ = false;
+  consume(length + 2);
+  return step::produced;
+}
+
+}  // namespace redlock::resp

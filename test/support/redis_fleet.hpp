@@ -1,0 +1,80 @@
+#ifndef REDLOCK_TEST_SUPPORT_REDIS_FLEET_HPP
+#define REDLOCK_TEST_SUPPORT_REDIS_FLEET_HPP
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "redlock/node_config.hpp"
+
+namespace redlock::test {
+
+struct redis_server_options {
+  std::string password;                 // requirepass for the default user, if not empty
+  std::vector<std::string> acl_users;   // ACL rules, one user each: "alice on >secret ~* &* +@all"
+  std::vector<std::string> extra_args;  // further "--name value" arguments, split into words
+};
+
+// One redis-server child process on a free loopback port, with no persistence, started as a
+// non-daemonized child (fork/exec) and always reaped with waitpid. It dies with the test process
+// (PR_SET_PDEATHSIG) even when the test crashes. DEBUG is enabled for local connections.
+class redis_server {
+ public:
+  explicit redis_server(redis_server_options options = {});  // starts and waits for PING
+  ~redis_server();                                           // SIGKILL, reap, remove its dir
+  redis_server(const redis_server&) = delete;
+  redis_server& operator=(const redis_server&) = delete;
+
+  std::uint16_t port() const noexcept { return port_; }
+  pid_t pid() const noexcept { return pid_; }
+  bool running() const noexcept { return pid_ > 0; }
+
+  // 127.0.0.1, the port, and the default user's password (if any).
+  node_config config() const;
+
+  void kill9();  // SIGKILL and reap; the port stays reserved for start()
+  void start();  // (re)starts on the same port with the same options, waits for PING
+  void restart(std::chrono::milliseconds delay = std::chrono::milliseconds(0));
+  void pause();   // SIGSTOP: the socket accepts and buffers, nothing is answered
+  void resume();  // SIGCONT
+
+  // The last lines of the server's log, for failure messages.
+  std::string log_tail(std::size_t lines = 20) const;
+
+ private:
+  enum class start_result { ready, port_busy };
+
+  // One attempt on port_: spawns the child and waits for it to answer. Returns port_busy when the
+  // child exited because the port was taken (the caller picks another port or waits); throws on
+  // any other failure, with the log tail in the message.
+  start_result spawn_and_wait_ready();
+  pid_t spawn() const;
+
+  redis_server_options options_;
+  std::filesystem::path dir_;
+  std::uint16_t port_ = 0;
+  pid_t pid_ = -1;
+  bool paused_ = false;  // stopped by pause(); its stop report has been collected by waitpid
+};
+
+// K servers, started in parallel-friendly order and all stopped by the destructor.
+class redis_fleet {
+ public:
+  explicit redis_fleet(std::size_t count, const redis_server_options& options = {});
+
+  std::size_t size() const noexcept { return servers_.size(); }
+  redis_server& operator[](std::size_t i) { return *servers_.at(i); }
+  std::vector<node_config> configs() const;
+
+ private:
+  std::vector<std::unique_ptr<redis_server>> servers_;
+};
+
+}  // namespace redlock::test
+
+#endif

@@ -1,0 +1,196 @@
+#include "redlock/node_config.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace {
+
+redlock::node_config make(std::string host, std::uint16_t port, std::string username = {},
+                          std::string password = {}, int database = 0) {
+  redlock::node_config c;
+  c.host = std::move(host);
+  c.port = port;
+  c.username = std::move(username);
+  c.password = std::move(password);
+  c.database = database;
+  return c;
+}
+
+// The message of the std::invalid_argument from_url throws, or a note that it did not throw.
+std::string error_of(std::string_view url) {
+  try {
+    (void)redlock::node_config::from_url(url);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "<no exception>";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(node_config)
+
+BOOST_AUTO_TEST_CASE(valid_urls) {
+  const struct {
+    std::string_view url;
+    redlock::node_config expected;
+  } cases[] = {
+      {"redis://localhost", make("localhost", 6379)},
+      {"redis://127.0.0.1:6380", make("127.0.0.1", 6380)},
+      {"redis://h:1", make("h", 1)},
+      {"redis://h:65535", make("h", 65535)},
+      {"redis://h:06379", make("h", 6379)},
+      {"redis://redis-1.example.com:7000/3", make("redis-1.example.com", 7000, "", "", 3)},
+      {"redis://h/", make("h", 6379)},
+      {"redis://h:6379/", make("h", 6379)},
+      {"redis://h/0", make("h", 6379)},
+      {"redis://h/15", make("h", 6379, "", "", 15)},
+      {"redis://h/2147483647", make("h", 6379, "", "", 2147483647)},
+      {"REDIS://h", make("h", 6379)},
+      {"redis://[::1]", make("::1", 6379)},
+      {"redis://[::1]:6380/2", make("::1", 6380, "", "", 2)},
+      {"redis://[2001:db8::7]:7000", make("2001:db8::7", 7000)},
+      {"redis://[::ffff:127.0.0.1]:7000", make("::ffff:127.0.0.1", 7000)},
+      {"redis://:secret@h", make("h", 6379, "", "secret")},
+      {"redis://alice:secret@h:7000/1", make("h", 7000, "alice", "secret", 1)},
+      {"redis://:@h", make("h", 6379)},
+      {"redis://:p%40ss%3Aw%2Fd@h", make("h", 6379, "", "p@ss:w/d")},
+      {"redis://al%69ce:%2a%2A@h", make("h", 6379, "alice", "**")},
+      // An unescaped '@', ':' or '/' in the password: the last '@' ends the user info.
+      {"redis://bob:a@b:c/d@h:7001/4", make("h", 7001, "bob", "a@b:c/d", 4)},
+      {"redis://:pw%00x@h", make("h", 6379, "", std::string("pw\0x", 4))},
+  };
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.url) {
+      redlock::node_config parsed;
+      BOOST_REQUIRE_NO_THROW(parsed = redlock::node_config::from_url(c.url));
+      BOOST_TEST(parsed.host == c.expected.host);
+      BOOST_TEST(parsed.port == c.expected.port);
+      BOOST_TEST(parsed.username == c.expected.username);
+      BOOST_TEST(parsed.password == c.expected.password);
+      BOOST_TEST(parsed.database == c.expected.database);
+      BOOST_TEST((parsed == c.expected));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(invalid_urls_name_the_bad_part) {
+  const struct {
+    std::string_view url;
+    std::string_view message_part;
+  } cases[] = {
+      {"", "missing scheme"},
+      {"localhost:6379", "missing scheme"},
+      {"http://h", "scheme \"http://\" is not supported"},
+      {"rediss://h", "\"rediss://\" (TLS) is not supported yet"},
+      {"unix:///tmp/redis.sock", "\"unix://\" (Unix sockets) is not supported yet"},
+      {"redis://", "host is empty"},
+      {"redis://:6379", "host is empty"},
+      {"redis:///0", "host is empty"},
+      {"redis://ho st", "host \"ho st\" has an invalid character"},
+      {"redis://h%41", "host \"h%41\" has an invalid character"},
+      {"redis://::1:6379", "IPv6 address; write it in brackets"},
+      {"redis://[::1", "missing its closing ']'"},
+      {"redis://[]:6379", "host is empty"},
+      {"redis://[not-v6]:6379", "host \"[not-v6]\" is not an IPv6 address"},
+      {"redis://[::1]6379", "unexpected \"6379\" after the IPv6 host"},
+      {"redis://h:", "port is empty"},
+      {"redis://h:0", "port 0 is out of range 1-65535"},
+      {"redis://h:65536", "port 65536 is out of range 1-65535"},
+      {"redis://h:99999", "port 99999 is out of range 1-65535"},
+      {"redis://h:123456789012345678901234567890",
+       "port 123456789012345678901234567890 is out of range 1-65535"},
+      {"redis://h:-1", "port \"-1\" is not a decimal number"},
+      {"redis://h:+80", "port \"+80\" is not a decimal number"},
+      {"redis://h:0x50", "port \"0x50\" is not a decimal number"},
+      {"redis://h:63 79", "port \"63 79\" is not a decimal number"},
+      {"redis://h/-1", "database \"-1\" is not a non-negative decimal number"},
+      {"redis://h/one", "database \"one\" is not a non-negative decimal number"},
+      {"redis://h/1/2", "database \"1/2\" is not a non-negative decimal number"},
+      {"redis://h/2147483648", "database 2147483648 is out of range 0-2147483647"},
+      {"redis://h?timeout=1", "query parameters are not supported"},
+      {"redis://h#x", "a fragment is not supported"},
+      {"redis://alice@h", "user info without ':' is ambiguous"},
+      {"redis://alice:@h", "user \"alice\" is given without a password"},
+      {"redis://al%4gce:pw@h", "bad percent-escape \"%4g\" in the user name"},
+      {"redis://alice:pw%@h", "bad percent-escape in the password"},
+      {"redis://alice:pw%4@h", "bad percent-escape in the password"},
+  };
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.url) {
+      const std::string message = error_of(c.url);
+      BOOST_TEST(message.starts_with("redlock: bad node URL \""));
+      BOOST_TEST(message.find(c.message_part) != std::string::npos, message);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(message_quotes_the_url) {
+  BOOST_TEST(error_of("redis://h:99999") ==
+             "redlock: bad node URL \"redis://h:99999\": port 99999 is out of range 1-65535");
+}
+
+// Whatever part is wrong, the password never reaches the message: it is masked as "***".
+BOOST_AUTO_TEST_CASE(messages_never_contain_the_password) {
+  const struct {
+    std::string_view url;
+    std::string_view masked_url;
+  } cases[] = {
+      {"redis://alice:hunter2@h:99999", "redis://alice:***@h:99999"},
+      {"redis://:hunter2@h:99999", "redis://:***@h:99999"},
+      {"rediss://alice:hunter2@h", "rediss://alice:***@h"},
+      {"http://:hunter2@h", "http://:***@h"},
+      {"redis://alice:hunter2@", "redis://alice:***@"},
+      {"redis://alice:hunter2@h/x", "redis://alice:***@h/x"},
+      {"redis://alice:hunter2@h?x=1", "redis://alice:***@h?x=1"},
+      {"redis://alice:hunter2%zz@h", "redis://alice:***@h"},
+      {"redis://alice:hunter2%@h", "redis://alice:***@h"},
+      {"redis://alice%zz:hunter2@h", "redis://alice%zz:***@h"},
+      // Unescaped '/', '?' and ':' in the password do not split it into host, port or path.
+      {"redis://:hun/ter2@h:0", "redis://:***@h:0"},
+      {"redis://:hun?ter2@h:0", "redis://:***@h:0"},
+      {"redis://:hunter2:x@h:0", "redis://:***@h:0"},
+      // Without ':' the user info might be a password, so all of it is masked.
+      {"redis://hunter2@h", "redis://***@h"},
+      // No scheme: everything before the last '@' is still masked.
+      {":hunter2@h:6379", ":***@h:6379"},
+      {"x:hunter2@h:6379", "x:***@h:6379"},
+      {"1x://:hunter2@h", "1x:***@h"},
+  };
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.url) {
+      const std::string message = error_of(c.url);
+      BOOST_TEST(message.find("hunter2") == std::string::npos, message);
+      BOOST_TEST(message.find("hun") == std::string::npos, message);
+      const std::string quoted = "\"" + std::string(c.masked_url) + "\"";
+      BOOST_TEST(message.find(quoted) != std::string::npos, message);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(address) {
+  const struct {
+    redlock::node_config config;
+    std::string_view expected;
+  } cases[] = {
+      {make("127.0.0.1", 6379), "127.0.0.1:6379"},
+      {make("redis.example.com", 7000, "alice", "secret", 3), "redis.example.com:7000"},
+      {make("::1", 6380), "[::1]:6380"},
+      {make("2001:db8::7", 1), "[2001:db8::7]:1"},
+  };
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.expected) {
+      BOOST_TEST(c.config.address() == c.expected);
+    }
+  }
+  BOOST_TEST(redlock::node_config::from_url("redis://alice:secret@[::1]:7000/2").address() ==
+             "[::1]:7000");
+  BOOST_TEST(redlock::node_config{}.address() == "127.0.0.1:6379");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
