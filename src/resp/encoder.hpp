@@ -9,7 +9,8 @@
 namespace redlock::resp {
 
 // Appends one command, as a RESP array of bulk strings, to `out`. Binary-safe: arguments may
-// contain CR, LF and NUL bytes. Nothing is validated beyond that: an empty command encodes as "*0".
+// contain CR, LF and NUL bytes. Nothing is validated beyond that: an empty command encodes as
+// "*0\r\n".
 void encode_command(std::string& out, std::span<const std::string_view> args);
 
 inline void encode_command(std::string& out, std::initializer_list<std::string_view> args) {

@@ -144,6 +144,7 @@ void parser::reset() {
   payload_type_ = 0;
   payload_length_ = 0;
   stack_.clear();
+  reply_bytes_ = 0;
   failed_ = false;
   error_.clear();
   error_message_.clear();
@@ -160,6 +161,7 @@ parser::step parser::fail(std::string message) {
 
 void parser::consume(std::size_t n) noexcept {
   read_pos_ += n;
+  reply_bytes_ += n;
   scanned_ = 0;
 }
 
@@ -231,7 +233,8 @@ std::optional<value> parser::next(boost::system::error_code& ec) {
   ec.clear();
   for (;;) {
     value v;
-    switch (parse_element(v)) {
+    const step result = parse_element(v);
+    switch (result) {
       // Offsets are not rewound here even when everything is consumed: a span from prepare()
       // may be outstanding (a pending socket read) and must stay where commit() expects it.
       case step::need_more:
@@ -241,14 +244,24 @@ std::optional<value> parser::next(boost::system::error_code& ec) {
         return std::nullopt;
       case step::pushed:
       case step::skipped:
-        continue;
       case step::produced:
         break;
     }
+    // One step consumes at most one line or one bulk payload, so the overshoot is bounded too.
+    if (reply_bytes_ > limits_.max_reply_size) {
+      fail("resp: reply of " + num(reply_bytes_) + "+ bytes exceeds limit " +
+           num(limits_.max_reply_size));
+      ec = error_;
+      return std::nullopt;
+    }
+    if (result != step::produced) continue;
     // Hand the value up through every aggregate it completes. A finished attribute is dropped:
     // it annotates the value that follows it and is not an element of its parent.
     for (;;) {
-      if (stack_.empty()) return std::optional<value>(std::move(v));
+      if (stack_.empty()) {
+        reply_bytes_ = 0;
+        return std::optional<value>(std::move(v));
+      }
       frame& top = stack_.back();
       top.aggregate.elements.push_back(std::move(v));
       if (--top.remaining != 0) break;

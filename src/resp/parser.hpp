@@ -21,6 +21,10 @@ struct parser_limits {
   std::size_t max_aggregate_size = 1024 * 1024;    // elements of one aggregate (map: pairs * 2)
   std::size_t max_buffer = 128 * 1024 * 1024;      // unconsumed bytes buffered at once
   std::size_t max_line_length = 64 * 1024;         // a header/simple line without its CRLF
+  // Wire bytes of one top-level reply, all of its elements together (and attributes before it).
+  // Bounds the memory a reply tree can take, which max_buffer alone does not: a reply is consumed
+  // piece by piece, so it can be far larger than what is buffered at any moment.
+  std::size_t max_reply_size = 128 * 1024 * 1024;
 };
 
 // Incremental RESP2 + RESP3 reply parser. Sans-io: bytes go in through prepare()/commit() (zero
@@ -36,7 +40,8 @@ class parser {
   explicit parser(parser_limits limits = {});
 
   // Writable space of at least `min_size` bytes at the end of the buffer. Only the first bytes
-  // that are then commit()ted become input. Fails (returns an empty span and sets the error) when
+  // that are then commit()ted become input. A later prepare() invalidates the span; next() may be
+  // called between prepare() and commit(). Fails (returns an empty span and sets the error) when
   // buffering `min_size` more bytes would exceed max_buffer.
   std::span<char> prepare(std::size_t min_size);
   void commit(std::size_t n);
@@ -85,7 +90,8 @@ class parser {
   bool payload_pending_ = false;
   char payload_type_ = 0;
   std::size_t payload_length_ = 0;
-  std::vector<frame> stack_;  // partially built aggregates, outermost first; size() <= max_depth
+  std::vector<frame> stack_;     // partially built aggregates, outermost first; size() <= max_depth
+  std::size_t reply_bytes_ = 0;  // consumed since the current top-level reply began
   bool failed_ = false;
   boost::system::error_code error_;
   std::string error_message_;

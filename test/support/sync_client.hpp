@@ -19,7 +19,8 @@ namespace redlock::test {
 // A blocking, single-request-at-a-time Redis client for test fixtures and assertions: it is
 // deliberately independent of src/net so that tests of the connection do not check it with itself.
 // Every call has a deadline (default 5 s) and throws std::runtime_error naming the port and the
-// command on I/O failure, timeout or protocol error. Error replies are returned, not thrown.
+// command on I/O failure, timeout or protocol error. Error replies to command() are returned, not
+// thrown; a refused AUTH in the constructor throws.
 class sync_client {
  public:
   explicit sync_client(std::uint16_t port, std::string password = {}, std::string username = {},

@@ -19,6 +19,14 @@
 
 namespace {
 
+std::string repeat_text(std::string_view piece, std::size_t times) {
+  std::string out;
+  out.reserve(piece.size() * times);
+  for (std::size_t i = 0; i < times; ++i)
+    out += piece;
+  return out;
+}
+
 using namespace std::string_literals;
 using redlock::resp::parser;
 using redlock::resp::parser_limits;
@@ -422,6 +430,11 @@ std::vector<limit_case> limit_cases() {
        "resp: line longer than 65536 bytes without CRLF"},
       {"header line length", "$" + std::string(11, '1') + "\r\n",
        with(&parser_limits::max_line_length, 10), "line longer than 10 bytes"},
+      {"reply size across many small elements", "*1000\r\n" + repeat_text(":1\r\n", 1000),
+       with(&parser_limits::max_reply_size, 100), "resp: reply of 103+ bytes exceeds limit 100"},
+      {"reply size counts skipped attributes",
+       "|1\r\n+a\r\n$20\r\n" + std::string(20, 'x') + "\r\n+OK\r\n",
+       with(&parser_limits::max_reply_size, 20), "exceeds limit 20"},
   };
 }
 
