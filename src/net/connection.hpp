@@ -80,7 +80,10 @@ struct connection_stats {
 //
 // Thread safety: a connection and all its requests belong to its executor (pass a strand when the
 // io_context runs on several threads). Completions are delivered through each handler's associated
-// executor.
+// executor; a completion on the connection's own executor may run inline when its reply is parsed.
+//
+// Lifetime: once started, the connection keeps itself alive (its read/write/reconnect loop holds a
+// reference) until close() is called or its io_context is destroyed. Its owner must close() it.
 class connection : public std::enable_shared_from_this<connection> {
  public:
   using executor_type = boost::asio::any_io_executor;
