@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -48,6 +49,26 @@ struct client_options {
 
   // Optional: receives diagnostics. Empty: nothing is logged.
   redlock::logger logger;
+};
+
+// How one lock is taken and held.
+struct lock_options {
+  // Lifetime of the key on each node. The lock is valid for ttl minus the time the acquire took
+  // minus the drift allowance (ttl * drift_factor + 2 ms); renewal extends it by ttl again.
+  std::chrono::milliseconds ttl{10000};
+
+  // How long async_acquire keeps trying. Unset: until acquired or cancelled.
+  std::optional<std::chrono::milliseconds> wait;
+
+  // Delay between rounds when the lock is held elsewhere or too few nodes answered (full jitter).
+  retry_policy retry{std::chrono::milliseconds(10), std::chrono::milliseconds(250), 2.0};
+
+  // Extend the lock at half of its TTL while it is held.
+  bool auto_renew = true;
+
+  // Renewal never keeps the lock past this long after it was acquired; it then expires and the
+  // lease is lost. Unset: renewed until released.
+  std::optional<std::chrono::milliseconds> max_hold;
 };
 
 }  // namespace redlock

@@ -82,6 +82,7 @@ connection::connection(executor_type executor, node_config node, connection_opti
       parser_(options_.limits),
       writer_wakeup_(executor_),
       reconnect_timer_(executor_),
+      drain_timer_(executor_),
       reconnect_backoff_(options_.reconnect),
       jitter_(std::random_device{}()) {}
 
@@ -106,9 +107,22 @@ void connection::close() {
   // The run coroutine (if any) notices state_ and the cancellation, and returns.
   stop_signal_.emit(asio::cancellation_type::terminal);
   reconnect_timer_.cancel();
+  drain_timer_.cancel();
   writer_wakeup_.cancel();
   transport_.close();
   fail_all(asio::error::operation_aborted, "connection closed");
+}
+
+void connection::close_when_idle(std::chrono::milliseconds bound) {
+  if (state_ == state::closed) return;
+  const bool idle = queued_.empty() && in_flight_.empty();
+  if (idle || state_ == state::idle || state_ == state::backoff) return close();
+  draining_ = true;
+  drain_timer_.expires_after(bound);
+  drain_timer_.async_wait([weak_self = weak_from_this()](error_code ec) {
+    auto self = weak_self.lock();
+    if (!ec && self) self->close();
+  });
 }
 
 void connection::start_request(std::string payload, request_options options, handler_type handler) {
@@ -381,6 +395,7 @@ asio::awaitable<error_code> connection::reader_loop() {
     resp::value reply;
     if (auto ec = co_await read_reply(reply)) co_return ec;
     if (!deliver(std::move(reply))) co_return error::protocol_error;
+    if (draining_ && in_flight_.empty() && queued_.empty()) close();
     // A completion ran inline and may have closed us.
     if (state_ != state::ready) co_return asio::error::operation_aborted;
   }

@@ -132,6 +132,10 @@ class connection : public std::enable_shared_from_this<connection> {
   // reconnecting. Later requests fail with operation_aborted. Idempotent.
   void close();
 
+  // Closes once every request issued so far has its reply, or after `bound` at the latest; until
+  // then the connection works as usual. Used at shutdown so that final releases still go out.
+  void close_when_idle(std::chrono::milliseconds bound);
+
   state current_state() const noexcept { return state_; }
   const node_config& node() const noexcept { return node_; }
   const connection_stats& stats() const noexcept { return stats_; }
@@ -185,6 +189,8 @@ class connection : public std::enable_shared_from_this<connection> {
 
   boost::asio::steady_timer writer_wakeup_;
   boost::asio::steady_timer reconnect_timer_;
+  boost::asio::steady_timer drain_timer_;
+  bool draining_ = false;
   boost::asio::cancellation_signal stop_signal_;
   backoff reconnect_backoff_;
   std::minstd_rand jitter_;

@@ -1,0 +1,126 @@
+#ifndef REDLOCK_CLIENT_HPP
+#define REDLOCK_CLIENT_HPP
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/system/error_code.hpp>
+
+#include "redlock/detail/initiate.hpp"
+#include "redlock/error.hpp"
+#include "redlock/lease.hpp"
+#include "redlock/node_config.hpp"
+#include "redlock/options.hpp"
+
+namespace redlock {
+
+namespace detail {
+using acquire_handler =
+    boost::asio::any_completion_handler<void(boost::system::error_code, redlock::lease)>;
+void initiate_acquire(const std::shared_ptr<client_impl>& client, std::string resource,
+                      const lock_options& options, bool single_round, acquire_handler handler);
+}  // namespace detail
+
+// A Redlock client over N independent Redis masters (N = 1: the single-instance lock). It keeps one
+// pipelined connection per node, opened lazily and reopened by itself after failures.
+//
+// Acquiring sends `SET resource token NX PX ttl` to every node at once and decides as soon as the
+// outcome is certain: a majority (quorum()) granted it with validity left, or a majority can no
+// longer be reached. A round that fails is undone with a token-checked release on the nodes that
+// may hold the key. Within one client, waiters for the same resource queue locally in FIFO order:
+// only the first contends over the network, and it tries again at once when a local holder
+// releases.
+//
+// Thread safety: a client, its leases and its operations belong to the executor given to the
+// constructor; with a multi-threaded io_context pass a strand, and call members through it.
+//
+// Destruction: outstanding operations complete with operation_aborted; held leases are released
+// (best effort, bounded by node_timeout) and then the connections close. Never blocks.
+class client {
+ public:
+  using executor_type = boost::asio::any_io_executor;
+
+  // Throws boost::system::system_error with error::invalid_argument, and a message naming the
+  // problem, for an empty node list, duplicate nodes, or options out of range (node_timeout or
+  // connect_timeout not positive, drift_factor outside [0, 0.5)).
+  client(executor_type executor, std::vector<node_config> nodes, client_options options = {});
+  ~client();
+  client(const client&) = delete;
+  client& operator=(const client&) = delete;
+
+  executor_type get_executor() const noexcept;
+
+  // Number of nodes.
+  std::size_t size() const noexcept;
+
+  // Nodes that must agree: size() / 2 + 1.
+  std::size_t quorum() const noexcept;
+
+  // One acquire round: SET NX PX on every node, decided at the earliest certain moment.
+  //
+  // Completion: void(error_code, lease). On success the lease is held(). Errors:
+  // error::contended (another owner holds it, on enough nodes, or in this very client),
+  // error::no_quorum (too few nodes answered), error::validity_expired (a quorum granted it too
+  // late to be of use), error::invalid_argument (empty resource, ttl not positive or not above the
+  // drift allowance, max_hold not positive), operation_aborted (cancelled, or the client was
+  // destroyed). On failure the returned lease is not held; its diagnostics() names each node's
+  // answer.
+  //
+  // Cancellation (terminal, partial) at any moment completes with operation_aborted and starts a
+  // token-checked release on every node that may hold the key, so nothing is left behind.
+  template <class CompletionToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+  auto async_try_acquire(std::string resource, lock_options options,
+                         CompletionToken&& token
+                             BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type)) {
+    return async_initiate_acquire(std::move(resource), options, true,
+                                  std::forward<CompletionToken>(token));
+  }
+
+  // Acquire rounds with jittered exponential backoff (lock_options::retry) until the lock is held,
+  // lock_options::wait elapses (error::wait_timeout), or the operation is cancelled. Completion as
+  // async_try_acquire, minus error::contended and error::no_quorum, which are retried.
+  //
+  // Cancellation: terminal and partial at any moment (as async_try_acquire); total while waiting
+  // between rounds or behind a local waiter, where nothing has been sent.
+  template <class CompletionToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+  auto async_acquire(std::string resource, lock_options options,
+                     CompletionToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type)) {
+    return async_initiate_acquire(std::move(resource), options, false,
+                                  std::forward<CompletionToken>(token));
+  }
+
+  // PINGs every node. Completion: void(error_code): success when a quorum answered, else
+  // error::no_quorum. Cancellation (terminal, partial, total): completes with operation_aborted.
+  template <class CompletionToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+  auto async_ping(CompletionToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type)) {
+    return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
+        [](detail::void_handler handler, std::shared_ptr<detail::client_impl> impl) {
+          detail::initiate_ping(impl, std::move(handler));
+        },
+        token, impl_);
+  }
+
+ private:
+  template <class CompletionToken>
+  auto async_initiate_acquire(std::string resource, const lock_options& options, bool single_round,
+                              CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, lease)>(
+        [](detail::acquire_handler handler, std::shared_ptr<detail::client_impl> impl,
+           std::string resource, lock_options options, bool single_round) {
+          detail::initiate_acquire(impl, std::move(resource), options, single_round,
+                                   std::move(handler));
+        },
+        token, impl_, std::move(resource), options, single_round);
+  }
+
+  std::shared_ptr<detail::client_impl> impl_;
+};
+
+}  // namespace redlock
+
+#endif

@@ -1,0 +1,113 @@
+#ifndef REDLOCK_MUTEX_HPP
+#define REDLOCK_MUTEX_HPP
+
+#include <string>
+#include <utility>
+
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/compose.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/system/error_code.hpp>
+
+#include "redlock/client.hpp"
+#include "redlock/error.hpp"
+#include "redlock/lease.hpp"
+#include "redlock/options.hpp"
+
+namespace redlock {
+
+// A lock on one resource with a mutex-like interface, for code that prefers lock/unlock to
+// holding a lease. It owns at most one lease at a time; everything else (renewal, loss, release on
+// destruction) is the lease's.
+//
+// Thread safety: as client; use a mutex on the client's executor. The client must outlive it.
+class mutex {
+ public:
+  using executor_type = client::executor_type;
+
+  mutex(client& owner, std::string resource, lock_options options = {})
+      : client_(&owner), resource_(std::move(resource)), options_(options) {}
+
+  executor_type get_executor() const noexcept { return client_->get_executor(); }
+  const std::string& resource() const noexcept { return resource_; }
+
+  // True while this mutex holds the lock (the lease is held and not lost).
+  bool owns_lock() const noexcept { return lease_.held(); }
+
+  // The lease behind a locked mutex, e.g. to async_wait_lost on it.
+  lease& current_lease() noexcept { return lease_; }
+
+  // Acquires as client::async_acquire. Completion: void(error_code); errors as async_acquire, and
+  // error::invalid_argument if this mutex already owns the lock. Cancellation as async_acquire.
+  template <class CompletionToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+  auto async_lock(CompletionToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type)) {
+    return boost::asio::async_compose<CompletionToken, void(boost::system::error_code)>(
+        lock_op<false>{this}, token, client_->get_executor());
+  }
+
+  // One round, as client::async_try_acquire. Completion: void(error_code, bool locked). The lock
+  // being held elsewhere is not an error: (success, false). Other failures: (error, false).
+  template <class CompletionToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+  auto async_try_lock(CompletionToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type)) {
+    return boost::asio::async_compose<CompletionToken, void(boost::system::error_code, bool)>(
+        lock_op<true>{this}, token, client_->get_executor());
+  }
+
+  // Releases as lease::async_release. Completion: void(error_code); error::not_held if this mutex
+  // does not own the lock (any more). The writes always go out, even if cancelled.
+  template <class CompletionToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+  auto async_unlock(CompletionToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type)) {
+    lease released = std::move(lease_);
+    return released.async_release(std::forward<CompletionToken>(token));
+  }
+
+ private:
+  template <bool TryOnly>
+  struct lock_op {
+    mutex* target;
+
+    template <class Self>
+    void operator()(Self& self) {
+      if (target->owns_lock()) {
+        // Through the executor: an operation never completes inside its initiating function.
+        boost::asio::post(target->get_executor(), [self = std::move(self)]() mutable {
+          finish(self, error::invalid_argument);
+        });
+        return;
+      }
+      if constexpr (TryOnly) {
+        target->client_->async_try_acquire(target->resource_, target->options_, std::move(self));
+      } else {
+        target->client_->async_acquire(target->resource_, target->options_, std::move(self));
+      }
+    }
+
+    template <class Self>
+    void operator()(Self& self, boost::system::error_code ec, lease acquired) {
+      if (!ec) target->lease_ = std::move(acquired);
+      finish(self, ec);
+    }
+
+    template <class Self>
+    static void finish(Self& self, boost::system::error_code ec) {
+      if constexpr (TryOnly) {
+        if (ec == error::contended) {
+          self.complete(boost::system::error_code{}, false);
+        } else {
+          self.complete(ec, !ec);
+        }
+      } else {
+        self.complete(ec);
+      }
+    }
+  };
+
+  client* client_;
+  std::string resource_;
+  lock_options options_;
+  lease lease_;
+};
+
+}  // namespace redlock
+
+#endif

@@ -1,0 +1,488 @@
+#include "redlock/client.hpp"
+
+#include <fmt/format.h>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include "algo/validity.hpp"
+#include "client_impl.hpp"
+#include "resp/encoder.hpp"
+#include "token.hpp"
+#include "vote.hpp"
+
+namespace redlock::detail {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+namespace {
+
+long long to_ms(steady_clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+// An acquire's answer from one node to SET NX PX: OK = granted, null = held by someone else.
+node_answer::kind classify_set_reply(error_code ec, const resp::value& reply, std::string& detail) {
+  if (ec) {
+    detail = reply.text;
+    return node_answer::kind::failed;
+  }
+  if (reply.kind == resp::type::simple_string && reply.text == "OK") return node_answer::kind::yes;
+  if (reply.is_null()) return node_answer::kind::no;
+  detail = fmt::format("unexpected reply {}", resp::to_debug_string(reply));
+  return node_answer::kind::failed;
+}
+
+std::string validate(const std::string& resource, const lock_options& options,
+                     const client_options& client) {
+  if (resource.empty()) return "the resource name is empty";
+  if (options.ttl <= std::chrono::milliseconds(0)) {
+    return fmt::format("ttl must be positive (got {} ms)", options.ttl.count());
+  }
+  const auto drift = drift_allowance(options.ttl, client.drift_factor);
+  if (options.ttl <= drift) {
+    return fmt::format("ttl {} ms is not longer than the drift allowance of {} ms",
+                       options.ttl.count(), to_ms(drift));
+  }
+  if (options.wait && *options.wait < std::chrono::milliseconds(0)) {
+    return fmt::format("wait must not be negative (got {} ms)", options.wait->count());
+  }
+  if (options.max_hold && *options.max_hold <= std::chrono::milliseconds(0)) {
+    return fmt::format("max_hold must be positive (got {} ms)", options.max_hold->count());
+  }
+  return {};
+}
+
+}  // namespace
+
+// One async_acquire or async_try_acquire, from the local queue through rounds and backoff to one
+// completion.
+//
+// Stages: queued (behind a local holder or waiter; nothing sent), in_round (SETs in flight),
+// sleeping (backoff between rounds), finished. Invariant: an op that is in its resource queue is
+// not finished, and the queue's first op is the only one that may be in_round or sleeping.
+class acquire_op final : public abortable, public std::enable_shared_from_this<acquire_op> {
+ public:
+  acquire_op(std::shared_ptr<client_impl> client, std::string resource, const lock_options& options,
+             bool single_round, acquire_handler&& handler)
+      : client_(std::move(client)),
+        lease_(std::make_shared<lease_state>(client_, std::move(resource), options)),
+        single_round_(single_round),
+        done_(std::move(handler), client_->executor()),
+        retry_(options.retry),
+        timer_(client_->executor()) {}
+
+  void start() {
+    if (client_->closed()) {
+      lease_->diagnostics = "the client is shut down";
+      return done_.complete_posted(asio::error::operation_aborted, make_lease());
+    }
+    if (auto problem = validate(lease_->resource, lease_->options, client_->options());
+        !problem.empty()) {
+      lease_->diagnostics =
+          fmt::format("redlock: cannot lock \"{}\": {}", lease_->resource, problem);
+      return done_.complete_posted(error::invalid_argument, make_lease());
+    }
+    lease_->token = make_lock_token();
+    const std::string ttl = std::to_string(lease_->options.ttl.count());
+    resp::encode_command(set_command_, {"SET", lease_->resource, lease_->token, "NX", "PX", ttl});
+    if (lease_->options.wait) deadline_ = steady_clock::now() + *lease_->options.wait;
+
+    auto& queue = client_->queue_for(lease_->resource);
+    if (single_round_ && (queue.holder != nullptr || !queue.waiters.empty())) {
+      lease_->diagnostics = fmt::format(
+          "redlock: \"{}\" is held or awaited by another lease of "
+          "this client",
+          lease_->resource);
+      client_->forget_queue_if_idle(lease_->resource);
+      return done_.complete_posted(error::contended, make_lease());
+    }
+
+    client_->track(this);
+    done_.on_cancel([weak = weak_from_this()](asio::cancellation_type type) {
+      if (auto self = weak.lock()) self->cancel(type);
+    });
+    queue.waiters.push_back(shared_from_this());
+    if (queue.holder == nullptr && queue.waiters.size() == 1) {
+      begin_round();
+    } else {
+      stage_ = stage::queued;
+      arm_timer(deadline_);
+    }
+  }
+
+  // The resource became free locally and this op is first in line: try at once.
+  void wake() {
+    if (stage_ == stage::queued) begin_round();
+  }
+
+  void abort() override { cancel(asio::cancellation_type::terminal); }
+
+ private:
+  enum class stage : std::uint8_t { idle, queued, in_round, sleeping, finished };
+
+  lease make_lease() { return client_impl::make_lease(lease_); }
+
+  void begin_round() {
+    stage_ = stage::in_round;
+    ++round_;
+    round_start_ = steady_clock::now();
+    auto decided = [weak = weak_from_this(), round = round_](error_code ec, const vote& v) {
+      if (auto self = weak.lock()) self->round_decided(round, ec, v);
+    };
+    current_vote_ = std::make_shared<vote>(
+        client_->size(), classify_set_reply,
+        [](const tally& t) -> std::optional<error_code> {
+          if (t.yes_quorum()) return error_code{};
+          if (t.yes_quorum_impossible()) {
+            return t.too_many_failed() ? error::no_quorum : error::contended;
+          }
+          return std::nullopt;
+        },
+        std::move(decided));
+    client_->fan_out(set_command_, current_vote_->collector());
+  }
+
+  void round_decided(unsigned round, error_code ec, const vote& v) {
+    if (round != round_ || stage_ != stage::in_round) return;  // cancelled meanwhile
+    const auto now = steady_clock::now();
+    if (!ec) {
+      const auto left =
+          validity(lease_->options.ttl, client_->options().drift_factor, round_start_, now);
+      if (left > steady_clock::duration::zero()) return succeed(now + left);
+      ec = error::validity_expired;
+    }
+    clean_up_round(v.answers());
+    lease_->diagnostics = explain(ec, v, now);
+    client_->log(log_level::debug, lease_->diagnostics);
+
+    if (single_round_) return finish(ec, false);
+    if (deadline_ && now >= *deadline_) return finish(error::wait_timeout, false);
+    auto delay = steady_clock::duration(retry_.next(client_->random()));
+    if (deadline_) delay = std::min(delay, *deadline_ - now);
+    stage_ = stage::sleeping;
+    arm_timer(now + delay);
+  }
+
+  std::string explain(error_code ec, const vote& v, steady_clock::time_point now) const {
+    const tally& t = v.votes();
+    return fmt::format(
+        "redlock: \"{}\" not acquired ({}): {} of {} nodes granted, quorum {}, "
+        "round took {} ms: {}",
+        lease_->resource, ec.message(), t.yes_count(), t.nodes(), t.quorum(),
+        to_ms(now - round_start_),
+        client_->describe(v.answers(), "granted", "held by another owner"));
+  }
+
+  // A failed or abandoned round may have set the key on some nodes (or may still, where the SET is
+  // in flight). Release it on every node that did not refuse; on each node the release runs after
+  // our SET because both travel on that node's one connection.
+  void clean_up_round(const std::vector<node_answer>& answers) {
+    std::vector<bool> targets(answers.size());
+    bool any = false;
+    for (std::size_t i = 0; i < answers.size(); ++i) {
+      targets[i] = answers[i].what != node_answer::kind::no;
+      any = any || targets[i];
+    }
+    if (any) client_->release_best_effort(lease_->resource, lease_->token, &targets);
+  }
+
+  void succeed(steady_clock::time_point valid_until) {
+    stage_ = stage::finished;
+    timer_.cancel();
+    client_->untrack(this);
+    auto& queue = client_->queue_for(lease_->resource);
+    std::erase(queue.waiters, shared_from_this());
+    queue.holder = lease_.get();
+    lease_->diagnostics.clear();
+    lease_->on_acquired(round_start_, valid_until);
+    done_.complete(error_code{}, make_lease());
+  }
+
+  // `posted`: called from a cancellation handler or shutdown (see completion).
+  void finish(error_code ec, bool posted) {
+    stage_ = stage::finished;
+    ++round_;
+    timer_.cancel();
+    client_->untrack(this);
+    leave_queue();
+    if (posted) {
+      done_.complete_posted(ec, make_lease());
+    } else {
+      done_.complete(ec, make_lease());
+    }
+  }
+
+  void leave_queue() {
+    auto& queue = client_->queue_for(lease_->resource);
+    const bool was_first = !queue.waiters.empty() && queue.waiters.front().get() == this;
+    auto self = shared_from_this();  // the queue may hold the last reference
+    std::erase(queue.waiters, self);
+    if (was_first && queue.holder == nullptr) client_->start_next_waiter(lease_->resource);
+    client_->forget_queue_if_idle(lease_->resource);
+  }
+
+  void cancel(asio::cancellation_type type) {
+    using ct = asio::cancellation_type;
+    switch (stage_) {
+      case stage::queued:
+      case stage::sleeping:
+        // Nothing of ours is on the nodes (a failed round was cleaned up before sleeping).
+        lease_->diagnostics = "redlock: acquire cancelled while waiting";
+        return finish(asio::error::operation_aborted, true);
+      case stage::in_round:
+        if ((type & (ct::terminal | ct::partial)) == ct::none) return;
+        clean_up_round(current_vote_->answers());
+        lease_->diagnostics = "redlock: acquire cancelled during a round; released what it set";
+        return finish(asio::error::operation_aborted, true);
+      case stage::idle:
+      case stage::finished:
+        return;
+    }
+  }
+
+  // One timer serves the wait deadline while queued and the backoff sleep; a generation number
+  // tells a stale expiry (already queued when the timer was re-armed) from the current one.
+  void arm_timer(std::optional<steady_clock::time_point> at) {
+    ++timer_generation_;
+    if (!at) return;
+    timer_.expires_at(*at);
+    timer_.async_wait([weak = weak_from_this(), generation = timer_generation_](error_code ec) {
+      auto self = weak.lock();
+      if (ec || !self || generation != self->timer_generation_) return;
+      self->on_timer();
+    });
+  }
+
+  void on_timer() {
+    const bool timed_out = deadline_ && steady_clock::now() >= *deadline_;
+    if (stage_ == stage::queued && timed_out) {
+      lease_->diagnostics =
+          fmt::format("redlock: \"{}\" still held by another lease of this client after {} ms",
+                      lease_->resource, lease_->options.wait->count());
+      finish(error::wait_timeout, false);
+    } else if (stage_ == stage::sleeping) {
+      if (timed_out) return finish(error::wait_timeout, false);
+      begin_round();
+    }
+  }
+
+  std::shared_ptr<client_impl> client_;
+  std::shared_ptr<lease_state> lease_;
+  bool single_round_;
+  completion<error_code, lease> done_;
+  backoff retry_;
+  asio::steady_timer timer_;
+  unsigned timer_generation_ = 0;
+  std::optional<steady_clock::time_point> deadline_;
+  stage stage_ = stage::idle;
+  unsigned round_ = 0;
+  steady_clock::time_point round_start_{};
+  std::shared_ptr<vote> current_vote_;
+  std::string set_command_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// client_impl
+
+namespace {
+
+std::vector<std::shared_ptr<connection>> open_connections(const asio::any_io_executor& executor,
+                                                          std::vector<node_config>& nodes,
+                                                          const client_options& options) {
+  auto fail = [](std::string message) {
+    throw boost::system::system_error(make_error_code(error::invalid_argument),
+                                      "redlock: " + message);
+  };
+  if (nodes.empty()) fail("a client needs at least one node");
+  if (options.node_timeout <= std::chrono::milliseconds(0)) fail("node_timeout must be positive");
+  if (options.connect_timeout <= std::chrono::milliseconds(0)) {
+    fail("connect_timeout must be positive");
+  }
+  if (!(options.drift_factor >= 0.0 && options.drift_factor < 0.5)) {
+    fail(fmt::format("drift_factor {} is outside [0, 0.5)", options.drift_factor));
+  }
+  std::set<std::pair<std::string, std::uint16_t>> seen;
+  for (const auto& node : nodes) {
+    if (!seen.emplace(node.host, node.port).second) {
+      fail(fmt::format("node {} is listed twice; Redlock needs independent nodes", node.address()));
+    }
+  }
+  std::vector<std::shared_ptr<connection>> connections;
+  connections.reserve(nodes.size());
+  const auto connection_settings = connection_options::from(options);
+  for (auto& node : nodes) {
+    connections.push_back(connection::create(executor, std::move(node), connection_settings));
+  }
+  return connections;
+}
+
+}  // namespace
+
+client_impl::client_impl(asio::any_io_executor executor, std::vector<node_config> nodes,
+                         client_options options)
+    : executor_(std::move(executor)),
+      options_(std::move(options)),
+      connections_(open_connections(executor_, nodes, options_)),
+      random_(std::random_device{}()) {}
+
+lease client_impl::make_lease(std::shared_ptr<lease_state> state) {
+  return lease(std::move(state));
+}
+
+void client_impl::shutdown() {
+  if (closed_) return;
+  closed_ = true;
+  // Copies: ending an operation or a lease removes it from these sets.
+  const std::vector<abortable*> operations(active_.begin(), active_.end());
+  for (auto* op : operations)
+    op->abort();
+  const std::vector<lease_state*> leases(held_.begin(), held_.end());
+  for (auto* state : leases) {
+    state->stop_holding(lease_state::phase::released, asio::error::operation_aborted);
+  }
+  // The releases just queued still go out; then each connection closes.
+  for (auto& conn : connections_)
+    conn->close_when_idle(2 * options_.node_timeout);
+}
+
+void client_impl::release_best_effort(const std::string& resource, const std::string& token,
+                                      const std::vector<bool>* only) {
+  const std::string_view args[] = {token};
+  fan_out_script(
+      release_script(), resource, args, [](std::size_t, error_code, const resp::value&) {}, only);
+}
+
+void client_impl::holder_gone(lease_state& state) {
+  auto found = queues_.find(state.resource);
+  if (found == queues_.end() || found->second.holder != &state) return;
+  found->second.holder = nullptr;
+  start_next_waiter(state.resource);
+  forget_queue_if_idle(state.resource);
+}
+
+void client_impl::start_next_waiter(const std::string& resource) {
+  auto found = queues_.find(resource);
+  if (found == queues_.end() || found->second.waiters.empty()) return;
+  auto next = found->second.waiters.front();  // keeps it alive while it starts
+  next->wake();
+}
+
+void client_impl::forget_queue_if_idle(const std::string& resource) {
+  auto found = queues_.find(resource);
+  if (found != queues_.end() && found->second.holder == nullptr && found->second.waiters.empty()) {
+    queues_.erase(found);
+  }
+}
+
+std::string client_impl::describe(const std::vector<node_answer>& answers, std::string_view yes,
+                                  std::string_view no) const {
+  std::string out;
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    if (i != 0) out += "; ";
+    out += connections_[i]->node().address();
+    switch (answers[i].what) {
+      case node_answer::kind::yes:
+        out += fmt::format(" {}", yes);
+        break;
+      case node_answer::kind::no:
+        out += fmt::format(" {}", no);
+        break;
+      case node_answer::kind::failed:
+        out += fmt::format(" failed ({})", answers[i].detail);
+        break;
+      case node_answer::kind::pending:
+        out += " no answer yet";
+        break;
+    }
+  }
+  return out;
+}
+
+node_answer::kind classify_script_reply(error_code ec, const resp::value& reply,
+                                        std::string& detail) {
+  if (ec) {
+    detail = reply.text;
+    return node_answer::kind::failed;
+  }
+  if (reply.kind == resp::type::integer) {
+    return reply.integer == 1 ? node_answer::kind::yes : node_answer::kind::no;
+  }
+  detail = fmt::format("unexpected reply {}", resp::to_debug_string(reply));
+  return node_answer::kind::failed;
+}
+
+const script& release_script() {
+  static const script lua(
+      "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) "
+      "else return 0 end");
+  return lua;
+}
+
+const script& extend_script() {
+  static const script lua(
+      "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+      "return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end");
+  return lua;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entry points
+
+void initiate_acquire(const std::shared_ptr<client_impl>& client, std::string resource,
+                      const lock_options& options, bool single_round, acquire_handler handler) {
+  std::make_shared<acquire_op>(client, std::move(resource), options, single_round,
+                               std::move(handler))
+      ->start();
+}
+
+void initiate_ping(const std::shared_ptr<client_impl>& client, void_handler handler) {
+  auto op = std::make_shared<user_operation>(client, std::move(handler));
+  if (client->closed()) return op->finish(asio::error::operation_aborted, true);
+  op->start();
+  auto decided = [op](error_code ec, const vote&) { op->finish(ec); };
+  auto check = std::make_shared<vote>(
+      client->size(),
+      [](error_code ec, const resp::value& reply, std::string& detail) {
+        if (!ec && reply.text == "PONG") return node_answer::kind::yes;
+        detail = reply.text;
+        return node_answer::kind::failed;
+      },
+      [](const tally& t) -> std::optional<error_code> {
+        if (t.yes_quorum()) return error_code{};
+        if (t.yes_quorum_impossible()) return make_error_code(error::no_quorum);
+        return std::nullopt;
+      },
+      std::move(decided));
+  std::string ping;
+  resp::encode_command(ping, {"PING"});
+  client->fan_out(ping, check->collector());
+}
+
+}  // namespace redlock::detail
+
+namespace redlock {
+
+client::client(executor_type executor, std::vector<node_config> nodes, client_options options)
+    : impl_(std::make_shared<detail::client_impl>(std::move(executor), std::move(nodes),
+                                                  std::move(options))) {}
+
+client::~client() {
+  if (impl_) impl_->shutdown();
+}
+
+client::executor_type client::get_executor() const noexcept {
+  return impl_->executor();
+}
+std::size_t client::size() const noexcept {
+  return impl_->size();
+}
+std::size_t client::quorum() const noexcept {
+  return impl_->quorum();
+}
+
+}  // namespace redlock

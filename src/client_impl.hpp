@@ -1,0 +1,188 @@
+#ifndef REDLOCK_CLIENT_IMPL_HPP
+#define REDLOCK_CLIENT_IMPL_HPP
+
+#include <chrono>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/system/error_code.hpp>
+
+#include "algo/backoff.hpp"
+#include "completion.hpp"
+#include "net/connection.hpp"
+#include "net/script.hpp"
+#include "redlock/client.hpp"
+#include "redlock/lease.hpp"
+#include "redlock/options.hpp"
+
+namespace redlock::detail {
+
+using std::chrono::steady_clock;
+
+// Something the client must end when it is destroyed.
+class abortable {
+ public:
+  virtual void abort() = 0;
+
+ protected:
+  ~abortable() = default;
+};
+
+class acquire_op;
+class user_operation;
+
+// What one node answered in one fan-out, kept to explain failures.
+struct node_answer {
+  enum class kind : std::uint8_t { pending, yes, no, failed } what = kind::pending;
+  std::string detail;  // the error text for `failed`
+};
+
+// Per resource: the lease of this client holding it (if any) and the acquires waiting, oldest
+// first. Only the first waiter sends anything to the nodes, and only while no local lease holds
+// the resource.
+struct resource_queue {
+  lease_state* holder = nullptr;
+  std::deque<std::shared_ptr<acquire_op>> waiters;
+};
+
+// Everything behind a redlock::lease. Lives on the client's executor.
+struct lease_state : std::enable_shared_from_this<lease_state> {
+  enum class phase : std::uint8_t { never_held, held, released, lost };
+
+  lease_state(std::shared_ptr<client_impl> owner, std::string resource,
+              const lock_options& options);
+  ~lease_state();
+
+  std::shared_ptr<client_impl> client;
+  std::string resource;
+  std::string token;
+  lock_options options;
+  phase state = phase::never_held;
+  steady_clock::time_point acquired_at{};
+  steady_clock::time_point valid_until{};
+  steady_clock::time_point last_extend_start{};  // a slower, older extension must not win
+  std::string diagnostics;
+
+  boost::asio::steady_timer renew_timer;
+  boost::asio::steady_timer expiry_timer;
+  std::vector<std::shared_ptr<user_operation>> lost_waiters;
+
+  bool is_held() const noexcept {
+    return state == phase::held && steady_clock::now() < valid_until;
+  }
+
+  // Became held through a successful round that started at `round_start`.
+  void on_acquired(steady_clock::time_point round_start, steady_clock::time_point until);
+  void schedule_renewal(steady_clock::time_point at);
+  void renew();
+  void arm_expiry();
+  // The lock cannot be kept: tell waiters, free the resource locally, clean up the nodes.
+  void lose(std::string why);
+  // Not ours any more by our own choice (release, destruction, client shutdown).
+  void stop_holding(phase next, boost::system::error_code waiters_get);
+  // `caller` (may be null, for renewal) is finished with the outcome.
+  void start_extend(std::chrono::milliseconds ttl, bool from_renewal,
+                    std::shared_ptr<user_operation> caller);
+};
+
+class client_impl : public std::enable_shared_from_this<client_impl> {
+ public:
+  client_impl(boost::asio::any_io_executor executor, std::vector<node_config> nodes,
+              client_options options);
+
+  const boost::asio::any_io_executor& executor() const noexcept { return executor_; }
+  std::size_t size() const noexcept { return connections_.size(); }
+  std::size_t quorum() const noexcept { return connections_.size() / 2 + 1; }
+  const client_options& options() const noexcept { return options_; }
+  bool closed() const noexcept { return closed_; }
+  const node_config& node(std::size_t i) const noexcept { return connections_[i]->node(); }
+
+  void shutdown();
+
+  static lease make_lease(std::shared_ptr<lease_state> state);
+
+  // Sends one request to every node, each with node_timeout; on_reply(node, ec, reply) is called
+  // once per node.
+  template <class OnReply>
+  void fan_out(const std::string& payload, OnReply on_reply) {
+    const request_options per_node{options_.node_timeout};
+    for (std::size_t i = 0; i < connections_.size(); ++i) {
+      connections_[i]->async_exec_encoded(
+          payload, per_node,
+          [on_reply, i](boost::system::error_code ec, resp::value reply) mutable {
+            on_reply(i, ec, std::move(reply));
+          });
+    }
+  }
+
+  // Runs a Lua script on the given nodes (all by default), as fan_out.
+  template <class OnReply>
+  void fan_out_script(const script& lua, std::string_view key,
+                      std::span<const std::string_view> args, OnReply on_reply,
+                      const std::vector<bool>* only = nullptr) {
+    const request_options per_node{options_.node_timeout};
+    const std::string_view keys[] = {key};
+    for (std::size_t i = 0; i < connections_.size(); ++i) {
+      if (only && !(*only)[i]) continue;
+      async_eval(connections_[i], lua, keys, args, per_node,
+                 [on_reply, i](boost::system::error_code ec, resp::value reply) mutable {
+                   on_reply(i, ec, std::move(reply));
+                 });
+    }
+  }
+
+  // Token-checked DEL on the chosen nodes; nobody waits for it. Requests on each node's connection
+  // run in order, so a release queued after a SET on that connection executes after it.
+  void release_best_effort(const std::string& resource, const std::string& token,
+                           const std::vector<bool>* only = nullptr);
+
+  // Local queueing of acquires, see resource_queue.
+  resource_queue& queue_for(const std::string& resource) { return queues_[resource]; }
+  void holder_gone(lease_state& state);
+  void start_next_waiter(const std::string& resource);
+  void forget_queue_if_idle(const std::string& resource);
+
+  void track(abortable* op) { active_.insert(op); }
+  void untrack(abortable* op) { active_.erase(op); }
+  void track_lease(lease_state* state) { held_.insert(state); }
+  void untrack_lease(lease_state* state) { held_.erase(state); }
+
+  std::minstd_rand& random() noexcept { return random_; }
+
+  // "127.0.0.1:7001 granted; 127.0.0.1:7002 held by another owner; ..." for diagnostics.
+  std::string describe(const std::vector<node_answer>& answers, std::string_view yes,
+                       std::string_view no) const;
+
+  void log(log_level level, std::string_view message) const {
+    if (options_.logger) options_.logger(level, message);
+  }
+
+ private:
+  boost::asio::any_io_executor executor_;
+  client_options options_;
+  std::vector<std::shared_ptr<connection>> connections_;
+  std::unordered_map<std::string, resource_queue> queues_;
+  std::unordered_set<abortable*> active_;
+  std::unordered_set<lease_state*> held_;
+  std::minstd_rand random_;
+  bool closed_ = false;
+};
+
+// The Lua scripts: compare the token, then act. Neither touches a key holding another value, and
+// extend never creates a missing key (PEXPIRE on a missing key is a no-op returning 0).
+const script& release_script();
+const script& extend_script();
+
+}  // namespace redlock::detail
+
+#endif

@@ -1,0 +1,75 @@
+#ifndef REDLOCK_COMPLETION_HPP
+#define REDLOCK_COMPLETION_HPP
+
+#include <utility>
+
+#include <boost/asio/any_completion_executor.hpp>
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+
+namespace redlock::detail {
+
+// The caller's handler of one pending operation, completed exactly once.
+//
+// Rules that keep the Asio contract: complete_posted() inside an initiating function and inside a
+// cancellation handler (completing clears the caller's cancellation slot, which would destroy the
+// very handler that is running); complete() (dispatch) from our own completion handlers.
+template <class... Args>
+class completion {
+ public:
+  using handler_type = boost::asio::any_completion_handler<void(Args...)>;
+
+  // Boost 1.81's any_completion_handler move-assignment recurses without end; the handler is only
+  // ever move-constructed.
+  completion(handler_type&& handler, const boost::asio::any_io_executor& io_executor)
+      : io_executor_(io_executor),
+        handler_executor_(
+            boost::asio::prefer(boost::asio::get_associated_executor(handler, io_executor),
+                                boost::asio::execution::outstanding_work.tracked)),
+        handler_(std::move(handler)) {}
+
+  bool done() const noexcept { return done_; }
+
+  // Installs `on_cancel(cancellation_type)` in the caller's cancellation slot, if it has one.
+  template <class OnCancel>
+  void on_cancel(OnCancel on_cancel) {
+    auto slot = boost::asio::get_associated_cancellation_slot(handler_);
+    if (slot.is_connected()) slot.assign(std::move(on_cancel));
+  }
+
+  void complete(Args... args) { finish(false, std::move(args)...); }
+  void complete_posted(Args... args) { finish(true, std::move(args)...); }
+
+ private:
+  void finish(bool posted, Args... args) {
+    if (done_) return;
+    done_ = true;
+    auto invoke = [handler = handler_type(std::move(handler_)),
+                   ... args = std::move(args)]() mutable {
+      auto slot = boost::asio::get_associated_cancellation_slot(handler);
+      if (slot.is_connected()) slot.clear();
+      std::move(handler)(std::move(args)...);
+    };
+    if (posted) {
+      // Through the I/O executor: any_completion_executor cannot be required to be non-blocking.
+      boost::asio::post(io_executor_,
+                        boost::asio::bind_executor(handler_executor_, std::move(invoke)));
+    } else {
+      boost::asio::dispatch(handler_executor_, std::move(invoke));
+    }
+  }
+
+  boost::asio::any_io_executor io_executor_;
+  boost::asio::any_completion_executor handler_executor_;
+  handler_type handler_;
+  bool done_ = false;
+};
+
+}  // namespace redlock::detail
+
+#endif
