@@ -89,7 +89,9 @@ class acquire_op final : public abortable, public std::enable_shared_from_this<a
     }
     lease_->token = make_lock_token();
     const std::string ttl = std::to_string(lease_->options.ttl.count());
-    resp::encode_command(set_command_, {"SET", lease_->resource, lease_->token, "NX", "PX", ttl});
+    auto command = std::make_shared<std::string>();
+    resp::encode_command(*command, {"SET", lease_->resource, lease_->token, "NX", "PX", ttl});
+    set_command_ = std::move(command);
     if (lease_->options.wait) deadline_ = steady_clock::now() + *lease_->options.wait;
 
     auto& queue = client_->queue_for(lease_->resource);
@@ -192,6 +194,7 @@ class acquire_op final : public abortable, public std::enable_shared_from_this<a
   }
 
   void succeed(steady_clock::time_point valid_until) {
+    const auto keep_alive = shared_from_this();  // leaving the queue may drop the last owner
     stage_ = stage::finished;
     timer_.cancel();
     client_->untrack(this);
@@ -205,6 +208,7 @@ class acquire_op final : public abortable, public std::enable_shared_from_this<a
 
   // `posted`: called from a cancellation handler or shutdown (see completion).
   void finish(error_code ec, bool posted) {
+    const auto keep_alive = shared_from_this();  // leaving the queue may drop the last owner
     stage_ = stage::finished;
     ++round_;
     timer_.cancel();
@@ -220,8 +224,7 @@ class acquire_op final : public abortable, public std::enable_shared_from_this<a
   void leave_queue() {
     auto& queue = client_->queue_for(lease_->resource);
     const bool was_first = !queue.waiters.empty() && queue.waiters.front().get() == this;
-    auto self = shared_from_this();  // the queue may hold the last reference
-    std::erase(queue.waiters, self);
+    std::erase(queue.waiters, shared_from_this());
     if (was_first && queue.holder == nullptr) client_->start_next_waiter(lease_->resource);
     client_->forget_queue_if_idle(lease_->resource);
   }
@@ -283,7 +286,7 @@ class acquire_op final : public abortable, public std::enable_shared_from_this<a
   unsigned round_ = 0;
   steady_clock::time_point round_start_{};
   std::shared_ptr<vote> current_vote_;
-  std::string set_command_;
+  shared_payload set_command_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -343,6 +346,7 @@ void client_impl::shutdown() {
     op->abort();
   const std::vector<lease_state*> leases(held_.begin(), held_.end());
   for (auto* state : leases) {
+    release_best_effort(state->resource, state->token);
     state->stop_holding(lease_state::phase::released, asio::error::operation_aborted);
   }
   // The releases just queued still go out; then each connection closes.
@@ -458,8 +462,8 @@ void initiate_ping(const std::shared_ptr<client_impl>& client, void_handler hand
         return std::nullopt;
       },
       std::move(decided));
-  std::string ping;
-  resp::encode_command(ping, {"PING"});
+  auto ping = std::make_shared<std::string>();
+  resp::encode_command(*ping, {"PING"});
   client->fan_out(ping, check->collector());
 }
 

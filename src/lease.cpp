@@ -278,8 +278,8 @@ lease::~lease() {
   if (!state_ || state_->state != detail::lease_state::phase::held) return;
   // On the client's executor: inline when already there (the usual case), else posted.
   try {
-    boost::asio::dispatch(state_->client->executor(),
-                          [state = std::move(state_)] { detail::abandon(state); });
+    auto executor = state_->client->executor();
+    boost::asio::dispatch(executor, [state = std::move(state_)] { detail::abandon(state); });
   } catch (...) {
     // Allocation failure: the lock expires with its TTL instead.
   }

@@ -57,23 +57,25 @@ class mutex {
   // does not own the lock (any more). The writes always go out, even if cancelled.
   template <class CompletionToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
   auto async_unlock(CompletionToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type)) {
-    lease released = std::move(lease_);
-    return released.async_release(std::forward<CompletionToken>(token));
+    // The lease stays here (no longer held once the release starts): with a lazy token the release
+    // only starts when the operation is launched, and must still find the lock then.
+    return lease_.async_release(std::forward<CompletionToken>(token));
   }
 
  private:
   template <bool TryOnly>
   struct lock_op {
     mutex* target;
+    bool rejected = false;
 
     template <class Self>
     void operator()(Self& self) {
+      if (rejected) return finish(self, error::invalid_argument);
       if (target->owns_lock()) {
-        // Through the executor: an operation never completes inside its initiating function.
-        boost::asio::post(target->get_executor(), [self = std::move(self)]() mutable {
-          finish(self, error::invalid_argument);
-        });
-        return;
+        // An operation never completes inside its initiating function: come back through the
+        // executor and fail then.
+        rejected = true;
+        return boost::asio::post(target->get_executor(), std::move(self));
       }
       if constexpr (TryOnly) {
         target->client_->async_try_acquire(target->resource_, target->options_, std::move(self));

@@ -9,7 +9,10 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
 
@@ -34,23 +37,13 @@ namespace redlock {
 template <class F>
 auto with_lock(client& locks, std::string resource, lock_options options, F body)
     -> std::invoke_result_t<F&, lease&> {
-  using namespace boost::asio::experimental::awaitable_operators;
-  using result_awaitable = std::invoke_result_t<F&, lease&>;
-  using T = typename result_awaitable::value_type;
-  constexpr auto tuple_awaitable = boost::asio::as_tuple(boost::asio::use_awaitable);
+  namespace asio = boost::asio;
+  using T = typename std::invoke_result_t<F&, lease&>::value_type;
+  using value_type = std::conditional_t<std::is_void_v<T>, std::monostate, T>;
 
-  lease held =
-      co_await locks.async_acquire(std::move(resource), options, boost::asio::use_awaitable);
+  lease held = co_await locks.async_acquire(std::move(resource), options, asio::use_awaitable);
 
-  auto release = [&held]() -> boost::asio::awaitable<boost::system::error_code> {
-    auto [ec] = co_await held.async_release(boost::asio::as_tuple(boost::asio::use_awaitable));
-    co_return ec;
-  };
-
-  std::exception_ptr failure;
-  boost::system::error_code ended_by;  // why the wait for loss ended first, if it did
-  auto run =
-      [&]() -> boost::asio::awaitable<std::conditional_t<std::is_void_v<T>, std::monostate, T>> {
+  auto run = [&]() -> asio::awaitable<value_type> {
     if constexpr (std::is_void_v<T>) {
       co_await body(held);
       co_return std::monostate{};
@@ -59,31 +52,30 @@ auto with_lock(client& locks, std::string resource, lock_options options, F body
     }
   };
 
-  std::variant<std::monostate, std::conditional_t<std::is_void_v<T>, std::monostate, T>> value;
-  try {
-    auto outcome = co_await (run() || held.async_wait_lost(tuple_awaitable));
-    if (outcome.index() == 0) {
-      value.template emplace<1>(std::move(std::get<0>(outcome)));
-    } else {
-      ended_by = std::get<0>(std::get<1>(outcome));
-    }
-  } catch (...) {
-    failure = std::current_exception();
-  }
+  // wait_for_one, not operator||: that one waits for the first *success*, so a throwing body would
+  // wait for the loss of a lock that is never lost.
+  auto executor = co_await asio::this_coro::executor;
+  auto [order, body_failure, value, ended_by] =
+      co_await asio::experimental::make_parallel_group(
+          asio::co_spawn(executor, run(), asio::deferred), held.async_wait_lost(asio::deferred))
+          .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
+  const bool body_finished_first = order[0] == 0;
 
-  const auto release_error = co_await release();
-  if (failure) std::rethrow_exception(failure);
-  if (ended_by == error::lock_lost || release_error == error::not_held) {
+  auto [release_error] = co_await held.async_release(asio::as_tuple(asio::use_awaitable));
+
+  if (!body_finished_first) {
+    // The lease ended under the body, which was cancelled. Lost: say so. Otherwise the client was
+    // destroyed or the lease released by someone else: the body did not complete either.
+    const auto why = ended_by == error::lock_lost ? make_error_code(error::lock_lost) : ended_by;
+    throw boost::system::system_error(why, "redlock: lock on \"" + held.resource() + "\"");
+  }
+  if (body_failure) std::rethrow_exception(body_failure);
+  if (release_error == error::not_held) {
+    // A quorum no longer held our key when the body ended: it ran without the lock at some point.
     throw boost::system::system_error(make_error_code(error::lock_lost),
                                       "redlock: lock on \"" + held.resource() + "\" was lost");
   }
-  if (ended_by) {
-    // The lease ended otherwise under the body (client destroyed): the body did not finish.
-    throw boost::system::system_error(ended_by, "redlock: lock on \"" + held.resource() + "\"");
-  }
-  if constexpr (!std::is_void_v<T>) {
-    co_return std::move(std::get<1>(value));
-  }
+  if constexpr (!std::is_void_v<T>) co_return std::move(value);
 }
 
 }  // namespace redlock

@@ -13,10 +13,12 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <exception>
 #include <variant>
 #include <vector>
 
+#include "net/script.hpp"
 #include "redlock/error.hpp"
 #include "resp/encoder.hpp"
 
@@ -42,16 +44,16 @@ long long to_ms(std::chrono::milliseconds d) {
 struct connection::request {
   // Boost 1.81's any_completion_handler move-assignment recurses without end; handlers are only
   // ever move-constructed.
-  request(std::string payload, handler_type&& handler, asio::any_completion_executor executor)
-      : payload(std::move(payload)),
-        handler(std::move(handler)),
-        handler_executor(std::move(executor)) {}
+  request(shared_payload bytes, handler_type&& h)
+      : payload(std::move(bytes)), handler(std::move(h)) {}
 
-  std::string payload;
+  shared_payload payload;  // dropped once written, unless an EVAL fallback may need it
   handler_type handler;
-  // Keeps the handler's executor from running out of work while the request is pending.
-  asio::any_completion_executor handler_executor;
-  std::optional<asio::steady_timer> deadline;
+  // Only for callers' handlers (not direct ones): the handler's own executor, with outstanding
+  // work so that its context keeps running while the request is pending.
+  std::optional<asio::any_completion_executor> handler_executor;
+  const script* eval_fallback = nullptr;
+  steady_clock::time_point deadline = steady_clock::time_point::max();
   std::chrono::milliseconds timeout{0};
   enum class phase : std::uint8_t { queued, written, finished } phase = phase::queued;
   steady_clock::time_point written_at{};
@@ -83,14 +85,15 @@ connection::connection(executor_type executor, node_config node, connection_opti
       writer_wakeup_(executor_),
       reconnect_timer_(executor_),
       drain_timer_(executor_),
+      deadline_timer_(executor_),
       reconnect_backoff_(options_.reconnect),
       jitter_(std::random_device{}()) {}
 
 connection::~connection() = default;
 
-std::string connection::encode(std::span<const std::string_view> command) {
-  std::string payload;
-  resp::encode_command(payload, command);
+shared_payload connection::encode(std::span<const std::string_view> command) {
+  auto payload = std::make_shared<std::string>();
+  resp::encode_command(*payload, command);
   return payload;
 }
 
@@ -125,12 +128,22 @@ void connection::close_when_idle(std::chrono::milliseconds bound) {
   });
 }
 
-void connection::start_request(std::string payload, request_options options, handler_type handler) {
-  auto handler_executor = asio::prefer(asio::get_associated_executor(handler, executor_),
-                                       asio::execution::outstanding_work.tracked);
-  auto req = std::make_shared<request>(std::move(payload), std::move(handler),
-                                       std::move(handler_executor));
+void connection::exec_direct(shared_payload payload, request_options options,
+                             handler_type handler) {
+  start_request(std::make_shared<request>(std::move(payload), std::move(handler)), options);
+}
+
+void connection::start_request(shared_payload payload, request_options options,
+                               handler_type handler) {
+  auto req = std::make_shared<request>(std::move(payload), std::move(handler));
+  req->handler_executor.emplace(asio::prefer(asio::get_associated_executor(req->handler, executor_),
+                                             asio::execution::outstanding_work.tracked));
+  start_request(std::move(req), options);
+}
+
+void connection::start_request(request_ptr req, request_options options) {
   req->timeout = options.timeout;
+  req->eval_fallback = options.eval_fallback;
 
   // Never complete inside the initiating function: failures here are posted.
   if (state_ == state::closed) {
@@ -154,14 +167,8 @@ void connection::start_request(std::string payload, request_options options, han
     });
   }
   if (options.timeout > std::chrono::milliseconds(0)) {
-    req->deadline.emplace(executor_, options.timeout);
-    req->deadline->async_wait(
-        [weak_self = weak_from_this(), weak_req = std::weak_ptr<request>(req)](error_code ec) {
-          if (ec) return;
-          auto self = weak_self.lock();
-          auto r = weak_req.lock();
-          if (self && r) self->on_request_deadline(r);
-        });
+    req->deadline = steady_clock::now() + options.timeout;
+    track_deadline(req);
   }
 
   queued_.push_back(std::move(req));
@@ -186,34 +193,82 @@ void connection::on_request_cancelled(const request_ptr& req, asio::cancellation
   }
 }
 
-void connection::on_request_deadline(const request_ptr& req) {
-  if (req->phase == request::phase::finished) return;
-  const bool sent = req->phase == request::phase::written;
-  fail(*req, error::request_timeout,
-       fmt::format("no reply within {} ms ({})", to_ms(req->timeout),
-                   sent ? "sent; it may still execute" : "not sent"),
-       delivery::dispatch);
+// Deadlines are kept in one list sorted by time, watched by one timer: a timer per request would
+// cost a heap insertion, a lock and often a timerfd update for every request. Requests usually
+// share one timeout, so a new deadline almost always goes at the back.
+void connection::track_deadline(const request_ptr& req) {
+  if (deadlines_.empty() || deadlines_.back()->deadline <= req->deadline) {
+    deadlines_.push_back(req);
+  } else {
+    auto later = std::upper_bound(
+        deadlines_.begin(), deadlines_.end(), req->deadline,
+        [](steady_clock::time_point t, const request_ptr& r) { return t < r->deadline; });
+    deadlines_.insert(later, req);
+  }
+  if (!deadline_armed_ || req->deadline < deadline_armed_for_) arm_deadline_timer(req->deadline);
+}
+
+void connection::arm_deadline_timer(steady_clock::time_point at) {
+  // Re-arming cancels the pending wait; its handler sees operation_aborted and leaves it be.
+  deadline_armed_ = true;
+  deadline_armed_for_ = at;
+  deadline_timer_.expires_at(at);
+  deadline_timer_.async_wait([weak_self = weak_from_this()](error_code ec) {
+    auto self = weak_self.lock();
+    if (!ec && self) self->expire_deadlines();
+  });
+}
+
+void connection::expire_deadlines() {
+  deadline_armed_ = false;
+  const auto now = steady_clock::now();
+  while (!deadlines_.empty()) {
+    auto req = deadlines_.front();
+    if (req->phase != request::phase::finished && req->deadline > now) break;
+    deadlines_.pop_front();
+    if (req->phase == request::phase::finished) continue;
+    const bool sent = req->phase == request::phase::written;
+    // May run the caller's handler inline, which may issue requests: re-read the list each time.
+    fail(*req, error::request_timeout,
+         fmt::format("no reply within {} ms ({})", to_ms(req->timeout),
+                     sent ? "sent; it may still execute" : "not sent"),
+         delivery::dispatch);
+  }
+  if (!deadlines_.empty() && !deadline_armed_) arm_deadline_timer(deadlines_.front()->deadline);
+}
+
+void connection::drop_finished_deadlines() {
+  while (!deadlines_.empty() && deadlines_.front()->phase == request::phase::finished) {
+    deadlines_.pop_front();
+  }
 }
 
 void connection::finish(request& req, error_code ec, resp::value reply, delivery how) {
   if (req.phase == request::phase::finished) return;
   req.phase = request::phase::finished;
-  if (req.deadline) req.deadline->cancel();
+  drop_finished_deadlines();
   // The payload is not needed any more; a finished request may wait in queued_ for a while.
-  std::string().swap(req.payload);
+  req.payload.reset();
 
-  auto executor = std::move(req.handler_executor);
   auto complete = [handler = std::move(req.handler), ec, reply = std::move(reply)]() mutable {
     auto slot = asio::get_associated_cancellation_slot(handler);
     if (slot.is_connected()) slot.clear();
     std::move(handler)(ec, std::move(reply));
   };
-  if (how == delivery::post) {
+  if (!req.handler_executor) {
+    // A direct (library-internal) handler runs on our executor: inline, or posted to it.
+    if (how == delivery::post) {
+      asio::post(executor_, std::move(complete));
+    } else {
+      complete();
+    }
+  } else if (how == delivery::post) {
     // Through our executor, then into the handler's: any_completion_executor cannot be required
     // to be non-blocking, so it cannot be posted to directly.
-    asio::post(executor_, asio::bind_executor(executor, std::move(complete)));
+    asio::post(executor_,
+               asio::bind_executor(std::move(*req.handler_executor), std::move(complete)));
   } else {
-    asio::dispatch(executor, std::move(complete));
+    asio::dispatch(std::move(*req.handler_executor), std::move(complete));
   }
 }
 
@@ -230,6 +285,9 @@ void connection::fail_all(error_code ec, std::string_view why) {
   auto in_flight = std::move(in_flight_);
   queued_.clear();
   in_flight_.clear();
+  deadlines_.clear();
+  deadline_armed_ = false;
+  deadline_timer_.cancel();
   for (auto& req : in_flight)
     fail(*req, ec, why, delivery::post);
   for (auto& req : queued)
@@ -417,6 +475,18 @@ bool connection::deliver(resp::value reply) {
     ++stats_.replies_dropped;
     return true;
   }
+  if (req->eval_fallback && reply.is_error() && reply.error_code_word() == "NOSCRIPT") {
+    // The server's script cache is empty (restart, SCRIPT FLUSH): send the same call as EVAL,
+    // which also caches the script for the next EVALSHA. The request keeps its deadline and its
+    // caller; it is queued behind requests issued after it, which may thus execute first.
+    req->payload =
+        std::make_shared<const std::string>(evalsha_to_eval(*req->eval_fallback, *req->payload));
+    req->eval_fallback = nullptr;
+    req->phase = request::phase::queued;
+    queued_.push_back(std::move(req));
+    wake_writer();
+    return true;
+  }
   finish(*req, {}, std::move(reply), delivery::dispatch);
   return true;
 }
@@ -430,8 +500,8 @@ asio::awaitable<error_code> connection::writer_loop() {
       auto req = std::move(queued_.front());
       queued_.pop_front();
       if (req->phase != request::phase::queued) continue;
-      write_buffer_ += req->payload;
-      std::string().swap(req->payload);
+      write_buffer_ += *req->payload;
+      if (!req->eval_fallback) req->payload.reset();
       req->phase = request::phase::written;
       req->written_at = now;
       // In flight before the write completes: a reply cannot precede its request, and if the

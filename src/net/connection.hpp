@@ -40,10 +40,19 @@ struct connection_options {
   static connection_options from(const client_options& options);
 };
 
+class script;
+
+// One encoded command, shareable: a fan-out sends the same bytes to every node.
+using shared_payload = std::shared_ptr<const std::string>;
+
 struct request_options {
   // The request fails with error::request_timeout when its reply has not arrived this long after
   // it was issued (waiting for a connect counts). Zero: no deadline of its own.
   std::chrono::milliseconds timeout{0};
+
+  // Set when the payload is an EVALSHA of this script (which must outlive the request): a NOSCRIPT
+  // reply makes the connection resend the call as EVAL with the full source.
+  const script* eval_fallback = nullptr;
 };
 
 // Counters for tests and benchmarks. `writes` counts socket writes, so `requests_written / writes`
@@ -104,7 +113,7 @@ class connection : public std::enable_shared_from_this<connection> {
   template <class CompletionToken>
   auto async_exec(std::span<const std::string_view> command, request_options options,
                   CompletionToken&& token) {
-    return async_exec_encoded(encode(command), options, std::forward<CompletionToken>(token));
+    return async_exec_shared(encode(command), options, std::forward<CompletionToken>(token));
   }
 
   template <class CompletionToken>
@@ -117,13 +126,24 @@ class connection : public std::enable_shared_from_this<connection> {
   // `payload` holds exactly one RESP-encoded command (resp::encode_command).
   template <class CompletionToken>
   auto async_exec_encoded(std::string payload, request_options options, CompletionToken&& token) {
+    return async_exec_shared(std::make_shared<const std::string>(std::move(payload)), options,
+                             std::forward<CompletionToken>(token));
+  }
+
+  template <class CompletionToken>
+  auto async_exec_shared(shared_payload payload, request_options options, CompletionToken&& token) {
     return boost::asio::async_initiate<CompletionToken, completion_signature>(
-        [self = shared_from_this()](handler_type handler, std::string payload,
+        [self = shared_from_this()](handler_type handler, shared_payload payload,
                                     request_options options) {
           self->start_request(std::move(payload), options, std::move(handler));
         },
         token, std::move(payload), options);
   }
+
+  // For the library's own fan-outs: `handler` runs on this connection's executor, inline when its
+  // reply is parsed (never inside this call), and its associated executor is not consulted. Saves
+  // the type-erased executor work of a caller-facing completion on every node of every request.
+  void exec_direct(shared_payload payload, request_options options, handler_type handler);
 
   // Opens the connection now instead of at the first request. Idempotent.
   void start();
@@ -148,11 +168,15 @@ class connection : public std::enable_shared_from_this<connection> {
 
   connection(executor_type executor, node_config node, connection_options options);
 
-  static std::string encode(std::span<const std::string_view> command);
+  static shared_payload encode(std::span<const std::string_view> command);
 
-  void start_request(std::string payload, request_options options, handler_type handler);
+  void start_request(shared_payload payload, request_options options, handler_type handler);
+  void start_request(request_ptr req, request_options options);
   void on_request_cancelled(const request_ptr& req, boost::asio::cancellation_type type);
-  void on_request_deadline(const request_ptr& req);
+  void track_deadline(const request_ptr& req);
+  void arm_deadline_timer(std::chrono::steady_clock::time_point at);
+  void expire_deadlines();
+  void drop_finished_deadlines();
   enum class delivery { post, dispatch };
   void finish(request& req, boost::system::error_code ec, resp::value reply, delivery how);
   void fail(request& req, boost::system::error_code ec, std::string_view why, delivery how);
@@ -190,6 +214,11 @@ class connection : public std::enable_shared_from_this<connection> {
   boost::asio::steady_timer writer_wakeup_;
   boost::asio::steady_timer reconnect_timer_;
   boost::asio::steady_timer drain_timer_;
+  // Requests with a deadline, earliest first; finished ones are dropped lazily from the front.
+  std::deque<request_ptr> deadlines_;
+  boost::asio::steady_timer deadline_timer_;
+  std::chrono::steady_clock::time_point deadline_armed_for_{};
+  bool deadline_armed_ = false;
   bool draining_ = false;
   boost::asio::cancellation_signal stop_signal_;
   backoff reconnect_backoff_;
