@@ -28,6 +28,7 @@ run_suite() {
   echo "== smoke-run benchmarks $dir"
   "$dir/bench/resp_bench" --quick >/dev/null
   "$dir/bench/pipeline_bench" --quick >/dev/null
+  "$dir/bench/redlock_bench" --workload all --quick >/dev/null
 }
 
 run_suite build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo

@@ -16,6 +16,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
@@ -587,6 +588,16 @@ BOOST_AUTO_TEST_CASE(malformed_reply_breaks_only_the_link) {
   BOOST_TEST(accepted == 1);
 }
 
+// Runs `f` on the io_context's thread and returns what it returned: a connection is only ever
+// used from its executor, also when its result is awaited from another thread.
+template <class F>
+auto on_io_thread(asio::io_context& io, F f) {
+  std::packaged_task<decltype(f())()> task(std::move(f));
+  auto result = task.get_future();
+  asio::post(io, [&task] { task(); });
+  return result.get();
+}
+
 BOOST_AUTO_TEST_CASE(every_completion_token_works) {
   redis_server server;
   asio::io_context io;
@@ -594,26 +605,36 @@ BOOST_AUTO_TEST_CASE(every_completion_token_works) {
   auto work = asio::make_work_guard(io);
   std::thread runner([&] { io.run(); });
 
-  // use_future from another thread
-  auto future = conn->async_exec({"ECHO", "future"}, {}, asio::use_future);
+  // use_future, waited for on another thread
+  auto future = on_io_thread(io, [&] {
+    return conn->async_exec({"ECHO", "future"}, {}, asio::use_future);
+  });
   BOOST_TEST(future.get().text == "future");
 
   // deferred: nothing happens until it is invoked
-  auto deferred = conn->async_exec({"ECHO", "deferred"}, {}, asio::deferred);
   std::promise<std::string> from_deferred;
-  std::move(deferred)([&](error_code, resp::value v) { from_deferred.set_value(v.text); });
+  on_io_thread(io, [&] {
+    auto deferred = conn->async_exec({"ECHO", "deferred"}, {}, asio::deferred);
+    BOOST_TEST(conn->stats().requests_written == 1u);  // the ECHO above only
+    std::move(deferred)([&](error_code, resp::value v) { from_deferred.set_value(v.text); });
+    return 0;
+  });
   BOOST_TEST(from_deferred.get_future().get() == "deferred");
 
   // plain callback
   std::promise<std::string> from_callback;
-  conn->async_exec({"ECHO", "callback"}, {}, [&](error_code ec, resp::value v) {
-    from_callback.set_value(ec ? ec.message() : v.text);
+  on_io_thread(io, [&] {
+    conn->async_exec({"ECHO", "callback"}, {}, [&](error_code ec, resp::value v) {
+      from_callback.set_value(ec ? ec.message() : v.text);
+    });
+    return 0;
   });
   BOOST_TEST(from_callback.get_future().get() == "callback");
 
   // use_future surfaces a request error as an exception
   server.pause();
-  auto timed_out = conn->async_exec({"PING"}, {100ms}, asio::use_future);
+  auto timed_out =
+      on_io_thread(io, [&] { return conn->async_exec({"PING"}, {100ms}, asio::use_future); });
   BOOST_CHECK_THROW(timed_out.get(), boost::system::system_error);
   server.resume();
 
