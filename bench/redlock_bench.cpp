@@ -57,7 +57,8 @@ using namespace std::chrono_literals;
 
 constexpr std::string_view usage =
     "usage: redlock_bench --workload latency|throughput|contention|all\n"
-    "                     [--nodes redis://h:p,redis://h:p,...] [--runs R] [--quick]\n";
+    "                     [--nodes redis://h:p,redis://h:p,...] [--runs R] [--quick]\n"
+    "                     [--node-timeout-ms N]   (default 100; raise it under valgrind)\n";
 constexpr std::string_view known_workloads[] = {"latency", "throughput", "contention"};
 constexpr std::size_t own_node_count = 5;
 constexpr std::chrono::milliseconds lock_ttl = 10s;
@@ -65,6 +66,9 @@ constexpr std::chrono::milliseconds lock_ttl = 10s;
 constexpr auto hang_limit = 60s;
 // After a workload ends (its client destroyed, connections closed) the io_context must go idle.
 constexpr auto wind_down_limit = 5s;
+
+// The client options of every workload; --node-timeout-ms changes the per-node deadline.
+redlock::client_options bench_client_options;
 
 struct usage_error : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
@@ -133,6 +137,8 @@ settings parse(int argc, char** argv) {
       runs = parse_positive(arg, value());
     } else if (arg == "--quick") {
       s.quick = true;
+    } else if (arg == "--node-timeout-ms") {
+      bench_client_options.node_timeout = std::chrono::milliseconds(parse_positive(arg, value()));
     } else {
       throw usage_error(fmt::format("unknown argument '{}'", arg));
     }
@@ -392,7 +398,7 @@ asio::awaitable<void> latency_work(const std::vector<redlock::node_config>& node
   const auto ex = co_await asio::this_coro::executor;
   const int total = sizes.warmup + sizes.iterations;
   {
-    redlock::client client(ex, nodes);
+    redlock::client client(ex, nodes, bench_client_options);
     st.quorum = client.quorum();
     st.stage = "ping";
     co_await must_ping(client);
@@ -518,7 +524,7 @@ asio::awaitable<void> throughput_work(const std::vector<redlock::node_config>& n
                                       throughput_sizes sizes, std::string prefix,
                                       throughput_state& st) {
   const auto ex = co_await asio::this_coro::executor;
-  redlock::client client(ex, nodes);
+  redlock::client client(ex, nodes, bench_client_options);
   st.quorum = client.quorum();
   st.stage = "ping";
   co_await must_ping(client);
@@ -640,7 +646,7 @@ asio::awaitable<void> contention_work(const std::vector<redlock::node_config>& n
   st.stage = "witness setup";
   co_await must_exec(conn, init_command);
   {
-    redlock::client client(ex, nodes);
+    redlock::client client(ex, nodes, bench_client_options);
     st.quorum = client.quorum();
     st.stage = "ping";
     co_await must_ping(client);

@@ -146,7 +146,7 @@ class acquire_op final : public abortable, public std::enable_shared_from_this<a
           return std::nullopt;
         },
         std::move(decided));
-    client_->fan_out(set_command_, current_vote_->collector());
+    client_->fan_out(set_command_, current_vote_);
   }
 
   void round_decided(unsigned round, error_code ec, const vote& v) {
@@ -354,11 +354,36 @@ void client_impl::shutdown() {
     conn->close_when_idle(2 * options_.node_timeout);
 }
 
+void client_impl::fan_out(const shared_payload& payload, const std::shared_ptr<reply_sink>& sink,
+                          const std::vector<bool>* only, const script* eval_fallback) {
+  const request_options per_node{options_.node_timeout, eval_fallback};
+  for (std::size_t i = 0; i < connections_.size(); ++i) {
+    if (!only || (*only)[i]) connections_[i]->exec_direct(payload, per_node, sink, i);
+  }
+}
+
+void client_impl::fan_out_script(const script& lua, std::string_view key,
+                                 std::span<const std::string_view> args,
+                                 const std::shared_ptr<reply_sink>& sink,
+                                 const std::vector<bool>* only) {
+  const std::string_view keys[] = {key};
+  fan_out(std::make_shared<const std::string>(encode_evalsha(lua, keys, args)), sink, only, &lua);
+}
+
+namespace {
+
+// For requests whose replies nobody needs: each node's connection still reads and matches them.
+struct ignore_replies final : reply_sink {
+  void on_reply(std::size_t, error_code, resp::value) override {}
+};
+
+}  // namespace
+
 void client_impl::release_best_effort(const std::string& resource, const std::string& token,
                                       const std::vector<bool>* only) {
+  static const auto ignored = std::make_shared<ignore_replies>();
   const std::string_view args[] = {token};
-  fan_out_script(
-      release_script(), resource, args, [](std::size_t, error_code, const resp::value&) {}, only);
+  fan_out_script(release_script(), resource, args, ignored, only);
 }
 
 void client_impl::holder_gone(lease_state& state) {
@@ -464,7 +489,7 @@ void initiate_ping(const std::shared_ptr<client_impl>& client, void_handler hand
       std::move(decided));
   auto ping = std::make_shared<std::string>();
   resp::encode_command(*ping, {"PING"});
-  client->fan_out(ping, check->collector());
+  client->fan_out(ping, check);
 }
 
 }  // namespace redlock::detail

@@ -112,30 +112,15 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   static lease make_lease(std::shared_ptr<lease_state> state);
 
   // Sends one request to every node (or those marked in `only`), each with node_timeout;
-  // on_reply(node, ec, reply) is called once per node, on the client's executor.
-  template <class OnReply>
-  void fan_out(const shared_payload& payload, OnReply on_reply,
-               const std::vector<bool>* only = nullptr, const script* eval_fallback = nullptr) {
-    const request_options per_node{options_.node_timeout, eval_fallback};
-    for (std::size_t i = 0; i < connections_.size(); ++i) {
-      if (only && !(*only)[i]) continue;
-      connections_[i]->exec_direct(
-          payload, per_node,
-          [on_reply, i](boost::system::error_code ec, resp::value reply) mutable {
-            on_reply(i, ec, std::move(reply));
-          });
-    }
-  }
+  // sink->on_reply(node, ec, reply) is called once per node, on the client's executor.
+  void fan_out(const shared_payload& payload, const std::shared_ptr<reply_sink>& sink,
+               const std::vector<bool>* only = nullptr, const script* eval_fallback = nullptr);
 
   // Runs a Lua script with one key, as fan_out.
-  template <class OnReply>
   void fan_out_script(const script& lua, std::string_view key,
-                      std::span<const std::string_view> args, OnReply on_reply,
-                      const std::vector<bool>* only = nullptr) {
-    const std::string_view keys[] = {key};
-    fan_out(std::make_shared<const std::string>(encode_evalsha(lua, keys, args)),
-            std::move(on_reply), only, &lua);
-  }
+                      std::span<const std::string_view> args,
+                      const std::shared_ptr<reply_sink>& sink,
+                      const std::vector<bool>* only = nullptr);
 
   // Token-checked DEL on the chosen nodes; nobody waits for it. Requests on each node's connection
   // run in order, so a release queued after a SET on that connection executes after it.

@@ -152,7 +152,7 @@ void lease_state::start_extend(std::chrono::milliseconds ttl, bool from_renewal,
                                       std::move(decided));
   const std::string ttl_text = std::to_string(ttl.count());
   const std::string_view args[] = {token, ttl_text};
-  client->fan_out_script(extend_script(), resource, args, check->collector());
+  client->fan_out_script(extend_script(), resource, args, check);
 }
 
 void lease_state::lose(std::string why) {
@@ -221,7 +221,7 @@ void initiate_release(const std::shared_ptr<lease_state>& state, void_handler ha
   const std::string_view args[] = {state->token};
   // The release requests are queued first, and only then the resource is handed to the next local
   // waiter: on every node our DEL runs before its SET.
-  state->client->fan_out_script(release_script(), state->resource, args, check->collector());
+  state->client->fan_out_script(release_script(), state->resource, args, check);
   state->stop_holding(lease_state::phase::released, asio::error::operation_aborted);
 }
 

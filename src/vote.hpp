@@ -56,7 +56,7 @@ class user_operation final : public abortable, public std::enable_shared_from_th
 // and `decide` is asked after each reply whether the outcome is already certain. `on_decided` runs
 // once, at the earliest certain moment; later replies are still read (by the connections) but
 // change nothing.
-class vote final : public std::enable_shared_from_this<vote> {
+class vote final : public reply_sink {
  public:
   using classify_fn = std::function<node_answer::kind(boost::system::error_code, const resp::value&,
                                                       std::string& detail)>;
@@ -70,10 +70,8 @@ class vote final : public std::enable_shared_from_this<vote> {
         decide_(std::move(decide)),
         on_decided_(std::move(on_decided)) {}
 
-  // The callback for client_impl::fan_out / fan_out_script.
-  auto collector() {
-    return [self = shared_from_this()](std::size_t node, boost::system::error_code ec,
-                                       resp::value reply) { self->record(node, ec, reply); };
+  void on_reply(std::size_t node, boost::system::error_code ec, resp::value reply) override {
+    record(node, ec, reply);
   }
 
   const tally& votes() const noexcept { return votes_; }

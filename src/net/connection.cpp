@@ -46,9 +46,13 @@ struct connection::request {
   // ever move-constructed.
   request(shared_payload bytes, handler_type&& h)
       : payload(std::move(bytes)), handler(std::move(h)) {}
+  request(shared_payload bytes, std::shared_ptr<reply_sink> to, std::size_t t)
+      : payload(std::move(bytes)), sink(std::move(to)), tag(t) {}
 
-  shared_payload payload;  // dropped once written, unless an EVAL fallback may need it
-  handler_type handler;
+  shared_payload payload;            // dropped once written, unless an EVAL fallback may need it
+  handler_type handler;              // a caller's request, or
+  std::shared_ptr<reply_sink> sink;  // one of the library's own
+  std::size_t tag = 0;
   // Only for callers' handlers (not direct ones): the handler's own executor, with outstanding
   // work so that its context keeps running while the request is pending.
   std::optional<asio::any_completion_executor> handler_executor;
@@ -129,8 +133,8 @@ void connection::close_when_idle(std::chrono::milliseconds bound) {
 }
 
 void connection::exec_direct(shared_payload payload, request_options options,
-                             handler_type handler) {
-  start_request(std::make_shared<request>(std::move(payload), std::move(handler)), options);
+                             std::shared_ptr<reply_sink> sink, std::size_t tag) {
+  start_request(std::make_shared<request>(std::move(payload), std::move(sink), tag), options);
 }
 
 void connection::start_request(shared_payload payload, request_options options,
@@ -156,7 +160,8 @@ void connection::start_request(request_ptr req, request_options options) {
     return;
   }
 
-  auto slot = asio::get_associated_cancellation_slot(req->handler);
+  auto slot =
+      req->sink ? asio::cancellation_slot() : asio::get_associated_cancellation_slot(req->handler);
   if (slot.is_connected()) {
     // Weak references: the slot belongs to the caller and may outlive both objects.
     slot.assign([weak_self = weak_from_this(),
@@ -250,19 +255,24 @@ void connection::finish(request& req, error_code ec, resp::value reply, delivery
   // The payload is not needed any more; a finished request may wait in queued_ for a while.
   req.payload.reset();
 
+  if (req.sink) {
+    if (how == delivery::post) {
+      asio::post(executor_, [sink = std::move(req.sink), tag = req.tag, ec,
+                             reply = std::move(reply)]() mutable {
+        sink->on_reply(tag, ec, std::move(reply));
+      });
+    } else {
+      const auto sink = std::move(req.sink);
+      sink->on_reply(req.tag, ec, std::move(reply));
+    }
+    return;
+  }
   auto complete = [handler = std::move(req.handler), ec, reply = std::move(reply)]() mutable {
     auto slot = asio::get_associated_cancellation_slot(handler);
     if (slot.is_connected()) slot.clear();
     std::move(handler)(ec, std::move(reply));
   };
-  if (!req.handler_executor) {
-    // A direct (library-internal) handler runs on our executor: inline, or posted to it.
-    if (how == delivery::post) {
-      asio::post(executor_, std::move(complete));
-    } else {
-      complete();
-    }
-  } else if (how == delivery::post) {
+  if (how == delivery::post) {
     // Through our executor, then into the handler's: any_completion_executor cannot be required
     // to be non-blocking, so it cannot be posted to directly.
     asio::post(executor_,

@@ -42,6 +42,16 @@ struct connection_options {
 
 class script;
 
+// Receives the replies of the library's own requests (connection::exec_direct), told apart by a
+// tag: one shared object per fan-out instead of a type-erased handler per request.
+class reply_sink {
+ public:
+  virtual void on_reply(std::size_t tag, boost::system::error_code ec, resp::value reply) = 0;
+
+ protected:
+  ~reply_sink() = default;
+};
+
 // One encoded command, shareable: a fan-out sends the same bytes to every node.
 using shared_payload = std::shared_ptr<const std::string>;
 
@@ -140,10 +150,11 @@ class connection : public std::enable_shared_from_this<connection> {
         token, std::move(payload), options);
   }
 
-  // For the library's own fan-outs: `handler` runs on this connection's executor, inline when its
-  // reply is parsed (never inside this call), and its associated executor is not consulted. Saves
-  // the type-erased executor work of a caller-facing completion on every node of every request.
-  void exec_direct(shared_payload payload, request_options options, handler_type handler);
+  // For the library's own fan-outs: `sink->on_reply(tag, ...)` runs on this connection's executor,
+  // inline when the reply is parsed (never inside this call). No handler is type-erased and no
+  // associated executor is consulted, which matters on every node of every request.
+  void exec_direct(shared_payload payload, request_options options,
+                   std::shared_ptr<reply_sink> sink, std::size_t tag);
 
   // Opens the connection now instead of at the first request. Idempotent.
   void start();
