@@ -341,10 +341,10 @@ void client_impl::shutdown() {
   if (closed_) return;
   closed_ = true;
   // Copies: ending an operation or a lease removes it from these sets.
-  const std::vector<abortable*> operations(active_.begin(), active_.end());
+  const auto operations = active_.snapshot<abortable>();
   for (auto* op : operations)
     op->abort();
-  const std::vector<lease_state*> leases(held_.begin(), held_.end());
+  const auto leases = held_.snapshot<lease_state>();
   for (auto* state : leases) {
     release_best_effort(state->resource, state->token);
     state->stop_holding(lease_state::phase::released, asio::error::operation_aborted);

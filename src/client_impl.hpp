@@ -10,7 +10,6 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -19,6 +18,7 @@
 
 #include "algo/backoff.hpp"
 #include "completion.hpp"
+#include "intrusive_list.hpp"
 #include "net/connection.hpp"
 #include "net/script.hpp"
 #include "redlock/client.hpp"
@@ -30,7 +30,7 @@ namespace redlock::detail {
 using std::chrono::steady_clock;
 
 // Something the client must end when it is destroyed.
-class abortable {
+class abortable : public list_hook {
  public:
   virtual void abort() = 0;
 
@@ -52,11 +52,11 @@ struct node_answer {
 // the resource.
 struct resource_queue {
   lease_state* holder = nullptr;
-  std::deque<std::shared_ptr<acquire_op>> waiters;
+  std::vector<std::shared_ptr<acquire_op>> waiters;  // short; a deque would allocate when empty
 };
 
 // Everything behind a redlock::lease. Lives on the client's executor.
-struct lease_state : std::enable_shared_from_this<lease_state> {
+struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   enum class phase : std::uint8_t { never_held, held, released, lost };
 
   lease_state(std::shared_ptr<client_impl> owner, std::string resource,
@@ -133,10 +133,10 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   void start_next_waiter(const std::string& resource);
   void forget_queue_if_idle(const std::string& resource);
 
-  void track(abortable* op) { active_.insert(op); }
-  void untrack(abortable* op) { active_.erase(op); }
-  void track_lease(lease_state* state) { held_.insert(state); }
-  void untrack_lease(lease_state* state) { held_.erase(state); }
+  void track(abortable* op) { active_.push(*op); }
+  void untrack(abortable* op) { op->unlink(); }
+  void track_lease(lease_state* state) { held_.push(*state); }
+  void untrack_lease(lease_state* state) { state->unlink(); }
 
   std::minstd_rand& random() noexcept { return random_; }
 
@@ -153,8 +153,8 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   client_options options_;
   std::vector<std::shared_ptr<connection>> connections_;
   std::unordered_map<std::string, resource_queue> queues_;
-  std::unordered_set<abortable*> active_;
-  std::unordered_set<lease_state*> held_;
+  intrusive_list active_;  // of abortable
+  intrusive_list held_;    // of lease_state
   std::minstd_rand random_;
   bool closed_ = false;
 };

@@ -54,11 +54,8 @@ lease_state::lease_state(std::shared_ptr<client_impl> owner, std::string resourc
       renew_timer(client->executor()),
       expiry_timer(client->executor()) {}
 
-lease_state::~lease_state() {
-  // Only reachable when no lease handle, operation or timer refers to us any more; a held state is
-  // always released by ~lease first, so this is a safety net.
-  if (state == phase::held) client->untrack_lease(this);
-}
+// A held state is released by ~lease before it can get here; the list hook unlinks itself.
+lease_state::~lease_state() = default;
 
 void lease_state::on_acquired(steady_clock::time_point round_start,
                               steady_clock::time_point until) {

@@ -1,5 +1,7 @@
 #include "net/script.hpp"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <stdexcept>
 #include <vector>
@@ -14,13 +16,21 @@ script::script(std::string source) : source_(std::move(source)), sha1_(sha1_hex(
 std::string encode_evalsha(const script& s, std::span<const std::string_view> keys,
                            std::span<const std::string_view> args) {
   const std::string numkeys = std::to_string(keys.size());
-  std::vector<std::string_view> command;
-  command.reserve(3 + keys.size() + args.size());
-  command.push_back("EVALSHA");
-  command.push_back(s.sha1());
-  command.push_back(numkeys);
-  command.insert(command.end(), keys.begin(), keys.end());
-  command.insert(command.end(), args.begin(), args.end());
+  // The library's scripts take a few arguments: build the command on the stack then.
+  std::array<std::string_view, 16> small;
+  std::vector<std::string_view> large;
+  const std::size_t count = 3 + keys.size() + args.size();
+  std::span<std::string_view> command(small.data(), count <= small.size() ? count : 0);
+  if (count > small.size()) {
+    large.resize(count);
+    command = large;
+  }
+  command[0] = "EVALSHA";
+  command[1] = s.sha1();
+  command[2] = numkeys;
+  std::copy(keys.begin(), keys.end(), command.begin() + 3);
+  std::copy(args.begin(), args.end(),
+            command.begin() + 3 + static_cast<std::ptrdiff_t>(keys.size()));
   std::string payload;
   resp::encode_command(payload, command);
   return payload;
