@@ -21,10 +21,6 @@ using boost::system::error_code;
 
 namespace {
 
-long long to_ms(steady_clock::duration d) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-}
-
 // An acquire's answer from one node to SET NX PX: OK = granted, null = held by someone else.
 node_answer::kind classify_set_reply(error_code ec, const resp::value& reply, std::string& detail) {
   if (ec) {

@@ -19,10 +19,6 @@ using boost::system::error_code;
 
 namespace {
 
-long long to_ms(steady_clock::duration d) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-}
-
 // After a failed renewal, try again this soon (while validity lasts): a tenth of the TTL, within
 // [10 ms, 500 ms].
 steady_clock::duration renewal_retry_delay(std::chrono::milliseconds ttl) {

@@ -7,6 +7,11 @@ namespace redlock::detail {
 
 using std::chrono::steady_clock;
 
+// Whole milliseconds of a duration, for messages.
+inline long long to_ms(steady_clock::duration d) noexcept {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
 // Clock drift allowance of the Redlock paper: ttl * drift_factor + 2 ms.
 inline steady_clock::duration drift_allowance(std::chrono::milliseconds ttl,
                                               double drift_factor) noexcept {
