@@ -91,7 +91,13 @@ void lease_state::arm_expiry() {
   expiry_timer.async_wait([weak = weak_from_this()](error_code ec) {
     auto self = weak.lock();
     if (ec || !self || self->state != phase::held) return;
-    if (steady_clock::now() >= self->valid_until) {
+    const auto now = steady_clock::now();
+    if (now < self->valid_until) return;
+    const auto& max_hold = self->options.max_hold;
+    if (max_hold && now - self->acquired_at + self->options.ttl / 2 >= *max_hold) {
+      self->lose(fmt::format("redlock: \"{}\" expired: max_hold of {} ms reached", self->resource,
+                             max_hold->count()));
+    } else {
       self->lose(
           fmt::format("redlock: \"{}\" expired: its validity ran out before a quorum "
                       "confirmed an extension",
