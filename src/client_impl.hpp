@@ -3,7 +3,6 @@
 
 #include <chrono>
 #include <cstddef>
-#include <deque>
 #include <memory>
 #include <random>
 #include <span>
