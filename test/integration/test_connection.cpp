@@ -39,6 +39,8 @@ namespace resp = redlock::resp;
 using namespace std::chrono_literals;
 using boost::system::error_code;
 using redlock::error;
+using redlock::test::eventually;
+using redlock::test::ms_since;
 using redlock::test::redis_server;
 using redlock::test::redis_server_options;
 using redlock::test::run_async;
@@ -67,21 +69,6 @@ asio::awaitable<std::tuple<error_code, resp::value>> exec(
     std::chrono::milliseconds timeout = 5000ms) {
   co_return co_await conn->async_exec_encoded(std::move(payload), rd::request_options{timeout},
                                               tuple_awaitable);
-}
-
-// Waits until `done()` holds, polling every millisecond, for at most `limit`.
-template <class Predicate>
-asio::awaitable<bool> eventually(Predicate done, std::chrono::milliseconds limit = 10000ms) {
-  const auto until = steady_clock::now() + limit;
-  while (!done()) {
-    if (steady_clock::now() > until) co_return false;
-    co_await sleep_for(1ms);
-  }
-  co_return true;
-}
-
-long long ms_since(steady_clock::time_point start) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(steady_clock::now() - start).count();
 }
 
 }  // namespace

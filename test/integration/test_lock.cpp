@@ -50,6 +50,9 @@ namespace bdata = boost::unit_test::data;
 using namespace std::chrono_literals;
 using boost::system::error_code;
 using redlock::error;
+using redlock::test::eventually;
+using redlock::test::ms_between;
+using redlock::test::ms_since;
 using redlock::test::redis_fleet;
 using redlock::test::run_async;
 using redlock::test::sleep_for;
@@ -58,14 +61,6 @@ using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
 constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
-
-long long ms_between(steady_clock::time_point from, steady_clock::time_point to) {
-  return std::chrono::duration_cast<milliseconds>(to - from).count();
-}
-
-long long ms_since(steady_clock::time_point start) {
-  return ms_between(start, steady_clock::now());
-}
 
 // Small deadlines, so that dead nodes cost little; fast reconnects.
 redlock::client_options fast_options(milliseconds node_timeout = 200ms) {
@@ -170,16 +165,6 @@ std::vector<std::size_t> node_range(std::size_t first, std::size_t last) {
 }
 
 // Polls `done()` every 10 ms for at most `limit`. The predicate may block briefly (sync_client).
-template <class Predicate>
-asio::awaitable<bool> eventually(Predicate done, milliseconds limit) {
-  const auto until = steady_clock::now() + limit;
-  while (!done()) {
-    if (steady_clock::now() > until) co_return false;
-    co_await sleep_for(10ms);
-  }
-  co_return true;
-}
-
 // Opens the connection to every node before a test pauses some of them: a PING round answered by
 // a quorum, then a moment for the slower connects to finish.
 asio::awaitable<void> warm_up(redlock::client& locks) {

@@ -10,6 +10,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 namespace redlock::test {
@@ -39,6 +40,28 @@ void run_async(Body body, std::chrono::seconds limit = std::chrono::seconds(60))
 inline boost::asio::awaitable<void> sleep_for(std::chrono::steady_clock::duration d) {
   boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, d);
   co_await timer.async_wait(boost::asio::use_awaitable);
+}
+
+// Polls `done()` until it holds (true) or `limit` passes (false), sleeping `poll` in between.
+template <class Predicate>
+boost::asio::awaitable<bool> eventually(
+    Predicate done, std::chrono::milliseconds limit = std::chrono::seconds(10),
+    std::chrono::milliseconds poll = std::chrono::milliseconds(2)) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) co_return false;
+    co_await sleep_for(poll);
+  }
+  co_return true;
+}
+
+inline long long ms_between(std::chrono::steady_clock::time_point from,
+                            std::chrono::steady_clock::time_point to) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count();
+}
+
+inline long long ms_since(std::chrono::steady_clock::time_point start) {
+  return ms_between(start, std::chrono::steady_clock::now());
 }
 
 }  // namespace redlock::test
