@@ -307,6 +307,15 @@ std::vector<std::shared_ptr<connection>> open_connections(const asio::any_io_exe
   }
   std::set<std::pair<std::string, std::uint16_t>> seen;
   for (const auto& node : nodes) {
+    if (node.host.empty()) fail("a node has an empty host name");
+    if (node.port == 0) fail(fmt::format("node {} has port 0", node.address()));
+    if (node.database < 0) {
+      fail(fmt::format("node {} has a negative database index {}", node.address(), node.database));
+    }
+    if (!node.username.empty() && node.password.empty()) {
+      fail(fmt::format("node {} names ACL user \"{}\" without a password", node.address(),
+                       node.username));
+    }
     if (!seen.emplace(node.host, node.port).second) {
       fail(fmt::format("node {} is listed twice; Redlock needs independent nodes", node.address()));
     }

@@ -46,7 +46,8 @@ class client {
   using executor_type = boost::asio::any_io_executor;
 
   // Throws boost::system::system_error with error::invalid_argument, and a message naming the
-  // problem, for an empty node list, duplicate nodes, or options out of range (node_timeout or
+  // problem, for an empty node list, duplicate nodes, a node without host or port, with a negative
+  // database or an ACL user without password, or options out of range (node_timeout or
   // connect_timeout not positive, drift_factor outside [0, 0.5)).
   client(executor_type executor, std::vector<node_config> nodes, client_options options = {});
   ~client();

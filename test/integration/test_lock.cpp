@@ -1288,6 +1288,20 @@ BOOST_AUTO_TEST_CASE(client_rejects_bad_configuration) {
   const auto duplicate = construct(twice, {});
   BOOST_TEST(duplicate.code() == error::invalid_argument, duplicate.what());
 
+  // Nodes that cannot be reached as written are refused at once, naming the node.
+  using breakage = void (*)(redlock::node_config&);
+  const breakage breakages[] = {[](redlock::node_config& n) { n.host.clear(); },
+                                [](redlock::node_config& n) { n.port = 0; },
+                                [](redlock::node_config& n) { n.database = -1; },
+                                [](redlock::node_config& n) { n.username = "alice"; }};
+  for (const breakage broken : breakages) {
+    auto nodes = fleet.configs();
+    broken(nodes[1]);
+    const auto refused = construct(nodes, {});
+    BOOST_TEST(refused.code() == error::invalid_argument, refused.what());
+    BOOST_TEST(std::string(refused.what()).find("node") != std::string::npos, refused.what());
+  }
+
   auto zero_timeout = fast_options();
   zero_timeout.node_timeout = 0ms;
   BOOST_TEST(construct(fleet.configs(), zero_timeout).code() == error::invalid_argument);
