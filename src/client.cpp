@@ -69,8 +69,7 @@ class acquire_op final : public abortable, public std::enable_shared_from_this<a
         lease_(std::make_shared<lease_state>(client_, std::move(resource), options)),
         single_round_(single_round),
         done_(std::move(handler), client_->executor()),
-        retry_(options.retry),
-        timer_(client_->executor()) {}
+        retry_(options.retry) {}
 
   void start() {
     if (client_->closed()) {
@@ -192,7 +191,7 @@ class acquire_op final : public abortable, public std::enable_shared_from_this<a
   void succeed(steady_clock::time_point valid_until) {
     const auto keep_alive = shared_from_this();  // leaving the queue may drop the last owner
     stage_ = stage::finished;
-    timer_.cancel();
+    if (timer_) timer_->cancel();
     client_->untrack(this);
     auto& queue = client_->queue_for(lease_->resource);
     std::erase(queue.waiters, shared_from_this());
@@ -207,7 +206,7 @@ class acquire_op final : public abortable, public std::enable_shared_from_this<a
     const auto keep_alive = shared_from_this();  // leaving the queue may drop the last owner
     stage_ = stage::finished;
     ++round_;
-    timer_.cancel();
+    if (timer_) timer_->cancel();
     client_->untrack(this);
     leave_queue();
     if (posted) {
@@ -249,8 +248,9 @@ class acquire_op final : public abortable, public std::enable_shared_from_this<a
   void arm_timer(std::optional<steady_clock::time_point> at) {
     ++timer_generation_;
     if (!at) return;
-    timer_.expires_at(*at);
-    timer_.async_wait([weak = weak_from_this(), generation = timer_generation_](error_code ec) {
+    if (!timer_) timer_.emplace(client_->executor());
+    timer_->expires_at(*at);
+    timer_->async_wait([weak = weak_from_this(), generation = timer_generation_](error_code ec) {
       auto self = weak.lock();
       if (ec || !self || generation != self->timer_generation_) return;
       self->on_timer();
@@ -275,7 +275,7 @@ class acquire_op final : public abortable, public std::enable_shared_from_this<a
   bool single_round_;
   completion<error_code, lease> done_;
   backoff retry_;
-  asio::steady_timer timer_;
+  std::optional<asio::steady_timer> timer_;  // only acquires that wait need one
   unsigned timer_generation_ = 0;
   std::optional<steady_clock::time_point> deadline_;
   stage stage_ = stage::idle;

@@ -72,8 +72,12 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   steady_clock::time_point last_extend_start{};  // a slower, older extension must not win
   std::string diagnostics;
 
-  boost::asio::steady_timer renew_timer;
-  boost::asio::steady_timer expiry_timer;
+  // One timer serves renewal and expiry: it is armed for min(next_renewal, valid_until), so a loss
+  // is reported on time also while an extension is in flight or after max_hold stopped renewal.
+  // The generation tells a stale expiry (queued before a re-arm) from the current one.
+  boost::asio::steady_timer timer;
+  unsigned timer_generation = 0;
+  steady_clock::time_point next_renewal = steady_clock::time_point::max();  // max: none due
   std::vector<std::shared_ptr<user_operation>> lost_waiters;
 
   bool is_held() const noexcept {
@@ -82,9 +86,9 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
 
   // Became held through a successful round that started at `round_start`.
   void on_acquired(steady_clock::time_point round_start, steady_clock::time_point until);
-  void schedule_renewal(steady_clock::time_point at);
+  void arm_timer();
+  void on_timer();
   void renew();
-  void arm_expiry();
   // The lock cannot be kept: tell waiters, free the resource locally, clean up the nodes.
   void lose(std::string why);
   // Not ours any more by our own choice (release, destruction, client shutdown).

@@ -47,8 +47,7 @@ lease_state::lease_state(std::shared_ptr<client_impl> owner, std::string resourc
     : client(std::move(owner)),
       resource(std::move(resource_name)),
       options(lock),
-      renew_timer(client->executor()),
-      expiry_timer(client->executor()) {}
+      timer(client->executor()) {}
 
 // A held state is released by ~lease before it can get here; the list hook unlinks itself.
 lease_state::~lease_state() = default;
@@ -60,50 +59,51 @@ void lease_state::on_acquired(steady_clock::time_point round_start,
   last_extend_start = round_start;
   valid_until = until;
   client->track_lease(this);
-  arm_expiry();
-  if (options.auto_renew) schedule_renewal(round_start + options.ttl / 2);
+  next_renewal =
+      options.auto_renew ? round_start + options.ttl / 2 : steady_clock::time_point::max();
+  arm_timer();
 }
 
-void lease_state::schedule_renewal(steady_clock::time_point at) {
-  renew_timer.expires_at(at);
-  renew_timer.async_wait([weak = weak_from_this()](error_code ec) {
+void lease_state::arm_timer() {
+  ++timer_generation;
+  timer.expires_at(std::min(next_renewal, valid_until));
+  timer.async_wait([weak = weak_from_this(), generation = timer_generation](error_code ec) {
     auto self = weak.lock();
-    if (!ec && self && self->state == phase::held) self->renew();
+    if (ec || !self || generation != self->timer_generation || self->state != phase::held) return;
+    self->on_timer();
   });
+}
+
+void lease_state::on_timer() {
+  const auto now = steady_clock::now();
+  if (now >= valid_until) {
+    if (options.max_hold && now - acquired_at + options.ttl / 2 >= *options.max_hold) {
+      return lose(fmt::format("redlock: \"{}\" expired: max_hold of {} ms reached", resource,
+                              options.max_hold->count()));
+    }
+    return lose(
+        fmt::format("redlock: \"{}\" expired: its validity ran out before a quorum "
+                    "confirmed an extension",
+                    resource));
+  }
+  if (now >= next_renewal) {
+    next_renewal = steady_clock::time_point::max();  // until the extension answers
+    renew();
+  }
+  arm_timer();
 }
 
 void lease_state::renew() {
   auto ttl = options.ttl;
   if (options.max_hold) {
     // Never extend past acquired_at + max_hold: the last extension only covers what is left, and
-    // once too little is left the lock simply runs out (expiry then reports it lost).
+    // once too little is left the lock simply runs out (the timer then reports it lost).
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         acquired_at + *options.max_hold - steady_clock::now());
     if (left <= drift_allowance(left, client->options().drift_factor)) return;
     ttl = std::min(ttl, left);
   }
   start_extend(ttl, true, nullptr);
-}
-
-void lease_state::arm_expiry() {
-  // Re-arming cancels the previous wait; its handler sees operation_aborted and does nothing.
-  expiry_timer.expires_at(valid_until);
-  expiry_timer.async_wait([weak = weak_from_this()](error_code ec) {
-    auto self = weak.lock();
-    if (ec || !self || self->state != phase::held) return;
-    const auto now = steady_clock::now();
-    if (now < self->valid_until) return;
-    const auto& max_hold = self->options.max_hold;
-    if (max_hold && now - self->acquired_at + self->options.ttl / 2 >= *max_hold) {
-      self->lose(fmt::format("redlock: \"{}\" expired: max_hold of {} ms reached", self->resource,
-                             max_hold->count()));
-    } else {
-      self->lose(
-          fmt::format("redlock: \"{}\" expired: its validity ran out before a quorum "
-                      "confirmed an extension",
-                      self->resource));
-    }
-  });
 }
 
 void lease_state::start_extend(std::chrono::milliseconds ttl, bool from_renewal,
@@ -123,7 +123,6 @@ void lease_state::start_extend(std::chrono::milliseconds ttl, bool from_renewal,
       } else if (start >= self->last_extend_start) {
         self->last_extend_start = start;
         self->valid_until = now + left;
-        self->arm_expiry();
       }
     }
     if (ec == error::not_held) {
@@ -140,10 +139,13 @@ void lease_state::start_extend(std::chrono::milliseconds ttl, bool from_renewal,
     } else {
       self->diagnostics.clear();
     }
-    if (from_renewal && self->state == phase::held) {
-      const auto next = ec ? now + renewal_retry_delay(self->options.ttl) : start + ttl / 2;
-      // A retry later than the validity is useless: expiry reports the loss at valid_until.
-      if (next < self->valid_until) self->schedule_renewal(next);
+    if (self->state == phase::held) {
+      if (from_renewal) {
+        const auto next = ec ? now + renewal_retry_delay(self->options.ttl) : start + ttl / 2;
+        // A retry later than the validity is useless: the timer reports the loss at valid_until.
+        self->next_renewal = next < self->valid_until ? next : steady_clock::time_point::max();
+      }
+      self->arm_timer();  // valid_until or next_renewal may have moved
     }
     if (caller) caller->finish(ec);
   };
@@ -165,8 +167,8 @@ void lease_state::lose(std::string why) {
 void lease_state::stop_holding(phase next, error_code waiters_get) {
   if (state != phase::held) return;
   state = next;
-  renew_timer.cancel();
-  expiry_timer.cancel();
+  ++timer_generation;
+  timer.cancel();
   client->untrack_lease(this);
   auto waiters = std::move(lost_waiters);
   lost_waiters.clear();
