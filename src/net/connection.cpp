@@ -1,13 +1,10 @@
 #include "net/connection.hpp"
 
 #include <fmt/format.h>
-#include <boost/asio/any_completion_executor.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/dispatch.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -18,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include "completion.hpp"
 #include "net/script.hpp"
 #include "redlock/error.hpp"
 #include "resp/encoder.hpp"
@@ -42,20 +40,17 @@ long long to_ms(std::chrono::milliseconds d) {
 }  // namespace
 
 struct connection::request {
-  // Boost 1.81's any_completion_handler move-assignment recurses without end; handlers are only
-  // ever move-constructed.
-  request(shared_payload bytes, handler_type&& h)
-      : payload(std::move(bytes)), handler(std::move(h)) {}
+  request(shared_payload bytes, handler_type&& handler, const asio::any_io_executor& io)
+      : payload(std::move(bytes)) {
+    caller.emplace(std::move(handler), io);
+  }
   request(shared_payload bytes, std::shared_ptr<reply_sink> to, std::size_t t)
       : payload(std::move(bytes)), sink(std::move(to)), tag(t) {}
 
-  shared_payload payload;            // dropped once written, unless an EVAL fallback may need it
-  handler_type handler;              // a caller's request, or
-  std::shared_ptr<reply_sink> sink;  // one of the library's own
+  shared_payload payload;  // dropped once written, unless an EVAL fallback may need it
+  std::optional<completion<error_code, resp::value>> caller;  // a caller's request, or
+  std::shared_ptr<reply_sink> sink;                           // one of the library's own
   std::size_t tag = 0;
-  // Only for callers' handlers (not direct ones): the handler's own executor, with outstanding
-  // work so that its context keeps running while the request is pending.
-  std::optional<asio::any_completion_executor> handler_executor;
   const script* eval_fallback = nullptr;
   steady_clock::time_point deadline = steady_clock::time_point::max();
   std::chrono::milliseconds timeout{0};
@@ -139,10 +134,8 @@ void connection::exec_direct(shared_payload payload, request_options options,
 
 void connection::start_request(shared_payload payload, request_options options,
                                handler_type handler) {
-  auto req = std::make_shared<request>(std::move(payload), std::move(handler));
-  req->handler_executor.emplace(asio::prefer(asio::get_associated_executor(req->handler, executor_),
-                                             asio::execution::outstanding_work.tracked));
-  start_request(std::move(req), options);
+  start_request(std::make_shared<request>(std::move(payload), std::move(handler), executor_),
+                options);
 }
 
 void connection::start_request(request_ptr req, request_options options) {
@@ -160,12 +153,10 @@ void connection::start_request(request_ptr req, request_options options) {
     return;
   }
 
-  auto slot =
-      req->sink ? asio::cancellation_slot() : asio::get_associated_cancellation_slot(req->handler);
-  if (slot.is_connected()) {
+  if (req->caller) {
     // Weak references: the slot belongs to the caller and may outlive both objects.
-    slot.assign([weak_self = weak_from_this(),
-                 weak_req = std::weak_ptr<request>(req)](asio::cancellation_type type) {
+    req->caller->on_cancel([weak_self = weak_from_this(),
+                            weak_req = std::weak_ptr<request>(req)](asio::cancellation_type type) {
       auto self = weak_self.lock();
       auto r = weak_req.lock();
       if (self && r) self->on_request_cancelled(r, type);
@@ -267,18 +258,10 @@ void connection::finish(request& req, error_code ec, resp::value reply, delivery
     }
     return;
   }
-  auto complete = [handler = std::move(req.handler), ec, reply = std::move(reply)]() mutable {
-    auto slot = asio::get_associated_cancellation_slot(handler);
-    if (slot.is_connected()) slot.clear();
-    std::move(handler)(ec, std::move(reply));
-  };
   if (how == delivery::post) {
-    // Through our executor, then into the handler's: any_completion_executor cannot be required
-    // to be non-blocking, so it cannot be posted to directly.
-    asio::post(executor_,
-               asio::bind_executor(std::move(*req.handler_executor), std::move(complete)));
+    req.caller->complete_posted(ec, std::move(reply));
   } else {
-    asio::dispatch(std::move(*req.handler_executor), std::move(complete));
+    req.caller->complete(ec, std::move(reply));
   }
 }
 
