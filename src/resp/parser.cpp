@@ -226,22 +226,34 @@ bool parser::feed(std::string_view bytes) {
 }
 
 std::optional<value> parser::next(boost::system::error_code& ec) {
+  value v;
+  if (next(v, ec)) return std::optional<value>(std::move(v));
+  return std::nullopt;
+}
+
+bool parser::next(value& v, boost::system::error_code& ec) {
   if (failed_) {
     ec = error_;
-    return std::nullopt;
+    return false;
   }
   ec.clear();
   for (;;) {
-    value v;
+    // Cleared, not replaced: keeps the strings' and the vector's storage.
+    v.kind = type::null;
+    v.text.clear();
+    v.format.clear();
+    v.integer = 0;
+    v.number = 0.0;
+    v.elements.clear();
     const step result = parse_element(v);
     switch (result) {
       // Offsets are not rewound here even when everything is consumed: a span from prepare()
       // may be outstanding (a pending socket read) and must stay where commit() expects it.
       case step::need_more:
-        return std::nullopt;
+        return false;
       case step::failed:
         ec = error_;
-        return std::nullopt;
+        return false;
       case step::pushed:
       case step::skipped:
       case step::produced:
@@ -252,7 +264,7 @@ std::optional<value> parser::next(boost::system::error_code& ec) {
       fail("resp: reply of " + num(reply_bytes_) + "+ bytes exceeds limit " +
            num(limits_.max_reply_size));
       ec = error_;
-      return std::nullopt;
+      return false;
     }
     if (result != step::produced) continue;
     // Hand the value up through every aggregate it completes. A finished attribute is dropped:
@@ -260,7 +272,7 @@ std::optional<value> parser::next(boost::system::error_code& ec) {
     for (;;) {
       if (stack_.empty()) {
         reply_bytes_ = 0;
-        return std::optional<value>(std::move(v));
+        return true;
       }
       frame& top = stack_.back();
       top.aggregate.elements.push_back(std::move(v));

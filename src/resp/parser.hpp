@@ -51,6 +51,9 @@ class parser {
 
   // The next complete reply, or nullopt when more bytes are needed or on error (then `ec` is set).
   std::optional<value> next(boost::system::error_code& ec);
+  // The same into `out`, whose storage is reused (a reader loop keeps one value for every reply).
+  // Returns false when more bytes are needed or on error; `out` is then unspecified.
+  bool next(value& out, boost::system::error_code& ec);
 
   bool failed() const noexcept;
   const std::string& error_message() const noexcept;
