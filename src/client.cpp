@@ -61,11 +61,14 @@ std::string validate(const std::string& resource, const lock_options& options,
 // Stages: queued (behind a local holder or waiter; nothing sent), in_round (SETs in flight),
 // sleeping (backoff between rounds), finished. Invariant: an op that is in its resource queue is
 // not finished, and the queue's first op is the only one that may be in_round or sleeping.
-class acquire_op final : public abortable, public std::enable_shared_from_this<acquire_op> {
+class acquire_op final : public abortable,
+                         public vote,
+                         public std::enable_shared_from_this<acquire_op> {
  public:
   acquire_op(std::shared_ptr<client_impl> client, std::string resource, const lock_options& options,
              bool single_round, acquire_handler&& handler)
-      : client_(std::move(client)),
+      : vote(client->size()),
+        client_(std::move(client)),
         lease_(std::make_shared<lease_state>(client_, std::move(resource), options)),
         single_round_(single_round),
         done_(std::move(handler), client_->executor()),
@@ -84,27 +87,25 @@ class acquire_op final : public abortable, public std::enable_shared_from_this<a
     }
     lease_->token = make_lock_token();
     const std::string ttl = std::to_string(lease_->options.ttl.count());
-    auto command = std::make_shared<std::string>();
-    resp::encode_command(*command, {"SET", lease_->resource, lease_->token, "NX", "PX", ttl});
-    set_command_ = std::move(command);
+    resp::encode_command(set_command_, {"SET", lease_->resource, lease_->token, "NX", "PX", ttl});
     if (lease_->options.wait) deadline_ = steady_clock::now() + *lease_->options.wait;
 
-    auto& queue = client_->queue_for(lease_->resource);
-    if (single_round_ && (queue.holder != nullptr || !queue.waiters.empty())) {
-      lease_->diagnostics = fmt::format(
-          "redlock: \"{}\" is held or awaited by another lease of "
-          "this client",
-          lease_->resource);
-      client_->forget_queue_if_idle(lease_->resource);
-      return done_.complete_posted(error::contended, make_lease());
+    if (single_round_) {
+      const resource_queue* busy = client_->find_queue(lease_->resource);
+      if (busy != nullptr && (busy->holder != nullptr || !busy->waiters.empty())) {
+        lease_->diagnostics = fmt::format(
+            "redlock: \"{}\" is held or awaited by another lease of this client", lease_->resource);
+        return done_.complete_posted(error::contended, make_lease());
+      }
     }
 
     client_->track(this);
     done_.on_cancel([weak = weak_from_this()](asio::cancellation_type type) {
       if (auto self = weak.lock()) self->cancel(type);
     });
-    queue.waiters.push_back(shared_from_this());
-    if (queue.holder == nullptr && queue.waiters.size() == 1) {
+    queue_ = &client_->queue_for(lease_->resource);
+    queue_->waiters.push_back(shared_from_this());
+    if (queue_->holder == nullptr && queue_->waiters.size() == 1) {
       begin_round();
     } else {
       stage_ = stage::queued;
@@ -126,26 +127,26 @@ class acquire_op final : public abortable, public std::enable_shared_from_this<a
 
   void begin_round() {
     stage_ = stage::in_round;
-    ++round_;
     round_start_ = steady_clock::now();
-    auto decided = [weak = weak_from_this(), round = round_](error_code ec, const vote& v) {
-      if (auto self = weak.lock()) self->round_decided(round, ec, v);
-    };
-    current_vote_ = std::make_shared<vote>(
-        client_->size(), classify_set_reply,
-        [](const tally& t) -> std::optional<error_code> {
-          if (t.yes_quorum()) return error_code{};
-          if (t.yes_quorum_impossible()) {
-            return t.too_many_failed() ? error::no_quorum : error::contended;
-          }
-          return std::nullopt;
-        },
-        std::move(decided));
-    client_->fan_out(set_command_, current_vote_);
+    client_->fan_out(set_command_, *this, open_ballot());
   }
 
-  void round_decided(unsigned round, error_code ec, const vote& v) {
-    if (round != round_ || stage_ != stage::in_round) return;  // cancelled meanwhile
+  // The vote of one round: SET NX PX on every node.
+  std::shared_ptr<void> owner() override { return shared_from_this(); }
+
+  node_answer::kind classify(error_code ec, const resp::value& reply,
+                             std::string& detail) override {
+    return classify_set_reply(ec, reply, detail);
+  }
+
+  std::optional<error_code> decide(const tally& t) override {
+    if (t.yes_quorum()) return error_code{};
+    if (t.yes_quorum_impossible()) return t.too_many_failed() ? error::no_quorum : error::contended;
+    return std::nullopt;
+  }
+
+  void decided(error_code ec) override {
+    if (stage_ != stage::in_round) return;  // cancelled meanwhile
     const auto now = steady_clock::now();
     if (!ec) {
       const auto left =
@@ -153,8 +154,8 @@ class acquire_op final : public abortable, public std::enable_shared_from_this<a
       if (left > steady_clock::duration::zero()) return succeed(now + left);
       ec = error::validity_expired;
     }
-    clean_up_round(v.answers());
-    lease_->diagnostics = explain(ec, v, now);
+    clean_up_round();
+    lease_->diagnostics = explain(ec, now);
     client_->log(log_level::debug, lease_->diagnostics);
 
     if (single_round_) return finish(ec, false);
@@ -165,20 +166,21 @@ class acquire_op final : public abortable, public std::enable_shared_from_this<a
     arm_timer(now + delay);
   }
 
-  std::string explain(error_code ec, const vote& v, steady_clock::time_point now) const {
-    const tally& t = v.votes();
+  std::string explain(error_code ec, steady_clock::time_point now) const {
+    const tally& t = votes();
     return fmt::format(
         "redlock: \"{}\" not acquired ({}): {} of {} nodes granted, quorum {}, "
         "round took {} ms: {}",
         lease_->resource, ec.message(), t.yes_count(), t.nodes(), t.quorum(),
         to_ms(now - round_start_),
-        client_->describe(v.answers(), "granted", "held by another owner"));
+        client_->describe(answers(), "granted", "held by another owner"));
   }
 
   // A failed or abandoned round may have set the key on some nodes (or may still, where the SET is
   // in flight). Release it on every node that did not refuse; on each node the release runs after
   // our SET because both travel on that node's one connection.
-  void clean_up_round(const std::vector<node_answer>& answers) {
+  void clean_up_round() {
+    const auto& answers = this->answers();
     std::vector<bool> targets(answers.size());
     bool any = false;
     for (std::size_t i = 0; i < answers.size(); ++i) {
@@ -193,9 +195,9 @@ class acquire_op final : public abortable, public std::enable_shared_from_this<a
     stage_ = stage::finished;
     if (timer_) timer_->cancel();
     client_->untrack(this);
-    auto& queue = client_->queue_for(lease_->resource);
-    std::erase(queue.waiters, shared_from_this());
-    queue.holder = lease_.get();
+    drop_from_waiters();
+    queue_->holder = lease_.get();
+    lease_->queue = queue_;
     lease_->diagnostics.clear();
     lease_->on_acquired(round_start_, valid_until);
     done_.complete(error_code{}, make_lease());
@@ -205,7 +207,6 @@ class acquire_op final : public abortable, public std::enable_shared_from_this<a
   void finish(error_code ec, bool posted) {
     const auto keep_alive = shared_from_this();  // leaving the queue may drop the last owner
     stage_ = stage::finished;
-    ++round_;
     if (timer_) timer_->cancel();
     client_->untrack(this);
     leave_queue();
@@ -216,11 +217,16 @@ class acquire_op final : public abortable, public std::enable_shared_from_this<a
     }
   }
 
+  void drop_from_waiters() {
+    std::erase_if(queue_->waiters, [this](const auto& waiter) { return waiter.get() == this; });
+  }
+
   void leave_queue() {
-    auto& queue = client_->queue_for(lease_->resource);
-    const bool was_first = !queue.waiters.empty() && queue.waiters.front().get() == this;
-    std::erase(queue.waiters, shared_from_this());
-    if (was_first && queue.holder == nullptr) client_->start_next_waiter(lease_->resource);
+    if (queue_ == nullptr) return;  // never queued
+    const bool was_first = !queue_->waiters.empty() && queue_->waiters.front().get() == this;
+    drop_from_waiters();
+    if (was_first && queue_->holder == nullptr) client_->start_next_waiter(*queue_);
+    queue_ = nullptr;
     client_->forget_queue_if_idle(lease_->resource);
   }
 
@@ -234,7 +240,7 @@ class acquire_op final : public abortable, public std::enable_shared_from_this<a
         return finish(asio::error::operation_aborted, true);
       case stage::in_round:
         if ((type & (ct::terminal | ct::partial)) == ct::none) return;
-        clean_up_round(current_vote_->answers());
+        clean_up_round();
         lease_->diagnostics = "redlock: acquire cancelled during a round; released what it set";
         return finish(asio::error::operation_aborted, true);
       case stage::idle:
@@ -279,10 +285,9 @@ class acquire_op final : public abortable, public std::enable_shared_from_this<a
   unsigned timer_generation_ = 0;
   std::optional<steady_clock::time_point> deadline_;
   stage stage_ = stage::idle;
-  unsigned round_ = 0;
   steady_clock::time_point round_start_{};
-  std::shared_ptr<vote> current_vote_;
-  shared_payload set_command_;
+  resource_queue* queue_ = nullptr;  // set while this op is in it
+  std::string set_command_;          // SET key token NX PX ttl, encoded; read by the connections
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -336,7 +341,9 @@ client_impl::client_impl(asio::any_io_executor executor, std::vector<node_config
     : executor_(std::move(executor)),
       options_(std::move(options)),
       connections_(open_connections(executor_, nodes, options_)),
-      random_(std::random_device{}()) {}
+      random_(std::random_device{}()) {
+  spare_queues_.reserve(64);
+}
 
 lease client_impl::make_lease(std::shared_ptr<lease_state> state) {
   return lease(std::move(state));
@@ -359,58 +366,95 @@ void client_impl::shutdown() {
     conn->close_when_idle(2 * options_.node_timeout);
 }
 
-void client_impl::fan_out(const shared_payload& payload, const std::shared_ptr<reply_sink>& sink,
+void client_impl::fan_out(std::string_view payload, reply_sink& sink, std::size_t first_tag,
                           const std::vector<bool>* only, const script* eval_fallback) {
   const request_options per_node{options_.node_timeout, eval_fallback};
+  const auto now = steady_clock::now();
   for (std::size_t i = 0; i < connections_.size(); ++i) {
-    if (!only || (*only)[i]) connections_[i]->exec_direct(payload, per_node, sink, i);
+    if (!only || (*only)[i])
+      connections_[i]->exec_direct(payload, per_node, sink, first_tag + i, now);
   }
 }
 
 void client_impl::fan_out_script(const script& lua, std::string_view key,
-                                 std::span<const std::string_view> args,
-                                 const std::shared_ptr<reply_sink>& sink,
+                                 std::span<const std::string_view> args, std::string& payload,
+                                 reply_sink& sink, std::size_t first_tag,
                                  const std::vector<bool>* only) {
   const std::string_view keys[] = {key};
-  fan_out(std::make_shared<const std::string>(encode_evalsha(lua, keys, args)), sink, only, &lua);
+  payload = encode_evalsha(lua, keys, args);
+  fan_out(payload, sink, first_tag, only, &lua);
 }
 
 namespace {
 
-// For requests whose replies nobody needs: each node's connection still reads and matches them.
-struct ignore_replies final : reply_sink {
-  void on_reply(std::size_t, error_code, resp::value) override {}
+// A token-checked DEL whose replies nobody needs; the connections still read and match them. It
+// owns the encoded call and lives until the last node has answered.
+class best_effort_release final : public reply_sink {
+ public:
+  void on_reply(std::size_t, error_code, const resp::value&) override {}
+  void retain() noexcept override { ++references_; }
+  void release() noexcept override {
+    if (--references_ == 0) delete this;
+  }
+
+  std::string payload;
+
+ private:
+  ~best_effort_release() = default;
+  unsigned references_ = 0;
 };
 
 }  // namespace
 
 void client_impl::release_best_effort(const std::string& resource, const std::string& token,
                                       const std::vector<bool>* only) {
-  static const auto ignored = std::make_shared<ignore_replies>();
+  auto* cleanup = new best_effort_release;
+  cleanup->retain();  // until every request holds its own reference
   const std::string_view args[] = {token};
-  fan_out_script(release_script(), resource, args, ignored, only);
+  try {
+    fan_out_script(release_script(), resource, args, cleanup->payload, *cleanup, 0, only);
+  } catch (...) {
+    cleanup->release();
+    throw;
+  }
+  cleanup->release();
 }
 
 void client_impl::holder_gone(lease_state& state) {
-  auto found = queues_.find(state.resource);
-  if (found == queues_.end() || found->second.holder != &state) return;
-  found->second.holder = nullptr;
-  start_next_waiter(state.resource);
+  resource_queue* queue = std::exchange(state.queue, nullptr);
+  if (queue == nullptr || queue->holder != &state) return;
+  queue->holder = nullptr;
+  start_next_waiter(*queue);
   forget_queue_if_idle(state.resource);
 }
 
-void client_impl::start_next_waiter(const std::string& resource) {
-  auto found = queues_.find(resource);
-  if (found == queues_.end() || found->second.waiters.empty()) return;
-  auto next = found->second.waiters.front();  // keeps it alive while it starts
+void client_impl::start_next_waiter(resource_queue& queue) {
+  if (queue.waiters.empty()) return;
+  auto next = queue.waiters.front();  // keeps it alive while it starts
   next->wake();
+}
+
+resource_queue* client_impl::find_queue(const std::string& resource) {
+  auto found = queues_.find(resource);
+  return found == queues_.end() ? nullptr : &found->second;
+}
+
+resource_queue& client_impl::queue_for(const std::string& resource) {
+  if (auto* existing = find_queue(resource)) return *existing;
+  if (spare_queues_.empty()) return queues_.try_emplace(resource).first->second;
+  auto node = std::move(spare_queues_.back());
+  spare_queues_.pop_back();
+  node.key() = resource;
+  return queues_.insert(std::move(node)).position->second;
 }
 
 void client_impl::forget_queue_if_idle(const std::string& resource) {
   auto found = queues_.find(resource);
-  if (found != queues_.end() && found->second.holder == nullptr && found->second.waiters.empty()) {
-    queues_.erase(found);
+  if (found == queues_.end() || found->second.holder != nullptr || !found->second.waiters.empty()) {
+    return;
   }
+  auto node = queues_.extract(found);
+  if (spare_queues_.size() < spare_queues_.capacity()) spare_queues_.push_back(std::move(node));
 }
 
 std::string client_impl::describe(const std::vector<node_answer>& answers, std::string_view yes,
@@ -474,27 +518,46 @@ void initiate_acquire(const std::shared_ptr<client_impl>& client, std::string re
       ->start();
 }
 
+namespace {
+
+// PING on every node; succeeds when a quorum answers PONG.
+class ping_op final : public operation_vote {
+ public:
+  using operation_vote::operation_vote;
+
+  void run() {
+    static const std::string ping = [] {
+      std::string command;
+      resp::encode_command(command, {"PING"});
+      return command;
+    }();
+    client()->fan_out(ping, *this, open_ballot());
+  }
+
+ private:
+  node_answer::kind classify(error_code ec, const resp::value& reply,
+                             std::string& detail) override {
+    if (!ec && reply.text == "PONG") return node_answer::kind::yes;
+    detail = reply.text;
+    return node_answer::kind::failed;
+  }
+
+  std::optional<error_code> decide(const tally& t) override {
+    if (t.yes_quorum()) return error_code{};
+    if (t.yes_quorum_impossible()) return make_error_code(error::no_quorum);
+    return std::nullopt;
+  }
+
+  void decided(error_code ec) override { finish(ec); }
+};
+
+}  // namespace
+
 void initiate_ping(const std::shared_ptr<client_impl>& client, void_handler handler) {
-  auto op = std::make_shared<user_operation>(client, std::move(handler));
+  auto op = std::make_shared<ping_op>(client, std::move(handler));
   if (client->closed()) return op->finish(asio::error::operation_aborted, true);
   op->start();
-  auto decided = [op](error_code ec, const vote&) { op->finish(ec); };
-  auto check = std::make_shared<vote>(
-      client->size(),
-      [](error_code ec, const resp::value& reply, std::string& detail) {
-        if (!ec && reply.text == "PONG") return node_answer::kind::yes;
-        detail = reply.text;
-        return node_answer::kind::failed;
-      },
-      [](const tally& t) -> std::optional<error_code> {
-        if (t.yes_quorum()) return error_code{};
-        if (t.yes_quorum_impossible()) return make_error_code(error::no_quorum);
-        return std::nullopt;
-      },
-      std::move(decided));
-  auto ping = std::make_shared<std::string>();
-  resp::encode_command(*ping, {"PING"});
-  client->fan_out(ping, check);
+  op->run();
 }
 
 }  // namespace redlock::detail

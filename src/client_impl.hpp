@@ -70,6 +70,7 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   steady_clock::time_point acquired_at{};
   steady_clock::time_point valid_until{};
   steady_clock::time_point last_extend_start{};  // a slower, older extension must not win
+  resource_queue* queue = nullptr;               // while held: this resource's local queue
   std::string diagnostics;
 
   // One timer serves renewal and expiry: it is armed for min(next_renewal, valid_until), so a loss
@@ -115,14 +116,16 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   static lease make_lease(std::shared_ptr<lease_state> state);
 
   // Sends one request to every node (or those marked in `only`), each with node_timeout;
-  // sink->on_reply(node, ec, reply) is called once per node, on the client's executor.
-  void fan_out(const shared_payload& payload, const std::shared_ptr<reply_sink>& sink,
+  // sink.on_reply(first_tag + node, ec, reply) is called once per node, on the client's executor.
+  // `payload` (one encoded command) must be owned by the sink or outlive it.
+  void fan_out(std::string_view payload, reply_sink& sink, std::size_t first_tag,
                const std::vector<bool>* only = nullptr, const script* eval_fallback = nullptr);
 
-  // Runs a Lua script with one key, as fan_out.
+  // Runs a Lua script with one key, as fan_out; the call is encoded into `payload`, which must be
+  // owned by the sink.
   void fan_out_script(const script& lua, std::string_view key,
-                      std::span<const std::string_view> args,
-                      const std::shared_ptr<reply_sink>& sink,
+                      std::span<const std::string_view> args, std::string& payload,
+                      reply_sink& sink, std::size_t first_tag,
                       const std::vector<bool>* only = nullptr);
 
   // Token-checked DEL on the chosen nodes; nobody waits for it. Requests on each node's connection
@@ -130,10 +133,12 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   void release_best_effort(const std::string& resource, const std::string& token,
                            const std::vector<bool>* only = nullptr);
 
-  // Local queueing of acquires, see resource_queue.
-  resource_queue& queue_for(const std::string& resource) { return queues_[resource]; }
+  // Local queueing of acquires, see resource_queue. A queue stays at its address until it is
+  // forgotten, which happens only once it has neither holder nor waiters.
+  resource_queue* find_queue(const std::string& resource);
+  resource_queue& queue_for(const std::string& resource);
   void holder_gone(lease_state& state);
-  void start_next_waiter(const std::string& resource);
+  void start_next_waiter(resource_queue& queue);
   void forget_queue_if_idle(const std::string& resource);
 
   void track(abortable* op) { active_.push(*op); }
@@ -156,6 +161,9 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   client_options options_;
   std::vector<std::shared_ptr<connection>> connections_;
   std::unordered_map<std::string, resource_queue> queues_;
+  // Map nodes of forgotten queues, reused with their key and vector storage: nearly every acquire
+  // makes a queue and its release forgets it again.
+  std::vector<std::unordered_map<std::string, resource_queue>::node_type> spare_queues_;
   intrusive_list active_;  // of abortable
   intrusive_list held_;    // of lease_state
   std::minstd_rand random_;

@@ -26,20 +26,6 @@ steady_clock::duration renewal_retry_delay(std::chrono::milliseconds ttl) {
                                             std::chrono::milliseconds(500));
 }
 
-std::optional<error_code> decide_release(const tally& t) {
-  if (t.no_quorum()) return make_error_code(error::not_held);
-  if (t.too_many_failed()) return make_error_code(error::no_quorum);
-  if (t.no_quorum_impossible() && t.too_many_failed_impossible()) return error_code{};
-  return std::nullopt;
-}
-
-std::optional<error_code> decide_extend(const tally& t) {
-  if (t.yes_quorum()) return error_code{};
-  if (t.no_quorum()) return make_error_code(error::not_held);
-  if (t.yes_quorum_impossible()) return make_error_code(error::no_quorum);
-  return std::nullopt;
-}
-
 }  // namespace
 
 lease_state::lease_state(std::shared_ptr<client_impl> owner, std::string resource_name,
@@ -106,54 +92,95 @@ void lease_state::renew() {
   start_extend(ttl, true, nullptr);
 }
 
-void lease_state::start_extend(std::chrono::milliseconds ttl, bool from_renewal,
-                               std::shared_ptr<user_operation> caller) {
-  const auto start = steady_clock::now();
-  auto decided = [self = shared_from_this(), ttl, start, from_renewal, caller](error_code ec,
-                                                                               const vote& v) {
+namespace {
+
+// One extension of a held lease, for the renewal task (no caller) or for async_extend.
+class extend_op final : public vote, public std::enable_shared_from_this<extend_op> {
+ public:
+  extend_op(std::shared_ptr<lease_state> state, std::chrono::milliseconds ttl, bool from_renewal,
+            std::shared_ptr<user_operation> caller)
+      : vote(state->client->size()),
+        state_(std::move(state)),
+        ttl_(ttl),
+        from_renewal_(from_renewal),
+        caller_(std::move(caller)) {}
+
+  void run() {
+    start_ = steady_clock::now();
+    const std::string ttl_text = std::to_string(ttl_.count());
+    const std::string_view args[] = {state_->token, ttl_text};
+    state_->client->fan_out_script(extend_script(), state_->resource, args, payload_, *this,
+                                   open_ballot());
+  }
+
+ private:
+  std::shared_ptr<void> owner() override { return shared_from_this(); }
+
+  node_answer::kind classify(error_code ec, const resp::value& reply,
+                             std::string& detail) override {
+    return classify_script_reply(ec, reply, detail);
+  }
+
+  std::optional<error_code> decide(const tally& t) override {
+    if (t.yes_quorum()) return error_code{};
+    if (t.no_quorum()) return make_error_code(error::not_held);
+    if (t.yes_quorum_impossible()) return make_error_code(error::no_quorum);
+    return std::nullopt;
+  }
+
+  void decided(error_code ec) override {
     const auto now = steady_clock::now();
-    if (self->state != phase::held) {
-      if (caller) caller->finish(error::not_held);
+    lease_state& self = *state_;
+    if (self.state != lease_state::phase::held) {
+      if (caller_) caller_->finish(error::not_held);
       return;
     }
     if (!ec) {
-      const auto left = validity(ttl, self->client->options().drift_factor, start, now);
-      if (now >= self->valid_until || left <= steady_clock::duration::zero()) {
+      const auto left = validity(ttl_, self.client->options().drift_factor, start_, now);
+      if (now >= self.valid_until || left <= steady_clock::duration::zero()) {
         ec = error::no_quorum;  // confirmed, but too late to count
-      } else if (start >= self->last_extend_start) {
-        self->last_extend_start = start;
-        self->valid_until = now + left;
+      } else if (start_ >= self.last_extend_start) {
+        self.last_extend_start = start_;
+        self.valid_until = now + left;
       }
     }
     if (ec == error::not_held) {
-      self->lose(
-          fmt::format("redlock: \"{}\" is gone or owned by someone else on {} of {} "
-                      "nodes: {}",
-                      self->resource, v.votes().no_count(), v.votes().nodes(),
-                      self->client->describe(v.answers(), "extended", "not ours")));
+      self.lose(
+          fmt::format("redlock: \"{}\" is gone or owned by someone else on {} of {} nodes: {}",
+                      self.resource, votes().no_count(), votes().nodes(),
+                      self.client->describe(answers(), "extended", "not ours")));
     } else if (ec) {
-      self->diagnostics =
-          fmt::format("redlock: extending \"{}\" failed ({}): {}", self->resource, ec.message(),
-                      self->client->describe(v.answers(), "extended", "not ours"));
-      self->client->log(log_level::warning, self->diagnostics);
+      self.diagnostics =
+          fmt::format("redlock: extending \"{}\" failed ({}): {}", self.resource, ec.message(),
+                      self.client->describe(answers(), "extended", "not ours"));
+      self.client->log(log_level::warning, self.diagnostics);
     } else {
-      self->diagnostics.clear();
+      self.diagnostics.clear();
     }
-    if (self->state == phase::held) {
-      if (from_renewal) {
-        const auto next = ec ? now + renewal_retry_delay(self->options.ttl) : start + ttl / 2;
+    if (self.state == lease_state::phase::held) {
+      if (from_renewal_) {
+        const auto next = ec ? now + renewal_retry_delay(self.options.ttl) : start_ + ttl_ / 2;
         // A retry later than the validity is useless: the timer reports the loss at valid_until.
-        self->next_renewal = next < self->valid_until ? next : steady_clock::time_point::max();
+        self.next_renewal = next < self.valid_until ? next : steady_clock::time_point::max();
       }
-      self->arm_timer();  // valid_until or next_renewal may have moved
+      self.arm_timer();  // valid_until or next_renewal may have moved
     }
-    if (caller) caller->finish(ec);
-  };
-  auto check = std::make_shared<vote>(client->size(), classify_script_reply, decide_extend,
-                                      std::move(decided));
-  const std::string ttl_text = std::to_string(ttl.count());
-  const std::string_view args[] = {token, ttl_text};
-  client->fan_out_script(extend_script(), resource, args, check);
+    if (caller_) caller_->finish(ec);
+  }
+
+  std::shared_ptr<lease_state> state_;
+  std::chrono::milliseconds ttl_;
+  bool from_renewal_;
+  std::shared_ptr<user_operation> caller_;
+  steady_clock::time_point start_{};
+  std::string payload_;
+};
+
+}  // namespace
+
+void lease_state::start_extend(std::chrono::milliseconds ttl, bool from_renewal,
+                               std::shared_ptr<user_operation> caller) {
+  std::make_shared<extend_op>(shared_from_this(), ttl, from_renewal, std::move(caller))->run();
 }
 
 void lease_state::lose(std::string why) {
@@ -200,29 +227,60 @@ void complete_without_state(void_handler handler, error_code ec) {
 
 }  // namespace
 
+namespace {
+
+// async_release: token-checked DEL on every node.
+class release_op final : public operation_vote {
+ public:
+  release_op(std::shared_ptr<lease_state> state, void_handler&& handler)
+      : operation_vote(state->client, std::move(handler)), state_(std::move(state)) {}
+
+  void run() {
+    const std::string_view args[] = {state_->token};
+    state_->client->fan_out_script(release_script(), state_->resource, args, payload_, *this,
+                                   open_ballot());
+  }
+
+ private:
+  node_answer::kind classify(error_code ec, const resp::value& reply,
+                             std::string& detail) override {
+    return classify_script_reply(ec, reply, detail);
+  }
+
+  std::optional<error_code> decide(const tally& t) override {
+    if (t.no_quorum()) return make_error_code(error::not_held);
+    if (t.too_many_failed()) return make_error_code(error::no_quorum);
+    if (t.no_quorum_impossible() && t.too_many_failed_impossible()) return error_code{};
+    return std::nullopt;
+  }
+
+  void decided(error_code ec) override {
+    if (ec) {
+      state_->diagnostics =
+          fmt::format("redlock: releasing \"{}\": {}: {}", state_->resource, ec.message(),
+                      state_->client->describe(answers(), "released", "not ours"));
+    }
+    finish(ec);
+  }
+
+  std::shared_ptr<lease_state> state_;
+  std::string payload_;
+};
+
+}  // namespace
+
 void initiate_release(const std::shared_ptr<lease_state>& state, void_handler handler) {
   if (!state) return complete_without_state(std::move(handler), error::not_held);
-  auto op = std::make_shared<user_operation>(state->client, std::move(handler));
+  auto op = std::make_shared<release_op>(state, std::move(handler));
   if (state->client->closed()) return op->finish(asio::error::operation_aborted, true);
   if (state->state != lease_state::phase::held) {
     state->diagnostics = fmt::format("redlock: \"{}\" is not held by this lease", state->resource);
     return op->finish(error::not_held, true);
   }
   op->start();
-  auto decided = [state, op](error_code ec, const vote& v) {
-    if (ec) {
-      state->diagnostics =
-          fmt::format("redlock: releasing \"{}\": {}: {}", state->resource, ec.message(),
-                      state->client->describe(v.answers(), "released", "not ours"));
-    }
-    op->finish(ec);
-  };
-  auto check = std::make_shared<vote>(state->client->size(), classify_script_reply, decide_release,
-                                      std::move(decided));
-  const std::string_view args[] = {state->token};
   // The release requests are queued first, and only then the resource is handed to the next local
   // waiter: on every node our DEL runs before its SET.
-  state->client->fan_out_script(release_script(), state->resource, args, check);
+  op->run();
   state->stop_holding(lease_state::phase::released, asio::error::operation_aborted);
 }
 

@@ -1,7 +1,6 @@
 #ifndef REDLOCK_VOTE_HPP
 #define REDLOCK_VOTE_HPP
 
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,10 +18,11 @@ namespace redlock::detail {
 // A caller's pending void(error_code) operation that the client can end: cancellation by the
 // caller and client shutdown both complete it with operation_aborted. The work behind it (requests
 // already queued on the nodes) goes on either way; only the caller stops waiting.
-class user_operation final : public abortable, public std::enable_shared_from_this<user_operation> {
+class user_operation : public abortable, public std::enable_shared_from_this<user_operation> {
  public:
   user_operation(std::shared_ptr<client_impl> client, void_handler&& handler)
       : client_(std::move(client)), done_(std::move(handler), client_->executor()) {}
+  virtual ~user_operation() = default;
 
   // Registers with the client and the caller's cancellation slot.
   void start() {
@@ -47,40 +47,69 @@ class user_operation final : public abortable, public std::enable_shared_from_th
 
   bool done() const noexcept { return done_.done(); }
 
+ protected:
+  const std::shared_ptr<client_impl>& client() const noexcept { return client_; }
+
  private:
   std::shared_ptr<client_impl> client_;
   completion<boost::system::error_code> done_;
 };
 
-// One fan-out decided by a majority vote: every node's reply is classified as yes / no / failed,
-// and `decide` is asked after each reply whether the outcome is already certain. `on_decided` runs
-// once, at the earliest certain moment; later replies are still read (by the connections) but
-// change nothing.
-class vote final : public reply_sink {
+// A fan-out decided by a majority vote: every node's reply is classified as yes / no / failed, and
+// decide() is asked after each reply whether the outcome is already certain. decided() runs once
+// per ballot, at the earliest certain moment; later replies are still read (by the connections)
+// but change nothing.
+//
+// The derived operation is the reply sink itself, so a fan-out allocates nothing for its votes.
+// It must be owned by a shared_ptr: while any request may still answer, the vote keeps its owner
+// alive through owner().
+class vote : public reply_sink {
  public:
-  using classify_fn = std::function<node_answer::kind(boost::system::error_code, const resp::value&,
-                                                      std::string& detail)>;
-  using decide_fn = std::function<std::optional<boost::system::error_code>(const tally&)>;
-  using decided_fn = std::function<void(boost::system::error_code, const vote&)>;
+  void on_reply(std::size_t tag, boost::system::error_code ec, const resp::value& reply) final {
+    const std::size_t nodes = answers_.size();
+    if (tag / nodes != ballot_) return;  // a late answer to an earlier ballot
+    record(tag % nodes, ec, reply);
+  }
 
-  vote(std::size_t nodes, classify_fn classify, decide_fn decide, decided_fn on_decided)
-      : votes_(nodes),
-        answers_(nodes),
-        classify_(std::move(classify)),
-        decide_(std::move(decide)),
-        on_decided_(std::move(on_decided)) {}
-
-  void on_reply(std::size_t node, boost::system::error_code ec, resp::value reply) override {
-    record(node, ec, reply);
+  void retain() noexcept final {
+    if (pins_++ == 0) pinned_ = owner();
+  }
+  void release() noexcept final {
+    if (--pins_ == 0) {
+      const auto last = std::move(pinned_);  // may destroy *this when it goes
+    }
   }
 
   const tally& votes() const noexcept { return votes_; }
   const std::vector<node_answer>& answers() const noexcept { return answers_; }
 
+ protected:
+  explicit vote(std::size_t nodes) : votes_(nodes), answers_(nodes) {}
+  ~vote() = default;
+
+  // Starts a new ballot and forgets the previous one, whose late replies are ignored. Returns the
+  // tag of node 0 for client_impl::fan_out.
+  std::size_t open_ballot() {
+    ++ballot_;
+    votes_ = tally(answers_.size());
+    for (auto& answer : answers_) {
+      answer.what = node_answer::kind::pending;
+      answer.detail.clear();
+    }
+    decided_ = false;
+    return ballot_ * answers_.size();
+  }
+
+  virtual std::shared_ptr<void> owner() = 0;  // shared_from_this()
+  virtual node_answer::kind classify(boost::system::error_code ec, const resp::value& reply,
+                                     std::string& detail) = 0;
+  virtual std::optional<boost::system::error_code> decide(const tally& votes) = 0;
+  virtual void decided(boost::system::error_code outcome) = 0;
+
  private:
   void record(std::size_t node, boost::system::error_code ec, const resp::value& reply) {
     node_answer& answer = answers_[node];
-    answer.what = classify_(ec, reply, answer.detail);
+    answer.what = classify(ec, reply, answer.detail);
     switch (answer.what) {
       case node_answer::kind::yes:
         votes_.yes();
@@ -93,19 +122,28 @@ class vote final : public reply_sink {
         break;
     }
     if (decided_) return;
-    if (auto outcome = decide_(votes_)) {
+    if (auto outcome = decide(votes_)) {
       decided_ = true;
-      auto on_decided = std::move(on_decided_);
-      on_decided(*outcome, *this);
+      decided(*outcome);
     }
   }
 
   tally votes_;
   std::vector<node_answer> answers_;
-  classify_fn classify_;
-  decide_fn decide_;
-  decided_fn on_decided_;
+  std::size_t ballot_ = 0;
   bool decided_ = false;
+  unsigned pins_ = 0;
+  std::shared_ptr<void> pinned_;
+};
+
+// A user_operation settled by one vote.
+class operation_vote : public user_operation, public vote {
+ public:
+  operation_vote(std::shared_ptr<client_impl> client, void_handler&& handler)
+      : user_operation(std::move(client), std::move(handler)), vote(this->client()->size()) {}
+
+ protected:
+  std::shared_ptr<void> owner() final { return user_operation::shared_from_this(); }
 };
 
 // Classifies a script reply that is 1 for "done", 0 for "not our key".

@@ -40,16 +40,19 @@ long long to_ms(std::chrono::milliseconds d) {
 }  // namespace
 
 struct connection::request {
-  request(shared_payload bytes, handler_type&& handler, const asio::any_io_executor& io)
-      : payload(std::move(bytes)) {
-    caller.emplace(std::move(handler), io);
-  }
-  request(shared_payload bytes, std::shared_ptr<reply_sink> to, std::size_t t)
-      : payload(std::move(bytes)), sink(std::move(to)), tag(t) {}
+  explicit request(request_pool& owner) noexcept : pool(&owner) {}
 
-  shared_payload payload;  // dropped once written, unless an EVAL fallback may need it
+  request_pool* pool;
+  unsigned refs = 0;
+  std::uint64_t id = 0;  // unique per connection; a caller's cancellation handler finds it by id
+
+  // The encoded command. `owned` keeps a caller's bytes alive; a library request's bytes belong to
+  // its sink, which the request keeps alive. Dropped once written, unless an EVAL fallback may
+  // need them.
+  std::string_view payload;
+  shared_payload owned;
   std::optional<completion<error_code, resp::value>> caller;  // a caller's request, or
-  std::shared_ptr<reply_sink> sink;                           // one of the library's own
+  sink_ref sink;                                              // one of the library's own
   std::size_t tag = 0;
   const script* eval_fallback = nullptr;
   steady_clock::time_point deadline = steady_clock::time_point::max();
@@ -57,6 +60,65 @@ struct connection::request {
   enum class phase : std::uint8_t { queued, written, finished } phase = phase::queued;
   steady_clock::time_point written_at{};
 };
+
+// Recycles request objects: a lock operation issues one request per node, and allocating each
+// one showed up as a large share of the client's CPU. Keeps at most `max_spare` idle objects.
+class connection::request_pool {
+ public:
+  request_pool() = default;
+  request_pool(const request_pool&) = delete;
+  request_pool& operator=(const request_pool&) = delete;
+  ~request_pool() {
+    for (request* req : spare_)
+      delete req;
+  }
+
+  request_ptr make(std::uint64_t id) {
+    request* req = nullptr;
+    if (spare_.empty()) {
+      req = new request(*this);
+    } else {
+      req = spare_.back();
+      spare_.pop_back();
+    }
+    req->id = id;
+    return request_ptr(req);
+  }
+
+  // The last reference is gone. Whatever the request still holds (an unfinished caller's handler
+  // when the connection is destroyed, a sink reference) is released here.
+  void put(request* req) noexcept {
+    req->payload = {};
+    req->owned.reset();
+    req->caller.reset();
+    req->sink.reset();
+    req->eval_fallback = nullptr;
+    req->deadline = steady_clock::time_point::max();
+    req->timeout = std::chrono::milliseconds(0);
+    req->phase = request::phase::queued;
+    if (spare_.size() >= max_spare) {
+      delete req;
+      return;
+    }
+    try {
+      spare_.push_back(req);
+    } catch (...) {
+      delete req;
+    }
+  }
+
+ private:
+  static constexpr std::size_t max_spare = 4096;
+  std::vector<request*> spare_;
+};
+
+void connection::request_ptr::add_ref(request* req) noexcept {
+  if (req) ++req->refs;
+}
+
+void connection::request_ptr::release(request* req) noexcept {
+  if (req && --req->refs == 0) req->pool->put(req);
+}
 
 connection_options connection_options::from(const client_options& options) {
   connection_options result;
@@ -79,6 +141,7 @@ connection::connection(executor_type executor, node_config node, connection_opti
       node_(std::move(node)),
       options_(std::move(options)),
       name_(node_.address()),
+      pool_(std::make_unique<request_pool>()),
       transport_(executor_),
       parser_(options_.limits),
       writer_wakeup_(executor_),
@@ -127,18 +190,32 @@ void connection::close_when_idle(std::chrono::milliseconds bound) {
   });
 }
 
-void connection::exec_direct(shared_payload payload, request_options options,
-                             std::shared_ptr<reply_sink> sink, std::size_t tag) {
-  start_request(std::make_shared<request>(std::move(payload), std::move(sink), tag), options);
+void connection::exec_direct(std::string_view payload, request_options options, reply_sink& sink,
+                             std::size_t tag, steady_clock::time_point now) {
+  auto req = pool_->make(++last_request_id_);
+  req->payload = payload;
+  req->sink = sink_ref(&sink);
+  req->tag = tag;
+  start_request(std::move(req), options, now);
 }
 
 void connection::start_request(shared_payload payload, request_options options,
                                handler_type handler) {
-  start_request(std::make_shared<request>(std::move(payload), std::move(handler), executor_),
-                options);
+  auto req = pool_->make(++last_request_id_);
+  req->owned = std::move(payload);
+  req->payload = *req->owned;
+  req->caller.emplace(std::move(handler), executor_);
+  // By id, not by pointer: the slot belongs to the caller and may fire after the request is
+  // finished and its object reused.
+  req->caller->on_cancel(
+      [weak_self = weak_from_this(), id = req->id](asio::cancellation_type type) {
+        if (auto self = weak_self.lock()) self->on_request_cancelled(id, type);
+      });
+  start_request(std::move(req), options, steady_clock::now());
 }
 
-void connection::start_request(request_ptr req, request_options options) {
+void connection::start_request(request_ptr req, request_options options,
+                               steady_clock::time_point now) {
   req->timeout = options.timeout;
   req->eval_fallback = options.eval_fallback;
 
@@ -153,17 +230,8 @@ void connection::start_request(request_ptr req, request_options options) {
     return;
   }
 
-  if (req->caller) {
-    // Weak references: the slot belongs to the caller and may outlive both objects.
-    req->caller->on_cancel([weak_self = weak_from_this(),
-                            weak_req = std::weak_ptr<request>(req)](asio::cancellation_type type) {
-      auto self = weak_self.lock();
-      auto r = weak_req.lock();
-      if (self && r) self->on_request_cancelled(r, type);
-    });
-  }
   if (options.timeout > std::chrono::milliseconds(0)) {
-    req->deadline = steady_clock::now() + options.timeout;
+    req->deadline = now + options.timeout;
     track_deadline(req);
   }
 
@@ -175,8 +243,15 @@ void connection::start_request(request_ptr req, request_options options) {
   }
 }
 
-void connection::on_request_cancelled(const request_ptr& req, asio::cancellation_type type) {
+void connection::on_request_cancelled(std::uint64_t id, asio::cancellation_type type) {
   using ct = asio::cancellation_type;
+  auto has_id = [id](const request_ptr& r) { return r->id == id; };
+  auto found = std::find_if(queued_.begin(), queued_.end(), has_id);
+  if (found == queued_.end()) {
+    found = std::find_if(in_flight_.begin(), in_flight_.end(), has_id);
+    if (found == in_flight_.end()) return;  // finished and gone
+  }
+  request_ptr req = *found;
   // Posted, not dispatched: we are inside the caller's cancellation slot, and completing clears
   // that slot, which would destroy the very handler that is running.
   if (req->phase == request::phase::queued) {
@@ -239,12 +314,13 @@ void connection::drop_finished_deadlines() {
   }
 }
 
-void connection::finish(request& req, error_code ec, resp::value reply, delivery how) {
+void connection::finish(request& req, error_code ec, resp::value&& reply, delivery how) {
   if (req.phase == request::phase::finished) return;
   req.phase = request::phase::finished;
   drop_finished_deadlines();
   // The payload is not needed any more; a finished request may wait in queued_ for a while.
-  req.payload.reset();
+  req.payload = {};
+  req.owned.reset();
 
   if (req.sink) {
     if (how == delivery::post) {
@@ -254,7 +330,7 @@ void connection::finish(request& req, error_code ec, resp::value reply, delivery
       });
     } else {
       const auto sink = std::move(req.sink);
-      sink->on_reply(req.tag, ec, std::move(reply));
+      sink->on_reply(req.tag, ec, reply);
     }
     return;
   }
@@ -415,10 +491,7 @@ asio::awaitable<error_code> connection::connect_and_handshake() {
 asio::awaitable<error_code> connection::read_reply(resp::value& out) {
   for (;;) {
     error_code ec;
-    if (auto reply = parser_.next(ec)) {
-      out = std::move(*reply);
-      co_return error_code{};
-    }
+    if (parser_.next(out, ec)) co_return error_code{};
     if (ec) {
       set_last_error(ec, parser_.error_message());
       co_return ec;
@@ -442,17 +515,17 @@ asio::awaitable<error_code> connection::read_reply(resp::value& out) {
 }
 
 asio::awaitable<error_code> connection::reader_loop() {
+  resp::value reply;  // reused: its storage serves every reply
   for (;;) {
-    resp::value reply;
     if (auto ec = co_await read_reply(reply)) co_return ec;
-    if (!deliver(std::move(reply))) co_return error::protocol_error;
+    if (!deliver(reply)) co_return error::protocol_error;
     if (draining_ && in_flight_.empty() && queued_.empty()) close();
     // A completion ran inline and may have closed us.
     if (state_ != state::ready) co_return asio::error::operation_aborted;
   }
 }
 
-bool connection::deliver(resp::value reply) {
+bool connection::deliver(resp::value& reply) {
   // RESP3 out-of-band data belongs to no request. The handshake stays on RESP2, so none is
   // expected.
   if (reply.kind == resp::type::push) return true;
@@ -472,8 +545,9 @@ bool connection::deliver(resp::value reply) {
     // The server's script cache is empty (restart, SCRIPT FLUSH): send the same call as EVAL,
     // which also caches the script for the next EVALSHA. The request keeps its deadline and its
     // caller; it is queued behind requests issued after it, which may thus execute first.
-    req->payload =
-        std::make_shared<const std::string>(evalsha_to_eval(*req->eval_fallback, *req->payload));
+    req->owned =
+        std::make_shared<const std::string>(evalsha_to_eval(*req->eval_fallback, req->payload));
+    req->payload = *req->owned;
     req->eval_fallback = nullptr;
     req->phase = request::phase::queued;
     queued_.push_back(std::move(req));
@@ -493,8 +567,11 @@ asio::awaitable<error_code> connection::writer_loop() {
       auto req = std::move(queued_.front());
       queued_.pop_front();
       if (req->phase != request::phase::queued) continue;
-      write_buffer_ += *req->payload;
-      if (!req->eval_fallback) req->payload.reset();
+      write_buffer_ += req->payload;
+      if (!req->eval_fallback) {
+        req->payload = {};
+        req->owned.reset();
+      }
       req->phase = request::phase::written;
       req->written_at = now;
       // In flight before the write completes: a reply cannot precede its request, and if the

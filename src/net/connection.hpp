@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -43,13 +44,46 @@ struct connection_options {
 class script;
 
 // Receives the replies of the library's own requests (connection::exec_direct), told apart by a
-// tag: one shared object per fan-out instead of a type-erased handler per request.
+// tag: one object per fan-out instead of a type-erased handler per request.
+//
+// Every request holds a reference (retain/release) from the moment it is issued until its one
+// on_reply has returned, so a sink lives at least as long as a request may still answer it. The
+// count is not atomic: a sink and the connections that answer it share one executor.
 class reply_sink {
  public:
-  virtual void on_reply(std::size_t tag, boost::system::error_code ec, resp::value reply) = 0;
+  virtual void on_reply(std::size_t tag, boost::system::error_code ec,
+                        const resp::value& reply) = 0;
+  virtual void retain() noexcept = 0;
+  virtual void release() noexcept = 0;
 
  protected:
   ~reply_sink() = default;
+};
+
+// A reference to a reply_sink: retains on construction and copy, releases when reset.
+class sink_ref {
+ public:
+  sink_ref() noexcept = default;
+  explicit sink_ref(reply_sink* sink) noexcept : sink_(sink) {
+    if (sink_) sink_->retain();
+  }
+  sink_ref(const sink_ref& other) noexcept : sink_ref(other.sink_) {}
+  sink_ref(sink_ref&& other) noexcept : sink_(std::exchange(other.sink_, nullptr)) {}
+  sink_ref& operator=(sink_ref other) noexcept {
+    std::swap(sink_, other.sink_);
+    return *this;
+  }
+  ~sink_ref() { reset(); }
+
+  void reset() noexcept {
+    if (auto* sink = std::exchange(sink_, nullptr)) sink->release();
+  }
+  reply_sink* get() const noexcept { return sink_; }
+  reply_sink* operator->() const noexcept { return sink_; }
+  explicit operator bool() const noexcept { return sink_ != nullptr; }
+
+ private:
+  reply_sink* sink_ = nullptr;
 };
 
 // One encoded command, shareable: a fan-out sends the same bytes to every node.
@@ -153,8 +187,11 @@ class connection : public std::enable_shared_from_this<connection> {
   // For the library's own fan-outs: `sink->on_reply(tag, ...)` runs on this connection's executor,
   // inline when the reply is parsed (never inside this call). No handler is type-erased and no
   // associated executor is consulted, which matters on every node of every request.
-  void exec_direct(shared_payload payload, request_options options,
-                   std::shared_ptr<reply_sink> sink, std::size_t tag);
+  // `payload` must stay valid until the sink has this request's reply (the request keeps the sink
+  // alive until then, so a sink that owns the bytes is enough). `now` is steady_clock::now(), read
+  // once by the caller for a whole fan-out.
+  void exec_direct(std::string_view payload, request_options options, reply_sink& sink,
+                   std::size_t tag, std::chrono::steady_clock::time_point now);
 
   // Opens the connection now instead of at the first request. Idempotent.
   void start();
@@ -175,21 +212,48 @@ class connection : public std::enable_shared_from_this<connection> {
 
  private:
   struct request;
-  using request_ptr = std::shared_ptr<request>;
+  class request_pool;
+
+  // Shared ownership of a pooled request, intrusive and not atomic: only this connection's
+  // containers (queued_ or in_flight_, and deadlines_) own requests, and all on one executor. The
+  // cancellation handler of a caller's request holds a generation-checked pointer instead.
+  class request_ptr {
+   public:
+    request_ptr() noexcept = default;
+    explicit request_ptr(request* req) noexcept : req_(req) { add_ref(req_); }
+    request_ptr(const request_ptr& other) noexcept : request_ptr(other.req_) {}
+    request_ptr(request_ptr&& other) noexcept : req_(std::exchange(other.req_, nullptr)) {}
+    request_ptr& operator=(request_ptr other) noexcept {
+      std::swap(req_, other.req_);
+      return *this;
+    }
+    ~request_ptr() { release(std::exchange(req_, nullptr)); }
+
+    request* get() const noexcept { return req_; }
+    request* operator->() const noexcept { return req_; }
+    request& operator*() const noexcept { return *req_; }
+
+   private:
+    static void add_ref(request* req) noexcept;
+    static void release(request* req) noexcept;
+    request* req_ = nullptr;
+  };
 
   connection(executor_type executor, node_config node, connection_options options);
 
   static shared_payload encode(std::span<const std::string_view> command);
 
   void start_request(shared_payload payload, request_options options, handler_type handler);
-  void start_request(request_ptr req, request_options options);
-  void on_request_cancelled(const request_ptr& req, boost::asio::cancellation_type type);
+  void start_request(request_ptr req, request_options options,
+                     std::chrono::steady_clock::time_point now);
+  void on_request_cancelled(std::uint64_t id, boost::asio::cancellation_type type);
   void track_deadline(const request_ptr& req);
   void arm_deadline_timer(std::chrono::steady_clock::time_point at);
   void expire_deadlines();
   void drop_finished_deadlines();
   enum class delivery { post, dispatch };
-  void finish(request& req, boost::system::error_code ec, resp::value reply, delivery how);
+  // A caller's handler gets `reply` moved into it; a sink only reads it.
+  void finish(request& req, boost::system::error_code ec, resp::value&& reply, delivery how);
   void fail(request& req, boost::system::error_code ec, std::string_view why, delivery how);
   void fail_all(boost::system::error_code ec, std::string_view why);
   void wake_writer();
@@ -201,7 +265,7 @@ class connection : public std::enable_shared_from_this<connection> {
   boost::asio::awaitable<boost::system::error_code> reader_loop();
   boost::asio::awaitable<boost::system::error_code> writer_loop();
   boost::asio::awaitable<boost::system::error_code> health_check_loop();
-  bool deliver(resp::value reply);
+  bool deliver(resp::value& reply);
   void set_last_error(boost::system::error_code ec, std::string_view what);
   void log(log_level level, std::string_view message) const;
 
@@ -210,6 +274,8 @@ class connection : public std::enable_shared_from_this<connection> {
   connection_options options_;
   std::string name_;  // "host:port", used in every message
 
+  // Declared before every container of requests, so that it outlives them.
+  std::unique_ptr<request_pool> pool_;
   transport transport_;
   resp::parser parser_;
   state state_ = state::idle;
@@ -236,6 +302,7 @@ class connection : public std::enable_shared_from_this<connection> {
   std::minstd_rand jitter_;
   std::chrono::steady_clock::time_point last_read_{};
 
+  std::uint64_t last_request_id_ = 0;
   connection_stats stats_;
   std::string last_error_;  // "host:port: cause"
   std::string last_cause_;  // the same without the node's name, for request failure texts
