@@ -66,12 +66,12 @@ class acquire_op final : public abortable,
                          public std::enable_shared_from_this<acquire_op> {
  public:
   acquire_op(std::shared_ptr<client_impl> client, std::string resource, const lock_options& options,
-             bool single_round, acquire_handler&& handler)
+             bool single_round, caller_handler<acquire_signature>&& caller)
       : vote(client->size()),
         client_(std::move(client)),
         lease_(std::make_shared<lease_state>(client_, std::move(resource), options)),
         single_round_(single_round),
-        done_(std::move(handler), client_->executor()),
+        done_(std::move(caller.handler), client_->executor(), caller.on_client_executor),
         retry_(options.retry) {}
 
   void start() {
@@ -342,7 +342,7 @@ client_impl::client_impl(asio::any_io_executor executor, std::vector<node_config
       options_(std::move(options)),
       connections_(open_connections(executor_, nodes, options_)),
       random_(std::random_device{}()) {
-  spare_queues_.reserve(64);
+  spare_queues_.reserve(1024);
 }
 
 lease client_impl::make_lease(std::shared_ptr<lease_state> state) {
@@ -457,7 +457,7 @@ void client_impl::forget_queue_if_idle(const std::string& resource) {
   if (spare_queues_.size() < spare_queues_.capacity()) spare_queues_.push_back(std::move(node));
 }
 
-std::string client_impl::describe(const std::vector<node_answer>& answers, std::string_view yes,
+std::string client_impl::describe(const node_answers& answers, std::string_view yes,
                                   std::string_view no) const {
   std::string out;
   for (std::size_t i = 0; i < answers.size(); ++i) {
@@ -512,9 +512,10 @@ const script& extend_script() {
 // Entry points
 
 void initiate_acquire(const std::shared_ptr<client_impl>& client, std::string resource,
-                      const lock_options& options, bool single_round, acquire_handler handler) {
+                      const lock_options& options, bool single_round,
+                      caller_handler<acquire_signature> caller) {
   std::make_shared<acquire_op>(client, std::move(resource), options, single_round,
-                               std::move(handler))
+                               std::move(caller))
       ->start();
 }
 
@@ -553,11 +554,15 @@ class ping_op final : public operation_vote {
 
 }  // namespace
 
-void initiate_ping(const std::shared_ptr<client_impl>& client, void_handler handler) {
-  auto op = std::make_shared<ping_op>(client, std::move(handler));
+void initiate_ping(const std::shared_ptr<client_impl>& client, void_caller caller) {
+  auto op = std::make_shared<ping_op>(client, std::move(caller));
   if (client->closed()) return op->finish(asio::error::operation_aborted, true);
   op->start();
   op->run();
+}
+
+const asio::any_io_executor& executor_of(const client_impl& client) noexcept {
+  return client.executor();
 }
 
 }  // namespace redlock::detail

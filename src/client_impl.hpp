@@ -13,6 +13,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/container/small_vector.hpp>
 #include <boost/system/error_code.hpp>
 
 #include "algo/backoff.hpp"
@@ -45,6 +46,9 @@ struct node_answer {
   enum class kind : std::uint8_t { pending, yes, no, failed } what = kind::pending;
   std::string detail;  // the error text for `failed`
 };
+
+// One answer per node, inline up to seven nodes: a vote is made for every lock operation.
+using node_answers = boost::container::small_vector<node_answer, 7>;
 
 // Per resource: the lease of this client holding it (if any) and the acquires waiting, oldest
 // first. Only the first waiter sends anything to the nodes, and only while no local lease holds
@@ -149,7 +153,7 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   std::minstd_rand& random() noexcept { return random_; }
 
   // "127.0.0.1:7001 granted; 127.0.0.1:7002 held by another owner; ..." for diagnostics.
-  std::string describe(const std::vector<node_answer>& answers, std::string_view yes,
+  std::string describe(const node_answers& answers, std::string_view yes,
                        std::string_view no) const;
 
   void log(log_level level, std::string_view message) const {

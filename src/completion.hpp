@@ -26,12 +26,21 @@ class completion {
 
   // Boost 1.81's any_completion_handler move-assignment recurses without end; the handler is only
   // ever move-constructed.
-  completion(handler_type&& handler, const boost::asio::any_io_executor& io_executor)
-      : io_executor_(io_executor),
-        handler_executor_(
-            boost::asio::prefer(boost::asio::get_associated_executor(handler, io_executor),
-                                boost::asio::execution::outstanding_work.tracked)),
-        handler_(std::move(handler)) {}
+  //
+  // `on_io_executor`: the handler's associated executor is `io_executor` itself (see
+  // erase_handler), so it completes through that, and the work it keeps is counted there.
+  // Otherwise its own executor is asked for (type-erased, which allocates) and kept busy.
+  completion(handler_type&& handler, const boost::asio::any_io_executor& io_executor,
+             bool on_io_executor = false)
+      : io_executor_(io_executor), handler_(std::move(handler)) {
+    if (on_io_executor) {
+      io_work_ = boost::asio::prefer(io_executor, boost::asio::execution::outstanding_work.tracked);
+    } else {
+      handler_executor_ =
+          boost::asio::prefer(boost::asio::get_associated_executor(handler_, io_executor),
+                              boost::asio::execution::outstanding_work.tracked);
+    }
+  }
 
   bool done() const noexcept { return done_; }
 
@@ -55,7 +64,14 @@ class completion {
       if (slot.is_connected()) slot.clear();
       std::move(handler)(std::move(args)...);
     };
-    if (posted) {
+    if (io_work_) {
+      auto work = std::move(io_work_);  // released once the handler has been handed over
+      if (posted) {
+        boost::asio::post(work, std::move(invoke));
+      } else {
+        boost::asio::dispatch(work, std::move(invoke));
+      }
+    } else if (posted) {
       // Through the I/O executor: any_completion_executor cannot be required to be non-blocking.
       boost::asio::post(io_executor_,
                         boost::asio::bind_executor(handler_executor_, std::move(invoke)));
@@ -65,7 +81,8 @@ class completion {
   }
 
   boost::asio::any_io_executor io_executor_;
-  boost::asio::any_completion_executor handler_executor_;
+  boost::asio::any_io_executor io_work_;  // set when the handler runs on io_executor_
+  boost::asio::any_completion_executor handler_executor_;  // otherwise: the handler's own
   handler_type handler_;
   bool done_ = false;
 };

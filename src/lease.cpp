@@ -232,8 +232,8 @@ namespace {
 // async_release: token-checked DEL on every node.
 class release_op final : public operation_vote {
  public:
-  release_op(std::shared_ptr<lease_state> state, void_handler&& handler)
-      : operation_vote(state->client, std::move(handler)), state_(std::move(state)) {}
+  release_op(std::shared_ptr<lease_state> state, void_caller&& caller)
+      : operation_vote(state->client, std::move(caller)), state_(std::move(state)) {}
 
   void run() {
     const std::string_view args[] = {state_->token};
@@ -269,9 +269,9 @@ class release_op final : public operation_vote {
 
 }  // namespace
 
-void initiate_release(const std::shared_ptr<lease_state>& state, void_handler handler) {
-  if (!state) return complete_without_state(std::move(handler), error::not_held);
-  auto op = std::make_shared<release_op>(state, std::move(handler));
+void initiate_release(const std::shared_ptr<lease_state>& state, void_caller caller) {
+  if (!state) return complete_without_state(std::move(caller.handler), error::not_held);
+  auto op = std::make_shared<release_op>(state, std::move(caller));
   if (state->client->closed()) return op->finish(asio::error::operation_aborted, true);
   if (state->state != lease_state::phase::held) {
     state->diagnostics = fmt::format("redlock: \"{}\" is not held by this lease", state->resource);
@@ -285,9 +285,9 @@ void initiate_release(const std::shared_ptr<lease_state>& state, void_handler ha
 }
 
 void initiate_extend(const std::shared_ptr<lease_state>& state, std::chrono::milliseconds ttl,
-                     void_handler handler) {
-  if (!state) return complete_without_state(std::move(handler), error::not_held);
-  auto op = std::make_shared<user_operation>(state->client, std::move(handler));
+                     void_caller caller) {
+  if (!state) return complete_without_state(std::move(caller.handler), error::not_held);
+  auto op = std::make_shared<user_operation>(state->client, std::move(caller));
   if (state->client->closed()) return op->finish(asio::error::operation_aborted, true);
   if (!state->is_held()) return op->finish(error::not_held, true);
   const auto drift = drift_allowance(ttl, state->client->options().drift_factor);
@@ -302,9 +302,9 @@ void initiate_extend(const std::shared_ptr<lease_state>& state, std::chrono::mil
   state->start_extend(ttl, false, op);
 }
 
-void initiate_wait_lost(const std::shared_ptr<lease_state>& state, void_handler handler) {
-  if (!state) return complete_without_state(std::move(handler), error::not_held);
-  auto op = std::make_shared<user_operation>(state->client, std::move(handler));
+void initiate_wait_lost(const std::shared_ptr<lease_state>& state, void_caller caller) {
+  if (!state) return complete_without_state(std::move(caller.handler), error::not_held);
+  auto op = std::make_shared<user_operation>(state->client, std::move(caller));
   switch (state->state) {
     case lease_state::phase::lost:
       return op->finish(error::lock_lost, true);
@@ -319,6 +319,11 @@ void initiate_wait_lost(const std::shared_ptr<lease_state>& state, void_handler 
   op->start();
   // Finished waiters stay in the list until the lease ends; finish() on them is a no-op.
   state->lost_waiters.push_back(std::move(op));
+}
+
+const asio::any_io_executor& executor_of(const lease_state* state) noexcept {
+  static const asio::any_io_executor none;
+  return state ? state->client->executor() : none;
 }
 
 }  // namespace redlock::detail

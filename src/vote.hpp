@@ -20,8 +20,9 @@ namespace redlock::detail {
 // already queued on the nodes) goes on either way; only the caller stops waiting.
 class user_operation : public abortable, public std::enable_shared_from_this<user_operation> {
  public:
-  user_operation(std::shared_ptr<client_impl> client, void_handler&& handler)
-      : client_(std::move(client)), done_(std::move(handler), client_->executor()) {}
+  user_operation(std::shared_ptr<client_impl> client, void_caller&& caller)
+      : client_(std::move(client)),
+        done_(std::move(caller.handler), client_->executor(), caller.on_client_executor) {}
   virtual ~user_operation() = default;
 
   // Registers with the client and the caller's cancellation slot.
@@ -81,7 +82,7 @@ class vote : public reply_sink {
   }
 
   const tally& votes() const noexcept { return votes_; }
-  const std::vector<node_answer>& answers() const noexcept { return answers_; }
+  const node_answers& answers() const noexcept { return answers_; }
 
  protected:
   explicit vote(std::size_t nodes) : votes_(nodes), answers_(nodes) {}
@@ -129,7 +130,7 @@ class vote : public reply_sink {
   }
 
   tally votes_;
-  std::vector<node_answer> answers_;
+  node_answers answers_;
   std::size_t ballot_ = 0;
   bool decided_ = false;
   unsigned pins_ = 0;
@@ -139,8 +140,8 @@ class vote : public reply_sink {
 // A user_operation settled by one vote.
 class operation_vote : public user_operation, public vote {
  public:
-  operation_vote(std::shared_ptr<client_impl> client, void_handler&& handler)
-      : user_operation(std::move(client), std::move(handler)), vote(this->client()->size()) {}
+  operation_vote(std::shared_ptr<client_impl> client, void_caller&& caller)
+      : user_operation(std::move(client), std::move(caller)), vote(this->client()->size()) {}
 
  protected:
   std::shared_ptr<void> owner() final { return user_operation::shared_from_this(); }

@@ -20,10 +20,11 @@
 namespace redlock {
 
 namespace detail {
-using acquire_handler =
-    boost::asio::any_completion_handler<void(boost::system::error_code, redlock::lease)>;
+using acquire_signature = void(boost::system::error_code, redlock::lease);
+using acquire_handler = boost::asio::any_completion_handler<acquire_signature>;
 void initiate_acquire(const std::shared_ptr<client_impl>& client, std::string resource,
-                      const lock_options& options, bool single_round, acquire_handler handler);
+                      const lock_options& options, bool single_round,
+                      caller_handler<acquire_signature> caller);
 }  // namespace detail
 
 // A Redlock client over N independent Redis masters (N = 1: the single-instance lock). It keeps one
@@ -100,8 +101,9 @@ class client {
   template <class CompletionToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
   auto async_ping(CompletionToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type)) {
     return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
-        [](detail::void_handler handler, std::shared_ptr<detail::client_impl> impl) {
-          detail::initiate_ping(impl, std::move(handler));
+        [](auto handler, std::shared_ptr<detail::client_impl> impl) {
+          detail::initiate_ping(impl, detail::erase_handler<void(boost::system::error_code)>(
+                                          std::move(handler), detail::executor_of(*impl)));
         },
         token, impl_);
   }
@@ -111,10 +113,11 @@ class client {
   auto async_initiate_acquire(std::string resource, const lock_options& options, bool single_round,
                               CompletionToken&& token) {
     return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, lease)>(
-        [](detail::acquire_handler handler, std::shared_ptr<detail::client_impl> impl,
-           std::string resource, lock_options options, bool single_round) {
+        [](auto handler, std::shared_ptr<detail::client_impl> impl, std::string resource,
+           lock_options options, bool single_round) {
           detail::initiate_acquire(impl, std::move(resource), options, single_round,
-                                   std::move(handler));
+                                   detail::erase_handler<detail::acquire_signature>(
+                                       std::move(handler), detail::executor_of(*impl)));
         },
         token, impl_, std::move(resource), options, single_round);
   }

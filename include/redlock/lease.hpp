@@ -72,8 +72,10 @@ class lease {
   template <class CompletionToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
   auto async_release(CompletionToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type)) {
     return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
-        [](detail::void_handler handler, std::shared_ptr<detail::lease_state> state) {
-          detail::initiate_release(state, std::move(handler));
+        [](auto handler, std::shared_ptr<detail::lease_state> state) {
+          detail::initiate_release(state,
+                                   detail::erase_handler<void(boost::system::error_code)>(
+                                       std::move(handler), detail::executor_of(state.get())));
         },
         token, state_);
   }
@@ -94,9 +96,11 @@ class lease {
   auto async_extend(std::chrono::milliseconds ttl,
                     CompletionToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type)) {
     return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
-        [](detail::void_handler handler, std::shared_ptr<detail::lease_state> state,
+        [](auto handler, std::shared_ptr<detail::lease_state> state,
            std::chrono::milliseconds ttl) {
-          detail::initiate_extend(state, ttl, std::move(handler));
+          detail::initiate_extend(state, ttl,
+                                  detail::erase_handler<void(boost::system::error_code)>(
+                                      std::move(handler), detail::executor_of(state.get())));
         },
         token, state_, ttl);
   }
@@ -112,8 +116,10 @@ class lease {
   template <class CompletionToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
   auto async_wait_lost(CompletionToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type)) {
     return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
-        [](detail::void_handler handler, std::shared_ptr<detail::lease_state> state) {
-          detail::initiate_wait_lost(state, std::move(handler));
+        [](auto handler, std::shared_ptr<detail::lease_state> state) {
+          detail::initiate_wait_lost(state,
+                                     detail::erase_handler<void(boost::system::error_code)>(
+                                         std::move(handler), detail::executor_of(state.get())));
         },
         token, state_);
   }

@@ -496,32 +496,46 @@ asio::awaitable<error_code> connection::read_reply(resp::value& out) {
       set_last_error(ec, parser_.error_message());
       co_return ec;
     }
-    auto space = parser_.prepare(read_chunk);
-    if (space.empty()) {
-      set_last_error(error::protocol_error, parser_.error_message());
-      co_return error::protocol_error;
-    }
-    auto [read_error, n] =
-        co_await transport_.async_read_some(asio::buffer(space.data(), space.size()), use_tuple);
-    if (read_error) {
-      set_last_error(read_error, read_error == asio::error::eof
-                                     ? std::string("connection closed by the server")
-                                     : fmt::format("read failed: {}", read_error.message()));
-      co_return read_error;
-    }
-    parser_.commit(n);
-    last_read_ = steady_clock::now();
+    if (auto read_error = co_await read_more()) co_return read_error;
   }
+}
+
+asio::awaitable<error_code> connection::read_more() {
+  auto space = parser_.prepare(read_chunk);
+  if (space.empty()) {
+    set_last_error(error::protocol_error, parser_.error_message());
+    co_return error::protocol_error;
+  }
+  auto [read_error, n] =
+      co_await transport_.async_read_some(asio::buffer(space.data(), space.size()), use_tuple);
+  if (read_error) {
+    set_last_error(read_error, read_error == asio::error::eof
+                                   ? std::string("connection closed by the server")
+                                   : fmt::format("read failed: {}", read_error.message()));
+    co_return read_error;
+  }
+  parser_.commit(n);
+  last_read_ = steady_clock::now();
+  co_return error_code{};
 }
 
 asio::awaitable<error_code> connection::reader_loop() {
   resp::value reply;  // reused: its storage serves every reply
   for (;;) {
-    if (auto ec = co_await read_reply(reply)) co_return ec;
-    if (!deliver(reply)) co_return error::protocol_error;
-    if (draining_ && in_flight_.empty() && queued_.empty()) close();
-    // A completion ran inline and may have closed us.
-    if (state_ != state::ready) co_return asio::error::operation_aborted;
+    // Every complete reply already buffered is delivered before the next read, without a
+    // coroutine call per reply: one read typically brings a whole pipelined batch.
+    error_code ec;
+    while (parser_.next(reply, ec)) {
+      if (!deliver(reply)) co_return error::protocol_error;
+      if (draining_ && in_flight_.empty() && queued_.empty()) close();
+      // A completion ran inline and may have closed us.
+      if (state_ != state::ready) co_return asio::error::operation_aborted;
+    }
+    if (ec) {
+      set_last_error(ec, parser_.error_message());
+      co_return ec;
+    }
+    if (auto read_error = co_await read_more()) co_return read_error;
   }
 }
 

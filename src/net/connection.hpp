@@ -262,6 +262,7 @@ class connection : public std::enable_shared_from_this<connection> {
   boost::asio::awaitable<boost::system::error_code> connect_with_timeout();
   boost::asio::awaitable<boost::system::error_code> connect_and_handshake();
   boost::asio::awaitable<boost::system::error_code> read_reply(resp::value& out);
+  boost::asio::awaitable<boost::system::error_code> read_more();
   boost::asio::awaitable<boost::system::error_code> reader_loop();
   boost::asio::awaitable<boost::system::error_code> writer_loop();
   boost::asio::awaitable<boost::system::error_code> health_check_loop();

@@ -7,8 +7,11 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/system/error_code.hpp>
 
 #include "redlock/options.hpp"
@@ -22,11 +25,38 @@ struct lease_state;
 
 using void_handler = boost::asio::any_completion_handler<void(boost::system::error_code)>;
 
-void initiate_ping(const std::shared_ptr<client_impl>& client, void_handler handler);
-void initiate_release(const std::shared_ptr<lease_state>& state, void_handler handler);
+// A caller's handler, type-erased, and whether it completes on the client's own executor.
+template <class Signature>
+struct caller_handler {
+  boost::asio::any_completion_handler<Signature> handler;
+  bool on_client_executor = false;
+};
+
+// The executor of the client behind `client` or `state`; an empty one for a null state.
+const boost::asio::any_io_executor& executor_of(const client_impl& client) noexcept;
+const boost::asio::any_io_executor& executor_of(const lease_state* state) noexcept;
+
+// Erases `handler`, noting whether its associated executor (defaulting to `io`) is `io` itself.
+// Such a handler (a coroutine on the client's executor, a plain callback) is then completed
+// through `io`, which saves type-erasing its executor: an allocation per operation.
+template <class Signature, class Handler>
+caller_handler<Signature> erase_handler(Handler&& handler, const boost::asio::any_io_executor& io) {
+  bool same = false;
+  using executor =
+      boost::asio::associated_executor_t<std::decay_t<Handler>, boost::asio::any_io_executor>;
+  if constexpr (std::is_same_v<executor, boost::asio::any_io_executor>) {
+    same = io && boost::asio::get_associated_executor(handler, io) == io;
+  }
+  return {boost::asio::any_completion_handler<Signature>(std::forward<Handler>(handler)), same};
+}
+
+using void_caller = caller_handler<void(boost::system::error_code)>;
+
+void initiate_ping(const std::shared_ptr<client_impl>& client, void_caller caller);
+void initiate_release(const std::shared_ptr<lease_state>& state, void_caller caller);
 void initiate_extend(const std::shared_ptr<lease_state>& state, std::chrono::milliseconds ttl,
-                     void_handler handler);
-void initiate_wait_lost(const std::shared_ptr<lease_state>& state, void_handler handler);
+                     void_caller caller);
+void initiate_wait_lost(const std::shared_ptr<lease_state>& state, void_caller caller);
 
 }  // namespace detail
 }  // namespace redlock
