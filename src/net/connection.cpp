@@ -162,7 +162,7 @@ shared_payload connection::encode(std::span<const std::string_view> command) {
 void connection::start() {
   if (state_ != state::idle) return;
   state_ = state::connecting;
-  asio::co_spawn(executor_, run(shared_from_this()),
+  asio::co_spawn(executor_, run(run_owner(shared_from_this())),
                  asio::bind_cancellation_slot(stop_signal_.slot(), asio::detached));
 }
 
@@ -378,7 +378,20 @@ void connection::log(log_level level, std::string_view message) const {
   if (options_.logger) options_.logger(level, message);
 }
 
-asio::awaitable<void> connection::run(std::shared_ptr<connection> /*keep_alive*/) {
+void connection::drop_requests() noexcept {
+  // Without its loop the connection cannot work any more. Closed first, so that anything a
+  // released sink sets off (a lease's best-effort release) fails at once instead of queueing.
+  state_ = state::closed;
+  deadline_armed_ = false;
+  while (!deadlines_.empty())
+    deadlines_.pop_back();
+  while (!in_flight_.empty())
+    in_flight_.pop_back();
+  while (!queued_.empty())
+    queued_.pop_back();
+}
+
+asio::awaitable<void> connection::run(run_owner /*owner*/) {
   // Cancellation (close()) is observed through state_; awaits return errors instead of throwing.
   co_await asio::this_coro::throw_if_cancelled(false);
   try {

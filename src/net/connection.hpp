@@ -258,7 +258,25 @@ class connection : public std::enable_shared_from_this<connection> {
   void fail_all(boost::system::error_code ec, std::string_view why);
   void wake_writer();
 
-  boost::asio::awaitable<void> run(std::shared_ptr<connection> keep_alive);
+  // Keeps the connection alive for its run loop. Its destructor (the loop ended, or its frame was
+  // destroyed with the io_context) drops every request that is left: a request holds its sink, the
+  // sink its client and the client this connection, so a request that can no longer complete must
+  // not outlive the loop. Asio destroys never-invoked handlers in the same way.
+  class run_owner {
+   public:
+    explicit run_owner(std::shared_ptr<connection> owned) noexcept : owned_(std::move(owned)) {}
+    run_owner(run_owner&& other) noexcept = default;
+    run_owner& operator=(run_owner&&) = delete;
+    ~run_owner() {
+      if (owned_) owned_->drop_requests();
+    }
+
+   private:
+    std::shared_ptr<connection> owned_;
+  };
+
+  boost::asio::awaitable<void> run(run_owner owner);
+  void drop_requests() noexcept;
   boost::asio::awaitable<boost::system::error_code> connect_with_timeout();
   boost::asio::awaitable<boost::system::error_code> connect_and_handshake();
   boost::asio::awaitable<boost::system::error_code> read_reply(resp::value& out);
