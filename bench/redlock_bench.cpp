@@ -28,12 +28,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -177,6 +179,29 @@ double cpu_seconds() {
     return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
   };
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+// User + system CPU seconds of other processes on this machine (our own redis-server children),
+// from /proc; 0 for a process that is gone.
+double cpu_seconds_of(const std::vector<pid_t>& pids) {
+  static const double ticks_per_second = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  double total = 0;
+  for (const pid_t pid : pids) {
+    std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string field;
+    double ticks = 0;
+    for (int index = 3; index <= 15 && rest >> field; ++index) {
+      if (index >= 14) ticks += std::stod(field);
+    }
+    total += ticks / ticks_per_second;
+  }
+  return total;
 }
 
 // Failed operations grouped by what failed and why; the first diagnostics text of each group is
@@ -467,17 +492,25 @@ run_result run_latency(const std::vector<redlock::node_config>& nodes, bool quic
   run_result r;
   r.quorum = st.quorum;
   const double acquire_p50 = percentile(st.acquire_us, 0.50);
+  const double release_p50 = percentile(st.release_us, 0.50);
   const double set_p50 = percentile(st.set_us, 0.50);
+  const double fanout_p50 = percentile(st.fanout_us, 0.50);
+  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0; };
   r.figures = {
       {"acquire_p50_us", acquire_p50, 1},
       {"acquire_p99_us", percentile(st.acquire_us, 0.99), 1},
-      {"release_p50_us", percentile(st.release_us, 0.50), 1},
+      {"release_p50_us", release_p50, 1},
       {"release_p99_us", percentile(st.release_us, 0.99), 1},
       {"set_rtt_p50_us", set_p50, 1},
       {"set_rtt_p99_us", percentile(st.set_us, 0.99), 1},
-      {"set_fanout_quorum_p50_us", percentile(st.fanout_us, 0.50), 1},
+      {"set_fanout_quorum_p50_us", fanout_p50, 1},
       {"set_fanout_quorum_p99_us", percentile(st.fanout_us, 0.99), 1},
-      {"acquire_vs_set", set_p50 > 0 ? acquire_p50 / set_p50 : 0, 2},
+      // Against one SET to one node, and against the same SET sent to every node and decided at
+      // a quorum of replies: the network work a Redlock round cannot avoid.
+      {"acquire_vs_set", ratio(acquire_p50, set_p50), 2},
+      {"acquire_vs_fanout", ratio(acquire_p50, fanout_p50), 2},
+      {"release_vs_set", ratio(release_p50, set_p50), 2},
+      {"release_vs_fanout", ratio(release_p50, fanout_p50), 2},
       {"errors", static_cast<double>(st.errors.total()), 0},
   };
   r.errors = std::move(st.errors);
@@ -499,6 +532,8 @@ struct throughput_state {
   std::uint64_t completed = 0;
   double seconds = 0;
   double cpu = 0;
+  std::vector<pid_t> server_pids;  // empty with --nodes
+  double server_cpu = 0;
   error_tally errors;
 };
 
@@ -532,18 +567,22 @@ asio::awaitable<void> throughput_work(const std::vector<redlock::node_config>& n
   options.ttl = lock_ttl;
   st.stage = "pairs";
   const double cpu0 = cpu_seconds();
+  const double server_cpu0 = cpu_seconds_of(st.server_pids);
   const auto t0 = clock_type::now();
   co_await run_all(sizes.inflight, [&](std::size_t) {
     return throughput_worker(client, options, prefix, sizes.pairs, st);
   });
   st.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
   st.cpu = cpu_seconds() - cpu0;
+  st.server_cpu = cpu_seconds_of(st.server_pids) - server_cpu0;
   st.stage = "destroying the client";
 }
 
-run_result run_throughput(const std::vector<redlock::node_config>& nodes, bool quick, int run) {
+run_result run_throughput(const std::vector<redlock::node_config>& nodes,
+                          const std::vector<pid_t>& server_pids, bool quick, int run) {
   const throughput_sizes sizes{quick ? 2'000u : 20'000u, 256};
   throughput_state st;
+  st.server_pids = server_pids;
   asio::io_context io(1);
   drive(io, throughput_work(nodes, sizes, key_prefix("throughput", run), st), hang_limit,
         fmt::format("throughput run {}", run), [&] {
@@ -557,8 +596,13 @@ run_result run_throughput(const std::vector<redlock::node_config>& nodes, bool q
   r.figures = {
       {"pairs_per_s", st.seconds > 0 ? pairs / st.seconds : 0, 0},
       {"client_cpu_us_per_pair", st.cpu * 1e6 / pairs, 2},
-      {"errors", static_cast<double>(st.errors.total()), 0},
   };
+  if (!server_pids.empty()) {
+    // Our own nodes only: with --nodes their processes are not ours to measure.
+    r.figures.push_back({"server_cpu_us_per_pair", st.server_cpu * 1e6 / pairs, 2});
+    r.figures.push_back({"client_share_of_cpu", st.cpu / (st.cpu + st.server_cpu), 2});
+  }
+  r.figures.push_back({"errors", static_cast<double>(st.errors.total()), 0});
   r.errors = std::move(st.errors);
   return r;
 }
@@ -726,11 +770,11 @@ std::string params_json(std::string_view workload, bool quick) {
 }
 
 void run_workload(std::string_view workload, const std::vector<redlock::node_config>& nodes,
-                  const settings& s) {
+                  const std::vector<pid_t>& server_pids, const settings& s) {
   std::vector<run_result> results;
   for (int run = 0; run < s.runs; ++run) {
     run_result r = workload == "latency"      ? run_latency(nodes, s.quick, run)
-                   : workload == "throughput" ? run_throughput(nodes, s.quick, run)
+                   : workload == "throughput" ? run_throughput(nodes, server_pids, s.quick, run)
                                               : run_contention(nodes, s.quick, run);
     fmt::print("{},{},\"run\":{}{}}}\n", line_start(workload, nodes.size(), r.quorum),
                params_json(workload, s.quick), run, figures_json(r.figures));
@@ -774,12 +818,15 @@ int main(int argc, char** argv) {
   try {
     std::optional<redlock::test::redis_fleet> fleet;
     std::vector<redlock::node_config> nodes = s.nodes;
+    std::vector<pid_t> server_pids;
     if (nodes.empty()) {
       fleet.emplace(own_node_count);
       nodes = fleet->configs();
+      for (std::size_t i = 0; i < fleet->size(); ++i)
+        server_pids.push_back((*fleet)[i].pid());
     }
     for (const auto& workload : s.workloads)
-      run_workload(workload, nodes, s);
+      run_workload(workload, nodes, server_pids, s);
     return 0;
   } catch (const std::exception& e) {
     fmt::print(stderr, "redlock_bench: {}\n", e.what());
