@@ -364,6 +364,10 @@ void connection::fail_all(error_code ec, std::string_view why) {
 }
 
 void connection::wake_writer() {
+  // Once per turn at most: cancelling the timer takes the reactor's lock, and a fan-out calls this
+  // for every request.
+  if (!writer_waiting_) return;
+  writer_waiting_ = false;
   writer_wakeup_.cancel();
 }
 
@@ -611,7 +615,9 @@ asio::awaitable<error_code> connection::writer_loop() {
       // Requests issued during this turn cancel the wait; the writer resumes in a later turn and
       // takes all of them in one write.
       writer_wakeup_.expires_at(steady_clock::time_point::max());
+      writer_waiting_ = true;
       co_await writer_wakeup_.async_wait(use_tuple);
+      writer_waiting_ = false;
       auto cancelled = (co_await asio::this_coro::cancellation_state).cancelled();
       if (cancelled != asio::cancellation_type::none || state_ != state::ready) {
         co_return asio::error::operation_aborted;

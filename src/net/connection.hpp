@@ -308,6 +308,7 @@ class connection : public std::enable_shared_from_this<connection> {
   std::string write_buffer_;
 
   boost::asio::steady_timer writer_wakeup_;
+  bool writer_waiting_ = false;  // the writer waits on writer_wakeup_ and nobody has woken it
   boost::asio::steady_timer reconnect_timer_;
   boost::asio::steady_timer drain_timer_;
   // Requests with a deadline, earliest first; finished ones are dropped lazily from the front.
