@@ -1,0 +1,461 @@
+// Safety under faults, judged by the mutual-exclusion checker (support/history.hpp) over what the
+// clients saw. Each unsafe variant (a release by plain DEL, a renewal that re-SETs, a holder that
+// ignores its validity, a node restarted at once) must make the checker report an overlap, and the
+// library's own behaviour in the same situation must not: a checker that cannot fail proves
+// nothing.
+
+#include "redlock/redlock.hpp"
+
+#include "support/async_test.hpp"
+#include "support/delay_proxy.hpp"
+#include "support/history.hpp"
+#include "support/inspector.hpp"
+#include "support/printing.hpp"
+#include "support/redis_fleet.hpp"
+#include "support/sync_client.hpp"
+
+#include <fmt/format.h>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <bit>
+#include <chrono>
+#include <limits>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using boost::system::error_code;
+using redlock::error;
+using redlock::test::eventually;
+using redlock::test::inspector;
+using redlock::test::mono_now;
+using redlock::test::ms_between;
+using redlock::test::ms_since;
+using redlock::test::op_kind;
+using redlock::test::op_result;
+using redlock::test::redis_fleet;
+using redlock::test::run_async;
+using redlock::test::sleep_for;
+using redlock::test::sync_client;
+using redlock::test::to_mono_ns;
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+
+redlock::client_options fast_options() {
+  redlock::client_options options;
+  options.node_timeout = 200ms;
+  options.reconnect = {10ms, 200ms, 2.0};
+  return options;
+}
+
+redlock::lock_options plain_lock(milliseconds ttl) {
+  redlock::lock_options options;
+  options.ttl = ttl;
+  options.auto_renew = false;
+  return options;
+}
+
+// One client of the history: acquires and releases through the library and records what it saw.
+class recorder {
+ public:
+  recorder(redlock::test::history& log, std::string process, std::string resource)
+      : log_(log), process_(std::move(process)), resource_(std::move(resource)) {}
+
+  asio::awaitable<redlock::lease> try_acquire(redlock::client& locks,
+                                              const redlock::lock_options& options) {
+    const auto invoke = mono_now();
+    auto [ec, lease] = co_await locks.async_try_acquire(resource_, options, tuple_awaitable);
+    redlock::test::event e{
+        process_,
+        resource_,
+        lease.token(),
+        op_kind::acquire,
+        op_result::ok,
+        invoke,
+        mono_now(),
+        0,
+        std::chrono::duration_cast<std::chrono::nanoseconds>(options.ttl).count()};
+    if (ec) {
+      e.result = op_result::failed;
+    } else {
+      e.valid_until = to_mono_ns(lease.valid_until());
+    }
+    log_.record(e);
+    last_error_ = ec;
+    co_return std::move(lease);
+  }
+
+  asio::awaitable<error_code> release(redlock::lease& lease) {
+    const auto invoke = mono_now();
+    const std::string token = lease.token();
+    auto [ec] = co_await lease.async_release(tuple_awaitable);
+    log_.record({process_, resource_, token, op_kind::release,
+                 ec ? op_result::failed : op_result::ok, invoke, mono_now(), 0, 0});
+    co_return ec;
+  }
+
+  // What an unsafe client does by hand; `believed_until` is how long it then thinks it holds.
+  void record_acquired(const std::string& token, redlock::test::mono_ns invoke,
+                       redlock::test::mono_ns believed_until) {
+    log_.record({process_, resource_, token, op_kind::acquire, op_result::ok, invoke, mono_now(),
+                 believed_until, 0});
+  }
+  void record_released(const std::string& token, redlock::test::mono_ns invoke) {
+    log_.record(
+        {process_, resource_, token, op_kind::release, op_result::ok, invoke, mono_now(), 0, 0});
+  }
+
+  error_code last_error() const noexcept { return last_error_; }
+
+ private:
+  redlock::test::history& log_;
+  std::string process_;
+  std::string resource_;
+  error_code last_error_;
+};
+
+void on_every_node(redis_fleet& fleet, std::initializer_list<std::string_view> command) {
+  for (std::size_t i = 0; i < fleet.size(); ++i) {
+    if (!fleet[i].running()) continue;
+    sync_client client(fleet[i].port(), {}, {}, 2s);
+    client.command(command);
+  }
+}
+
+redlock::test::check_result check(const redlock::test::history& log) {
+  const auto result = redlock::test::check_mutual_exclusion(log.events());
+  BOOST_TEST_MESSAGE(result.describe());
+  return result;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(faults)
+
+// Scenario 1, dead nodes: every up/down combination of five. With a majority up the lock is
+// taken in about one node_timeout (dead nodes refuse at once, they cost no waiting); without one
+// the acquire fails with no_quorum just as fast and leaves no key on the nodes that are up.
+BOOST_AUTO_TEST_CASE(every_mask_of_dead_nodes) {
+  redis_fleet fleet(5);
+  inspector nodes(fleet);
+  for (unsigned mask = 0; mask < 32; ++mask) {
+    const int down = std::popcount(mask);
+    BOOST_TEST_CONTEXT("nodes down (bit mask) " << mask) {
+      for (std::size_t i = 0; i < 5; ++i) {
+        if ((mask >> i) & 1U) fleet[i].kill9();
+      }
+      const std::string resource = fmt::format("mask-{}", mask);
+      run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+        redlock::client locks(io.get_executor(), fleet.configs(), fast_options());
+        const auto start = steady_clock::now();
+        auto [ec, lease] =
+            co_await locks.async_try_acquire(resource, plain_lock(10s), tuple_awaitable);
+        const auto took = ms_since(start);
+        BOOST_TEST(took < 1500, "took " << took << " ms");
+        if (down <= 2) {
+          BOOST_TEST(!ec, ec.message() << ": " << lease.diagnostics());
+          auto [release_ec] = co_await lease.async_release(tuple_awaitable);
+          BOOST_TEST(!release_ec, release_ec.message());
+        } else {
+          BOOST_TEST(ec == error::no_quorum, ec.message() << ": " << lease.diagnostics());
+        }
+        // Failed rounds and releases clean up behind the decision; wait for the stragglers.
+        const bool clean = co_await eventually([&] { return nodes.present(resource) == 0; }, 2s);
+        BOOST_TEST(clean, "a key is left on a running node");
+      });
+      for (std::size_t i = 0; i < 5; ++i) {
+        if (!fleet[i].running()) fleet[i].start();
+      }
+    }
+  }
+}
+
+// A holder whose lock expired releases with a plain DEL: it deletes the next holder's key, and a
+// third client gets in while the second still holds. The token-checked release does not.
+BOOST_AUTO_TEST_CASE(release_by_plain_del_is_caught_and_the_library_is_safe) {
+  for (const bool unsafe : {true, false}) {
+    BOOST_TEST_CONTEXT((unsafe ? "plain DEL" : "token-checked release")) {
+      redis_fleet fleet(5);
+      redlock::test::history log;
+      run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+        redlock::client a_locks(io.get_executor(), fleet.configs(), fast_options());
+        redlock::client b_locks(io.get_executor(), fleet.configs(), fast_options());
+        redlock::client c_locks(io.get_executor(), fleet.configs(), fast_options());
+        recorder a(log, "a", "r");
+        recorder b(log, "b", "r");
+        recorder c(log, "c", "r");
+
+        auto a_lease = co_await a.try_acquire(a_locks, plain_lock(300ms));
+        BOOST_TEST_REQUIRE(!a.last_error(), a_lease.diagnostics());
+        co_await sleep_for(400ms);  // a "GC pause" longer than the validity
+        BOOST_TEST(!a_lease.held());
+        auto b_lease = co_await b.try_acquire(b_locks, plain_lock(5s));
+        BOOST_TEST_REQUIRE(!b.last_error(), b_lease.diagnostics());
+
+        if (unsafe) {
+          const auto invoke = mono_now();
+          on_every_node(fleet, {"DEL", "r"});
+          a.record_released(a_lease.token(), invoke);
+        } else {
+          const auto ec = co_await a.release(a_lease);
+          BOOST_TEST(ec == error::not_held, ec.message());
+        }
+        auto c_lease = co_await c.try_acquire(c_locks, plain_lock(5s));
+        BOOST_TEST((!c.last_error()) == unsafe, c.last_error().message());
+        co_await sleep_for(50ms);  // both "work" now, if both believe they hold
+        co_await b.release(b_lease);
+        if (c_lease.held()) co_await c.release(c_lease);
+      });
+      const auto result = check(log);
+      BOOST_TEST(result.ok() == !unsafe, result.describe());
+    }
+  }
+}
+
+// A renewal that re-SETs the key after it expired overwrites the rival's lock and believes it
+// holds again. The library's token-checked PEXPIRE finds a foreign key and reports not_held.
+BOOST_AUTO_TEST_CASE(renewal_by_re_set_is_caught_and_the_library_is_safe) {
+  for (const bool unsafe : {true, false}) {
+    BOOST_TEST_CONTEXT((unsafe ? "re-SET renewal" : "token-checked extend")) {
+      redis_fleet fleet(5);
+      inspector nodes(fleet);
+      redlock::test::history log;
+      run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+        redlock::client a_locks(io.get_executor(), fleet.configs(), fast_options());
+        redlock::client b_locks(io.get_executor(), fleet.configs(), fast_options());
+        recorder a(log, "a", "r");
+        recorder b(log, "b", "r");
+
+        auto a_lease = co_await a.try_acquire(a_locks, plain_lock(300ms));
+        BOOST_TEST_REQUIRE(!a.last_error(), a_lease.diagnostics());
+        co_await sleep_for(400ms);  // the renewal comes too late
+        auto b_lease = co_await b.try_acquire(b_locks, plain_lock(5s));
+        BOOST_TEST_REQUIRE(!b.last_error(), b_lease.diagnostics());
+
+        if (unsafe) {
+          const auto invoke = mono_now();
+          on_every_node(fleet, {"SET", "r", a_lease.token(), "PX", "5000"});
+          a.record_acquired(a_lease.token(), invoke, mono_now() + 4'900'000'000);
+          BOOST_TEST(nodes.holding("r", b_lease.token()) == 0u);  // the rival's lock is gone
+        } else {
+          auto [ec] = co_await a_lease.async_extend(5s, tuple_awaitable);
+          BOOST_TEST(ec == error::not_held, ec.message());
+          BOOST_TEST(nodes.holding("r", b_lease.token()) == 5u);  // untouched
+        }
+        co_await sleep_for(50ms);  // both "work" now, if both believe they hold
+        co_await b.release(b_lease);
+      });
+      const auto result = check(log);
+      BOOST_TEST(result.ok() == !unsafe, result.describe());
+    }
+  }
+}
+
+// A holder paused past its validity that goes on working as if it held the lock overlaps the next
+// holder; one that trusts the lease's validity (what lease::held() reports) does not.
+BOOST_AUTO_TEST_CASE(holder_ignoring_its_validity_is_caught) {
+  for (const bool unsafe : {true, false}) {
+    BOOST_TEST_CONTEXT((unsafe ? "ignores validity" : "trusts validity")) {
+      redis_fleet fleet(5);
+      redlock::test::history log;
+      run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+        redlock::client a_locks(io.get_executor(), fleet.configs(), fast_options());
+        redlock::client b_locks(io.get_executor(), fleet.configs(), fast_options());
+        recorder a(log, "a", "r");
+        recorder b(log, "b", "r");
+
+        const auto invoke = mono_now();
+        auto [ec, a_lease] =
+            co_await a_locks.async_try_acquire("r", plain_lock(200ms), tuple_awaitable);
+        BOOST_TEST_REQUIRE(!ec, a_lease.diagnostics());
+        // The unsafe holder believes it holds until it releases; the safe one until valid_until.
+        a.record_acquired(a_lease.token(), invoke,
+                          unsafe ? std::numeric_limits<redlock::test::mono_ns>::max()
+                                 : to_mono_ns(a_lease.valid_until()));
+        co_await sleep_for(300ms);
+        BOOST_TEST(!a_lease.held());
+        auto b_lease = co_await b.try_acquire(b_locks, plain_lock(5s));
+        BOOST_TEST_REQUIRE(!b.last_error(), b_lease.diagnostics());
+        co_await sleep_for(50ms);
+        co_await a.release(a_lease);
+        co_await b.release(b_lease);
+      });
+      const auto result = check(log);
+      BOOST_TEST(result.ok() == !unsafe, result.describe());
+    }
+  }
+}
+
+// Scenario 9: nodes without persistence that restart at once forget the lock, and a rival takes
+// it while the first holder is still valid. This is Redlock's documented limit; the remedy is to
+// keep a restarted node out for longer than the largest TTL, after which there is no overlap.
+BOOST_AUTO_TEST_CASE(restart_without_delay_breaks_exclusion_delayed_restart_does_not) {
+  for (const bool immediate : {true, false}) {
+    BOOST_TEST_CONTEXT((immediate ? "immediate restart" : "restart after the TTL")) {
+      redis_fleet fleet(5);
+      redlock::test::history log;
+      const milliseconds ttl = immediate ? 3000ms : 300ms;
+      run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+        redlock::client a_locks(io.get_executor(), fleet.configs(), fast_options());
+        recorder a(log, "a", "r");
+        recorder b(log, "b", "r");
+        auto a_lease = co_await a.try_acquire(a_locks, plain_lock(ttl));
+        BOOST_TEST_REQUIRE(!a.last_error(), a_lease.diagnostics());
+        // Every SET must have landed before the restart, or a node might come back holding it.
+        inspector nodes(fleet);
+        const bool settled =
+            co_await eventually([&] { return nodes.holding("r", a_lease.token()) == 5; }, 2s);
+        BOOST_TEST_REQUIRE(settled);
+
+        for (std::size_t i = 0; i < 3; ++i)
+          fleet[i].kill9();
+        if (!immediate) co_await sleep_for(ttl + 100ms);
+        for (std::size_t i = 0; i < 3; ++i)
+          fleet[i].start();
+
+        redlock::client b_locks(io.get_executor(), fleet.configs(), fast_options());
+        auto b_lease = co_await b.try_acquire(b_locks, plain_lock(5s));
+        BOOST_TEST_REQUIRE(!b.last_error(), b_lease.diagnostics());
+        co_await sleep_for(50ms);
+        co_await b.release(b_lease);
+        if (a_lease.held()) co_await a.release(a_lease);
+      });
+      const auto result = check(log);
+      BOOST_TEST(result.ok() == !immediate, result.describe());
+    }
+  }
+}
+
+// Scenario 2: nodes stopped (SIGSTOP) during a hold. With one or two of five stopped, renewal
+// goes on through the others for several TTLs; with three stopped, the loss is signalled before
+// the validity ends and with_lock cancels its body.
+BOOST_AUTO_TEST_CASE(paused_nodes_during_a_hold) {
+  redis_fleet fleet(5);
+  inspector nodes(fleet);
+  redlock::test::history log;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_options());
+    redlock::lock_options renewed = plain_lock(600ms);
+    renewed.auto_renew = true;
+
+    for (const std::size_t paused : {1, 2}) {
+      BOOST_TEST_CONTEXT(paused << " of 5 stopped") {
+        const std::string resource = fmt::format("paused-{}", paused);
+        recorder holder(log, "holder", resource);
+        auto lease = co_await holder.try_acquire(locks, renewed);
+        BOOST_TEST_REQUIRE(!holder.last_error(), lease.diagnostics());
+        for (std::size_t i = 0; i < paused; ++i)
+          fleet[i].pause();
+        co_await sleep_for(1800ms);  // three TTLs
+        BOOST_TEST(lease.held(), lease.diagnostics());
+        // The running nodes keep being refreshed: far more left than the 600 ms TTL minus 1.8 s.
+        for (std::size_t i = paused; i < 5; ++i)
+          BOOST_TEST(nodes.pttl(i, resource) > 200, "node " << i);
+        for (std::size_t i = 0; i < paused; ++i)
+          fleet[i].resume();
+        BOOST_TEST(!co_await holder.release(lease));
+      }
+    }
+
+    bool finished = false;
+    error_code thrown;
+    steady_clock::time_point valid_until{};
+    steady_clock::time_point stopped_at{};
+    try {
+      co_await redlock::with_lock(locks, "paused-3", renewed,
+                                  [&](redlock::lease& lease) -> asio::awaitable<void> {
+                                    co_await sleep_for(100ms);
+                                    for (std::size_t i = 0; i < 3; ++i)
+                                      fleet[i].pause();
+                                    valid_until = lease.valid_until();
+                                    co_await sleep_for(10s);
+                                    finished = true;
+                                  });
+    } catch (const boost::system::system_error& e) {
+      thrown = e.code();
+      stopped_at = steady_clock::now();
+    }
+    for (std::size_t i = 0; i < 3; ++i)
+      fleet[i].resume();
+    BOOST_TEST(!finished);
+    BOOST_TEST(thrown == error::lock_lost, thrown.message());
+    // Signalled no later than the validity it had when the nodes stopped (plus scheduling slack).
+    BOOST_TEST(ms_between(valid_until, stopped_at) < 100,
+               "lost " << ms_between(valid_until, stopped_at) << " ms after the validity ended");
+  });
+  const auto result = check(log);
+  BOOST_TEST(result.ok(), result.describe());
+}
+
+// Scenario 7: the renewal is delayed past the expiry (every node behind a 250 ms one-way delay,
+// TTL 300 ms) and a rival takes the lock meanwhile. The late token-checked PEXPIRE finds the
+// rival's key and changes nothing; the loss is signalled exactly once; no overlap.
+BOOST_AUTO_TEST_CASE(renewal_racing_expiry) {
+  redis_fleet fleet(5);
+  inspector nodes(fleet);
+  redlock::test::history log;
+  std::vector<std::unique_ptr<redlock::test::delay_proxy>> proxies;
+  std::vector<redlock::node_config> through_proxies;
+  for (std::size_t i = 0; i < 5; ++i) {
+    proxies.push_back(std::make_unique<redlock::test::delay_proxy>(fleet[i].port()));
+    through_proxies.push_back(proxies.back()->config());
+  }
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client a_locks(io.get_executor(), through_proxies, fast_options());
+    redlock::client b_locks(io.get_executor(), fleet.configs(), fast_options());
+    recorder a(log, "a", "r");
+    recorder b(log, "b", "r");
+    redlock::lock_options renewed = plain_lock(300ms);
+    renewed.auto_renew = true;
+
+    auto a_lease = co_await a.try_acquire(a_locks, renewed);
+    BOOST_TEST_REQUIRE(!a.last_error(), a_lease.diagnostics());
+    int losses = 0;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          auto [ec] = co_await a_lease.async_wait_lost(tuple_awaitable);
+          if (ec == error::lock_lost) {
+            ++losses;
+            log.record({"a", "r", a_lease.token(), op_kind::lost, op_result::ok, mono_now(),
+                        mono_now(), 0, 0});
+          }
+        },
+        asio::detached);
+    for (auto& proxy : proxies)
+      proxy->set_delay(250ms);
+
+    // The key expires on the servers at about 300 ms; the rival waits for that.
+    const bool expired = co_await eventually([&] { return nodes.present("r") == 0; }, 2s);
+    BOOST_TEST_REQUIRE(expired);
+    auto b_lease = co_await b.try_acquire(b_locks, plain_lock(5s));
+    BOOST_TEST_REQUIRE(!b.last_error(), b_lease.diagnostics());
+
+    // Let every delayed PEXPIRE arrive and be answered.
+    co_await sleep_for(1200ms);
+    BOOST_TEST(losses == 1);
+    BOOST_TEST(!a_lease.held());
+    BOOST_TEST(nodes.holding("r", b_lease.token()) == 5u);  // never overwritten nor re-created
+    for (std::size_t i = 0; i < 5; ++i)
+      BOOST_TEST(nodes.pttl(i, "r") <= 5000, "node " << i);
+    for (auto& proxy : proxies)
+      proxy->set_delay(0ms);
+    BOOST_TEST(!co_await b.release(b_lease));
+  });
+  const auto result = check(log);
+  BOOST_TEST(result.ok(), result.describe());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
