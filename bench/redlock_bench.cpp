@@ -47,6 +47,7 @@
 #include "redlock/lease.hpp"
 #include "redlock/node_config.hpp"
 #include "redlock/options.hpp"
+#include "support/async_test.hpp"
 #include "support/redis_fleet.hpp"
 
 namespace {
@@ -294,28 +295,6 @@ asio::awaitable<clock_type::duration> fan_out(
   for (const auto& [ec, text] : r->failures)
     errors.add("fan-out SET", ec, text);
   co_return r->decided - t0;
-}
-
-// Runs make(0) .. make(count - 1) concurrently and waits for all; rethrows the first failure.
-template <class MakeWorker>
-asio::awaitable<void> run_all(std::size_t count, MakeWorker make) {
-  struct group {
-    group(asio::any_io_executor ex, std::size_t n)
-        : running(n), all_done(ex, clock_type::time_point::max()) {}
-    std::size_t running;
-    std::exception_ptr failure;
-    asio::steady_timer all_done;
-  };
-  const auto ex = co_await asio::this_coro::executor;
-  const auto g = std::make_shared<group>(ex, count);
-  for (std::size_t i = 0; i < count; ++i) {
-    asio::co_spawn(ex, make(i), [g](std::exception_ptr e) {
-      if (e && !g->failure) g->failure = e;
-      if (--g->running == 0) g->all_done.cancel();
-    });
-  }
-  if (g->running > 0) co_await g->all_done.async_wait(asio::as_tuple(asio::use_awaitable));
-  if (g->failure) std::rethrow_exception(g->failure);
 }
 
 // Runs `work` on `io` until the io_context has nothing left to do. A watchdog thread stops the
@@ -569,7 +548,7 @@ asio::awaitable<void> throughput_work(const std::vector<redlock::node_config>& n
   const double cpu0 = cpu_seconds();
   const double server_cpu0 = cpu_seconds_of(st.server_pids);
   const auto t0 = clock_type::now();
-  co_await run_all(sizes.inflight, [&](std::size_t) {
+  co_await redlock::test::run_all(sizes.inflight, [&](std::size_t) {
     return throughput_worker(client, options, prefix, sizes.pairs, st);
   });
   st.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
@@ -697,7 +676,8 @@ asio::awaitable<void> contention_work(const std::vector<redlock::node_config>& n
     st.stage = "contending";
     const auto t0 = clock_type::now();
     st.end = t0 + sizes.duration;
-    co_await run_all(sizes.contenders, [&](std::size_t) { return contender(client, conn, st); });
+    co_await redlock::test::run_all(sizes.contenders,
+                                    [&](std::size_t) { return contender(client, conn, st); });
     st.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
     st.stage = "destroying the client";
   }

@@ -52,6 +52,7 @@ using namespace std::chrono_literals;
 using boost::system::error_code;
 using redlock::error;
 using redlock::test::eventually;
+using redlock::test::eventually_blocking;
 using redlock::test::inspector;
 using redlock::test::ms_between;
 using redlock::test::ms_since;
@@ -110,17 +111,6 @@ asio::awaitable<bool> gone_everywhere(inspector& nodes, std::string key) {
 
 asio::awaitable<bool> no_keys_anywhere(inspector& nodes) {
   co_return co_await eventually([&] { return nodes.total_keys() == 0; }, 2000ms);
-}
-
-// The same for tests whose own thread is free to block.
-template <class Predicate>
-bool eventually_blocking(Predicate done, milliseconds limit) {
-  const auto until = steady_clock::now() + limit;
-  while (!done()) {
-    if (steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
 }
 
 // Remembers how an operation completed, and how often (it must be exactly once).

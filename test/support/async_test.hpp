@@ -2,10 +2,15 @@
 #define REDLOCK_TEST_SUPPORT_ASYNC_TEST_HPP
 
 #include <chrono>
+#include <cstddef>
 #include <exception>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -37,6 +42,31 @@ void run_async(Body body, std::chrono::seconds limit = std::chrono::seconds(60))
   if (failure) std::rethrow_exception(failure);
 }
 
+// Runs make(0) .. make(count - 1) concurrently on the current executor and waits for all of them;
+// rethrows the first failure once all have finished.
+template <class MakeWorker>
+boost::asio::awaitable<void> run_all(std::size_t count, MakeWorker make) {
+  struct group {
+    group(boost::asio::any_io_executor ex, std::size_t n)
+        : running(n), all_done(ex, std::chrono::steady_clock::time_point::max()) {}
+    std::size_t running;
+    std::exception_ptr failure;
+    boost::asio::steady_timer all_done;
+  };
+  const auto ex = co_await boost::asio::this_coro::executor;
+  const auto g = std::make_shared<group>(ex, count);
+  for (std::size_t i = 0; i < count; ++i) {
+    boost::asio::co_spawn(ex, make(i), [g](std::exception_ptr e) {
+      if (e && !g->failure) g->failure = e;
+      if (--g->running == 0) g->all_done.cancel();
+    });
+  }
+  if (g->running > 0) {
+    co_await g->all_done.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+  }
+  if (g->failure) std::rethrow_exception(g->failure);
+}
+
 inline boost::asio::awaitable<void> sleep_for(std::chrono::steady_clock::duration d) {
   boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, d);
   co_await timer.async_wait(boost::asio::use_awaitable);
@@ -53,6 +83,17 @@ boost::asio::awaitable<bool> eventually(
     co_await sleep_for(poll);
   }
   co_return true;
+}
+
+// The same for a thread that is free to block (no io_context runs on it): polls every 10 ms.
+template <class Predicate>
+bool eventually_blocking(Predicate done, std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
 }
 
 inline long long ms_between(std::chrono::steady_clock::time_point from,
