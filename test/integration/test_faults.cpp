@@ -576,6 +576,7 @@ BOOST_AUTO_TEST_CASE(nemesis_soak) {
 
   std::vector<redlock::test::event> events;
   std::uint64_t acquisitions = 0;
+  std::string per_process;  // fairness across processes, for the message
   std::uint64_t increments = 0;
   std::int64_t max_occupancy = 0;
   std::vector<redlock::test::mono_ns> acquired_at;
@@ -590,6 +591,7 @@ BOOST_AUTO_TEST_CASE(nemesis_soak) {
     std::int64_t o = 0;
     stats_file >> a >> i >> o;
     acquisitions += a;
+    per_process += fmt::format("{}p{} {}", p == 0 ? "" : ", ", p, a);
     increments += i;
     max_occupancy = std::max(max_occupancy, o);
     redlock::test::mono_ns at = 0;
@@ -608,8 +610,8 @@ BOOST_AUTO_TEST_CASE(nemesis_soak) {
   inspector audit(fleet);
   const bool no_key_left = eventually_blocking([&] { return audit.present("soak") == 0; }, 3s);
   BOOST_TEST_MESSAGE(fmt::format(
-      "soak {} ms: {} faults, {} acquisitions, {} increments, longest gap {:.0f} ms; {}",
-      options.duration.count(), faults, acquisitions, increments,
+      "soak {} ms: {} faults, {} acquisitions ({}), {} increments, longest gap {:.0f} ms; {}",
+      options.duration.count(), faults, acquisitions, per_process, increments,
       static_cast<double>(longest_gap) / 1e6, result.describe()));
   BOOST_TEST(result.ok(), result.describe());
   BOOST_TEST(counter.text == std::to_string(increments));
