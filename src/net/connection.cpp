@@ -58,6 +58,8 @@ struct connection::request {
   steady_clock::time_point deadline = steady_clock::time_point::max();
   std::chrono::milliseconds timeout{0};
   enum class phase : std::uint8_t { queued, written, finished } phase = phase::queued;
+  // Resent as EVAL after it had finished: it runs on the server, but nobody gets its reply.
+  bool abandoned = false;
   steady_clock::time_point written_at{};
 };
 
@@ -96,6 +98,7 @@ class connection::request_pool {
     req->deadline = steady_clock::time_point::max();
     req->timeout = std::chrono::milliseconds(0);
     req->phase = request::phase::queued;
+    req->abandoned = false;
     if (spare_.size() >= max_spare) {
       delete req;
       return;
@@ -295,9 +298,10 @@ void connection::expire_deadlines() {
   const auto now = steady_clock::now();
   while (!deadlines_.empty()) {
     auto req = deadlines_.front();
-    if (req->phase != request::phase::finished && req->deadline > now) break;
+    const bool done = req->phase == request::phase::finished || req->abandoned;
+    if (!done && req->deadline > now) break;
     deadlines_.pop_front();
-    if (req->phase == request::phase::finished) continue;
+    if (done) continue;
     const bool sent = req->phase == request::phase::written;
     // May run the caller's handler inline, which may issue requests: re-read the list each time.
     fail(*req, error::request_timeout,
@@ -309,18 +313,32 @@ void connection::expire_deadlines() {
 }
 
 void connection::drop_finished_deadlines() {
-  while (!deadlines_.empty() && deadlines_.front()->phase == request::phase::finished) {
+  // An abandoned request (resent after it finished) has no deadline any more either.
+  while (!deadlines_.empty() &&
+         (deadlines_.front()->phase == request::phase::finished || deadlines_.front()->abandoned)) {
     deadlines_.pop_front();
   }
 }
 
 void connection::finish(request& req, error_code ec, resp::value&& reply, delivery how) {
   if (req.phase == request::phase::finished) return;
+  const bool written = req.phase == request::phase::written;
   req.phase = request::phase::finished;
   drop_finished_deadlines();
-  // The payload is not needed any more; a finished request may wait in queued_ for a while.
-  req.payload = {};
-  req.owned.reset();
+  if (written && req.eval_fallback != nullptr && !req.abandoned) {
+    // Its reply may still be NOSCRIPT, and the call must then still run as EVAL although nobody
+    // waits for it (a release that timed out must not leave the key behind). Keep the bytes: they
+    // may belong to the sink released below.
+    if (!req.owned) {
+      req.owned = std::make_shared<const std::string>(req.payload);
+      req.payload = *req.owned;
+    }
+  } else {
+    // The payload is not needed any more; a finished request may wait in queued_ for a while.
+    req.payload = {};
+    req.owned.reset();
+  }
+  if (req.abandoned) return;  // its caller or sink had their outcome long ago
 
   if (req.sink) {
     if (how == delivery::post) {
@@ -568,23 +586,26 @@ bool connection::deliver(resp::value& reply) {
   auto req = std::move(in_flight_.front());
   in_flight_.pop_front();
   ++stats_.replies;
-  if (req->phase == request::phase::finished) {
-    ++stats_.replies_dropped;
-    return true;
-  }
   if (req->eval_fallback && reply.is_error() && reply.error_code_word() == "NOSCRIPT") {
     // The server's script cache is empty (restart, SCRIPT FLUSH): send the same call as EVAL,
     // which also caches the script for the next EVALSHA. The request keeps its deadline and its
-    // caller; it is queued behind requests issued after it, which may thus execute first.
+    // caller; it is queued behind requests issued after it, which may thus execute first. One
+    // that already finished (timed out, cancelled) is sent all the same, and its reply dropped.
     req->owned =
         std::make_shared<const std::string>(evalsha_to_eval(*req->eval_fallback, req->payload));
     req->payload = *req->owned;
     req->eval_fallback = nullptr;
+    if (req->phase == request::phase::finished) req->abandoned = true;
     req->phase = request::phase::queued;
     queued_.push_back(std::move(req));
     wake_writer();
     return true;
   }
+  if (req->phase == request::phase::finished || req->abandoned) {
+    ++stats_.replies_dropped;
+    return true;
+  }
+  req->eval_fallback = nullptr;  // answered: no fallback can be needed any more
   finish(*req, {}, std::move(reply), delivery::dispatch);
   return true;
 }

@@ -1,0 +1,717 @@
+// Malformed and unexpected replies, from a scripted fake server: first against one
+// redlock::detail::connection, then against a redlock::client whose majority is real Redis.
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "net/connection.hpp"
+#include "net/script.hpp"
+#include "redlock/client.hpp"
+#include "redlock/error.hpp"
+#include "resp/encoder.hpp"
+#include "support/async_test.hpp"
+#include "support/fake_server.hpp"
+#include "support/printing.hpp"
+#include "support/redis_fleet.hpp"
+#include "support/sync_client.hpp"
+
+namespace {
+
+namespace asio = boost::asio;
+namespace rd = redlock::detail;
+namespace resp = redlock::resp;
+namespace fake = redlock::test::fake;
+using namespace std::chrono_literals;
+using boost::system::error_code;
+using redlock::error;
+using redlock::test::eventually;
+using redlock::test::fake_command;
+using redlock::test::fake_reply;
+using fake_node = redlock::test::fake_server;  // the suite below is named fake_server
+using redlock::test::run_async;
+using redlock::test::sleep_for;
+
+constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+
+// Encodes a command. Built in its own call, not as a braced list inside a co_await expression:
+// g++ 12 cannot keep an initializer_list's array across a suspension.
+template <class... Args>
+std::string command(const Args&... args) {
+  const std::string_view parts[] = {std::string_view(args)...};
+  std::string payload;
+  resp::encode_command(payload, parts);
+  return payload;
+}
+
+// Reconnects quickly, so the tests do not wait for the default backoff.
+rd::connection_options fast_options() {
+  rd::connection_options options;
+  options.reconnect = {5ms, 50ms, 2.0};
+  return options;
+}
+
+std::shared_ptr<rd::connection> connect_to(asio::io_context& io, const fake_node& server,
+                                           rd::connection_options options = fast_options()) {
+  return rd::connection::create(io.get_executor(), server.config(), std::move(options));
+}
+
+// One request's completion, counted: a request must complete exactly once.
+struct outcome {
+  int completions = 0;
+  error_code ec;
+  resp::value reply;
+};
+using outcome_ptr = std::shared_ptr<outcome>;
+
+outcome_ptr issue(const std::shared_ptr<rd::connection>& conn, std::string payload,
+                  std::chrono::milliseconds timeout = 2000ms) {
+  auto result = std::make_shared<outcome>();
+  conn->async_exec_encoded(std::move(payload), rd::request_options{timeout},
+                           [result](error_code ec, resp::value reply) {
+                             ++result->completions;
+                             result->ec = ec;
+                             result->reply = std::move(reply);
+                           });
+  return result;
+}
+
+asio::awaitable<void> wait_for(const outcome_ptr& o) {
+  BOOST_TEST_REQUIRE(co_await eventually([&] { return o->completions > 0; }, 5000ms));
+}
+
+asio::awaitable<outcome_ptr> exec(const std::shared_ptr<rd::connection>& conn, std::string payload,
+                                  std::chrono::milliseconds timeout = 2000ms) {
+  auto o = issue(conn, std::move(payload), timeout);
+  co_await wait_for(o);
+  co_return o;
+}
+
+// Waits until the connection has been re-established `connects` times in total, as seen by both
+// ends.
+asio::awaitable<bool> reconnected(const std::shared_ptr<rd::connection>& conn,
+                                  const fake_node& server, std::size_t connects) {
+  co_return co_await eventually(
+      [&] {
+        return server.connections_accepted() >= connects && conn->stats().connects >= connects &&
+               conn->current_state() == rd::connection::state::ready;
+      },
+      5000ms);
+}
+
+// Answers ECHO with its argument and GET with `get_reply`.
+redlock::test::fake_script echo_and(fake_reply get_reply) {
+  return fake::with_handshake([get_reply](const fake_command& cmd, std::size_t) -> fake_reply {
+    if (fake::is(cmd, "ECHO") && cmd.size() == 2) return fake::bulk(cmd[1]);
+    if (fake::is(cmd, "GET")) return get_reply;
+    return fake::error("ERR unexpected command");
+  });
+}
+
+bool contains(const std::string& text, std::string_view part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A lock node gone wrong: `on_set` answers SET; releases (EVALSHA) succeed.
+redlock::test::fake_script lock_node(fake_reply on_set) {
+  return fake::with_handshake([on_set](const fake_command& cmd, std::size_t) -> fake_reply {
+    if (fake::is(cmd, "SET")) return on_set;
+    if (fake::is(cmd, "EVALSHA") || fake::is(cmd, "EVAL")) return fake::integer(1);
+    return fake::error("ERR unexpected command");
+  });
+}
+
+redlock::client_options fault_client_options(std::chrono::milliseconds node_timeout = 500ms) {
+  redlock::client_options options;
+  options.node_timeout = node_timeout;
+  options.reconnect = {5ms, 50ms, 2.0};
+  return options;
+}
+
+redlock::lock_options test_lock() {
+  redlock::lock_options options;
+  options.ttl = 10000ms;
+  options.auto_renew = false;
+  return options;
+}
+
+std::string get_key(std::uint16_t port, const std::string& key) {
+  redlock::test::sync_client inspect(port);
+  return inspect.command({"GET", key}).text;
+}
+
+bool no_keys(redlock::test::redis_fleet& fleet) {
+  for (std::size_t i = 0; i < fleet.size(); ++i) {
+    redlock::test::sync_client inspect(fleet[i].port());
+    if (!inspect.command({"KEYS", "*"}).elements.empty()) return false;
+  }
+  return true;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(fake_server)
+
+BOOST_AUTO_TEST_CASE(answers_the_handshake_and_counts_commands) {
+  fake_node server(echo_and(fake::null_bulk()));
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    auto conn = connect_to(io, server);
+    auto a = co_await exec(conn, command("ECHO", "hello"));
+    BOOST_TEST(!a->ec);
+    BOOST_TEST(a->reply.text == "hello");
+    auto b = co_await exec(conn, command("GET", "k"));
+    BOOST_TEST(b->reply.is_null());
+    BOOST_TEST(server.connections_accepted() == 1u);
+    BOOST_TEST(server.commands_received() == 3u);
+    BOOST_TEST(server.commands_received("client") == 1u);
+    BOOST_TEST(server.commands_received("ECHO") == 1u);
+    BOOST_TEST(server.commands_received("SET") == 0u);
+    const auto log = server.log();
+    BOOST_TEST_REQUIRE(log.size() == 3u);
+    BOOST_TEST((log[0].command == fake_command{"CLIENT", "SETNAME", "redlock-asio"}));
+    BOOST_TEST((log[1].command == fake_command{"ECHO", "hello"}));
+    BOOST_TEST(log[2].connection == 0u);
+    conn->close();
+  });
+  BOOST_TEST(server.protocol_errors() == 0u);
+}
+
+// Bytes that are not RESP: the request they answer, and every request in flight behind it, fail
+// with connection_lost (never with another request's reply), the link is reopened and later
+// requests work.
+BOOST_AUTO_TEST_CASE(malformed_reply_fails_in_flight_requests_and_reconnects) {
+  struct test_case {
+    const char* name;
+    fake_reply reply;
+    const char* cause;  // part of the failed request's text
+  };
+  const std::vector<test_case> cases = {
+      {"negative length", fake::negative_length(), "resp: negative"},
+      {"huge length", fake::huge_length(), "exceeds limit"},
+      {"missing CRLF", fake::missing_crlf(), "resp: missing CRLF"},
+      {"CR without LF", fake::bare_cr(), "resp: CR not followed by LF"},
+      {"unknown type byte", fake::garbage(), "resp: unknown type byte"},
+      {"reset mid-reply", fake::then_reset("$5\r\nhel"), ""},
+      {"close mid-reply", fake::then_close("$5\r\nhel"), "closed by the server"},
+      {"malformed, one byte at a time", fake::one_byte_at_a_time(fake::huge_length()),
+       "exceeds limit"},
+  };
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.name) {
+      fake_node server(echo_and(c.reply));
+      run_async(
+          [&](asio::io_context& io) -> asio::awaitable<void> {
+            auto conn = connect_to(io, server);
+            // Issued in one turn: both go out in one write, so the ECHO is in flight when the
+            // GET's reply breaks the link.
+            auto broken = issue(conn, command("GET", "k"));
+            auto behind = issue(conn, command("ECHO", "behind"));
+            co_await wait_for(broken);
+            co_await wait_for(behind);
+            BOOST_TEST(broken->ec == error::connection_lost);
+            BOOST_TEST(contains(broken->reply.text, std::to_string(server.port())));
+            BOOST_TEST(contains(broken->reply.text, c.cause), broken->reply.text);
+            BOOST_TEST(behind->ec == error::connection_lost);
+            BOOST_TEST(contains(conn->last_error(), c.cause), conn->last_error());
+
+            BOOST_TEST_REQUIRE(co_await reconnected(conn, server, 2));
+            auto later = co_await exec(conn, command("ECHO", "later"));
+            BOOST_TEST(!later->ec);
+            BOOST_TEST(later->reply.text == "later");
+
+            co_await sleep_for(30ms);  // a second completion would show up by now
+            BOOST_TEST(broken->completions == 1);
+            BOOST_TEST(behind->completions == 1);
+            BOOST_TEST(later->completions == 1);
+            BOOST_TEST(server.connections_accepted() == 2u);
+            conn->close();
+          },
+          std::chrono::seconds(20));
+    }
+  }
+}
+
+// Error replies are answers: the request completes with success and the error reply as its value
+// (connection.hpp), and the link stays up.
+BOOST_AUTO_TEST_CASE(error_replies_are_values_and_keep_the_link) {
+  struct test_case {
+    std::string reply;
+    std::string_view code_word;
+  };
+  const std::vector<test_case> cases = {
+      {fake::noscript(), "NOSCRIPT"},
+      {fake::loading(), "LOADING"},
+      {fake::busy(), "BUSY"},
+      {fake::readonly(), "READONLY"},
+      {fake::oom(), "OOM"},
+      {fake::noauth(), "NOAUTH"},
+      {fake::error("ERR no such thing"), "ERR"},
+      {"!21\r\nSYNTAX invalid syntax\r\n", "SYNTAX"},  // RESP3 blob error
+  };
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.code_word) {
+      fake_node server(echo_and(c.reply));
+      run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+        auto conn = connect_to(io, server);
+        auto failed = co_await exec(conn, command("GET", "k"));
+        BOOST_TEST(!failed->ec);
+        BOOST_TEST(failed->reply.is_error());
+        BOOST_TEST(failed->reply.error_code_word() == c.code_word);
+        auto next = co_await exec(conn, command("ECHO", "next"));
+        BOOST_TEST(next->reply.text == "next");
+        BOOST_TEST(server.connections_accepted() == 1u);
+        BOOST_TEST(conn->stats().connects == 1u);
+        conn->close();
+      });
+    }
+  }
+}
+
+// Well-formed replies of a kind the command never gets (an integer for SET, RESP3 frames from a
+// RESP2 connection) are delivered as they are; pushes belong to no request and are skipped.
+BOOST_AUTO_TEST_CASE(unexpected_but_valid_replies_keep_the_link) {
+  struct test_case {
+    const char* name;
+    std::string reply;
+    resp::type kind;
+  };
+  const std::vector<test_case> cases = {
+      {"integer for SET", fake::wrong_type_for_set(), resp::type::integer},
+      {"RESP3 null", fake::resp3_null(), resp::type::null},
+      {"RESP3 map", fake::resp3_map(), resp::type::map},
+      {"push before the reply", fake::resp3_push("hello") + fake::bulk("x"),
+       resp::type::bulk_string},
+      {"push after the reply", fake::bulk("x") + fake::resp3_push("late"), resp::type::bulk_string},
+  };
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.name) {
+      fake_node server(echo_and(c.reply));
+      run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+        auto conn = connect_to(io, server);
+        auto odd = co_await exec(conn, command("GET", "k"));
+        BOOST_TEST(!odd->ec);
+        BOOST_TEST(odd->reply.kind == c.kind);
+        if (c.kind == resp::type::bulk_string) BOOST_TEST(odd->reply.text == "x");
+        if (c.kind == resp::type::map) BOOST_TEST(odd->reply.elements.size() == 2u);
+        if (c.kind == resp::type::integer) BOOST_TEST(odd->reply.integer == 1);
+        auto next = co_await exec(conn, command("ECHO", "next"));
+        BOOST_TEST(next->reply.text == "next");
+        co_await sleep_for(20ms);
+        BOOST_TEST(odd->completions == 1);
+        BOOST_TEST(server.connections_accepted() == 1u);
+        conn->close();
+      });
+    }
+  }
+}
+
+// A reply nobody asked for cannot be paired with a request: the request it followed keeps its own
+// answer, the link is dropped (the stream can no longer be trusted) and reopened.
+BOOST_AUTO_TEST_CASE(unsolicited_extra_reply_drops_the_link) {
+  fake_node server(fake::with_handshake([](const fake_command& cmd, std::size_t) {
+    if (fake::is(cmd, "ECHO") && cmd[1] == "twice")
+      return fake_reply(fake::bulk("a") + "+EXTRA\r\n");
+    return fake_reply(fake::bulk(cmd.back()));
+  }));
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    auto conn = connect_to(io, server);
+    auto twice = co_await exec(conn, command("ECHO", "twice"));
+    BOOST_TEST(!twice->ec);
+    BOOST_TEST(twice->reply.text == "a");
+    BOOST_TEST_REQUIRE(co_await reconnected(conn, server, 2));
+    BOOST_TEST(contains(conn->last_error(), "unsolicited"), conn->last_error());
+    auto next = co_await exec(conn, command("ECHO", "next"));
+    BOOST_TEST(!next->ec);
+    BOOST_TEST(next->reply.text == "next");
+    co_await sleep_for(20ms);
+    BOOST_TEST(twice->completions == 1);
+    BOOST_TEST(next->completions == 1);
+    conn->close();
+  });
+}
+
+// A reply that arrives after its request timed out is read and dropped; the next request gets its
+// own reply, on the same link.
+BOOST_AUTO_TEST_CASE(late_reply_is_dropped_not_paired_with_the_next_request) {
+  fake_node server(fake::with_handshake([](const fake_command& cmd, std::size_t) {
+    if (cmd.size() == 2 && cmd[1] == "slow") return fake::delayed(fake::bulk("slow"), 600ms);
+    return fake_reply(fake::bulk(cmd.back()));
+  }));
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    auto conn = connect_to(io, server);
+    const auto start = std::chrono::steady_clock::now();
+    auto slow = co_await exec(conn, command("ECHO", "slow"), 100ms);
+    BOOST_TEST(slow->ec == error::request_timeout);
+    BOOST_TEST(redlock::test::ms_since(start) < 550);  // did not wait for the reply
+    auto fast = co_await exec(conn, command("ECHO", "fast"));
+    BOOST_TEST(!fast->ec);
+    BOOST_TEST(fast->reply.text == "fast");
+    BOOST_TEST(conn->stats().replies_dropped == 1u);
+    co_await sleep_for(20ms);
+    BOOST_TEST(slow->completions == 1);
+    BOOST_TEST(fast->completions == 1);
+    BOOST_TEST(server.connections_accepted() == 1u);
+    BOOST_TEST(server.commands_received("ECHO") == 2u);
+    conn->close();
+  });
+}
+
+// A reply that never completes ("+OK" without CRLF) cannot hang anyone: the request times out,
+// the health check declares the link dead and reopens it.
+BOOST_AUTO_TEST_CASE(unterminated_reply_times_out_and_the_link_recovers) {
+  fake_node server(echo_and(fake::unterminated()));
+  auto options = fast_options();
+  options.health_check_timeout = 300ms;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    auto conn = connect_to(io, server, options);
+    auto stuck = co_await exec(conn, command("GET", "k"), 100ms);
+    BOOST_TEST(stuck->ec == error::request_timeout);
+    BOOST_TEST_REQUIRE(co_await reconnected(conn, server, 2));
+    BOOST_TEST(contains(conn->last_error(), "no reply"), conn->last_error());
+    auto next = co_await exec(conn, command("ECHO", "next"));
+    BOOST_TEST(next->reply.text == "next");
+    BOOST_TEST(stuck->completions == 1);
+    conn->close();
+  });
+}
+
+BOOST_AUTO_TEST_CASE(replies_sent_one_byte_at_a_time_parse) {
+  fake_node server([](const fake_command& cmd, std::size_t) -> fake_reply {
+    if (auto handshake = fake::handshake_reply(cmd)) {
+      return fake::one_byte_at_a_time(handshake->bytes);
+    }
+    if (fake::is(cmd, "LRANGE")) return fake::one_byte_at_a_time("*2\r\n$1\r\na\r\n:5\r\n");
+    return fake::one_byte_at_a_time(fake::bulk(cmd.back()));
+  });
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    auto conn = connect_to(io, server);
+    std::vector<outcome_ptr> echoes;
+    for (int i = 0; i < 3; ++i)
+      echoes.push_back(issue(conn, command("ECHO", "value-" + std::to_string(i))));
+    auto array = issue(conn, command("LRANGE", "k", "0", "-1"));
+    for (const auto& e : echoes)
+      co_await wait_for(e);
+    co_await wait_for(array);
+    for (int i = 0; i < 3; ++i) {
+      BOOST_TEST(!echoes[i]->ec);
+      BOOST_TEST(echoes[i]->reply.text == "value-" + std::to_string(i));
+    }
+    BOOST_TEST_REQUIRE(array->reply.elements.size() == 2u);
+    BOOST_TEST(array->reply.elements[0].text == "a");
+    BOOST_TEST(array->reply.elements[1].integer == 5);
+    BOOST_TEST(server.connections_accepted() == 1u);
+    conn->close();
+  });
+}
+
+// Handshake failures are typed: NOAUTH => auth_failed, another error reply => server_error,
+// garbage => protocol_error. The connection keeps retrying and recovers once the server does.
+BOOST_AUTO_TEST_CASE(handshake_failures_are_typed_and_retried) {
+  struct test_case {
+    const char* name;
+    std::string reply;
+    error expected;
+    const char* cause;
+  };
+  const std::vector<test_case> cases = {
+      {"NOAUTH", fake::noauth(), error::auth_failed, "NOAUTH"},
+      {"LOADING", fake::loading(), error::server_error, "LOADING"},
+      {"garbage", fake::garbage(), error::protocol_error, "resp: unknown type byte"},
+  };
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.name) {
+      auto healthy = std::make_shared<std::atomic<bool>>(false);
+      fake_node server([&c, healthy](const fake_command& cmd, std::size_t) -> fake_reply {
+        if (fake::is(cmd, "CLIENT") && !healthy->load()) return c.reply;
+        if (auto handshake = fake::handshake_reply(cmd)) return *handshake;
+        return fake::bulk(cmd.back());
+      });
+      run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+        auto conn = connect_to(io, server);
+        auto refused = co_await exec(conn, command("ECHO", "x"));
+        BOOST_TEST(refused->ec == error(c.expected));
+        BOOST_TEST(contains(refused->reply.text, c.cause), refused->reply.text);
+        BOOST_TEST(server.commands_received("ECHO") == 0u);  // never sent
+        BOOST_TEST_REQUIRE(co_await eventually([&] { return server.connections_accepted() >= 2; },
+                                               5000ms));  // it retries
+        healthy->store(true);
+        outcome_ptr ok;
+        BOOST_TEST_REQUIRE(co_await eventually(
+            [&] {
+              if (ok && ok->completions > 0 && !ok->ec) return true;
+              if (!ok || ok->completions > 0) ok = issue(conn, command("ECHO", "y"));
+              return false;
+            },
+            5000ms, 10ms));
+        BOOST_TEST(ok->reply.text == "y");
+        conn->close();
+      });
+    }
+  }
+}
+
+// EVALSHA answered NOSCRIPT is resent once as EVAL; an EVAL answered NOSCRIPT as well (a broken
+// server) is returned as it is, not retried forever.
+BOOST_AUTO_TEST_CASE(noscript_falls_back_to_eval_exactly_once) {
+  auto eval_works = std::make_shared<std::atomic<bool>>(true);
+  fake_node server(fake::with_handshake([eval_works](const fake_command& cmd, std::size_t) {
+    if (fake::is(cmd, "EVALSHA")) return fake_reply(fake::noscript());
+    if (fake::is(cmd, "EVAL")) {
+      return fake_reply(eval_works->load() ? fake::integer(7) : fake::noscript());
+    }
+    return fake_reply(fake::error("ERR unexpected"));
+  }));
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    auto conn = connect_to(io, server);
+    const rd::script lua("return 7");
+    const std::string_view keys[] = {"k"};
+    const std::span<const std::string_view> args;
+    auto run_script = [&] {
+      return rd::async_eval(conn, lua, keys, args, {2000ms}, tuple_awaitable);
+    };
+
+    auto [ec, reply] = co_await run_script();
+    BOOST_TEST(!ec);
+    BOOST_TEST(reply.integer == 7);
+    BOOST_TEST(server.commands_received("EVALSHA") == 1u);
+    BOOST_TEST(server.commands_received("EVAL") == 1u);
+
+    eval_works->store(false);
+    std::tie(ec, reply) = co_await run_script();
+    BOOST_TEST(!ec);
+    BOOST_TEST(reply.error_code_word() == "NOSCRIPT");
+    co_await sleep_for(30ms);
+    BOOST_TEST(server.commands_received("EVALSHA") == 2u);
+    BOOST_TEST(server.commands_received("EVAL") == 2u);
+    BOOST_TEST(server.connections_accepted() == 1u);
+    conn->close();
+  });
+}
+
+// An EVALSHA whose NOSCRIPT answer comes after its caller gave up (timed out) is still resent as
+// EVAL: a release nobody waits for any more must run all the same, or its key stays behind. The
+// EVAL's reply is dropped, and the next request gets its own.
+BOOST_AUTO_TEST_CASE(noscript_after_a_timeout_still_falls_back_to_eval) {
+  fake_node server(fake::with_handshake([](const fake_command& cmd, std::size_t) {
+    if (fake::is(cmd, "EVALSHA")) return fake::delayed(fake::noscript(), 300ms);
+    if (fake::is(cmd, "EVAL")) return fake_reply(fake::integer(1));
+    if (fake::is(cmd, "ECHO")) return fake_reply(fake::bulk(cmd.at(1)));
+    return fake_reply(fake::error("ERR unexpected"));
+  }));
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    auto conn = connect_to(io, server);
+    const rd::script lua("return 1");
+    const std::string_view keys[] = {"k"};
+    const std::span<const std::string_view> args;
+    auto [ec, reply] = co_await rd::async_eval(conn, lua, keys, args, {100ms}, tuple_awaitable);
+    BOOST_TEST(ec == redlock::error::request_timeout, ec.message());
+    const bool resent = co_await redlock::test::eventually(
+        [&] { return server.commands_received("EVAL") == 1; }, 2000ms);
+    BOOST_TEST(resent, "the EVAL fallback was not sent");
+    auto echoed = co_await exec(conn, command("ECHO", "next"), 1000ms);
+    BOOST_TEST(!echoed->ec);
+    BOOST_TEST(echoed->reply.text == "next");
+    BOOST_TEST(conn->stats().replies_dropped == 1u);  // the EVAL's answer
+    BOOST_TEST(server.connections_accepted() == 1u);
+    conn->close();
+  });
+}
+
+// Three real nodes out of five grant the lock although the other two misbehave on SET. A success
+// clears diagnostics() (lease.hpp), so the misbehaving nodes are checked through what they received
+// and, where the link broke, through the client's log, which names them.
+BOOST_AUTO_TEST_CASE(client_acquires_through_the_real_majority) {
+  redlock::test::redis_fleet fleet(3);
+  struct test_case {
+    const char* name;
+    fake_reply on_set;
+    bool breaks_link;
+  };
+  const std::vector<test_case> cases = {
+      {"garbage", fake::garbage(), true},
+      {"huge length", fake::huge_length(), true},
+      {"integer for SET", fake::wrong_type_for_set(), false},
+      {"-OOM", fake::oom(), false},
+      {"-READONLY", fake::readonly(), false},
+      {"no reply at all", fake::no_reply(), false},
+      {"+OK one byte at a time", fake::one_byte_at_a_time(fake::ok(), 2ms), false},
+  };
+  int round = 0;
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.name) {
+      fake_node bad0(lock_node(c.on_set));
+      fake_node bad1(lock_node(c.on_set));
+      const std::string resource = "fake-majority-" + std::to_string(round++);
+      std::vector<std::string> logged;
+      auto options = fault_client_options();
+      options.logger = [&](redlock::log_level, std::string_view message) {
+        logged.emplace_back(message);
+      };
+      run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+        const std::vector<redlock::node_config> nodes = {
+            fleet[0].config(), bad0.config(), fleet[1].config(), bad1.config(), fleet[2].config()};
+        redlock::client client(io.get_executor(), nodes, options);
+        auto [ec, lease] =
+            co_await client.async_try_acquire(resource, test_lock(), tuple_awaitable);
+        BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
+        BOOST_TEST(lease.held());
+        BOOST_TEST(lease.diagnostics().empty());
+        BOOST_TEST(co_await eventually([&] {
+          return get_key(fleet[0].port(), resource) == lease.token() &&
+                 get_key(fleet[1].port(), resource) == lease.token() &&
+                 get_key(fleet[2].port(), resource) == lease.token();
+        }));
+        BOOST_TEST(co_await eventually([&] {
+          return bad0.commands_received("SET") == 1 && bad1.commands_received("SET") == 1;
+        }));
+        if (c.breaks_link) {
+          const fake_node* bads[] = {&bad0, &bad1};
+          for (const auto* bad : bads) {
+            const auto name = bad->config().address();
+            BOOST_TEST(co_await eventually([&] {
+                         for (const auto& line : logged)
+                           if (contains(line, name) && contains(line, "resp:")) return true;
+                         return false;
+                       }),
+                       name);
+          }
+        }
+
+        auto [released] = co_await lease.async_release(tuple_awaitable);
+        BOOST_TEST(!released, released.message() << ": " << lease.diagnostics());
+        BOOST_TEST(!lease.held());
+        BOOST_TEST(co_await eventually([&] { return no_keys(fleet); }, 5000ms, 20ms));
+      });
+    }
+  }
+}
+
+// When the misbehaving nodes are needed for a majority (one real node holds the key for another
+// owner), the acquire fails with a typed error and diagnostics() names each misbehaving node and
+// what it sent; what the round set on the real nodes is released, the foreign key is untouched.
+BOOST_AUTO_TEST_CASE(client_fails_typed_when_the_misbehaving_nodes_are_needed) {
+  redlock::test::redis_fleet fleet(3);
+  struct test_case {
+    const char* name;
+    fake_reply on_set;
+    const char* detail;
+  };
+  const std::vector<test_case> cases = {
+      {"garbage", fake::garbage(), "resp: unknown type byte"},
+      {"integer for SET", fake::wrong_type_for_set(), "unexpected reply"},
+      {"-OOM", fake::oom(), "OOM"},
+      {"-READONLY", fake::readonly(), "READONLY"},
+  };
+  int round = 0;
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.name) {
+      fake_node bad0(lock_node(c.on_set));
+      fake_node bad1(lock_node(c.on_set));
+      const std::string resource = "fake-minority-" + std::to_string(round++);
+      redlock::test::sync_client(fleet[0].port())
+          .command({"SET", resource, "foreign", "PX", "10000"});
+      run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+        const std::vector<redlock::node_config> nodes = {
+            fleet[0].config(), bad0.config(), fleet[1].config(), bad1.config(), fleet[2].config()};
+        redlock::client client(io.get_executor(), nodes, fault_client_options());
+        auto [ec, lease] =
+            co_await client.async_try_acquire(resource, test_lock(), tuple_awaitable);
+        // 2 granted, 1 refused, 2 failed: a majority is impossible, and 2 failures are not more
+        // than a majority can spare, so the answer is "contended".
+        BOOST_TEST(ec == error::contended, ec.message());
+        BOOST_TEST(!lease.held());
+        const auto& why = lease.diagnostics();
+        BOOST_TEST(contains(why, bad0.config().address() + " failed ("), why);
+        BOOST_TEST(contains(why, bad1.config().address() + " failed ("), why);
+        BOOST_TEST(contains(why, c.detail), why);
+        BOOST_TEST(contains(why, fleet[0].config().address() + " held by another owner"), why);
+
+        BOOST_TEST(co_await eventually(
+            [&] {
+              return get_key(fleet[1].port(), resource).empty() &&
+                     get_key(fleet[2].port(), resource).empty();
+            },
+            5000ms, 20ms));
+        BOOST_TEST(get_key(fleet[0].port(), resource) == "foreign");
+      });
+      redlock::test::sync_client(fleet[0].port()).command({"DEL", resource});
+      BOOST_TEST(no_keys(fleet));
+    }
+  }
+}
+
+// Two misbehaving nodes and one stopped real node: too many failures for any majority, so
+// no_quorum, naming every failed node. Nothing is left behind once the stopped node resumes.
+BOOST_AUTO_TEST_CASE(client_reports_no_quorum_naming_the_failed_nodes) {
+  redlock::test::redis_fleet fleet(3);
+  fake_node bad0(lock_node(fake::garbage()));
+  fake_node bad1(lock_node(fake::oom()));
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    // A first lock on the real nodes alone loads the release script into their script caches,
+    // so the release of the failed round below is an EVALSHA every node can run even after its
+    // request timed out (a timed-out EVALSHA is not resent as EVAL).
+    {
+      redlock::client warm(io.get_executor(), fleet.configs(), fault_client_options());
+      auto [ec, lease] = co_await warm.async_try_acquire("warm-up", test_lock(), tuple_awaitable);
+      BOOST_TEST_REQUIRE(!ec);
+      auto [released] = co_await lease.async_release(tuple_awaitable);
+      BOOST_TEST_REQUIRE(!released);
+    }
+
+    const std::vector<redlock::node_config> nodes = {
+        fleet[0].config(), bad0.config(), fleet[1].config(), bad1.config(), fleet[2].config()};
+    redlock::client client(io.get_executor(), nodes, fault_client_options(300ms));
+    BOOST_TEST_REQUIRE(!std::get<0>(co_await client.async_ping(tuple_awaitable)));  // connected
+    fleet[0].pause();
+    auto [ec, lease] = co_await client.async_try_acquire("stalled", test_lock(), tuple_awaitable);
+    fleet[0].resume();
+    BOOST_TEST(ec == error::no_quorum, ec.message());
+    const auto& why = lease.diagnostics();
+    BOOST_TEST((contains(why, bad0.config().address() + " failed (") && contains(why, "resp:")),
+               why);
+    BOOST_TEST((contains(why, bad1.config().address() + " failed (") && contains(why, "OOM")), why);
+    BOOST_TEST(contains(why, fleet[0].config().address() + " failed ("), why);
+    BOOST_TEST(co_await eventually([&] { return no_keys(fleet); }, 5000ms, 20ms));
+  });
+  fleet[0].resume();
+}
+
+// Every reply of every node arrives one byte at a time: the whole lock cycle still works.
+BOOST_AUTO_TEST_CASE(client_lock_cycle_with_replies_one_byte_at_a_time) {
+  auto script = [](const fake_command& cmd, std::size_t) -> fake_reply {
+    if (auto handshake = fake::handshake_reply(cmd)) {
+      return fake::one_byte_at_a_time(handshake->bytes);
+    }
+    if (fake::is(cmd, "SET")) return fake::one_byte_at_a_time(fake::ok());
+    if (fake::is(cmd, "EVALSHA")) return fake::one_byte_at_a_time(fake::integer(1));
+    return fake::error("ERR unexpected command");
+  };
+  fake_node a(script), b(script), c(script);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client client(io.get_executor(), {a.config(), b.config(), c.config()},
+                           fault_client_options());
+    auto [ec, lease] = co_await client.async_try_acquire("bytewise", test_lock(), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
+    BOOST_TEST(lease.held());
+    auto [released] = co_await lease.async_release(tuple_awaitable);
+    BOOST_TEST(!released, released.message() << ": " << lease.diagnostics());
+    BOOST_TEST(co_await eventually([&] {
+      return a.commands_received("EVALSHA") == 1 && b.commands_received("EVALSHA") == 1 &&
+             c.commands_received("EVALSHA") == 1;
+    }));
+    const fake_node* all[] = {&a, &b, &c};
+    for (const auto* node : all) {
+      BOOST_TEST(node->commands_received("SET") == 1u);
+      BOOST_TEST(node->connections_accepted() == 1u);
+      BOOST_TEST(node->protocol_errors() == 0u);
+    }
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
