@@ -7,7 +7,7 @@
 #include "redlock/redlock.hpp"
 
 #include "support/async_test.hpp"
-#include "support/delay_proxy.hpp"
+#include "support/chaos_proxy.hpp"
 #include "support/history.hpp"
 #include "support/inspector.hpp"
 #include "support/lock_workload.hpp"
@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <bit>
 #include <chrono>
 #include <cstdlib>
@@ -416,10 +417,10 @@ BOOST_AUTO_TEST_CASE(renewal_racing_expiry) {
   redis_fleet fleet(5);
   inspector nodes(fleet);
   redlock::test::history log;
-  std::vector<std::unique_ptr<redlock::test::delay_proxy>> proxies;
+  std::vector<std::unique_ptr<redlock::test::chaos_proxy>> proxies;
   std::vector<redlock::node_config> through_proxies;
   for (std::size_t i = 0; i < 5; ++i) {
-    proxies.push_back(std::make_unique<redlock::test::delay_proxy>(fleet[i].port()));
+    proxies.push_back(std::make_unique<redlock::test::chaos_proxy>(fleet[i].port()));
     through_proxies.push_back(proxies.back()->config());
   }
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
@@ -445,7 +446,7 @@ BOOST_AUTO_TEST_CASE(renewal_racing_expiry) {
         },
         asio::detached);
     for (auto& proxy : proxies)
-      proxy->set_delay(250ms);
+      proxy->set_latency(250ms);
 
     // The key expires on the servers at about 300 ms; the rival waits for that.
     const bool expired = co_await eventually([&] { return nodes.present("r") == 0; }, 2s);
@@ -461,11 +462,229 @@ BOOST_AUTO_TEST_CASE(renewal_racing_expiry) {
     for (std::size_t i = 0; i < 5; ++i)
       BOOST_TEST(nodes.pttl(i, "r") <= 5000, "node " << i);
     for (auto& proxy : proxies)
-      proxy->set_delay(0ms);
+      proxy->set_latency(0ms);
     BOOST_TEST(!co_await b.release(b_lease));
   });
   const auto result = check(log);
   BOOST_TEST(result.ok(), result.describe());
+}
+
+namespace {
+
+// Five nodes, each behind its own chaos proxy.
+struct proxied_fleet {
+  redis_fleet fleet{5};
+  std::vector<std::unique_ptr<redlock::test::chaos_proxy>> proxies;
+
+  proxied_fleet() {
+    for (std::size_t i = 0; i < 5; ++i)
+      proxies.push_back(std::make_unique<redlock::test::chaos_proxy>(fleet[i].port()));
+  }
+
+  std::vector<redlock::node_config> configs() const {
+    std::vector<redlock::node_config> out;
+    for (const auto& proxy : proxies)
+      out.push_back(proxy->config());
+    return out;
+  }
+};
+
+redlock::client_options quick_timeouts(milliseconds node_timeout) {
+  redlock::client_options options = fast_options();
+  options.node_timeout = node_timeout;
+  return options;
+}
+
+}  // namespace
+
+// Scenario 1 through proxies: nodes that accept and never answer (blackhole), and nodes whose
+// connections are reset. A blackholed node costs one node_timeout to the round, not one per node;
+// without a majority the acquire fails with no_quorum and leaves nothing on any node.
+BOOST_AUTO_TEST_CASE(every_mask_of_blackholed_or_reset_nodes) {
+  proxied_fleet nodes;
+  inspector servers(nodes.fleet);
+  constexpr milliseconds node_timeout = 150ms;
+  for (const bool reset : {false, true}) {
+    for (unsigned mask = 0; mask < 32; ++mask) {
+      const int down = std::popcount(mask);
+      BOOST_TEST_CONTEXT((reset ? "reset" : "blackholed") << " nodes (bit mask) " << mask) {
+        for (std::size_t i = 0; i < 5; ++i) {
+          if (((mask >> i) & 1U) == 0) continue;
+          reset ? nodes.proxies[i]->set_reset_peer(true) : nodes.proxies[i]->set_blackhole(true);
+        }
+        const std::string resource = fmt::format("{}-{}", reset ? "reset" : "hole", mask);
+        run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+          redlock::client locks(io.get_executor(), nodes.configs(), quick_timeouts(node_timeout));
+          const auto start = steady_clock::now();
+          auto [ec, lease] =
+              co_await locks.async_try_acquire(resource, plain_lock(10s), tuple_awaitable);
+          const auto took = ms_since(start);
+          // One node_timeout at most, plus scheduling slack; never one per bad node.
+          BOOST_TEST(took < node_timeout.count() + 400, "took " << took << " ms");
+          if (down <= 2) {
+            BOOST_TEST(!ec, ec.message() << ": " << lease.diagnostics());
+            auto [release_ec] = co_await lease.async_release(tuple_awaitable);
+            BOOST_TEST(!release_ec, release_ec.message());
+          } else {
+            BOOST_TEST(ec == error::no_quorum, ec.message() << ": " << lease.diagnostics());
+          }
+          const bool clean =
+              co_await eventually([&] { return servers.present(resource) == 0; }, 2s);
+          BOOST_TEST(clean, "a key is left on a node");
+        });
+        for (auto& proxy : nodes.proxies)
+          proxy->clear();
+      }
+    }
+  }
+}
+
+// Scenario 3: a node slower than node_timeout (proxy latency, CLIENT PAUSE WRITE, DEBUG SLEEP)
+// counts as a no-vote; the round is decided by the others in about one node_timeout. Its late
+// +OK is matched to the SET it answers and dropped, never to a later command: the next acquire on
+// the same connection works, and the late SET was undone by the round's own cleanup.
+BOOST_AUTO_TEST_CASE(slow_node_is_a_no_vote_and_its_late_reply_pairs_correctly) {
+  proxied_fleet nodes;
+  inspector servers(nodes.fleet);
+  constexpr milliseconds node_timeout = 100ms;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client five(io.get_executor(), nodes.configs(), quick_timeouts(node_timeout));
+    std::vector<redlock::node_config> slow_only = {nodes.proxies[0]->config()};
+    redlock::client single(io.get_executor(), slow_only, quick_timeouts(node_timeout));
+    co_await five.async_ping(tuple_awaitable);
+    co_await single.async_ping(tuple_awaitable);
+
+    enum class slowness { latency, client_pause, debug_sleep };
+    for (const auto how : {slowness::latency, slowness::client_pause, slowness::debug_sleep}) {
+      BOOST_TEST_CONTEXT("slowness " << static_cast<int>(how)) {
+        std::thread sleeper;
+        switch (how) {
+          case slowness::latency:
+            nodes.proxies[0]->set_latency(redlock::test::chaos_proxy::direction::downstream, 400ms);
+            break;
+          case slowness::client_pause: {
+            sync_client admin(nodes.fleet[0].port());
+            admin.command({"CLIENT", "PAUSE", "400", "WRITE"});
+            break;
+          }
+          case slowness::debug_sleep:
+            sleeper = std::thread([&] {
+              sync_client admin(nodes.fleet[0].port(), {}, {}, 5s);
+              admin.command({"DEBUG", "SLEEP", "0.4"});
+            });
+            std::this_thread::sleep_for(50ms);  // the sleep has begun
+            break;
+        }
+        const std::string key = fmt::format("slow-{}", static_cast<int>(how));
+        const auto start = steady_clock::now();
+        auto [ec, lease] = co_await five.async_try_acquire(key, plain_lock(10s), tuple_awaitable);
+        BOOST_TEST(!ec, lease.diagnostics());
+        BOOST_TEST(ms_since(start) < node_timeout.count() + 300);
+        auto [single_ec, single_lease] =
+            co_await single.async_try_acquire(key + "-single", plain_lock(10s), tuple_awaitable);
+        BOOST_TEST(single_ec == error::no_quorum, single_lease.diagnostics());
+
+        co_await sleep_for(600ms);  // the late replies arrive
+        if (sleeper.joinable()) sleeper.join();
+        nodes.proxies[0]->clear();
+        auto [release_ec] = co_await lease.async_release(tuple_awaitable);
+        BOOST_TEST(!release_ec, release_ec.message());
+        // The late SET of the single-node round was deleted by that round's cleanup, which
+        // travelled behind it on the same connection.
+        BOOST_TEST(co_await eventually([&] { return servers.present(key + "-single") == 0; }, 2s));
+        // The connection is still in step: a fresh acquire gets its own +OK.
+        auto [again_ec, again] =
+            co_await single.async_try_acquire(key + "-again", plain_lock(10s), tuple_awaitable);
+        BOOST_TEST(!again_ec, again.diagnostics());
+        auto [again_release] = co_await again.async_release(tuple_awaitable);
+        BOOST_TEST(!again_release);
+      }
+    }
+  });
+}
+
+// Scenario 4: connections reset in the middle of a pipeline (reset_peer, limit_data) on one node
+// while 200 acquires are in flight. Every operation completes exactly once, the other four nodes
+// carry every acquire, and the node's connection comes back.
+BOOST_AUTO_TEST_CASE(connection_reset_mid_pipeline) {
+  proxied_fleet nodes;
+  inspector servers(nodes.fleet);
+  for (const bool by_limit : {false, true}) {
+    BOOST_TEST_CONTEXT((by_limit ? "limit_data" : "reset_peer")) {
+      run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+        redlock::client locks(io.get_executor(), nodes.configs(), quick_timeouts(300ms));
+        co_await locks.async_ping(tuple_awaitable);
+        // Keys whose release could not reach the reset node expire there with this TTL.
+        auto short_lock = plain_lock(1s);
+        short_lock.auto_renew = true;
+        const auto accepted_before = nodes.proxies[2]->connections_accepted();
+        if (by_limit)
+          nodes.proxies[2]->set_limit_data(redlock::test::chaos_proxy::direction::upstream, 3000);
+        constexpr std::size_t count = 200;
+        std::vector<int> completions(count, 0);
+        std::vector<redlock::lease> leases(count);
+        std::size_t granted = 0;
+        co_await redlock::test::run_all(count, [&](std::size_t i) -> asio::awaitable<void> {
+          if (!by_limit && i == count / 2) nodes.proxies[2]->set_reset_peer(true);
+          auto [ec, lease] = co_await locks.async_try_acquire(fmt::format("mid-{}-{}", by_limit, i),
+                                                              short_lock, tuple_awaitable);
+          ++completions[i];
+          if (!ec) ++granted;
+          leases[i] = std::move(lease);
+        });
+        nodes.proxies[2]->clear();
+        BOOST_TEST(std::count(completions.begin(), completions.end(), 1) ==
+                   static_cast<long>(count));
+        BOOST_TEST(granted == count);
+        for (auto& lease : leases) {
+          auto [ec] = co_await lease.async_release(tuple_awaitable);
+          BOOST_TEST(!ec, ec.message());
+        }
+        // The node is used again after a reconnect.
+        const bool back = co_await eventually(
+            [&] { return nodes.proxies[2]->connections_accepted() > accepted_before; }, 3s);
+        BOOST_TEST(back);
+        auto [ec, lease] =
+            co_await locks.async_try_acquire("mid-after", plain_lock(10s), tuple_awaitable);
+        BOOST_TEST(!ec);
+        co_await lease.async_release(tuple_awaitable);
+        BOOST_TEST(co_await eventually([&] { return servers.total_keys() == 0; }, 3s));
+      });
+    }
+  }
+}
+
+// Scenario 6: a SET that reaches three nodes only after its round gave up (latency beyond
+// node_timeout) is undone: the round's cleanup release travels behind it on each connection, so
+// the key is deleted right after it is set, and nothing brings it back.
+BOOST_AUTO_TEST_CASE(late_apply_is_cleaned_up) {
+  proxied_fleet nodes;
+  inspector servers(nodes.fleet);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), nodes.configs(), quick_timeouts(100ms));
+    co_await locks.async_ping(tuple_awaitable);
+    for (std::size_t i = 0; i < 3; ++i)
+      nodes.proxies[i]->set_latency(redlock::test::chaos_proxy::direction::upstream, 300ms);
+    auto [ec, lease] = co_await locks.async_try_acquire("late", plain_lock(2s), tuple_awaitable);
+    BOOST_TEST(ec == error::no_quorum, lease.diagnostics());
+    // The delayed SETs land at about 300 ms; their releases follow on the same connections (as
+    // EVAL, when the fresh servers answer the EVALSHA with NOSCRIPT after it timed out).
+    std::array<bool, 3> seen{};  // each slow node was seen holding the key at some moment
+    const bool landed = co_await eventually(
+        [&] {
+          for (std::size_t i = 0; i < seen.size(); ++i)
+            seen[i] = seen[i] || servers.present_on({i}, "late") == 1;
+          return seen[0] && seen[1] && seen[2];
+        },
+        3s, 1ms);
+    BOOST_TEST(landed, "the late SETs never arrived: the scenario did not happen");
+    const bool removed = co_await eventually([&] { return servers.present("late") == 0; }, 3s);
+    BOOST_TEST(removed, "the late SETs were not undone");
+    co_await sleep_for(500ms);
+    BOOST_TEST(servers.present("late") == 0u);  // not resurrected
+    for (auto& proxy : nodes.proxies)
+      proxy->clear();
+  });
 }
 
 namespace {

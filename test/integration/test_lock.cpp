@@ -5,7 +5,7 @@
 #include "redlock/redlock.hpp"
 
 #include "support/async_test.hpp"
-#include "support/delay_proxy.hpp"
+#include "support/chaos_proxy.hpp"
 #include "support/inspector.hpp"
 #include "support/printing.hpp"
 #include "support/redis_fleet.hpp"
@@ -663,10 +663,10 @@ BOOST_AUTO_TEST_CASE(mutex_lock_try_lock_unlock) {
 BOOST_AUTO_TEST_CASE(validity_shrinks_with_network_latency) {
   redis_fleet fleet(5);
   inspector nodes(fleet);
-  std::vector<std::unique_ptr<redlock::test::delay_proxy>> proxies;
+  std::vector<std::unique_ptr<redlock::test::chaos_proxy>> proxies;
   std::vector<redlock::node_config> via_proxies;
   for (std::size_t i = 0; i < fleet.size(); ++i) {
-    proxies.push_back(std::make_unique<redlock::test::delay_proxy>(fleet[i].port()));
+    proxies.push_back(std::make_unique<redlock::test::chaos_proxy>(fleet[i].port()));
     via_proxies.push_back(proxies.back()->config());
   }
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
@@ -693,7 +693,7 @@ BOOST_AUTO_TEST_CASE(validity_shrinks_with_network_latency) {
 
     const measure direct = co_await measure_once();
     for (auto& proxy : proxies) {
-      proxy->set_delay(60ms);
+      proxy->set_latency(60ms);
     }
     const measure delayed = co_await measure_once();
     BOOST_TEST_MESSAGE("validity from start/remaining: direct "
