@@ -8,6 +8,7 @@
 
 #include "support/async_test.hpp"
 #include "support/chaos_proxy.hpp"
+#include "support/client_options.hpp"
 #include "support/history.hpp"
 #include "support/inspector.hpp"
 #include "support/lock_workload.hpp"
@@ -17,6 +18,8 @@
 
 #include <fmt/format.h>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -26,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <chrono>
@@ -34,6 +38,7 @@
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <string>
 #include <string_view>
@@ -48,6 +53,7 @@ using boost::system::error_code;
 using redlock::error;
 using redlock::test::eventually;
 using redlock::test::eventually_blocking;
+using redlock::test::fast_client_options;
 using redlock::test::inspector;
 using redlock::test::mono_now;
 using redlock::test::ms_between;
@@ -63,13 +69,6 @@ using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
 constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
-
-redlock::client_options fast_options() {
-  redlock::client_options options;
-  options.node_timeout = 200ms;
-  options.reconnect = {10ms, 200ms, 2.0};
-  return options;
-}
 
 redlock::lock_options plain_lock(milliseconds ttl) {
   redlock::lock_options options;
@@ -185,7 +184,7 @@ BOOST_AUTO_TEST_CASE(every_mask_of_dead_nodes) {
       }
       const std::string resource = fmt::format("mask-{}", mask);
       run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-        redlock::client locks(io.get_executor(), fleet.configs(), fast_options());
+        redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
         const auto start = steady_clock::now();
         auto [ec, lease] =
             co_await locks.async_try_acquire(resource, plain_lock(10s), tuple_awaitable);
@@ -216,9 +215,9 @@ BOOST_AUTO_TEST_CASE(release_by_plain_del_is_caught_and_the_library_is_safe) {
       "plain DEL", "token-checked release",
       [](asio::io_context& io, redis_fleet& fleet, redlock::test::history& log,
          bool unsafe) -> asio::awaitable<void> {
-        redlock::client a_locks(io.get_executor(), fleet.configs(), fast_options());
-        redlock::client b_locks(io.get_executor(), fleet.configs(), fast_options());
-        redlock::client c_locks(io.get_executor(), fleet.configs(), fast_options());
+        redlock::client a_locks(io.get_executor(), fleet.configs(), fast_client_options());
+        redlock::client b_locks(io.get_executor(), fleet.configs(), fast_client_options());
+        redlock::client c_locks(io.get_executor(), fleet.configs(), fast_client_options());
         recorder a(log, "a", "r");
         recorder b(log, "b", "r");
         recorder c(log, "c", "r");
@@ -254,8 +253,8 @@ BOOST_AUTO_TEST_CASE(renewal_by_re_set_is_caught_and_the_library_is_safe) {
       [](asio::io_context& io, redis_fleet& fleet, redlock::test::history& log,
          bool unsafe) -> asio::awaitable<void> {
         inspector nodes(fleet);
-        redlock::client a_locks(io.get_executor(), fleet.configs(), fast_options());
-        redlock::client b_locks(io.get_executor(), fleet.configs(), fast_options());
+        redlock::client a_locks(io.get_executor(), fleet.configs(), fast_client_options());
+        redlock::client b_locks(io.get_executor(), fleet.configs(), fast_client_options());
         recorder a(log, "a", "r");
         recorder b(log, "b", "r");
 
@@ -290,8 +289,8 @@ BOOST_AUTO_TEST_CASE(holder_ignoring_its_validity_is_caught) {
       "ignores validity", "trusts validity",
       [](asio::io_context& io, redis_fleet& fleet, redlock::test::history& log,
          bool unsafe) -> asio::awaitable<void> {
-        redlock::client a_locks(io.get_executor(), fleet.configs(), fast_options());
-        redlock::client b_locks(io.get_executor(), fleet.configs(), fast_options());
+        redlock::client a_locks(io.get_executor(), fleet.configs(), fast_client_options());
+        redlock::client b_locks(io.get_executor(), fleet.configs(), fast_client_options());
         recorder a(log, "a", "r");
         recorder b(log, "b", "r");
 
@@ -322,7 +321,7 @@ BOOST_AUTO_TEST_CASE(restart_without_delay_breaks_exclusion_delayed_restart_does
       [](asio::io_context& io, redis_fleet& fleet, redlock::test::history& log,
          bool immediate) -> asio::awaitable<void> {
         const milliseconds ttl = immediate ? 3000ms : 300ms;
-        redlock::client a_locks(io.get_executor(), fleet.configs(), fast_options());
+        redlock::client a_locks(io.get_executor(), fleet.configs(), fast_client_options());
         recorder a(log, "a", "r");
         recorder b(log, "b", "r");
         auto a_lease = co_await a.try_acquire(a_locks, plain_lock(ttl));
@@ -339,7 +338,7 @@ BOOST_AUTO_TEST_CASE(restart_without_delay_breaks_exclusion_delayed_restart_does
         for (std::size_t i = 0; i < 3; ++i)
           fleet[i].start();
 
-        redlock::client b_locks(io.get_executor(), fleet.configs(), fast_options());
+        redlock::client b_locks(io.get_executor(), fleet.configs(), fast_client_options());
         auto b_lease = co_await b.try_acquire(b_locks, plain_lock(5s));
         BOOST_TEST_REQUIRE(!b.last_error(), b_lease.diagnostics());
         co_await sleep_for(50ms);
@@ -356,7 +355,7 @@ BOOST_AUTO_TEST_CASE(paused_nodes_during_a_hold) {
   inspector nodes(fleet);
   redlock::test::history log;
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client locks(io.get_executor(), fleet.configs(), fast_options());
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
     redlock::lock_options renewed = plain_lock(600ms);
     renewed.auto_renew = true;
 
@@ -423,8 +422,8 @@ BOOST_AUTO_TEST_CASE(renewal_racing_expiry) {
     through_proxies.push_back(proxies.back()->config());
   }
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client a_locks(io.get_executor(), through_proxies, fast_options());
-    redlock::client b_locks(io.get_executor(), fleet.configs(), fast_options());
+    redlock::client a_locks(io.get_executor(), through_proxies, fast_client_options());
+    redlock::client b_locks(io.get_executor(), fleet.configs(), fast_client_options());
     recorder a(log, "a", "r");
     recorder b(log, "b", "r");
     redlock::lock_options renewed = plain_lock(300ms);
@@ -488,12 +487,6 @@ struct proxied_fleet {
   }
 };
 
-redlock::client_options quick_timeouts(milliseconds node_timeout) {
-  redlock::client_options options = fast_options();
-  options.node_timeout = node_timeout;
-  return options;
-}
-
 }  // namespace
 
 // Scenario 1 through proxies: nodes that accept and never answer (blackhole), and nodes whose
@@ -513,7 +506,8 @@ BOOST_AUTO_TEST_CASE(every_mask_of_blackholed_or_reset_nodes) {
         }
         const std::string resource = fmt::format("{}-{}", reset ? "reset" : "hole", mask);
         run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-          redlock::client locks(io.get_executor(), nodes.configs(), quick_timeouts(node_timeout));
+          redlock::client locks(io.get_executor(), nodes.configs(),
+                                fast_client_options(node_timeout));
           const auto start = steady_clock::now();
           auto [ec, lease] =
               co_await locks.async_try_acquire(resource, plain_lock(10s), tuple_awaitable);
@@ -547,9 +541,9 @@ BOOST_AUTO_TEST_CASE(slow_node_is_a_no_vote_and_its_late_reply_pairs_correctly) 
   inspector servers(nodes.fleet);
   constexpr milliseconds node_timeout = 100ms;
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client five(io.get_executor(), nodes.configs(), quick_timeouts(node_timeout));
+    redlock::client five(io.get_executor(), nodes.configs(), fast_client_options(node_timeout));
     std::vector<redlock::node_config> slow_only = {nodes.proxies[0]->config()};
-    redlock::client single(io.get_executor(), slow_only, quick_timeouts(node_timeout));
+    redlock::client single(io.get_executor(), slow_only, fast_client_options(node_timeout));
     co_await five.async_ping(tuple_awaitable);
     co_await single.async_ping(tuple_awaitable);
 
@@ -602,30 +596,40 @@ BOOST_AUTO_TEST_CASE(slow_node_is_a_no_vote_and_its_late_reply_pairs_correctly) 
   });
 }
 
-// Scenario 4: connections reset in the middle of a pipeline (reset_peer, limit_data) on one node
-// while 200 acquires are in flight. Every operation completes exactly once, the other four nodes
+// Scenario 4: connections broken in the middle of a pipeline on one node while 200 acquires are
+// in flight: reset by the proxy (reset_peer), closed after a few kilobytes (limit_data), or killed
+// by the server itself (CLIENT KILL). Every operation completes exactly once, the other four nodes
 // carry every acquire, and the node's connection comes back.
 BOOST_AUTO_TEST_CASE(connection_reset_mid_pipeline) {
+  enum class breaker { reset_peer, limit_data, client_kill };
   proxied_fleet nodes;
   inspector servers(nodes.fleet);
-  for (const bool by_limit : {false, true}) {
-    BOOST_TEST_CONTEXT((by_limit ? "limit_data" : "reset_peer")) {
+  for (const breaker how : {breaker::reset_peer, breaker::limit_data, breaker::client_kill}) {
+    const int variant = static_cast<int>(how);
+    BOOST_TEST_CONTEXT((std::array{"reset_peer", "limit_data", "client_kill"}[variant])) {
       run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-        redlock::client locks(io.get_executor(), nodes.configs(), quick_timeouts(300ms));
+        redlock::client locks(io.get_executor(), nodes.configs(), fast_client_options(300ms));
         co_await locks.async_ping(tuple_awaitable);
-        // Keys whose release could not reach the reset node expire there with this TTL.
+        // Keys whose release could not reach the broken node expire there with this TTL.
         auto short_lock = plain_lock(1s);
         short_lock.auto_renew = true;
         const auto accepted_before = nodes.proxies[2]->connections_accepted();
-        if (by_limit)
+        if (how == breaker::limit_data)
           nodes.proxies[2]->set_limit_data(redlock::test::chaos_proxy::direction::upstream, 3000);
         constexpr std::size_t count = 200;
         std::vector<int> completions(count, 0);
         std::vector<redlock::lease> leases(count);
         std::size_t granted = 0;
         co_await redlock::test::run_all(count, [&](std::size_t i) -> asio::awaitable<void> {
-          if (!by_limit && i == count / 2) nodes.proxies[2]->set_reset_peer(true);
-          auto [ec, lease] = co_await locks.async_try_acquire(fmt::format("mid-{}-{}", by_limit, i),
+          if (i == count / 2) {
+            if (how == breaker::reset_peer) nodes.proxies[2]->set_reset_peer(true);
+            if (how == breaker::client_kill) {
+              sync_client admin(nodes.fleet[2].port());
+              const auto killed = admin.command({"CLIENT", "KILL", "TYPE", "normal"});
+              BOOST_TEST(killed.integer >= 1, "CLIENT KILL closed no connection");
+            }
+          }
+          auto [ec, lease] = co_await locks.async_try_acquire(fmt::format("mid-{}-{}", variant, i),
                                                               short_lock, tuple_awaitable);
           ++completions[i];
           if (!ec) ++granted;
@@ -646,6 +650,7 @@ BOOST_AUTO_TEST_CASE(connection_reset_mid_pipeline) {
         auto [ec, lease] =
             co_await locks.async_try_acquire("mid-after", plain_lock(10s), tuple_awaitable);
         BOOST_TEST(!ec);
+        BOOST_TEST(co_await eventually([&] { return servers.present("mid-after") == 5; }, 3s));
         co_await lease.async_release(tuple_awaitable);
         BOOST_TEST(co_await eventually([&] { return servers.total_keys() == 0; }, 3s));
       });
@@ -660,7 +665,7 @@ BOOST_AUTO_TEST_CASE(late_apply_is_cleaned_up) {
   proxied_fleet nodes;
   inspector servers(nodes.fleet);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client locks(io.get_executor(), nodes.configs(), quick_timeouts(100ms));
+    redlock::client locks(io.get_executor(), nodes.configs(), fast_client_options(100ms));
     co_await locks.async_ping(tuple_awaitable);
     for (std::size_t i = 0; i < 3; ++i)
       nodes.proxies[i]->set_latency(redlock::test::chaos_proxy::direction::upstream, 300ms);
@@ -688,6 +693,204 @@ BOOST_AUTO_TEST_CASE(late_apply_is_cleaned_up) {
 
 namespace {
 
+// Node i answers about i x `step` after a request is written: half of it on the way there, half on
+// the way back, so requests reach the slow nodes late (node 4: 2 x step) and their replies are
+// late too.
+void stagger_replies(proxied_fleet& nodes, milliseconds step) {
+  for (std::size_t i = 0; i < nodes.proxies.size(); ++i)
+    nodes.proxies[i]->set_latency(step * static_cast<int>(i) / 2);
+}
+
+void clear_toxics(proxied_fleet& nodes) {
+  for (auto& proxy : nodes.proxies)
+    proxy->clear();
+}
+
+// How an operation in flight is ended in scenario 8.
+enum class ending { cancel_terminal, cancel_partial, destroy_client };
+constexpr std::array<ending, 3> endings = {ending::cancel_terminal, ending::cancel_partial,
+                                           ending::destroy_client};
+constexpr std::string_view name_of(ending e) {
+  switch (e) {
+    case ending::cancel_terminal:
+      return "terminal cancellation";
+    case ending::cancel_partial:
+      return "partial cancellation";
+    case ending::destroy_client:
+      return "client destroyed";
+  }
+  return "?";
+}
+
+// Connects a fresh client to every node before the proxies slow them down.
+asio::awaitable<void> connect_all(redlock::client& locks, proxied_fleet& nodes) {
+  std::vector<std::uint64_t> before;
+  for (const auto& proxy : nodes.proxies)
+    before.push_back(proxy->connections_accepted());
+  auto [ec] = co_await locks.async_ping(tuple_awaitable);
+  BOOST_TEST_REQUIRE(!ec, ec.message());
+  const bool all = co_await eventually(
+      [&] {
+        for (std::size_t i = 0; i < before.size(); ++i)
+          if (nodes.proxies[i]->connections_accepted() == before[i]) return false;
+        return true;
+      },
+      2s);
+  BOOST_TEST_REQUIRE(all);
+  co_await sleep_for(50ms);  // the handshakes behind the accepts
+}
+
+}  // namespace
+
+// Scenario 8: an acquire ended after 0, 1, ... 5 of its 5 replies, by terminal or partial
+// cancellation or by destroying its client. Nodes 0 and 1 hold a rival's key and node i answers
+// after about i x 200 ms, so the round stays open until the fifth reply decides it. Every acquire
+// completes exactly once, at once; an ended one fails with operation_aborted; and once the delayed
+// traffic has drained, no node holds its key (the rival's keys are untouched).
+BOOST_AUTO_TEST_CASE(acquire_ended_at_every_reply_count) {
+  constexpr milliseconds step = 200ms;
+  proxied_fleet nodes;
+  inspector servers(nodes.fleet);
+  run_async(
+      [&](asio::io_context& io) -> asio::awaitable<void> {
+        int round = 0;
+        for (const ending how : endings) {
+          for (std::size_t replies = 0; replies <= 5; ++replies) {
+            BOOST_TEST_CONTEXT(name_of(how) << " after " << replies << " replies") {
+              const std::string key = fmt::format("ended-{}", round++);
+              for (std::size_t i = 0; i < 2; ++i) {
+                sync_client rival(nodes.fleet[i].port());
+                rival.command({"SET", key, "rival", "PX", "60000"});
+              }
+              auto locks = std::make_unique<redlock::client>(io.get_executor(), nodes.configs(),
+                                                             fast_client_options(4 * step + 1s));
+              co_await connect_all(*locks, nodes);
+              stagger_replies(nodes, step);
+
+              asio::cancellation_signal signal;
+              int completions = 0;
+              error_code result;
+              redlock::lease lease;
+              const auto start = steady_clock::now();
+              locks->async_acquire(
+                  key, plain_lock(10s),
+                  asio::bind_cancellation_slot(signal.slot(), [&](error_code ec, redlock::lease l) {
+                    ++completions;
+                    result = ec;
+                    lease = std::move(l);
+                  }));
+              // Reply j arrives at about j x step; end the operation halfway to the next one.
+              if (replies > 0 && replies < 5) co_await sleep_for(step * replies - step / 2);
+              if (replies == 5) co_await eventually([&] { return completions > 0; }, 4 * step + 1s);
+              const auto ended = steady_clock::now();
+              BOOST_TEST(completions == (replies == 5 ? 1 : 0));
+              switch (how) {
+                case ending::cancel_terminal:
+                  signal.emit(asio::cancellation_type::terminal);
+                  break;
+                case ending::cancel_partial:
+                  signal.emit(asio::cancellation_type::partial);
+                  break;
+                case ending::destroy_client:
+                  locks.reset();
+                  break;
+              }
+              BOOST_TEST(co_await eventually([&] { return completions > 0; }, 1s));
+              BOOST_TEST(ms_since(ended) < 500);
+              if (replies == 5) {
+                BOOST_TEST(!result, result.message());
+                BOOST_TEST(ms_between(start, ended) >= 4 * step.count() - 50);
+                if (locks) {
+                  auto [release_ec] = co_await lease.async_release(tuple_awaitable);
+                  BOOST_TEST(!release_ec, release_ec.message());
+                } else {
+                  BOOST_TEST(!lease.held());  // the client's end released it
+                }
+              } else {
+                BOOST_TEST(result == asio::error::operation_aborted, result.message());
+                BOOST_TEST(!lease.held());
+              }
+
+              // Requests reach node 4 after 2 x step: once the cleanup written at `ended` has
+              // landed only the rival's keys remain.
+              co_await sleep_for(2 * step + 100ms - (steady_clock::now() - ended));
+              const bool clean = co_await eventually(
+                  [&] {
+                    return servers.present(key) == 2 &&
+                           servers.holding_on({0, 1}, key, "rival") == 2;
+                  },
+                  4 * step + 2s);
+              BOOST_TEST(clean, servers.present(key) << " nodes hold " << key);
+              co_await sleep_for(step);  // nothing comes back
+              BOOST_TEST(servers.present(key) == 2u);
+              BOOST_TEST(completions == 1);
+              clear_toxics(nodes);
+            }
+          }
+        }
+      },
+      300s);
+}
+
+// Scenario 8, the lease's side: a held lease whose extension or release is in flight is destroyed
+// after 0 to 5 of the replies. The operation completes exactly once, and the lock is gone from
+// every node once the delayed traffic has drained: destroying a lease releases it.
+BOOST_AUTO_TEST_CASE(lease_destroyed_with_an_operation_in_flight) {
+  constexpr milliseconds step = 200ms;
+  proxied_fleet nodes;
+  inspector servers(nodes.fleet);
+  run_async(
+      [&](asio::io_context& io) -> asio::awaitable<void> {
+        redlock::client locks(io.get_executor(), nodes.configs(),
+                              fast_client_options(4 * step + 1s));
+        co_await connect_all(locks, nodes);
+        int round = 0;
+        for (const bool extending : {true, false}) {
+          for (std::size_t replies = 0; replies <= 5; ++replies) {
+            BOOST_TEST_CONTEXT((extending ? "extend" : "release")
+                               << " with " << replies << " replies in") {
+              const std::string key = fmt::format("dropped-{}", round++);
+              auto lease = std::make_unique<redlock::lease>();
+              std::tie(std::ignore, *lease) =
+                  co_await locks.async_acquire(key, plain_lock(10s), tuple_awaitable);
+              BOOST_TEST_REQUIRE(lease->held(), lease->diagnostics());
+              BOOST_TEST(co_await eventually([&] { return servers.present(key) == 5; }, 2s));
+              stagger_replies(nodes, step);
+
+              int completions = 0;
+              error_code result;
+              auto record = [&](error_code ec) {
+                ++completions;
+                result = ec;
+              };
+              if (extending) {
+                lease->async_extend(20s, record);
+              } else {
+                lease->async_release(record);
+              }
+              if (replies > 0 && replies < 5) co_await sleep_for(step * replies - step / 2);
+              if (replies == 5) co_await sleep_for(4 * step + step / 2);
+              lease.reset();
+              const auto ended = steady_clock::now();
+              BOOST_TEST(co_await eventually([&] { return completions > 0; }, 4 * step + 1s));
+              BOOST_TEST_MESSAGE("completed with " << result.message());
+              co_await sleep_for(2 * step + 100ms - (steady_clock::now() - ended));
+              const bool gone =
+                  co_await eventually([&] { return servers.present(key) == 0; }, 4 * step + 2s);
+              BOOST_TEST(gone, servers.present(key) << " nodes still hold " << key);
+              co_await sleep_for(step);
+              BOOST_TEST(servers.present(key) == 0u);
+              BOOST_TEST(completions == 1);
+              clear_toxics(nodes);
+            }
+          }
+        }
+      },
+      300s);
+}
+
+namespace {
+
 // One contender process of the soak: its own io_context and client, its history and figures
 // written to files for the parent. Runs in a forked child, so it reports by exit code only.
 [[noreturn]] void soak_child(const std::vector<redlock::node_config>& nodes,
@@ -699,7 +902,7 @@ namespace {
     redlock::test::workload_stats stats;
     run_async(
         [&](asio::io_context& io) -> asio::awaitable<void> {
-          redlock::client locks(io.get_executor(), nodes, fast_options());
+          redlock::client locks(io.get_executor(), nodes, fast_client_options());
           co_await redlock::test::run_lock_workload(locks, options, log, stats);
         },
         std::chrono::duration_cast<std::chrono::seconds>(options.duration) + 60s);

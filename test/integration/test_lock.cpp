@@ -6,6 +6,7 @@
 
 #include "support/async_test.hpp"
 #include "support/chaos_proxy.hpp"
+#include "support/client_options.hpp"
 #include "support/inspector.hpp"
 #include "support/printing.hpp"
 #include "support/redis_fleet.hpp"
@@ -53,6 +54,7 @@ using boost::system::error_code;
 using redlock::error;
 using redlock::test::eventually;
 using redlock::test::eventually_blocking;
+using redlock::test::fast_client_options;
 using redlock::test::inspector;
 using redlock::test::ms_between;
 using redlock::test::ms_since;
@@ -65,14 +67,6 @@ using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
 constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
-
-// Small deadlines, so that dead nodes cost little; fast reconnects.
-redlock::client_options fast_options(milliseconds node_timeout = 200ms) {
-  redlock::client_options options;
-  options.node_timeout = node_timeout;
-  options.reconnect = {10ms, 200ms, 2.0};
-  return options;
-}
 
 redlock::lock_options lock_for(milliseconds ttl) {
   redlock::lock_options options;
@@ -150,7 +144,7 @@ void acquire_and_release_on(std::size_t n) {
   redis_fleet fleet(n);
   inspector nodes(fleet);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client locks(io.get_executor(), fleet.configs(), fast_options());
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
     BOOST_TEST(locks.size() == n);
     BOOST_TEST(locks.quorum() == n / 2 + 1);
 
@@ -206,8 +200,8 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_between_two_clients) {
   redis_fleet fleet(5);
   inspector nodes(fleet);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client first(io.get_executor(), fleet.configs(), fast_options());
-    redlock::client second(io.get_executor(), fleet.configs(), fast_options());
+    redlock::client first(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client second(io.get_executor(), fleet.configs(), fast_client_options());
     constexpr int workers_per_client = 6;
     constexpr int rounds = 8;
     const auto options = lock_for(5000ms);
@@ -254,8 +248,8 @@ BOOST_AUTO_TEST_CASE(try_acquire_reports_contention) {
   redis_fleet fleet(5);
   inspector nodes(fleet);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client owner(io.get_executor(), fleet.configs(), fast_options());
-    redlock::client rival(io.get_executor(), fleet.configs(), fast_options());
+    redlock::client owner(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client rival(io.get_executor(), fleet.configs(), fast_client_options());
     const auto options = lock_for(10000ms);
 
     auto [ec, held] = co_await owner.async_acquire("contended", options, tuple_awaitable);
@@ -308,7 +302,7 @@ BOOST_AUTO_TEST_CASE(local_waiters_are_served_in_fifo_order) {
   redis_fleet fleet(5);
   inspector nodes(fleet);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client locks(io.get_executor(), fleet.configs(), fast_options());
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
     const auto options = lock_for(10000ms);
     auto [ec, first] = co_await locks.async_acquire("fifo", options, tuple_awaitable);
     BOOST_TEST_REQUIRE(!ec);
@@ -354,7 +348,7 @@ BOOST_AUTO_TEST_CASE(minority_down_still_acquires_majority_down_fails) {
   redis_fleet fleet(5);
   inspector nodes(fleet);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client locks(io.get_executor(), fleet.configs(), fast_options(100ms));
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options(100ms));
     co_await warm_up(locks);
 
     fleet[3].kill9();
@@ -399,7 +393,7 @@ BOOST_AUTO_TEST_CASE(renewal_keeps_the_lock_past_its_ttl) {
   redis_fleet fleet(5);
   inspector nodes(fleet);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client locks(io.get_executor(), fleet.configs(), fast_options(100ms));
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options(100ms));
     co_await warm_up(locks);  // every node gets the SET at once, so every node is sampled from t0
     const auto ttl = 500ms;
     auto [ec, lease] = co_await locks.async_acquire("renewed", lock_for(ttl), tuple_awaitable);
@@ -454,7 +448,7 @@ BOOST_AUTO_TEST_CASE(max_hold_ends_renewal) {
   redis_fleet fleet(5);
   inspector nodes(fleet);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client locks(io.get_executor(), fleet.configs(), fast_options(100ms));
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options(100ms));
     auto options = lock_for(300ms);
     options.max_hold = 700ms;
     const auto start = steady_clock::now();
@@ -478,7 +472,7 @@ BOOST_AUTO_TEST_CASE(max_hold_ends_renewal) {
 BOOST_AUTO_TEST_CASE(lock_lost_when_majority_dies_while_held) {
   redis_fleet fleet(5);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client locks(io.get_executor(), fleet.configs(), fast_options(100ms));
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options(100ms));
     const auto ttl = 600ms;
     auto [ec, lease] = co_await locks.async_acquire("fragile", lock_for(ttl), tuple_awaitable);
     BOOST_TEST_REQUIRE(!ec, ec.message());
@@ -505,7 +499,7 @@ BOOST_AUTO_TEST_CASE(renewal_never_touches_a_foreign_key) {
   redis_fleet fleet(5);
   inspector nodes(fleet);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client locks(io.get_executor(), fleet.configs(), fast_options(100ms));
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options(100ms));
     auto [ec, lease] = co_await locks.async_acquire("stolen", lock_for(600ms), tuple_awaitable);
     BOOST_TEST_REQUIRE(!ec, ec.message());
     const std::string ours = lease.token();
@@ -536,7 +530,7 @@ BOOST_AUTO_TEST_CASE(with_lock_returns_the_body_value_and_releases) {
   redis_fleet fleet(5);
   inspector nodes(fleet);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client locks(io.get_executor(), fleet.configs(), fast_options());
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
     std::size_t holding_inside = 0;
     const int value = co_await redlock::with_lock(
         locks, "scoped", lock_for(5000ms), [&](redlock::lease& lease) -> asio::awaitable<int> {
@@ -555,7 +549,7 @@ BOOST_AUTO_TEST_CASE(with_lock_propagates_the_body_exception_and_releases) {
   inspector nodes(fleet);
   run_async(
       [&](asio::io_context& io) -> asio::awaitable<void> {
-        redlock::client locks(io.get_executor(), fleet.configs(), fast_options());
+        redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
         std::size_t holding_inside = 0;
         std::string caught;
         try {
@@ -578,7 +572,7 @@ BOOST_AUTO_TEST_CASE(with_lock_propagates_the_body_exception_and_releases) {
 BOOST_AUTO_TEST_CASE(with_lock_cancels_the_body_when_the_lock_is_lost) {
   redis_fleet fleet(5);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client locks(io.get_executor(), fleet.configs(), fast_options(100ms));
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options(100ms));
     bool started = false;
     bool finished = false;
     asio::co_spawn(
@@ -616,8 +610,8 @@ BOOST_AUTO_TEST_CASE(mutex_lock_try_lock_unlock) {
   redis_fleet fleet(5);
   inspector nodes(fleet);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client locks(io.get_executor(), fleet.configs(), fast_options());
-    redlock::client elsewhere(io.get_executor(), fleet.configs(), fast_options());
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client elsewhere(io.get_executor(), fleet.configs(), fast_client_options());
     const auto options = lock_for(5000ms);
     redlock::mutex mine(locks, "mtx", options);
     redlock::mutex same_client(locks, "mtx", options);
@@ -670,7 +664,7 @@ BOOST_AUTO_TEST_CASE(validity_shrinks_with_network_latency) {
     via_proxies.push_back(proxies.back()->config());
   }
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client locks(io.get_executor(), via_proxies, fast_options(500ms));
+    redlock::client locks(io.get_executor(), via_proxies, fast_client_options(500ms));
     co_await warm_up(locks);  // connects and handshakes must not count in the measurement
 
     const auto ttl = 2000ms;
@@ -717,7 +711,7 @@ BOOST_AUTO_TEST_CASE(cancel_acquire_after_k_grants) {
   inspector nodes(fleet);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     // Paused nodes must not time out before the cancellation does.
-    redlock::client locks(io.get_executor(), fleet.configs(), fast_options(2000ms));
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options(2000ms));
     co_await warm_up(locks);
 
     struct variant {
@@ -779,7 +773,7 @@ BOOST_AUTO_TEST_CASE(cancel_in_the_initiating_turn) {
   redis_fleet fleet(5);
   inspector nodes(fleet);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client locks(io.get_executor(), fleet.configs(), fast_options());
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
     co_await warm_up(locks);
     for (const auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial}) {
       asio::cancellation_signal signal;
@@ -804,7 +798,7 @@ BOOST_AUTO_TEST_CASE(cancel_while_queued_behind_a_local_holder) {
   redis_fleet fleet(5);
   inspector nodes(fleet);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client locks(io.get_executor(), fleet.configs(), fast_options());
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
     const auto options = lock_for(30000ms);
     auto [ec, holder] = co_await locks.async_acquire("queued", options, tuple_awaitable);
     BOOST_TEST_REQUIRE(!ec);
@@ -843,8 +837,8 @@ BOOST_AUTO_TEST_CASE(cancel_during_backoff) {
   redis_fleet fleet(5);
   inspector nodes(fleet);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client owner(io.get_executor(), fleet.configs(), fast_options());
-    redlock::client waiter(io.get_executor(), fleet.configs(), fast_options());
+    redlock::client owner(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client waiter(io.get_executor(), fleet.configs(), fast_client_options());
     auto [ec, held] = co_await owner.async_acquire("busy", lock_for(30000ms), tuple_awaitable);
     BOOST_TEST_REQUIRE(!ec);
     BOOST_TEST(co_await settled_everywhere(nodes, "busy", held.token()));
@@ -886,13 +880,13 @@ BOOST_AUTO_TEST_CASE(destroying_the_client_aborts_what_is_in_flight) {
   redis_fleet fleet(5);
   inspector nodes(fleet);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client owner(io.get_executor(), fleet.configs(), fast_options());
+    redlock::client owner(io.get_executor(), fleet.configs(), fast_client_options());
     auto [ec, foreign] = co_await owner.async_acquire("taken", lock_for(30000ms), tuple_awaitable);
     BOOST_TEST_REQUIRE(!ec);
     BOOST_TEST(co_await settled_everywhere(nodes, "taken", foreign.token()));
 
-    auto doomed =
-        std::make_unique<redlock::client>(io.get_executor(), fleet.configs(), fast_options());
+    auto doomed = std::make_unique<redlock::client>(io.get_executor(), fleet.configs(),
+                                                    fast_client_options());
     auto [mine_ec, mine] =
         co_await doomed->async_acquire("mine", lock_for(30000ms), tuple_awaitable);
     BOOST_TEST_REQUIRE(!mine_ec);
@@ -942,8 +936,8 @@ BOOST_AUTO_TEST_CASE(completion_tokens_on_one_thread) {
   redis_fleet fleet(5);
   inspector nodes(fleet);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client locks(io.get_executor(), fleet.configs(), fast_options());
-    redlock::client rival(io.get_executor(), fleet.configs(), fast_options());
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client rival(io.get_executor(), fleet.configs(), fast_client_options());
     const auto options = lock_for(10000ms);
 
     // use_awaitable: the value directly, errors as exceptions.
@@ -1032,8 +1026,10 @@ BOOST_AUTO_TEST_CASE(completion_token_use_future_from_another_thread) {
   std::unique_ptr<redlock::client> locks;
   std::unique_ptr<redlock::client> rival;
   on_io([&] {
-    locks = std::make_unique<redlock::client>(io.get_executor(), fleet.configs(), fast_options());
-    rival = std::make_unique<redlock::client>(io.get_executor(), fleet.configs(), fast_options());
+    locks = std::make_unique<redlock::client>(io.get_executor(), fleet.configs(),
+                                              fast_client_options());
+    rival = std::make_unique<redlock::client>(io.get_executor(), fleet.configs(),
+                                              fast_client_options());
   });
   const auto options = lock_for(10000ms);
 
@@ -1070,7 +1066,8 @@ BOOST_AUTO_TEST_CASE(strand_on_four_threads) {
   inspector nodes(fleet);
   asio::io_context io(4);
   auto strand = asio::make_strand(io);
-  auto locks = std::make_unique<redlock::client>(strand, fleet.configs(), fast_options(500ms));
+  auto locks =
+      std::make_unique<redlock::client>(strand, fleet.configs(), fast_client_options(500ms));
 
   constexpr int coroutines = 200;
   constexpr int resources = 20;
@@ -1137,7 +1134,7 @@ BOOST_AUTO_TEST_CASE(invalid_arguments_are_rejected) {
   redis_fleet fleet(5);
   inspector nodes(fleet);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client locks(io.get_executor(), fleet.configs(), fast_options());
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
 
     struct bad_case {
       const char* what;
@@ -1213,17 +1210,17 @@ BOOST_AUTO_TEST_CASE(client_rejects_bad_configuration) {
     BOOST_TEST(std::string(refused.what()).find("node") != std::string::npos, refused.what());
   }
 
-  auto zero_timeout = fast_options();
+  auto zero_timeout = fast_client_options();
   zero_timeout.node_timeout = 0ms;
   BOOST_TEST(construct(fleet.configs(), zero_timeout).code() == error::invalid_argument);
-  auto huge_drift = fast_options();
+  auto huge_drift = fast_client_options();
   huge_drift.drift_factor = 0.5;
   BOOST_TEST(construct(fleet.configs(), huge_drift).code() == error::invalid_argument);
 
   // A good configuration constructs and works.
-  BOOST_TEST(!construct(fleet.configs(), fast_options()).code());
+  BOOST_TEST(!construct(fleet.configs(), fast_client_options()).code());
   run_async([&](asio::io_context& context) -> asio::awaitable<void> {
-    redlock::client locks(context.get_executor(), fleet.configs(), fast_options());
+    redlock::client locks(context.get_executor(), fleet.configs(), fast_client_options());
     auto [ec] = co_await locks.async_ping(tuple_awaitable);
     BOOST_TEST(!ec, ec.message());
   });
