@@ -893,24 +893,56 @@ namespace {
 
 // One contender process of the soak: its own io_context and client, its history and figures
 // written to files for the parent. Runs in a forked child, so it reports by exit code only.
-[[noreturn]] void soak_child(const std::vector<redlock::node_config>& nodes,
+//
+// The child is forked before the parent starts any thread (the proxies run on threads of their
+// own): forking a multithreaded process leaves the child with whatever locks the other threads
+// held, which hangs the sanitizers' allocator. So the child waits on `ports` for the proxies'
+// ports, written by the parent once they exist; an end of file there means the parent gave up.
+// Contender `index` of a process, on its own: named "pN.cI" in the history.
+redlock::test::workload_options single_contender(redlock::test::workload_options options,
+                                                 std::size_t index) {
+  options.process = fmt::format("{}.c{}", options.process, index);
+  options.contenders = 1;
+  return options;
+}
+
+[[noreturn]] void soak_child(int ports, std::size_t node_count,
                              redlock::test::workload_options options,
                              const std::filesystem::path& out) {
   int code = 0;
   try {
+    std::vector<redlock::node_config> nodes(node_count);
+    for (auto& node : nodes) {
+      std::uint16_t port = 0;
+      if (::read(ports, &port, sizeof port) != static_cast<ssize_t>(sizeof port))
+        throw std::runtime_error("no proxy port from the parent");
+      node.port = port;
+    }
+    ::close(ports);
+    // Each contender has a client of its own, so that all of them meet only at the nodes: the
+    // local queue of one client would keep the lock within that client (see the note on
+    // fairness in client.hpp), and the soak is about exclusion between independent holders.
     redlock::test::history log;
     redlock::test::workload_stats stats;
     run_async(
         [&](asio::io_context& io) -> asio::awaitable<void> {
-          redlock::client locks(io.get_executor(), nodes, fast_client_options());
-          co_await redlock::test::run_lock_workload(locks, options, log, stats);
+          co_await redlock::test::run_all(options.contenders, [&](std::size_t c) {
+            return [](asio::io_context& io, const std::vector<redlock::node_config>& nodes,
+                      redlock::test::workload_options one, redlock::test::history& log,
+                      redlock::test::workload_stats& stats) -> asio::awaitable<void> {
+              redlock::client locks(io.get_executor(), nodes, fast_client_options());
+              redlock::test::workload_stats mine;
+              co_await redlock::test::run_lock_workload(locks, std::move(one), log, mine);
+              stats.merge(mine);
+            }(io, nodes, single_contender(options, c), log, stats);
+          });
         },
         std::chrono::duration_cast<std::chrono::seconds>(options.duration) + 60s);
     std::ofstream history_file(out.string() + ".history");
     log.write(history_file);
     std::ofstream stats_file(out.string() + ".stats");
-    stats_file << stats.acquisitions << ' ' << stats.increments << ' ' << stats.max_occupancy
-               << '\n';
+    stats_file << stats.acquisitions << ' ' << stats.increments << ' ' << stats.max_occupancy << ' '
+               << stats.lost_before_write << '\n';
     for (const auto at : stats.acquired_at)
       stats_file << at << '\n';
     for (const auto& [what, count] : stats.failures)
@@ -929,26 +961,50 @@ std::chrono::seconds soak_duration() {
   return 60s;
 }
 
+// The soak's nemesis. Each fault hits one or two nodes (a majority stays up) or, one time in five,
+// three of them (the lock cannot be taken or kept until they are back). Every fault is undone
+// after `out`, which is longer than the TTL, so a killed node comes back empty only after every
+// key it held has expired elsewhere: the delayed-restart remedy of scenario 9.
+enum class fault {
+  kill,          // 1: SIGKILL, restarted after `out`
+  stop,          // 2: SIGSTOP during holds, SIGCONT after `out`
+  delay,         // 3, 6, 7: traffic held beyond node_timeout: late SETs, late renewals
+  client_pause,  // 3, 6: CLIENT PAUSE WRITE: SETs and scripts wait, then run late
+  reset,         // 4: every connection reset, new ones too, for `out`
+  cut,           // 4: each connection closed after a few hundred bytes (mid-pipeline)
+  client_kill,   // 4: CLIENT KILL TYPE normal, twice during `out`
+  stall,         // 1: bytes dropped, then the connection closed (a partition, as TCP sees it)
+};
+constexpr std::array<std::string_view, 8> fault_names = {
+    "kill", "stop", "delay", "client_pause", "reset", "cut", "client_kill", "stall"};
+
+struct fault_window {
+  redlock::test::mono_ns begin = 0;
+  redlock::test::mono_ns end = 0;
+  bool majority = false;
+};
+
 }  // namespace
 
-// Scenario 10, nemesis soak: 4 processes x 4 contenders on one resource, connected only through
-// the nodes, while a nemesis stops, kills (restarting after longer than the TTL) one or two nodes
-// every 2 to 5 s. Checked: no two holders overlap, the witness counter saw every increment, at
-// most one process was ever inside, no lock key is left, and the lock kept being taken.
-// REDLOCK_SOAK_SECONDS sets the length (60 s by default).
+// Scenario 10, nemesis soak: 4 processes x 8 contenders, each with its own client, on one
+// resource, connected only through the nodes, each node behind a chaos proxy, while the nemesis
+// above strikes every 2 to 5 s. Checked: no two holders overlap, the witness counter saw every
+// increment, at most one contender was ever inside, no lock key is left, and while a majority was
+// up the lock was taken again within two TTLs. REDLOCK_SOAK_SECONDS sets the length (60 s by
+// default).
 BOOST_AUTO_TEST_CASE(nemesis_soak) {
   constexpr std::size_t processes = 4;
+  constexpr std::size_t node_count = 5;
   const milliseconds ttl = 500ms;
-  redis_fleet fleet(5);
+  redis_fleet fleet(node_count);
   redlock::test::redis_server witness_server;
-  const auto nodes = fleet.configs();
   const auto dir =
       std::filesystem::temp_directory_path() / fmt::format("redlock-soak-{}", ::getpid());
   std::filesystem::create_directories(dir);
 
   redlock::test::workload_options options;
   options.resource = "soak";
-  options.contenders = 4;
+  options.contenders = 8;
   options.duration = soak_duration();
   options.lock = plain_lock(ttl);
   options.lock.auto_renew = true;
@@ -958,32 +1014,116 @@ BOOST_AUTO_TEST_CASE(nemesis_soak) {
   options.witness = witness_server.config();
 
   std::vector<pid_t> children;
+  std::vector<int> port_pipes;
   for (std::size_t p = 0; p < processes; ++p) {
+    int ends[2];
+    BOOST_TEST_REQUIRE(::pipe(ends) == 0);
     options.process = fmt::format("p{}", p);
     const pid_t child = ::fork();
     BOOST_TEST_REQUIRE(child >= 0);
-    if (child == 0) soak_child(nodes, options, dir / options.process);
+    if (child == 0) {
+      ::close(ends[1]);
+      for (const int earlier : port_pipes)
+        ::close(earlier);
+      soak_child(ends[0], node_count, options, dir / options.process);
+    }
+    ::close(ends[0]);
     children.push_back(child);
+    port_pipes.push_back(ends[1]);
   }
 
-  // The nemesis: at most two nodes out at a time, so a majority is always up.
+  // Threads may start now.
+  std::vector<std::unique_ptr<redlock::test::chaos_proxy>> proxies;
+  for (std::size_t i = 0; i < node_count; ++i)
+    proxies.push_back(std::make_unique<redlock::test::chaos_proxy>(fleet[i].port()));
+  for (const int pipe : port_pipes) {
+    for (const auto& proxy : proxies) {
+      const std::uint16_t port = proxy->port();
+      BOOST_TEST_REQUIRE(::write(pipe, &port, sizeof port) == static_cast<ssize_t>(sizeof port));
+    }
+    ::close(pipe);
+  }
+  const auto start_time = steady_clock::now();
+
   std::minstd_rand random(std::random_device{}());
-  const auto end = steady_clock::now() + options.duration;
-  int faults = 0;
+  const auto pick = [&](int low, int high) {
+    return std::uniform_int_distribution<int>(low, high)(random);
+  };
+  const auto end = start_time + options.duration;
+  std::vector<fault_window> windows;
+  std::array<int, fault_names.size()> fault_counts{};
   while (steady_clock::now() + 2s < end) {
-    std::this_thread::sleep_for(
-        milliseconds(std::uniform_int_distribution<int>(2000, 5000)(random)));
+    std::this_thread::sleep_for(milliseconds(pick(2000, 5000)));
     if (steady_clock::now() + 1s >= end) break;
-    std::vector<std::size_t> victims = {std::uniform_int_distribution<std::size_t>(0, 4)(random)};
-    if (random() % 2 == 0) victims.push_back((victims[0] + 1 + random() % 4) % 5);
-    const bool kill = random() % 2 == 0;
-    const milliseconds out(std::uniform_int_distribution<int>(600, 2000)(random));  // > TTL
-    for (const auto v : victims)
-      kill ? fleet[v].kill9() : fleet[v].pause();
-    std::this_thread::sleep_for(out);
-    for (const auto v : victims)
-      kill ? fleet[v].start() : fleet[v].resume();
-    ++faults;
+    const bool majority = pick(0, 4) == 0;
+    const std::size_t how_many = majority ? 3 : static_cast<std::size_t>(pick(1, 2));
+    std::vector<std::size_t> victims(node_count);
+    std::iota(victims.begin(), victims.end(), std::size_t{0});
+    std::shuffle(victims.begin(), victims.end(), random);
+    victims.resize(how_many);
+    const auto what = static_cast<fault>(pick(0, static_cast<int>(fault_names.size()) - 1));
+    const milliseconds out(pick(600, 2000));   // > TTL
+    const milliseconds delay(pick(150, 600));  // > node_timeout, sometimes > TTL
+
+    const auto admin = [&](std::size_t v, std::initializer_list<std::string_view> command) {
+      sync_client client(fleet[v].port(), {}, {}, 2s);
+      client.command(command);
+    };
+    const std::string pause_ms = std::to_string(out.count());
+    windows.push_back({mono_now(), 0, majority});
+    for (const auto v : victims) {
+      auto& proxy = *proxies[v];
+      switch (what) {
+        case fault::kill:
+          fleet[v].kill9();
+          break;
+        case fault::stop:
+          fleet[v].pause();
+          break;
+        case fault::delay:
+          proxy.set_latency(delay, delay / 4);
+          break;
+        case fault::client_pause:
+          admin(v, {"CLIENT", "PAUSE", pause_ms, "WRITE"});
+          break;
+        case fault::reset:
+          proxy.set_reset_peer(true);
+          break;
+        case fault::cut:
+          proxy.set_limit_data(redlock::test::chaos_proxy::direction::upstream,
+                               static_cast<std::size_t>(pick(50, 500)));
+          break;
+        case fault::client_kill:
+          admin(v, {"CLIENT", "KILL", "TYPE", "normal"});
+          break;
+        case fault::stall:
+          proxy.set_timeout(milliseconds(pick(100, 400)));
+          break;
+      }
+    }
+    std::this_thread::sleep_for(out / 2);
+    if (what == fault::client_kill)
+      for (const auto v : victims)
+        admin(v, {"CLIENT", "KILL", "TYPE", "normal"});
+    std::this_thread::sleep_for(out / 2);
+    for (const auto v : victims) {
+      switch (what) {
+        case fault::kill:
+          fleet[v].start();
+          break;
+        case fault::stop:
+          fleet[v].resume();
+          break;
+        case fault::client_pause:
+          admin(v, {"CLIENT", "UNPAUSE"});
+          break;
+        default:
+          proxies[v]->clear();
+          break;
+      }
+    }
+    windows.back().end = mono_now();
+    ++fault_counts[static_cast<std::size_t>(what)];
   }
 
   for (const pid_t child : children) {
@@ -999,6 +1139,7 @@ BOOST_AUTO_TEST_CASE(nemesis_soak) {
   std::uint64_t acquisitions = 0;
   std::string per_process;  // fairness across processes, for the message
   std::uint64_t increments = 0;
+  std::uint64_t lost_before_write = 0;
   std::int64_t max_occupancy = 0;
   std::vector<redlock::test::mono_ns> acquired_at;
   for (std::size_t p = 0; p < processes; ++p) {
@@ -1010,20 +1151,39 @@ BOOST_AUTO_TEST_CASE(nemesis_soak) {
     std::uint64_t a = 0;
     std::uint64_t i = 0;
     std::int64_t o = 0;
-    stats_file >> a >> i >> o;
+    std::uint64_t l = 0;
+    stats_file >> a >> i >> o >> l;
     acquisitions += a;
     per_process += fmt::format("{}p{} {}", p == 0 ? "" : ", ", p, a);
     increments += i;
+    lost_before_write += l;
     max_occupancy = std::max(max_occupancy, o);
     redlock::test::mono_ns at = 0;
     while (stats_file >> at)
       acquired_at.push_back(at);
   }
   std::filesystem::remove_all(dir);
+
+  // Liveness is owed only while a majority is up. A gap is excused when it meets a majority fault
+  // or the time after one in which the keys of the holds it broke expire and the contenders'
+  // backoff ends.
+  const auto excuse = std::chrono::nanoseconds(2s).count();
+  const auto excused = [&](redlock::test::mono_ns from, redlock::test::mono_ns to) {
+    return std::any_of(windows.begin(), windows.end(), [&](const fault_window& w) {
+      return w.majority && from < w.end + excuse && w.begin < to;
+    });
+  };
   std::sort(acquired_at.begin(), acquired_at.end());
   redlock::test::mono_ns longest_gap = 0;
-  for (std::size_t i = 1; i < acquired_at.size(); ++i)
-    longest_gap = std::max(longest_gap, acquired_at[i] - acquired_at[i - 1]);
+  for (std::size_t i = 1; i < acquired_at.size(); ++i) {
+    if (!excused(acquired_at[i - 1], acquired_at[i]))
+      longest_gap = std::max(longest_gap, acquired_at[i] - acquired_at[i - 1]);
+  }
+  std::string schedule;
+  for (std::size_t f = 0; f < fault_names.size(); ++f)
+    schedule += fmt::format("{}{} {}", f == 0 ? "" : ", ", fault_names[f], fault_counts[f]);
+  const auto majority_faults =
+      std::count_if(windows.begin(), windows.end(), [](const auto& w) { return w.majority; });
 
   const auto result = redlock::test::check_mutual_exclusion(events);
   sync_client witness(witness_server.port());
@@ -1031,16 +1191,18 @@ BOOST_AUTO_TEST_CASE(nemesis_soak) {
   inspector audit(fleet);
   const bool no_key_left = eventually_blocking([&] { return audit.present("soak") == 0; }, 3s);
   BOOST_TEST_MESSAGE(fmt::format(
-      "soak {} ms: {} faults, {} acquisitions ({}), {} increments, longest gap {:.0f} ms; {}",
-      options.duration.count(), faults, acquisitions, per_process, increments,
-      static_cast<double>(longest_gap) / 1e6, result.describe()));
+      "soak {} ms: {} faults ({} on a majority; {}), {} acquisitions ({}), {} increments, {} holds "
+      "lost before writing, longest gap with a majority up {:.0f} ms; {}",
+      options.duration.count(), windows.size(), majority_faults, schedule, acquisitions,
+      per_process, increments, lost_before_write, static_cast<double>(longest_gap) / 1e6,
+      result.describe()));
   BOOST_TEST(result.ok(), result.describe());
   BOOST_TEST(counter.text == std::to_string(increments));
   BOOST_TEST(max_occupancy == 1);
   BOOST_TEST(no_key_left);
   BOOST_TEST(acquisitions > 100u);
-  // Liveness: with a majority up the lock is taken again within about one TTL, plus a stopped
-  // node's node_timeout for the round that meets it.
+  // With a majority up the lock is taken again within about one TTL, plus a faulty node's
+  // node_timeout for the round that meets it.
   BOOST_TEST(longest_gap < 2 * std::chrono::nanoseconds(ttl).count(),
              "longest gap between acquisitions " << longest_gap / 1'000'000 << " ms");
 }
