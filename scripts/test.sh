@@ -13,8 +13,11 @@ scripts/bootstrap.sh
 
 jobs="$(nproc 2>/dev/null || echo 2)"
 
-# Servers the fixtures start are children of the test processes; none may outlive a run.
-leftover_servers() { pgrep -f "redis-server 127.0.0.1:" >/dev/null 2>&1; }
+# Servers the fixtures start are children of the test processes; none may outlive a run. Their
+# process title is "redis-server ADDRESS:PORT": 127.0.0.1, or a 10.200.x.2 veth address for the
+# servers that partition_tests runs in network namespaces.
+server_pattern='redis-server (127\.0\.0\.1|10\.200\.[0-9]+\.2):'
+leftover_servers() { pgrep -f "$server_pattern" >/dev/null 2>&1; }
 
 run_suite() {
   local dir="$1"
@@ -42,7 +45,7 @@ fi
 
 if leftover_servers; then
   echo "test.sh: redis-server processes were left running by the tests:" >&2
-  pgrep -af "redis-server 127.0.0.1:" >&2 || true
+  pgrep -af "$server_pattern" >&2 || true
   exit 1
 fi
 echo "== all tests passed"

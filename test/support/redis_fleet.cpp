@@ -1,5 +1,7 @@
 #include "support/redis_fleet.hpp"
 
+#include "support/child_exec.hpp"
+#include "support/netns.hpp"
 #include "support/sync_client.hpp"
 
 #include <fmt/format.h>
@@ -7,9 +9,9 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -152,7 +154,11 @@ redis_server::redis_server(redis_server_options options)
   // The destructor does not run when the constructor throws, so clean up here.
   try {
     for (int attempt = 1;; ++attempt) {
-      port_ = pick_free_port();
+      {
+        // Sockets belong to the namespace of the thread that creates them.
+        const netns::guard inside(options_.network_namespace);
+        port_ = pick_free_port();
+      }
       if (spawn_and_wait_ready() == start_result::ready) return;
       if (attempt == max_port_attempts) {
         throw std::runtime_error(
@@ -177,7 +183,7 @@ redis_server::~redis_server() {
 
 node_config redis_server::config() const {
   node_config config;
-  config.host = "127.0.0.1";
+  config.host = options_.bind_address.empty() ? "127.0.0.1" : options_.bind_address;
   config.port = port_;
   config.password = options_.password;
   return config;
@@ -266,7 +272,6 @@ pid_t redis_server::spawn() const {
 
   const std::pair<const char*, std::string> settings[] = {
       {"--port", std::to_string(port_)},
-      {"--bind", "127.0.0.1"},
       {"--save", ""},  // no RDB snapshots: a restarted server starts empty
       {"--appendonly", "no"},
       {"--daemonize", "no"},  // stay our child, so that waitpid works
@@ -280,6 +285,11 @@ pid_t redis_server::spawn() const {
     args.emplace_back(name);
     args.push_back(value);
   }
+  // Loopback always, so that the readiness check and the tests' inspectors reach the server from
+  // inside its namespace even while that namespace is cut off.
+  args.push_back("--bind");
+  if (!options_.bind_address.empty()) args.push_back(options_.bind_address);
+  args.push_back("127.0.0.1");
   if (!options_.password.empty()) {
     args.push_back("--requirepass");
     args.push_back(options_.password);
@@ -315,10 +325,19 @@ pid_t redis_server::spawn() const {
     errno = saved;
     throw_errno("open stdio.log");
   }
-  rlimit files{};
-  const unsigned max_fd = ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY
-                              ? static_cast<unsigned>(files.rlim_cur)
-                              : 65536u;
+  int netns_fd = -1;
+  if (!options_.network_namespace.empty()) {
+    const std::string netns_path = netns::path_of(options_.network_namespace);
+    netns_fd = ::open(netns_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (netns_fd < 0) {
+      const int saved = errno;
+      ::close(null_fd);
+      ::close(out_fd);
+      errno = saved;
+      throw_errno(fmt::format("open {}", netns_path).c_str());
+    }
+  }
+  const unsigned max_fd = inherited_descriptor_limit();
 
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
@@ -326,6 +345,7 @@ pid_t redis_server::spawn() const {
     const int saved = errno;
     ::close(null_fd);
     ::close(out_fd);
+    if (netns_fd >= 0) ::close(netns_fd);
     errno = saved;
     throw_errno("fork");
   }
@@ -340,18 +360,15 @@ pid_t redis_server::spawn() const {
         ::dup2(out_fd, STDERR_FILENO) < 0) {
       ::_exit(127);
     }
-    // Sockets the test process has open (clients of other servers) must not live on in this
-    // child, or closing them in the test would not close the connection.
-    if (::close_range(3, ~0u, 0) != 0) {
-      for (unsigned fd = 3; fd < max_fd; ++fd) {
-        ::close(static_cast<int>(fd));
-      }
-    }
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
+    // The forking thread is normally in the namespace already (spawn_and_wait_ready enters it),
+    // but the child must not depend on that: a server outside its namespace would bind the
+    // caller's loopback and be neither partitioned nor reachable at its address.
+    if (netns_fd >= 0 && ::setns(netns_fd, CLONE_NEWNET) != 0) ::_exit(127);
+    close_inherited_and_exec(argv.data(), max_fd);
   }
   ::close(null_fd);
   ::close(out_fd);
+  if (netns_fd >= 0) ::close(netns_fd);
   return pid;
 }
 
@@ -360,6 +377,8 @@ redis_server::start_result redis_server::spawn_and_wait_ready() {
   const auto stdio_file = dir_ / "stdio.log";
   const std::uintmax_t log_offset = file_size_or_zero(log_file);
   const std::uintmax_t stdio_offset = file_size_or_zero(stdio_file);
+  // Spawned and probed from inside the namespace: the probes connect to its loopback.
+  const netns::guard inside(options_.network_namespace);
 
   pid_ = spawn();
   paused_ = false;

@@ -18,11 +18,20 @@ struct redis_server_options {
   std::string password;                 // requirepass for the default user, if not empty
   std::vector<std::string> acl_users;   // ACL rules, one user each: "alice on >secret ~* &* +@all"
   std::vector<std::string> extra_args;  // further "--name value" arguments, split into words
+  // A network namespace made by `ip netns add` (see support/netns.hpp) to run the server in;
+  // empty: the caller's. Port selection and the readiness check then also happen inside it (the
+  // calling thread enters it for the moment), so the server must be reachable on 127.0.0.1 there.
+  std::string network_namespace;
+  // An address to listen on besides 127.0.0.1, listed first (so the process title shows it);
+  // returned by config(). Empty: 127.0.0.1 only.
+  std::string bind_address;
 };
 
 // One redis-server child process on a free loopback port, with no persistence, started as a
 // non-daemonized child (fork/exec) and always reaped with waitpid. It dies with the test process
-// (PR_SET_PDEATHSIG) even when the test crashes. DEBUG is enabled for local connections.
+// (PR_SET_PDEATHSIG) even when the test crashes. DEBUG is enabled for local connections. With
+// options.network_namespace the port is a free port of that namespace, and 127.0.0.1:port() is
+// that namespace's loopback: reachable only from inside it (bind_address from wherever it routes).
 class redis_server {
  public:
   explicit redis_server(redis_server_options options = {});  // starts and waits for PING
@@ -34,7 +43,8 @@ class redis_server {
   pid_t pid() const noexcept { return pid_; }
   bool running() const noexcept { return pid_ > 0; }
 
-  // 127.0.0.1, the port, and the default user's password (if any).
+  // The bind address (127.0.0.1 unless options.bind_address), the port, and the default user's
+  // password (if any).
   node_config config() const;
 
   void kill9();  // SIGKILL and reap; the port stays reserved for start()

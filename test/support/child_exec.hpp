@@ -1,0 +1,33 @@
+#ifndef REDLOCK_TEST_SUPPORT_CHILD_EXEC_HPP
+#define REDLOCK_TEST_SUPPORT_CHILD_EXEC_HPP
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+namespace redlock::test {
+
+// The highest descriptor number a child may have inherited, read in the parent before fork
+// (getrlimit is not on the async-signal-safe list).
+inline unsigned inherited_descriptor_limit() noexcept {
+  rlimit files{};
+  return ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY
+             ? static_cast<unsigned>(files.rlim_cur)
+             : 65536u;
+}
+
+// The last step of a forked child (only async-signal-safe calls): closes every inherited
+// descriptor above stderr, so that sockets of the test process do not live on in the new program
+// (closing them in the test must close the connection), then runs argv[0]. Exits 127 on failure.
+[[noreturn]] inline void close_inherited_and_exec(char* const argv[], unsigned max_fd) noexcept {
+  if (::close_range(3, ~0u, 0) != 0) {
+    for (unsigned fd = 3; fd < max_fd; ++fd) {
+      ::close(static_cast<int>(fd));
+    }
+  }
+  ::execv(argv[0], argv);
+  ::_exit(127);
+}
+
+}  // namespace redlock::test
+
+#endif
