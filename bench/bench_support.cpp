@@ -1,0 +1,217 @@
+#include "bench_support.hpp"
+
+#include <sys/resource.h>
+#include <unistd.h>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <exception>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace redlock::bench {
+
+redlock::client_options bench_client_options;
+
+double micros(clock_type::duration d) {
+  return std::chrono::duration<double, std::micro>(d).count();
+}
+
+// Nearest-rank percentile (p in (0, 1]); 0 for an empty sample.
+double percentile(std::vector<double> sample, double p) {
+  if (sample.empty()) return 0;
+  std::sort(sample.begin(), sample.end());
+  const auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(sample.size())));
+  return sample[std::clamp<std::size_t>(rank, 1, sample.size()) - 1];
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const auto n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// User + system CPU seconds of this process (the redis-server children are not included).
+double cpu_seconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+// User + system CPU seconds of other processes on this machine (our own redis-server children),
+// from /proc; 0 for a process that is gone.
+double cpu_seconds_of(const std::vector<pid_t>& pids) {
+  static const double ticks_per_second = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  double total = 0;
+  for (const pid_t pid : pids) {
+    std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string field;
+    double ticks = 0;
+    for (int index = 3; index <= 15 && rest >> field; ++index) {
+      if (index >= 14) ticks += std::stod(field);
+    }
+    total += ticks / ticks_per_second;
+  }
+  return total;
+}
+
+void error_tally::add(std::string_view operation, error_code ec, std::string_view detail) {
+  auto& entry = groups_[fmt::format("{}: {}", operation, ec ? ec.message() : "error reply")];
+  if (entry.count++ == 0) entry.first_detail = std::string(detail);
+  ++total_;
+}
+
+std::string error_tally::summary() const {
+  std::string out;
+  for (const auto& [what, entry] : groups_) {
+    out += fmt::format("  {} x{}{}{}\n", what, entry.count, entry.first_detail.empty() ? "" : " | ",
+                       entry.first_detail);
+  }
+  return out;
+}
+
+connection_set::connection_set(asio::any_io_executor ex,
+                               const std::vector<redlock::node_config>& nodes) {
+  for (const auto& node : nodes)
+    all.push_back(rd::connection::create(ex, node));
+}
+
+connection_set::~connection_set() {
+  for (const auto& c : all)
+    c->close();
+}
+
+// Runs one command on one connection; throws if it gets no reply or an error reply (used for
+// setup and clean-up, where a failure means the measurement cannot go on).
+asio::awaitable<redlock::resp::value> must_exec(rd::connection& conn,
+                                                std::span<const std::string_view> command) {
+  auto [ec, reply] = co_await conn.async_exec(command, {}, asio::as_tuple(asio::use_awaitable));
+  if (ec || reply.is_error()) {
+    throw std::runtime_error(fmt::format("{} on {} failed: {}", command.front(),
+                                         conn.node().address(),
+                                         ec ? reply.text + " (" + ec.message() + ")" : reply.text));
+  }
+  co_return std::move(reply);
+}
+
+asio::awaitable<void> must_ping(redlock::client& client) {
+  auto [ec] = co_await client.async_ping(asio::as_tuple(asio::use_awaitable));
+  if (ec) throw std::runtime_error(fmt::format("cannot reach a quorum of nodes: {}", ec.message()));
+}
+
+// Issues `command` on every connection at once. Returns the time until `needed` of them replied,
+// but only once all have replied, so that consecutive rounds do not overlap.
+asio::awaitable<clock_type::duration> fan_out(
+    const std::vector<std::shared_ptr<rd::connection>>& conns,
+    std::span<const std::string_view> command, std::size_t needed, error_tally& errors) {
+  struct round {
+    explicit round(asio::any_io_executor ex) : all_in(ex, clock_type::time_point::max()) {}
+    std::size_t replies = 0;
+    std::vector<std::pair<error_code, std::string>> failures;
+    clock_type::time_point decided{};
+    asio::steady_timer all_in;
+  };
+  const auto ex = co_await asio::this_coro::executor;
+  const auto r = std::make_shared<round>(ex);
+  const std::size_t count = conns.size();
+  const auto t0 = clock_type::now();
+  for (const auto& conn : conns) {
+    conn->async_exec(
+        command, {},
+        asio::bind_executor(ex, [r, count, needed](error_code ec, redlock::resp::value reply) {
+          if (ec || reply.is_error()) r->failures.emplace_back(ec, reply.text);
+          if (++r->replies == needed) r->decided = clock_type::now();
+          if (r->replies == count) r->all_in.cancel();
+        }));
+  }
+  if (r->replies < count) co_await r->all_in.async_wait(asio::as_tuple(asio::use_awaitable));
+  for (const auto& [ec, text] : r->failures)
+    errors.add("fan-out SET", ec, text);
+  co_return r->decided - t0;
+}
+
+// Runs `work` on `io` until the io_context has nothing left to do. A watchdog thread stops the
+// io_context when the work has not finished within `limit`, or when the io_context has not gone
+// idle within wind_down_limit after it finished (something the workload created kept running).
+// `progress` describes where the work stood, for the failure message.
+void drive(asio::io_context& io, asio::awaitable<void> work, clock_type::duration limit,
+           std::string_view what, const std::function<std::string()>& progress) {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool finished = false;
+  bool idle = false;
+  bool hung = false;
+  bool stuck_winding_down = false;
+  std::exception_ptr failure;
+
+  asio::co_spawn(io, std::move(work), [&](std::exception_ptr e) {
+    const std::lock_guard lock(mutex);
+    failure = e;
+    finished = true;
+    changed.notify_all();
+  });
+  std::thread watchdog([&] {
+    std::unique_lock lock(mutex);
+    if (!changed.wait_for(lock, limit, [&] { return finished || idle; })) {
+      hung = true;
+      io.stop();
+      return;
+    }
+    if (!changed.wait_for(lock, wind_down_limit, [&] { return idle; })) {
+      stuck_winding_down = true;
+      io.stop();
+    }
+  });
+  io.run();
+  {
+    const std::lock_guard lock(mutex);
+    idle = true;
+    changed.notify_all();
+  }
+  watchdog.join();
+
+  if (hung) {
+    throw std::runtime_error(
+        fmt::format("{}: not finished after {:.0f} s, stopped (an operation never completed?); {}",
+                    what, std::chrono::duration<double>(limit).count(), progress()));
+  }
+  if (!finished) {
+    throw std::runtime_error(fmt::format(
+        "{}: the io_context ran out of work before the workload finished (a completion handler "
+        "was dropped without being called); {}",
+        what, progress()));
+  }
+  if (failure) std::rethrow_exception(failure);
+  if (stuck_winding_down) {
+    fmt::print(stderr,
+               "redlock_bench: warning: {}: the io_context still had work {:.0f} s after the "
+               "client was destroyed and the connections closed; stopped it\n",
+               what, std::chrono::duration<double>(wind_down_limit).count());
+  }
+}
+
+std::string key_prefix(std::string_view workload, int run) {
+  return fmt::format("redlock-bench:{}:{}:{}:", getpid(), workload, run);
+}
+
+}  // namespace redlock::bench

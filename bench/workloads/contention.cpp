@@ -1,0 +1,179 @@
+// Workload "contention" of redlock_bench.
+
+#include <fmt/format.h>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench_support.hpp"
+#include "redlock/lease.hpp"
+#include "support/async_test.hpp"
+#include "workloads/workloads.hpp"
+
+namespace redlock::bench {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// contention: contenders in one client on one key, each doing a slow read-modify-write of a
+// counter on a witness key under the lock. Any update lost shows a mutual-exclusion failure.
+
+struct contention_sizes {
+  std::size_t contenders;
+  clock_type::duration duration;
+};
+
+struct contention_state {
+  std::string stage = "starting";
+  std::size_t quorum = 0;
+  std::string key;
+  std::string witness_key;
+  redlock::lock_options options;
+  clock_type::time_point end{};
+  std::size_t waiting = 0;  // contenders inside async_acquire
+  std::uint64_t acquisitions = 0;
+  std::int64_t final_counter = 0;
+  double seconds = 0;
+  std::vector<double> wait_us;
+  error_tally errors;
+};
+
+std::optional<std::int64_t> to_integer(const redlock::resp::value& reply) {
+  std::int64_t value = 0;
+  const auto& t = reply.text;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
+  if (!reply.is_string() || ec != std::errc() || end != t.data() + t.size()) return std::nullopt;
+  return value;
+}
+
+// g++ 12 inlines Asio's frame allocator (aligned_alloc) into this coroutine's ramp and then
+// mistakes the frame's matching operator delete for a mismatch; the pair is Asio's own.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+asio::awaitable<void> contender(redlock::client& client, rd::connection& witness,
+                                contention_state& st) {
+  asio::steady_timer pause(co_await asio::this_coro::executor);
+  const std::string_view get_command[] = {"GET", st.witness_key};
+  while (clock_type::now() < st.end) {
+    const auto t0 = clock_type::now();
+    ++st.waiting;
+    auto [ec, lease] =
+        co_await client.async_acquire(st.key, st.options, asio::as_tuple(asio::use_awaitable));
+    --st.waiting;
+    if (ec) {
+      st.errors.add("acquire", ec, lease.diagnostics());
+      pause.expires_after(1ms);  // do not spin on a persistent failure
+      co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+      continue;
+    }
+    st.wait_us.push_back(micros(clock_type::now() - t0));
+    ++st.acquisitions;
+
+    auto [get_ec, got] =
+        co_await witness.async_exec(get_command, {}, asio::as_tuple(asio::use_awaitable));
+    const auto counter = get_ec ? std::nullopt : to_integer(got);
+    if (!counter) {
+      st.errors.add("witness GET", get_ec, got.text);
+    } else {
+      pause.expires_after(1ms);
+      co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+      const std::string next = std::to_string(*counter + 1);
+      const std::string_view set_command[] = {"SET", st.witness_key, next};
+      auto [set_ec, set_reply] =
+          co_await witness.async_exec(set_command, {}, asio::as_tuple(asio::use_awaitable));
+      if (set_ec || set_reply.is_error()) st.errors.add("witness SET", set_ec, set_reply.text);
+    }
+
+    auto [release_ec] = co_await lease.async_release(asio::as_tuple(asio::use_awaitable));
+    if (release_ec) st.errors.add("release", release_ec, lease.diagnostics());
+  }
+}
+#pragma GCC diagnostic pop
+
+asio::awaitable<void> contention_work(const std::vector<redlock::node_config>& nodes,
+                                      contention_sizes sizes, contention_state& st) {
+  const auto ex = co_await asio::this_coro::executor;
+  const std::vector<redlock::node_config> witness_node(1, nodes.front());
+  connection_set witness(ex, witness_node);
+  auto& conn = *witness.all.front();
+  const std::string_view init_command[] = {"SET", st.witness_key, "0"};
+  const std::string_view get_command[] = {"GET", st.witness_key};
+  const std::string_view del_command[] = {"DEL", st.witness_key};
+  st.stage = "witness setup";
+  co_await must_exec(conn, init_command);
+  {
+    redlock::client client(ex, nodes, bench_client_options);
+    st.quorum = client.quorum();
+    st.stage = "ping";
+    co_await must_ping(client);
+    st.stage = "contending";
+    const auto t0 = clock_type::now();
+    st.end = t0 + sizes.duration;
+    co_await redlock::test::run_all(sizes.contenders,
+                                    [&](std::size_t) { return contender(client, conn, st); });
+    st.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
+    st.stage = "destroying the client";
+  }
+  st.stage = "witness read";
+  const auto final_reply = co_await must_exec(conn, get_command);
+  const auto final_counter = to_integer(final_reply);
+  if (!final_counter) {
+    throw std::runtime_error(
+        fmt::format("witness key holds '{}', not a counter", to_debug_string(final_reply)));
+  }
+  st.final_counter = *final_counter;
+  co_await must_exec(conn, del_command);
+  st.stage = "closing";
+}
+
+}  // namespace
+
+run_result run_contention(const run_context& context) {
+  const auto& nodes = context.nodes;
+  const int run = context.run;
+  const contention_sizes sizes{
+      16, context.quick ? clock_type::duration(1s) : clock_type::duration(10s)};
+  contention_state st;
+  const std::string prefix = key_prefix("contention", run);
+  st.key = prefix + "lock";
+  st.witness_key = prefix + "counter";
+  st.options.ttl = lock_ttl;  // no wait limit
+  asio::io_context io(1);
+  drive(io, contention_work(nodes, sizes, st), hang_limit + sizes.duration,
+        fmt::format("contention run {}", run), [&] {
+          return fmt::format(
+              "stage '{}', acquisitions {}, contenders waiting in async_acquire {}, errors so far "
+              "{}\n{}",
+              st.stage, st.acquisitions, st.waiting, st.errors.total(), st.errors.summary());
+        });
+  run_result r;
+  r.quorum = st.quorum;
+  const auto acquisitions = static_cast<double>(st.acquisitions);
+  r.figures = {
+      {"acquisitions_per_s", st.seconds > 0 ? acquisitions / st.seconds : 0, 1},
+      {"acquisitions", acquisitions, 0},
+      {"wait_p50_us", percentile(st.wait_us, 0.50), 1},
+      {"wait_p99_us", percentile(st.wait_us, 0.99), 1},
+      {"lost_updates", acquisitions - static_cast<double>(st.final_counter), 0},
+      {"errors", static_cast<double>(st.errors.total()), 0},
+  };
+  r.errors = std::move(st.errors);
+  return r;
+}
+
+std::string contention_params(bool quick) {
+  return fmt::format("\"contenders\":16,\"duration_s\":{},\"hold_ms\":1", quick ? 1 : 10);
+}
+
+}  // namespace redlock::bench
