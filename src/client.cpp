@@ -86,8 +86,7 @@ class acquire_op final : public abortable,
       return done_.complete_posted(error::invalid_argument, make_lease());
     }
     lease_->token = make_lock_token();
-    const std::string ttl = std::to_string(lease_->options.ttl.count());
-    resp::encode_command(set_command_, {"SET", lease_->resource, lease_->token, "NX", "PX", ttl});
+    encode_set(set_command_);
     if (lease_->options.wait) deadline_ = steady_clock::now() + *lease_->options.wait;
 
     if (single_round_) {
@@ -125,10 +124,33 @@ class acquire_op final : public abortable,
 
   lease make_lease() { return client_impl::make_lease(lease_); }
 
+  void encode_set(std::string& out) const {
+    const std::string ttl = std::to_string(lease_->options.ttl.count());
+    resp::encode_command(out, {"SET", lease_->resource, lease_->token, "NX", "PX", ttl});
+  }
+
+  // Every round has a token of its own. A request of an earlier round can still run on a node
+  // after this round's SET: a cleanup release that met NOSCRIPT is resent as EVAL behind the
+  // requests issued meanwhile, and a SET can sit in a slow node's queue. Were the token shared,
+  // such a stale release would delete this round's key after the node had granted it, and the
+  // client would count a vote it no longer has. With distinct tokens a stale request can only
+  // delete or set keys of rounds that are over.
+  //
+  // The first round sends set_command_, which the op owns; later rounds do not rewrite it (requests
+  // of earlier rounds may still be queued with a view of it) but give their requests their own
+  // copy.
   void begin_round() {
     stage_ = stage::in_round;
+    if (rounds_++ == 0) {
+      round_start_ = steady_clock::now();
+      client_->fan_out(set_command_, *this, open_ballot());
+      return;
+    }
+    lease_->token = make_lock_token();
+    auto command = std::make_shared<std::string>();
+    encode_set(*command);
     round_start_ = steady_clock::now();
-    client_->fan_out(set_command_, *this, open_ballot());
+    client_->fan_out(std::move(command), *this, open_ballot());
   }
 
   // The vote of one round: SET NX PX on every node.
@@ -287,7 +309,8 @@ class acquire_op final : public abortable,
   stage stage_ = stage::idle;
   steady_clock::time_point round_start_{};
   resource_queue* queue_ = nullptr;  // set while this op is in it
-  std::string set_command_;          // SET key token NX PX ttl, encoded; read by the connections
+  std::string set_command_;  // the first round's SET key token NX PX ttl; read by the connections
+  unsigned rounds_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -374,6 +397,13 @@ void client_impl::fan_out(std::string_view payload, reply_sink& sink, std::size_
     if (!only || (*only)[i])
       connections_[i]->exec_direct(payload, per_node, sink, first_tag + i, now);
   }
+}
+
+void client_impl::fan_out(const shared_payload& payload, reply_sink& sink, std::size_t first_tag) {
+  const request_options per_node{options_.node_timeout, nullptr};
+  const auto now = steady_clock::now();
+  for (std::size_t i = 0; i < connections_.size(); ++i)
+    connections_[i]->exec_direct(payload, per_node, sink, first_tag + i, now);
 }
 
 void client_impl::fan_out_script(const script& lua, std::string_view key,

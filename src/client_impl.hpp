@@ -124,6 +124,8 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   // `payload` (one encoded command) must be owned by the sink or outlive it.
   void fan_out(std::string_view payload, reply_sink& sink, std::size_t first_tag,
                const std::vector<bool>* only = nullptr, const script* eval_fallback = nullptr);
+  // The same with bytes the requests keep alive themselves.
+  void fan_out(const shared_payload& payload, reply_sink& sink, std::size_t first_tag);
 
   // Runs a Lua script with one key, as fan_out; the call is encoded into `payload`, which must be
   // owned by the sink.

@@ -202,6 +202,16 @@ void connection::exec_direct(std::string_view payload, request_options options, 
   start_request(std::move(req), options, now);
 }
 
+void connection::exec_direct(shared_payload payload, request_options options, reply_sink& sink,
+                             std::size_t tag, steady_clock::time_point now) {
+  auto req = pool_->make(++last_request_id_);
+  req->owned = std::move(payload);
+  req->payload = *req->owned;
+  req->sink = sink_ref(&sink);
+  req->tag = tag;
+  start_request(std::move(req), options, now);
+}
+
 void connection::start_request(shared_payload payload, request_options options,
                                handler_type handler) {
   auto req = pool_->make(++last_request_id_);

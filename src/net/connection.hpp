@@ -192,6 +192,10 @@ class connection : public std::enable_shared_from_this<connection> {
   // once by the caller for a whole fan-out.
   void exec_direct(std::string_view payload, request_options options, reply_sink& sink,
                    std::size_t tag, std::chrono::steady_clock::time_point now);
+  // The same with bytes each request keeps alive by itself, for a caller that cannot keep them
+  // unchanged until every reply is in.
+  void exec_direct(shared_payload payload, request_options options, reply_sink& sink,
+                   std::size_t tag, std::chrono::steady_clock::time_point now);
 
   // Opens the connection now instead of at the first request. Idempotent.
   void start();

@@ -8,7 +8,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -711,6 +713,75 @@ BOOST_AUTO_TEST_CASE(client_lock_cycle_with_replies_one_byte_at_a_time) {
       BOOST_TEST(node->connections_accepted() == 1u);
       BOOST_TEST(node->protocol_errors() == 0u);
     }
+  });
+}
+
+// A cleanup release that meets NOSCRIPT is resent as EVAL behind the requests issued meanwhile. If
+// the next round reused the token, that stale release would delete the key the next round had
+// just been granted on the same node, and the client would hold a vote it no longer has. Node 0
+// here fails round 1 (-OOM), answers the cleanup's EVALSHA with NOSCRIPT after 50 ms, and grants
+// round 2 before the resent EVAL arrives; it keeps its keys like a server, so it shows whether the
+// EVAL deleted round 2's key. Node 1 grants from round 2 on, node 2 never.
+BOOST_AUTO_TEST_CASE(a_stale_cleanup_never_deletes_a_later_rounds_key) {
+  struct key_store {
+    std::mutex mutex;
+    std::map<std::string, std::string> keys;
+    int sets = 0;
+    std::vector<std::string> set_tokens;
+  };
+  auto stale = std::make_shared<key_store>();
+  fake_node node0(fake::with_handshake([stale](const fake_command& cmd, std::size_t) -> fake_reply {
+    const std::lock_guard lock(stale->mutex);
+    if (fake::is(cmd, "SET") && cmd.size() >= 3) {
+      stale->set_tokens.push_back(cmd[2]);
+      if (stale->sets++ == 0) return fake::oom();
+      if (stale->keys.count(cmd[1]) != 0) return fake::null_bulk();
+      stale->keys[cmd[1]] = cmd[2];
+      return fake::ok();
+    }
+    if (fake::is(cmd, "EVALSHA")) {
+      fake_reply reply(fake::noscript());
+      reply.delay = 50ms;
+      return reply;
+    }
+    if (fake::is(cmd, "EVAL") && cmd.size() >= 5) {  // EVAL source 1 key token
+      const auto found = stale->keys.find(cmd[3]);
+      if (found == stale->keys.end() || found->second != cmd[4]) return fake::integer(0);
+      stale->keys.erase(found);
+      return fake::integer(1);
+    }
+    return fake::error("ERR unexpected command");
+  }));
+  auto node1_sets = std::make_shared<std::atomic<int>>(0);
+  fake_node node1(fake::with_handshake([node1_sets](const fake_command& cmd, std::size_t) {
+    if (fake::is(cmd, "SET"))
+      return fake_reply(node1_sets->fetch_add(1) == 0 ? fake::null_bulk() : fake::ok());
+    return fake_reply(fake::integer(1));
+  }));
+  fake_node node2(fake::with_handshake([](const fake_command& cmd, std::size_t) {
+    return fake_reply(fake::is(cmd, "SET") ? fake::null_bulk() : fake::integer(0));
+  }));
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    const std::vector<redlock::node_config> nodes = {node0.config(), node1.config(),
+                                                     node2.config()};
+    redlock::client client(io.get_executor(), nodes, fault_client_options());
+    auto options = test_lock();
+    options.retry = {1ms, 1ms, 1.0};
+    options.wait = 2000ms;
+    auto [ec, lease] = co_await client.async_acquire("stale", options, tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
+    // The resent cleanup has been run on node 0.
+    BOOST_TEST(co_await eventually([&] { return node0.commands_received("EVAL") >= 1; }, 2000ms));
+    co_await sleep_for(20ms);
+    {
+      const std::lock_guard lock(stale->mutex);
+      BOOST_TEST_REQUIRE(stale->set_tokens.size() >= 2u);
+      BOOST_TEST(stale->set_tokens[0] != stale->set_tokens[1], "two rounds shared a token");
+      BOOST_TEST(stale->keys["stale"] == lease.token(),
+                 "node 0 lost the key it granted to the winning round");
+    }
+    auto [release_ec] = co_await lease.async_release(tuple_awaitable);
+    BOOST_TEST(!release_ec, release_ec.message());
   });
 }
 
