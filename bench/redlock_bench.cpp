@@ -2,9 +2,12 @@
 // and then the median over the runs.
 //
 //   redlock_bench --workload NAME [--nodes redis://h:p,redis://h:p,...] [--runs R] [--quick]
+//                 [--table]
 //
-// NAME is latency, throughput, contention or all. Without --nodes it starts five redis-server
-// children on free loopback ports (and stops them). --quick: one run with tiny sizes.
+// NAME is one of the workloads in the table below (latency, throughput, contention,
+// contention_procs, slow_node, renewal_scale, scale_curve) or all. Without --nodes it starts five
+// redis-server children on free loopback ports (and stops them). --quick: one run with tiny sizes.
+// --table: after the JSON lines, a readable table of the medians. bench/run.sh runs them all.
 //
 // It is a measuring tool: nothing is asserted about the figures. A workload that stops making
 // progress (a hung operation) is stopped by a watchdog and reported on stderr.
@@ -23,6 +26,7 @@
 #include <vector>
 
 #include "bench_support.hpp"
+#include "bench_table.hpp"
 #include "redlock/node_config.hpp"
 #include "support/redis_fleet.hpp"
 #include "workloads/workloads.hpp"
@@ -35,12 +39,17 @@ constexpr workload workloads[] = {
     {"latency", run_latency, latency_params},
     {"throughput", run_throughput, throughput_params},
     {"contention", run_contention, contention_params},
+    {"contention_procs", run_contention_procs, contention_procs_params},
+    {"slow_node", run_slow_node, slow_node_params},
+    {"renewal_scale", run_renewal_scale, renewal_scale_params},
+    {"scale_curve", run_scale_curve, scale_curve_params},
 };
 
 constexpr std::string_view usage =
     "usage: redlock_bench --workload NAME|all\n"
     "                     [--nodes redis://h:p,redis://h:p,...] [--runs R] [--quick]\n"
-    "                     [--node-timeout-ms N]   (default 100; raise it under valgrind)\n";
+    "                     [--node-timeout-ms N]   (default 100; raise it under valgrind)\n"
+    "                     [--table]   (then a readable table of the medians)\n";
 constexpr std::size_t own_node_count = 5;
 
 struct usage_error : std::invalid_argument {
@@ -52,6 +61,7 @@ struct settings {
   std::vector<redlock::node_config> nodes;  // empty: start our own fleet
   int runs = 3;
   bool quick = false;
+  bool table = false;
 };
 
 int parse_positive(std::string_view flag, std::string_view text) {
@@ -110,6 +120,8 @@ settings parse(int argc, char** argv) {
       s.nodes = parse_nodes(value());
     } else if (arg == "--runs") {
       runs = parse_positive(arg, value());
+    } else if (arg == "--table") {
+      s.table = true;
     } else if (arg == "--quick") {
       s.quick = true;
     } else if (arg == "--node-timeout-ms") {
@@ -145,8 +157,9 @@ const workload& find_workload(std::string_view name) {
   throw std::logic_error(fmt::format("no workload '{}'", name));
 }
 
-void run_workload(std::string_view name, const std::vector<redlock::node_config>& nodes,
-                  const std::vector<pid_t>& server_pids, const settings& s) {
+std::vector<figure> run_workload(std::string_view name,
+                                 const std::vector<redlock::node_config>& nodes,
+                                 const std::vector<pid_t>& server_pids, const settings& s) {
   const workload& chosen = find_workload(name);
   std::vector<run_result> results;
   for (int run = 0; run < s.runs; ++run) {
@@ -178,6 +191,7 @@ void run_workload(std::string_view name, const std::vector<redlock::node_config>
              line_start(name, nodes.size(), results.front().quorum), chosen.params(s.quick), s.runs,
              figures_json(medians));
   std::fflush(stdout);
+  return medians;
 }
 
 }  // namespace
@@ -203,8 +217,10 @@ int main(int argc, char** argv) {
       for (std::size_t i = 0; i < fleet->size(); ++i)
         server_pids.push_back((*fleet)[i].pid());
     }
+    std::vector<table_row> rows;
     for (const auto& workload : s.workloads)
-      run_workload(workload, nodes, server_pids, s);
+      rows.push_back({workload, run_workload(workload, nodes, server_pids, s)});
+    if (s.table) fmt::print("{}", format_table(rows, s.runs, nodes.size()));
     return 0;
   } catch (const std::exception& e) {
     fmt::print(stderr, "redlock_bench: {}\n", e.what());

@@ -18,36 +18,12 @@
 #include "bench_support.hpp"
 #include "redlock/lease.hpp"
 #include "support/async_test.hpp"
+#include "workloads/contention.hpp"
 #include "workloads/workloads.hpp"
 
 namespace redlock::bench {
 
-namespace {
-
 using namespace std::chrono_literals;
-
-// contention: contenders in one client on one key, each doing a slow read-modify-write of a
-// counter on a witness key under the lock. Any update lost shows a mutual-exclusion failure.
-
-struct contention_sizes {
-  std::size_t contenders;
-  clock_type::duration duration;
-};
-
-struct contention_state {
-  std::string stage = "starting";
-  std::size_t quorum = 0;
-  std::string key;
-  std::string witness_key;
-  redlock::lock_options options;
-  clock_type::time_point end{};
-  std::size_t waiting = 0;  // contenders inside async_acquire
-  std::uint64_t acquisitions = 0;
-  std::int64_t final_counter = 0;
-  double seconds = 0;
-  std::vector<double> wait_us;
-  error_tally errors;
-};
 
 std::optional<std::int64_t> to_integer(const redlock::resp::value& reply) {
   std::int64_t value = 0;
@@ -62,7 +38,7 @@ std::optional<std::int64_t> to_integer(const redlock::resp::value& reply) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 asio::awaitable<void> contender(redlock::client& client, rd::connection& witness,
-                                contention_state& st) {
+                                contention_state& st, std::size_t index) {
   asio::steady_timer pause(co_await asio::this_coro::executor);
   const std::string_view get_command[] = {"GET", st.witness_key};
   while (clock_type::now() < st.end) {
@@ -71,6 +47,10 @@ asio::awaitable<void> contender(redlock::client& client, rd::connection& witness
     auto [ec, lease] =
         co_await client.async_acquire(st.key, st.options, asio::as_tuple(asio::use_awaitable));
     --st.waiting;
+    if (ec == redlock::error::wait_timeout) {
+      ++st.gave_up;
+      continue;
+    }
     if (ec) {
       st.errors.add("acquire", ec, lease.diagnostics());
       pause.expires_after(1ms);  // do not spin on a persistent failure
@@ -79,6 +59,7 @@ asio::awaitable<void> contender(redlock::client& client, rd::connection& witness
     }
     st.wait_us.push_back(micros(clock_type::now() - t0));
     ++st.acquisitions;
+    if (index < st.per_contender.size()) ++st.per_contender[index];
 
     auto [get_ec, got] =
         co_await witness.async_exec(get_command, {}, asio::as_tuple(asio::use_awaitable));
@@ -101,6 +82,13 @@ asio::awaitable<void> contender(redlock::client& client, rd::connection& witness
 }
 #pragma GCC diagnostic pop
 
+namespace {
+
+struct contention_sizes {
+  std::size_t contenders;
+  clock_type::duration duration;
+};
+
 asio::awaitable<void> contention_work(const std::vector<redlock::node_config>& nodes,
                                       contention_sizes sizes, contention_state& st) {
   const auto ex = co_await asio::this_coro::executor;
@@ -121,7 +109,7 @@ asio::awaitable<void> contention_work(const std::vector<redlock::node_config>& n
     const auto t0 = clock_type::now();
     st.end = t0 + sizes.duration;
     co_await redlock::test::run_all(sizes.contenders,
-                                    [&](std::size_t) { return contender(client, conn, st); });
+                                    [&](std::size_t i) { return contender(client, conn, st, i); });
     st.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
     st.stage = "destroying the client";
   }

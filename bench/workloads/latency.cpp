@@ -16,6 +16,7 @@
 #include "bench_support.hpp"
 #include "redlock/lease.hpp"
 #include "support/async_test.hpp"
+#include "workloads/lock_measures.hpp"
 #include "workloads/workloads.hpp"
 
 namespace redlock::bench {
@@ -26,16 +27,8 @@ using namespace std::chrono_literals;
 
 // latency: one caller, sequential acquire + release on one key; plain SET beside it.
 
-struct latency_sizes {
-  int warmup;
-  int iterations;
-};
-
-struct latency_state {
-  std::string stage = "starting";
-  int iteration = 0;
-  std::size_t quorum = 0;
-  std::vector<double> acquire_us, release_us, set_us, fanout_us;
+struct latency_state : lock_latency_state {
+  std::vector<double> set_us, fanout_us;
   error_tally errors;
 };
 
@@ -43,34 +36,7 @@ asio::awaitable<void> latency_work(const std::vector<redlock::node_config>& node
                                    latency_sizes sizes, std::string prefix, latency_state& st) {
   const auto ex = co_await asio::this_coro::executor;
   const int total = sizes.warmup + sizes.iterations;
-  {
-    redlock::client client(ex, nodes, bench_client_options);
-    st.quorum = client.quorum();
-    st.stage = "ping";
-    co_await must_ping(client);
-    redlock::lock_options options;
-    options.ttl = lock_ttl;
-    const std::string key = prefix + "lock";
-    for (st.iteration = 0; st.iteration < total; ++st.iteration) {
-      st.stage = "acquire";
-      const auto t0 = clock_type::now();
-      auto [ec, lease] =
-          co_await client.async_acquire(key, options, asio::as_tuple(asio::use_awaitable));
-      const auto t1 = clock_type::now();
-      if (ec) {
-        st.errors.add("acquire", ec, lease.diagnostics());
-        continue;
-      }
-      st.stage = "release";
-      auto [release_ec] = co_await lease.async_release(asio::as_tuple(asio::use_awaitable));
-      const auto t2 = clock_type::now();
-      if (release_ec) st.errors.add("release", release_ec, lease.diagnostics());
-      if (st.iteration < sizes.warmup) continue;
-      st.acquire_us.push_back(micros(t1 - t0));
-      if (!release_ec) st.release_us.push_back(micros(t2 - t1));
-    }
-    st.stage = "destroying the client";
-  }
+  co_await lock_latency_loop(nodes, sizes, prefix + "lock", st, st.errors);
 
   connection_set conns(ex, nodes);
   const std::string key = prefix + "set";
@@ -103,41 +69,102 @@ asio::awaitable<void> latency_work(const std::vector<redlock::node_config>& node
 
 }  // namespace
 
+asio::awaitable<void> lock_latency_loop(const std::vector<redlock::node_config>& nodes,
+                                        latency_sizes sizes, std::string key,
+                                        lock_latency_state& st, error_tally& errors,
+                                        std::string label) {
+  const auto ex = co_await asio::this_coro::executor;
+  const int total = sizes.warmup + sizes.iterations;
+  redlock::client client(ex, nodes, bench_client_options);
+  st.quorum = client.quorum();
+  st.stage = "ping";
+  co_await must_ping(client);
+  redlock::lock_options options;
+  options.ttl = lock_ttl;
+  for (st.iteration = 0; st.iteration < total; ++st.iteration) {
+    st.stage = "acquire";
+    const auto t0 = clock_type::now();
+    auto [ec, lease] =
+        co_await client.async_acquire(key, options, asio::as_tuple(asio::use_awaitable));
+    const auto t1 = clock_type::now();
+    if (ec) {
+      errors.add(label + "acquire", ec, lease.diagnostics());
+      continue;
+    }
+    st.stage = "release";
+    auto [release_ec] = co_await lease.async_release(asio::as_tuple(asio::use_awaitable));
+    const auto t2 = clock_type::now();
+    if (release_ec) errors.add(label + "release", release_ec, lease.diagnostics());
+    if (st.iteration < sizes.warmup) continue;
+    st.acquire_us.push_back(micros(t1 - t0));
+    if (!release_ec) st.release_us.push_back(micros(t2 - t1));
+  }
+  st.stage = "destroying the client";
+}
+
+std::string describe_progress(const lock_latency_state& st, const error_tally& errors) {
+  return fmt::format("stage '{}', iteration {}, errors so far {}\n{}", st.stage, st.iteration,
+                     errors.total(), errors.summary());
+}
+
+lock_latency_state measure_lock_latency(const std::vector<redlock::node_config>& nodes,
+                                        latency_sizes sizes, std::string key, std::string_view what,
+                                        error_tally& errors, std::string label) {
+  lock_latency_state st;
+  asio::io_context io(1);
+  drive(io, lock_latency_loop(nodes, sizes, std::move(key), st, errors, std::move(label)),
+        hang_limit, what, [&] { return describe_progress(st, errors); });
+  return st;
+}
+
+std::vector<figure> lock_latency_figures(const lock_latency_state& st, std::string_view before,
+                                         std::string_view after) {
+  const auto name = [&](std::string_view base) {
+    return fmt::format("{}{}{}", before, base, after);
+  };
+  return {
+      {name("acquire_p50_us"), percentile(st.acquire_us, 0.50), 1},
+      {name("acquire_p99_us"), percentile(st.acquire_us, 0.99), 1},
+      {name("release_p50_us"), percentile(st.release_us, 0.50), 1},
+      {name("release_p99_us"), percentile(st.release_us, 0.99), 1},
+  };
+}
+
+latency_sizes latency_sizes_for(bool quick) {
+  return quick ? latency_sizes{20, 200} : latency_sizes{200, 2000};
+}
+
 run_result run_latency(const run_context& context) {
   const auto& nodes = context.nodes;
   const int run = context.run;
-  const latency_sizes sizes = context.quick ? latency_sizes{20, 200} : latency_sizes{200, 2000};
+  const latency_sizes sizes = latency_sizes_for(context.quick);
   latency_state st;
   asio::io_context io(1);
   drive(io, latency_work(nodes, sizes, key_prefix("latency", run), st), hang_limit,
-        fmt::format("latency run {}", run), [&] {
-          return fmt::format("stage '{}', iteration {}, errors so far {}\n{}", st.stage,
-                             st.iteration, st.errors.total(), st.errors.summary());
-        });
+        fmt::format("latency run {}", run), [&] { return describe_progress(st, st.errors); });
   run_result r;
   r.quorum = st.quorum;
-  const double acquire_p50 = percentile(st.acquire_us, 0.50);
-  const double release_p50 = percentile(st.release_us, 0.50);
   const double set_p50 = percentile(st.set_us, 0.50);
   const double fanout_p50 = percentile(st.fanout_us, 0.50);
   auto ratio = [](double a, double b) { return b > 0 ? a / b : 0; };
-  r.figures = {
-      {"acquire_p50_us", acquire_p50, 1},
-      {"acquire_p99_us", percentile(st.acquire_us, 0.99), 1},
-      {"release_p50_us", release_p50, 1},
-      {"release_p99_us", percentile(st.release_us, 0.99), 1},
-      {"set_rtt_p50_us", set_p50, 1},
-      {"set_rtt_p99_us", percentile(st.set_us, 0.99), 1},
-      {"set_fanout_quorum_p50_us", fanout_p50, 1},
-      {"set_fanout_quorum_p99_us", percentile(st.fanout_us, 0.99), 1},
-      // Against one SET to one node, and against the same SET sent to every node and decided at
-      // a quorum of replies: the network work a Redlock round cannot avoid.
-      {"acquire_vs_set", ratio(acquire_p50, set_p50), 2},
-      {"acquire_vs_fanout", ratio(acquire_p50, fanout_p50), 2},
-      {"release_vs_set", ratio(release_p50, set_p50), 2},
-      {"release_vs_fanout", ratio(release_p50, fanout_p50), 2},
-      {"errors", static_cast<double>(st.errors.total()), 0},
-  };
+  r.figures = lock_latency_figures(st, "", "");
+  const double acquire_p50 = r.figures[0].value;
+  const double release_p50 = r.figures[2].value;
+  r.figures.insert(
+      r.figures.end(),
+      {
+          {"set_rtt_p50_us", set_p50, 1},
+          {"set_rtt_p99_us", percentile(st.set_us, 0.99), 1},
+          {"set_fanout_quorum_p50_us", fanout_p50, 1},
+          {"set_fanout_quorum_p99_us", percentile(st.fanout_us, 0.99), 1},
+          // Against one SET to one node, and against the same SET sent to every node and decided at
+          // a quorum of replies: the network work a Redlock round cannot avoid.
+          {"acquire_vs_set", ratio(acquire_p50, set_p50), 2},
+          {"acquire_vs_fanout", ratio(acquire_p50, fanout_p50), 2},
+          {"release_vs_set", ratio(release_p50, set_p50), 2},
+          {"release_vs_fanout", ratio(release_p50, fanout_p50), 2},
+          {"errors", static_cast<double>(st.errors.total()), 0},
+      });
   r.errors = std::move(st.errors);
   return r;
 }

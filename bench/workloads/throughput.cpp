@@ -16,6 +16,7 @@
 #include "bench_support.hpp"
 #include "redlock/lease.hpp"
 #include "support/async_test.hpp"
+#include "workloads/lock_measures.hpp"
 #include "workloads/workloads.hpp"
 
 namespace redlock::bench {
@@ -26,21 +27,13 @@ using namespace std::chrono_literals;
 
 // throughput: distinct keys, many coroutines in flight, try_acquire + release pairs.
 
-struct throughput_sizes {
-  std::uint64_t pairs;
-  std::size_t inflight;
-};
-
 struct throughput_state {
+  error_tally& errors;
+  const std::string& label;
   std::string stage = "starting";
-  std::size_t quorum = 0;
   std::uint64_t issued = 0;
   std::uint64_t completed = 0;
-  double seconds = 0;
-  double cpu = 0;
-  std::vector<pid_t> server_pids;  // empty with --nodes
-  double server_cpu = 0;
-  error_tally errors;
+  throughput_measure m{};
 };
 
 asio::awaitable<void> throughput_worker(redlock::client& client,
@@ -52,68 +45,81 @@ asio::awaitable<void> throughput_worker(redlock::client& client,
     auto [ec, lease] =
         co_await client.async_try_acquire(key, options, asio::as_tuple(asio::use_awaitable));
     if (ec) {
-      st.errors.add("try_acquire", ec, lease.diagnostics());
+      st.errors.add(st.label + "try_acquire", ec, lease.diagnostics());
     } else {
       auto [release_ec] = co_await lease.async_release(asio::as_tuple(asio::use_awaitable));
-      if (release_ec) st.errors.add("release", release_ec, lease.diagnostics());
+      if (release_ec) st.errors.add(st.label + "release", release_ec, lease.diagnostics());
     }
     ++st.completed;
   }
 }
 
 asio::awaitable<void> throughput_work(const std::vector<redlock::node_config>& nodes,
-                                      throughput_sizes sizes, std::string prefix,
-                                      throughput_state& st) {
+                                      const std::vector<pid_t>& server_pids, throughput_sizes sizes,
+                                      std::string prefix, throughput_state& st) {
   const auto ex = co_await asio::this_coro::executor;
   redlock::client client(ex, nodes, bench_client_options);
-  st.quorum = client.quorum();
+  st.m.quorum = client.quorum();
   st.stage = "ping";
   co_await must_ping(client);
   redlock::lock_options options;
   options.ttl = lock_ttl;
   st.stage = "pairs";
   const double cpu0 = cpu_seconds();
-  const double server_cpu0 = cpu_seconds_of(st.server_pids);
+  const double server_cpu0 = cpu_seconds_of(server_pids);
   const auto t0 = clock_type::now();
   co_await redlock::test::run_all(sizes.inflight, [&](std::size_t) {
     return throughput_worker(client, options, prefix, sizes.pairs, st);
   });
-  st.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
-  st.cpu = cpu_seconds() - cpu0;
-  st.server_cpu = cpu_seconds_of(st.server_pids) - server_cpu0;
+  st.m.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
+  st.m.cpu = cpu_seconds() - cpu0;
+  st.m.server_cpu = cpu_seconds_of(server_pids) - server_cpu0;
   st.stage = "destroying the client";
 }
 
 }  // namespace
 
+throughput_measure measure_throughput(const std::vector<redlock::node_config>& nodes,
+                                      const std::vector<pid_t>& server_pids, throughput_sizes sizes,
+                                      std::string prefix, std::string_view what,
+                                      error_tally& errors, const std::string& label) {
+  throughput_state st{errors, label};
+  st.m.pairs = sizes.pairs;
+  st.m.own_nodes = !server_pids.empty();
+  asio::io_context io(1);
+  drive(io, throughput_work(nodes, server_pids, sizes, std::move(prefix), st), hang_limit, what,
+        [&] {
+          return fmt::format("stage '{}', pairs started {}, finished {}, errors so far {}\n{}",
+                             st.stage, st.issued, st.completed, errors.total(), errors.summary());
+        });
+  return std::move(st.m);
+}
+
+std::vector<figure> throughput_figures(const throughput_measure& m, std::string_view after) {
+  const auto name = [&](std::string_view base) { return fmt::format("{}{}", base, after); };
+  const auto pairs = static_cast<double>(m.pairs);
+  std::vector<figure> figures = {
+      {name("pairs_per_s"), m.seconds > 0 ? pairs / m.seconds : 0, 0},
+      {name("client_cpu_us_per_pair"), m.cpu * 1e6 / pairs, 2},
+  };
+  if (m.own_nodes) {
+    // Our own nodes only: with --nodes their processes are not ours to measure.
+    figures.push_back({name("server_cpu_us_per_pair"), m.server_cpu * 1e6 / pairs, 2});
+    figures.push_back({name("client_share_of_cpu"), m.cpu / (m.cpu + m.server_cpu), 2});
+  }
+  return figures;
+}
+
 run_result run_throughput(const run_context& context) {
-  const auto& nodes = context.nodes;
-  const auto& server_pids = context.server_pids;
   const int run = context.run;
   const throughput_sizes sizes{context.quick ? 2'000u : 20'000u, 256};
-  throughput_state st;
-  st.server_pids = server_pids;
-  asio::io_context io(1);
-  drive(io, throughput_work(nodes, sizes, key_prefix("throughput", run), st), hang_limit,
-        fmt::format("throughput run {}", run), [&] {
-          return fmt::format("stage '{}', pairs started {}, finished {}, errors so far {}\n{}",
-                             st.stage, st.issued, st.completed, st.errors.total(),
-                             st.errors.summary());
-        });
   run_result r;
-  r.quorum = st.quorum;
-  const auto pairs = static_cast<double>(sizes.pairs);
-  r.figures = {
-      {"pairs_per_s", st.seconds > 0 ? pairs / st.seconds : 0, 0},
-      {"client_cpu_us_per_pair", st.cpu * 1e6 / pairs, 2},
-  };
-  if (!server_pids.empty()) {
-    // Our own nodes only: with --nodes their processes are not ours to measure.
-    r.figures.push_back({"server_cpu_us_per_pair", st.server_cpu * 1e6 / pairs, 2});
-    r.figures.push_back({"client_share_of_cpu", st.cpu / (st.cpu + st.server_cpu), 2});
-  }
-  r.figures.push_back({"errors", static_cast<double>(st.errors.total()), 0});
-  r.errors = std::move(st.errors);
+  const throughput_measure m =
+      measure_throughput(context.nodes, context.server_pids, sizes, key_prefix("throughput", run),
+                         fmt::format("throughput run {}", run), r.errors);
+  r.quorum = m.quorum;
+  r.figures = throughput_figures(m, "");
+  r.figures.push_back({"errors", static_cast<double>(r.errors.total()), 0});
   return r;
 }
 

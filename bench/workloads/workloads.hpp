@@ -20,6 +20,23 @@ std::string throughput_params(bool quick);
 run_result run_contention(const run_context& context);
 std::string contention_params(bool quick);
 
+// latency with every node behind a proxy, without and then with the last node's replies delayed
+// by 50 ms: a quorum of the others should decide without it.
+run_result run_slow_node(const run_context& context);
+std::string slow_node_params(bool quick);
+
+// throughput at 1 .. 1024 in flight, and latency on 1, 3, 5 and 7 nodes.
+run_result run_scale_curve(const run_context& context);
+std::string scale_curve_params(bool quick);
+
+// Many leases held at once with auto-renewal: client CPU and memory while only renewals run.
+run_result run_renewal_scale(const run_context& context);
+std::string renewal_scale_params(bool quick);
+
+// 4 processes x 4 contenders on one key, one client per process: throughput, waits, fairness.
+run_result run_contention_procs(const run_context& context);
+std::string contention_procs_params(bool quick);
+
 }  // namespace redlock::bench
 
 #endif

@@ -1,0 +1,48 @@
+// What the contention workloads share: contenders that take one lock in turn and, under it, do a
+// slow read-modify-write of a counter on a witness key (GET, hold 1 ms, SET value + 1). Any update
+// lost shows a mutual-exclusion failure.
+#ifndef REDLOCK_BENCH_WORKLOADS_CONTENTION_HPP
+#define REDLOCK_BENCH_WORKLOADS_CONTENTION_HPP
+
+#include <boost/asio/awaitable.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench_support.hpp"
+#include "redlock/client.hpp"
+#include "redlock/options.hpp"
+
+namespace redlock::bench {
+
+// The contenders of one client; they all run on one executor.
+struct contention_state {
+  std::string stage = "starting";
+  std::size_t quorum = 0;
+  std::string key;
+  std::string witness_key;
+  redlock::lock_options options;  // a `wait` makes starved contenders give up and try again
+  clock_type::time_point end{};
+  std::size_t waiting = 0;  // contenders inside async_acquire
+  std::uint64_t acquisitions = 0;
+  std::vector<std::uint64_t> per_contender;  // acquisitions of each contender, if sized
+  std::uint64_t gave_up = 0;                 // acquires that ended with wait_timeout
+  std::int64_t final_counter = 0;
+  double seconds = 0;
+  std::vector<double> wait_us;  // from calling async_acquire to holding the lock
+  error_tally errors;
+};
+
+// A witness reply as a counter (a missing key is not one).
+std::optional<std::int64_t> to_integer(const redlock::resp::value& reply);
+
+// Contender `index`: acquire, GET, hold 1 ms, SET + 1, release, until st.end.
+asio::awaitable<void> contender(redlock::client& client, rd::connection& witness,
+                                contention_state& st, std::size_t index);
+
+}  // namespace redlock::bench
+
+#endif
