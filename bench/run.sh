@@ -39,7 +39,8 @@ watch_servers() {
   local -A bench=()
   while true; do
     for stat in /proc/[0-9]*/stat; do
-      read -r pid comm _ ppid _ <"$stat" 2>/dev/null || continue
+      # The process may be gone by now; the error redirection goes first so that it covers that.
+      read -r pid comm _ ppid _ 2>/dev/null <"$stat" || continue
       if [ "$comm" = "(redlock_bench)" ] && [ "$ppid" = "$$" ]; then
         bench[$pid]=1
       elif [ "$comm" = "(redis-server)" ] && [ -n "${bench[$ppid]:-}" ]; then
