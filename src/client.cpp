@@ -18,6 +18,7 @@ namespace redlock::detail {
 
 namespace asio = boost::asio;
 using boost::system::error_code;
+using to_unresponsive = client_impl::to_unresponsive;
 
 namespace {
 
@@ -143,14 +144,14 @@ class acquire_op final : public abortable,
     stage_ = stage::in_round;
     if (rounds_++ == 0) {
       round_start_ = steady_clock::now();
-      client_->fan_out(set_command_, *this, open_ballot());
+      client_->fan_out(set_command_, *this, open_ballot(), to_unresponsive::skip);
       return;
     }
     lease_->token = make_lock_token();
     auto command = std::make_shared<std::string>();
     encode_set(*command);
     round_start_ = steady_clock::now();
-    client_->fan_out(std::move(command), *this, open_ballot());
+    client_->fan_out(std::move(command), *this, open_ballot(), to_unresponsive::skip);
   }
 
   // The vote of one round: SET NX PX on every node.
@@ -390,8 +391,10 @@ void client_impl::shutdown() {
 }
 
 void client_impl::fan_out(std::string_view payload, reply_sink& sink, std::size_t first_tag,
-                          const std::vector<bool>* only, const script* eval_fallback) {
-  const request_options per_node{options_.node_timeout, eval_fallback};
+                          to_unresponsive policy, const std::vector<bool>* only,
+                          const script* eval_fallback) {
+  const request_options per_node{options_.node_timeout, eval_fallback,
+                                 policy == to_unresponsive::skip};
   const auto now = steady_clock::now();
   for (std::size_t i = 0; i < connections_.size(); ++i) {
     if (!only || (*only)[i])
@@ -399,8 +402,9 @@ void client_impl::fan_out(std::string_view payload, reply_sink& sink, std::size_
   }
 }
 
-void client_impl::fan_out(const shared_payload& payload, reply_sink& sink, std::size_t first_tag) {
-  const request_options per_node{options_.node_timeout, nullptr};
+void client_impl::fan_out(const shared_payload& payload, reply_sink& sink, std::size_t first_tag,
+                          to_unresponsive policy) {
+  const request_options per_node{options_.node_timeout, nullptr, policy == to_unresponsive::skip};
   const auto now = steady_clock::now();
   for (std::size_t i = 0; i < connections_.size(); ++i)
     connections_[i]->exec_direct(payload, per_node, sink, first_tag + i, now);
@@ -408,11 +412,11 @@ void client_impl::fan_out(const shared_payload& payload, reply_sink& sink, std::
 
 void client_impl::fan_out_script(const script& lua, std::string_view key,
                                  std::span<const std::string_view> args, std::string& payload,
-                                 reply_sink& sink, std::size_t first_tag,
+                                 reply_sink& sink, std::size_t first_tag, to_unresponsive policy,
                                  const std::vector<bool>* only) {
   const std::string_view keys[] = {key};
   payload = encode_evalsha(lua, keys, args);
-  fan_out(payload, sink, first_tag, only, &lua);
+  fan_out(payload, sink, first_tag, policy, only, &lua);
 }
 
 namespace {
@@ -442,7 +446,8 @@ void client_impl::release_best_effort(const std::string& resource, const std::st
   cleanup->retain();  // until every request holds its own reference
   const std::string_view args[] = {token};
   try {
-    fan_out_script(release_script(), resource, args, cleanup->payload, *cleanup, 0, only);
+    fan_out_script(release_script(), resource, args, cleanup->payload, *cleanup, 0,
+                   to_unresponsive::send, only);
   } catch (...) {
     cleanup->release();
     throw;
@@ -562,7 +567,7 @@ class ping_op final : public operation_vote {
       resp::encode_command(command, {"PING"});
       return command;
     }();
-    client()->fan_out(ping, *this, open_ballot());
+    client()->fan_out(ping, *this, open_ballot(), to_unresponsive::skip);
   }
 
  private:

@@ -119,19 +119,30 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
 
   static lease make_lease(std::shared_ptr<lease_state> state);
 
+  // What a fan-out does on a node that already owes a reply older than node_timeout (a stopped,
+  // stalled or much delayed node; connection::unresponsive).
+  //  - skip: fail that node's request at once, unsent. A round that cannot win without such a
+  //    node is then decided in one round trip and frees the keys it took on the others, instead
+  //    of holding them for node_timeout while rival rounds split the remaining votes.
+  //  - send: queue it all the same. Releases must: on each node a release has to travel behind
+  //    every SET it may have to undo.
+  enum class to_unresponsive : std::uint8_t { skip, send };
+
   // Sends one request to every node (or those marked in `only`), each with node_timeout;
   // sink.on_reply(first_tag + node, ec, reply) is called once per node, on the client's executor.
   // `payload` (one encoded command) must be owned by the sink or outlive it.
   void fan_out(std::string_view payload, reply_sink& sink, std::size_t first_tag,
-               const std::vector<bool>* only = nullptr, const script* eval_fallback = nullptr);
+               to_unresponsive policy, const std::vector<bool>* only = nullptr,
+               const script* eval_fallback = nullptr);
   // The same with bytes the requests keep alive themselves.
-  void fan_out(const shared_payload& payload, reply_sink& sink, std::size_t first_tag);
+  void fan_out(const shared_payload& payload, reply_sink& sink, std::size_t first_tag,
+               to_unresponsive policy);
 
   // Runs a Lua script with one key, as fan_out; the call is encoded into `payload`, which must be
   // owned by the sink.
   void fan_out_script(const script& lua, std::string_view key,
                       std::span<const std::string_view> args, std::string& payload,
-                      reply_sink& sink, std::size_t first_tag,
+                      reply_sink& sink, std::size_t first_tag, to_unresponsive policy,
                       const std::vector<bool>* only = nullptr);
 
   // Token-checked DEL on the chosen nodes; nobody waits for it. Requests on each node's connection

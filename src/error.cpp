@@ -41,6 +41,8 @@ class category final : public boost::system::error_category {
         return "authentication failed";
       case error::select_failed:
         return "selecting the database failed";
+      case error::node_unresponsive:
+        return "the node has not answered for longer than the request timeout";
     }
     return "unknown redlock error " + std::to_string(ev);
   }

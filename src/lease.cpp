@@ -110,7 +110,7 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
     const std::string ttl_text = std::to_string(ttl_.count());
     const std::string_view args[] = {state_->token, ttl_text};
     state_->client->fan_out_script(extend_script(), state_->resource, args, payload_, *this,
-                                   open_ballot());
+                                   open_ballot(), client_impl::to_unresponsive::skip);
   }
 
  private:
@@ -238,7 +238,7 @@ class release_op final : public operation_vote {
   void run() {
     const std::string_view args[] = {state_->token};
     state_->client->fan_out_script(release_script(), state_->resource, args, payload_, *this,
-                                   open_ballot());
+                                   open_ballot(), client_impl::to_unresponsive::send);
   }
 
  private:

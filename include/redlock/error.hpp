@@ -23,14 +23,15 @@ enum class error {
   lock_lost,             // a held lease could not be kept (renewal failed, key gone or foreign)
   not_held,              // release/extend of a lease that is no longer ours
   // Node-level outcomes.
-  protocol_error,   // the server sent bytes that are not valid RESP, or exceed a parser limit
-  server_error,     // the server answered with an error reply where none was expected
-  not_connected,    // the node is down and reconnecting; the request was not sent
-  connection_lost,  // the connection broke while the request waited for its reply
-  request_timeout,  // the request's own deadline passed before its reply arrived
-  connect_timeout,  // connecting (TCP connect + handshake) took longer than connect_timeout
-  auth_failed,      // AUTH was refused (WRONGPASS), or the server requires it (NOAUTH)
-  select_failed,    // SELECT of the configured database was refused (e.g. index out of range)
+  protocol_error,     // the server sent bytes that are not valid RESP, or exceed a parser limit
+  server_error,       // the server answered with an error reply where none was expected
+  not_connected,      // the node is down and reconnecting; the request was not sent
+  connection_lost,    // the connection broke while the request waited for its reply
+  request_timeout,    // the request's own deadline passed before its reply arrived
+  connect_timeout,    // connecting (TCP connect + handshake) took longer than connect_timeout
+  auth_failed,        // AUTH was refused (WRONGPASS), or the server requires it (NOAUTH)
+  select_failed,      // SELECT of the configured database was refused (e.g. index out of range)
+  node_unresponsive,  // the node has owed a reply for longer than node_timeout; not sent
 };
 
 const boost::system::error_category& error_category() noexcept;

@@ -165,6 +165,7 @@ shared_payload connection::encode(std::span<const std::string_view> command) {
 void connection::start() {
   if (state_ != state::idle) return;
   state_ = state::connecting;
+  connect_started_ = steady_clock::now();
   asio::co_spawn(executor_, run(run_owner(shared_from_this())),
                  asio::bind_cancellation_slot(stop_signal_.slot(), asio::detached));
 }
@@ -242,6 +243,15 @@ void connection::start_request(request_ptr req, request_options options,
          fmt::format("node is down, reconnecting (last error: {})", last_cause_), delivery::post);
     return;
   }
+  if (options.skip_if_unresponsive && options.timeout > std::chrono::milliseconds(0) &&
+      unresponsive(options.timeout, now)) {
+    ++stats_.skipped_unresponsive;
+    fail(*req, error::node_unresponsive,
+         fmt::format("not sent: the node has owed a reply for more than {} ms{}",
+                     to_ms(options.timeout), state_ == state::connecting ? " (connecting)" : ""),
+         delivery::post);
+    return;
+  }
 
   if (options.timeout > std::chrono::milliseconds(0)) {
     req->deadline = now + options.timeout;
@@ -253,6 +263,18 @@ void connection::start_request(request_ptr req, request_options options,
     start();
   } else if (state_ == state::ready) {
     wake_writer();
+  }
+}
+
+bool connection::unresponsive(std::chrono::milliseconds limit,
+                              steady_clock::time_point now) const noexcept {
+  switch (state_) {
+    case state::connecting:
+      return now - connect_started_ > limit;
+    case state::ready:
+      return !in_flight_.empty() && now - in_flight_.front()->written_at > limit;
+    default:
+      return false;
   }
 }
 
@@ -429,6 +451,7 @@ asio::awaitable<void> connection::run(run_owner /*owner*/) {
   try {
     while (state_ != state::closed) {
       state_ = state::connecting;
+      connect_started_ = steady_clock::now();
       error_code request_error = co_await connect_with_timeout();
       if (state_ == state::closed) break;
 

@@ -97,6 +97,12 @@ struct request_options {
   // Set when the payload is an EVALSHA of this script (which must outlive the request): a NOSCRIPT
   // reply makes the connection resend the call as EVAL with the full source.
   const script* eval_fallback = nullptr;
+
+  // Fail at once, unsent, with error::node_unresponsive while the node already owes an answer
+  // older than `timeout` (see connection::unresponsive). For requests that would only wait out
+  // their deadline behind the silence: a new round's SET, an extension, a PING. Never for a
+  // release, which must follow on the wire every SET it may have to undo.
+  bool skip_if_unresponsive = false;
 };
 
 // Counters for tests and benchmarks. `writes` counts socket writes, so `requests_written / writes`
@@ -107,7 +113,8 @@ struct connection_stats {
   std::uint64_t requests_written = 0;
   std::uint64_t bytes_written = 0;
   std::uint64_t replies = 0;
-  std::uint64_t replies_dropped = 0;  // replies of requests that were cancelled or timed out
+  std::uint64_t replies_dropped = 0;       // replies of requests that were cancelled or timed out
+  std::uint64_t skipped_unresponsive = 0;  // failed unsent: request_options::skip_if_unresponsive
 };
 
 // One pipelined connection to one Redis node.
@@ -123,7 +130,8 @@ struct connection_stats {
 //    and the cause ("127.0.0.1:6380: connect failed: Connection refused"). Codes:
 //    error::not_connected (node down, request not sent), error::connection_lost (link broke while
 //    the request was queued or in flight; a written command may or may not have executed),
-//    error::request_timeout, error::connect_timeout, error::auth_failed, error::select_failed,
+//    error::request_timeout, error::node_unresponsive (skip_if_unresponsive; not sent),
+//    error::connect_timeout, error::auth_failed, error::select_failed,
 //    error::protocol_error, a system/asio error from connecting, or operation_aborted (cancelled,
 //    or the connection was closed).
 //
@@ -207,6 +215,14 @@ class connection : public std::enable_shared_from_this<connection> {
   // Closes once every request issued so far has its reply, or after `bound` at the latest; until
   // then the connection works as usual. Used at shutdown so that final releases still go out.
   void close_when_idle(std::chrono::milliseconds bound);
+
+  // The node owes an answer older than `limit`: the connect attempt under way, or the oldest
+  // written request still without its reply, began more than `limit` before `now`. Any reply moves
+  // the oldest request forward, so the node counts as answering again as soon as its backlog has
+  // drained to recent requests; the requests already in flight are the probe, nothing extra is
+  // sent.
+  bool unresponsive(std::chrono::milliseconds limit,
+                    std::chrono::steady_clock::time_point now) const noexcept;
 
   state current_state() const noexcept { return state_; }
   const node_config& node() const noexcept { return node_; }
@@ -325,6 +341,7 @@ class connection : public std::enable_shared_from_this<connection> {
   backoff reconnect_backoff_;
   std::minstd_rand jitter_;
   std::chrono::steady_clock::time_point last_read_{};
+  std::chrono::steady_clock::time_point connect_started_{};
 
   std::uint64_t last_request_id_ = 0;
   connection_stats stats_;

@@ -18,8 +18,10 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "net/connection.hpp"
@@ -281,6 +283,92 @@ BOOST_AUTO_TEST_CASE(request_deadline_against_a_paused_node) {
     BOOST_TEST(reply.text == "v");  // the timed-out SET ran once the server resumed
     BOOST_TEST(conn->stats().replies_dropped == 1u);
     BOOST_TEST(conn->stats().connects == 1u);
+    conn->close();
+  });
+}
+
+// A request that asks to skip an unresponsive node fails at once, unsent, while the node owes a
+// reply older than the request's timeout; other requests are still queued; once the backlog is
+// answered the node is used again.
+BOOST_AUTO_TEST_CASE(unresponsive_node_skips_what_may_be_skipped) {
+  redis_server server;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    auto conn = make_connection(io, server.config());
+    co_await exec(conn, command("PING"));
+    const auto skip_exec = [&](std::string payload,
+                               rd::request_options options = {200ms, nullptr, true}) {
+      return conn->async_exec_encoded(std::move(payload), options, tuple_awaitable);
+    };
+
+    server.pause();
+    // The node is silent, but owes nothing yet: the first request is sent and waits it out.
+    auto [ec, reply] = co_await skip_exec(command("SET", "first", "1"));
+    BOOST_TEST(ec == error::request_timeout);
+    BOOST_TEST(!conn->unresponsive(200ms, steady_clock::now() - 1s));
+    BOOST_TEST(conn->unresponsive(200ms, steady_clock::now()));
+
+    const auto written = conn->stats().requests_written;
+    const auto start = steady_clock::now();
+    std::tie(ec, reply) = co_await skip_exec(command("SET", "skipped", "1"));
+    BOOST_TEST(ec == error::node_unresponsive, ec.message());
+    BOOST_TEST(ms_since(start) < 150);  // at once, not after its 200 ms
+    BOOST_TEST(reply.text.find(server.config().address()) != std::string::npos);
+    BOOST_TEST(reply.text.find("not sent") != std::string::npos, reply.text);
+    BOOST_TEST(conn->stats().skipped_unresponsive == 1u);
+
+    // A request with a longer timeout than the node's silence so far is still sent, and so is
+    // one that does not ask to skip (a release, in the library).
+    std::optional<std::tuple<error_code, resp::value>> patient;
+    conn->async_exec_encoded(
+        command("SET", "patient", "1"), rd::request_options{10s, nullptr, true},
+        [&](error_code e, resp::value r) { patient.emplace(e, std::move(r)); });
+    auto queued = conn->async_exec_encoded(command("SET", "queued", "1"),
+                                           rd::request_options{200ms}, tuple_awaitable);
+    std::tie(ec, reply) = co_await std::move(queued);
+    BOOST_TEST(ec == error::request_timeout);  // sent, but the node is still stopped
+    BOOST_TEST(conn->stats().requests_written == written + 2);
+
+    server.resume();
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return patient.has_value(); }, 2s));
+    BOOST_TEST(!std::get<0>(*patient), std::get<0>(*patient).message());
+    BOOST_TEST(std::get<1>(*patient).text == "OK");
+    // Every late reply is in: the node answers again and is asked again.
+    BOOST_TEST(
+        co_await eventually([&] { return !conn->unresponsive(200ms, steady_clock::now()); }, 2s));
+    std::tie(ec, reply) = co_await skip_exec(command("MGET", "first", "skipped", "queued"));
+    BOOST_TEST(!ec, ec.message());
+    BOOST_TEST_REQUIRE(reply.elements.size() == 3u);
+    BOOST_TEST(reply.elements[0].text == "1");  // the timed-out SETs ran late, in order
+    BOOST_TEST(reply.elements[1].is_null());    // the skipped one never ran
+    BOOST_TEST(reply.elements[2].text == "1");
+    BOOST_TEST(conn->stats().skipped_unresponsive == 1u);
+    BOOST_TEST(conn->stats().connects == 1u);
+    conn->close();
+  });
+}
+
+// A connect attempt that has lasted longer than a request's timeout makes the node unresponsive
+// for that request, too: the kernel accepts for a stopped server, but the handshake hangs.
+BOOST_AUTO_TEST_CASE(unresponsive_while_connecting) {
+  redis_server server;
+  server.pause();
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    rd::connection_options options;
+    options.connect_timeout = 5s;
+    auto conn = make_connection(io, server.config(), options);
+    const rd::request_options skippable{100ms, nullptr, true};
+    auto [ec, reply] =
+        co_await conn->async_exec_encoded(command("PING"), skippable, tuple_awaitable);
+    BOOST_TEST(ec == error::request_timeout);  // queued behind the connect, timed out unsent
+    const auto start = steady_clock::now();
+    std::tie(ec, reply) =
+        co_await conn->async_exec_encoded(command("PING"), skippable, tuple_awaitable);
+    BOOST_TEST(ec == error::node_unresponsive, ec.message());
+    BOOST_TEST(ms_since(start) < 80);
+    BOOST_TEST(reply.text.find("connecting") != std::string::npos, reply.text);
+    server.resume();
+    std::tie(ec, reply) = co_await exec(conn, command("PING"));
+    BOOST_TEST(!ec, ec.message());
     conn->close();
   });
 }

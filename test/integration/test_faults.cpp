@@ -408,6 +408,69 @@ BOOST_AUTO_TEST_CASE(paused_nodes_during_a_hold) {
   BOOST_TEST(result.ok(), result.describe());
 }
 
+// Liveness with a minority silent (scenarios 1 to 3, and the soak's two-node stalls): once a
+// stopped node has let one request's node_timeout pass, later rounds skip it instead of waiting
+// for it again. A round split between rivals on the answering nodes is then decided in one round
+// trip and frees at once what it took there, instead of holding it for node_timeout while the next
+// rivals split the votes again. The round that did wait is cleaned up on the stopped nodes once
+// they resume, and they are used again as soon as they answer.
+BOOST_AUTO_TEST_CASE(split_rounds_do_not_wait_for_stopped_nodes_again) {
+  redis_fleet fleet(5);
+  inspector nodes(fleet);
+  constexpr milliseconds node_timeout = 1000ms;  // long, so that "did not wait" is unambiguous
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options(node_timeout));
+    auto [ping_ec] = co_await locks.async_ping(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ping_ec);
+    const std::string resource = "split";
+    nodes.set(2, resource, "rival", 60s);  // a rival took node 2 of the three that answer
+    fleet[0].pause();
+    fleet[1].pause();
+
+    // Nodes 3 and 4 grant, node 2 refuses; nodes 0 and 1 could still grant until their deadline.
+    auto start = steady_clock::now();
+    auto [ec, lease] = co_await locks.async_try_acquire(resource, plain_lock(10s), tuple_awaitable);
+    BOOST_TEST(ec == error::contended, lease.diagnostics());
+    BOOST_TEST(ms_since(start) >= node_timeout.count() - 20);
+    const std::string waited_token = lease.token();
+
+    for (int round = 0; round < 3; ++round) {
+      BOOST_TEST_CONTEXT("round " << round) {
+        start = steady_clock::now();
+        std::tie(ec, lease) =
+            co_await locks.async_try_acquire(resource, plain_lock(10s), tuple_awaitable);
+        BOOST_TEST(ec == error::contended, lease.diagnostics());
+        BOOST_TEST(ms_since(start) < node_timeout.count() / 2, lease.diagnostics());
+        BOOST_TEST(lease.diagnostics().find("not sent") != std::string::npos, lease.diagnostics());
+        // What the round took on nodes 3 and 4 is released at once.
+        BOOST_TEST(co_await eventually(
+            [&] {
+              return nodes.present_on({3, 4}, resource) == 0;
+            },
+            node_timeout / 2));
+      }
+    }
+
+    fleet[0].resume();
+    fleet[1].resume();
+    // The first round's SETs run late on nodes 0 and 1, and its cleanup, queued behind them on
+    // each connection, deletes them; the skipped rounds never reached those nodes.
+    BOOST_TEST(co_await eventually([&] { return nodes.present_on({0, 1}, resource) == 0; }, 3s));
+    BOOST_TEST(nodes.holding_on({2}, resource, "rival") == 1u);
+    BOOST_TEST(nodes.holding_on({0, 1, 3, 4}, resource, waited_token) == 0u);
+
+    // Their backlog answered, the resumed nodes vote again.
+    nodes.set(2, resource, "rival", 1ms);
+    co_await sleep_for(20ms);
+    std::tie(ec, lease) =
+        co_await locks.async_try_acquire(resource, plain_lock(10s), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, lease.diagnostics());
+    BOOST_TEST(nodes.holding(resource, lease.token()) == 5u);
+    auto [release_ec] = co_await lease.async_release(tuple_awaitable);
+    BOOST_TEST(!release_ec, release_ec.message());
+  });
+}
+
 // Scenario 7: the renewal is delayed past the expiry (every node behind a 250 ms one-way delay,
 // TTL 300 ms) and a rival takes the lock meanwhile. The late token-checked PEXPIRE finds the
 // rival's key and changes nothing; the loss is signalled exactly once; no overlap.
@@ -1007,7 +1070,8 @@ struct fault_window {
 // resource, connected only through the nodes, each node behind a chaos proxy, while the nemesis
 // above strikes every 2 to 5 s. Checked: no two holders overlap, the witness counter saw every
 // increment, at most one contender was ever inside, no lock key is left, and while a majority was
-// up the lock kept being taken (gaps beyond one TTL are counted in the message).
+// up the lock was taken at least once per TTL (a gap is excused only when it meets a fault on a
+// majority, or the two seconds after one).
 // REDLOCK_SOAK_SECONDS sets the length (60 s by default).
 BOOST_AUTO_TEST_CASE(nemesis_soak) {
   constexpr std::size_t processes = 4;
@@ -1244,12 +1308,12 @@ BOOST_AUTO_TEST_CASE(nemesis_soak) {
   BOOST_TEST(max_occupancy == 1);
   BOOST_TEST(no_key_left);
   BOOST_TEST(acquisitions > 100u);
-  // With a majority up the lock is normally taken again within one TTL; the message counts the
-  // gaps beyond it. Ten-minute runs show a few of up to about 2 s while two nodes stall or pause
-  // (under investigation), so the verdict, which timing decides only with a generous bound, allows
-  // eight TTLs: enough to catch a lock left held or contenders that stopped trying.
-  BOOST_TEST(longest_gap < 8 * std::chrono::nanoseconds(ttl).count(),
-             "longest gap between acquisitions " << longest_gap / 1'000'000 << " ms" << near_gap);
+  // With a majority up the lock is taken again within one TTL. Rounds skip the nodes that owe a
+  // reply (client_options::node_timeout), so rivals splitting the three votes of a two-node stall
+  // part within a round trip; runs show gaps of about a tenth of the TTL. A gap of a whole TTL
+  // means a lock left held, contenders that stopped trying, or rounds waiting on silent nodes.
+  BOOST_TEST(gaps_over_ttl == 0u, gaps_over_ttl << " gaps longer than the TTL; the longest "
+                                                << longest_gap / 1'000'000 << " ms" << near_gap);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
