@@ -40,6 +40,9 @@ void initiate_acquire(const std::shared_ptr<client_impl>& client, std::string re
 // Thread safety: a client, its leases and its operations belong to the executor given to the
 // constructor; with a multi-threaded io_context pass a strand, and call members through it.
 //
+// Lifetime: the connections (and their reconnect and health-check timers) keep the executor's
+// io_context busy until the client is destroyed, so io_context::run() returns only after that.
+//
 // Destruction: outstanding operations complete with operation_aborted; held leases are released
 // (best effort, bounded by node_timeout) and then the connections close. Never blocks.
 class client {

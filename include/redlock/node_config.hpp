@@ -11,9 +11,9 @@ namespace redlock {
 struct node_config {
   std::string host = "127.0.0.1";
   std::uint16_t port = 6379;
-  std::string username;  // ACL user; empty means the default user
-  std::string password;  // empty means no AUTH is sent
-  int database = 0;      // SELECTed after AUTH when not 0
+  std::string username{};  // ACL user; empty means the default user
+  std::string password{};  // empty means no AUTH is sent
+  int database = 0;        // SELECTed after AUTH when not 0
 
   // Parses "redis://[[user]:password@]host[:port][/db]". Percent-escapes (%XX) are decoded in user
   // and password; an IPv6 host is written in brackets ("redis://[::1]:6380"). Throws

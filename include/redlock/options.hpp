@@ -53,7 +53,7 @@ struct client_options {
   std::string client_name = "redlock-asio";
 
   // Optional: receives diagnostics. Empty: nothing is logged.
-  redlock::logger logger;
+  redlock::logger logger{};
 };
 
 // How one lock is taken and held.
@@ -63,7 +63,7 @@ struct lock_options {
   std::chrono::milliseconds ttl{10000};
 
   // How long async_acquire keeps trying. Unset: until acquired or cancelled.
-  std::optional<std::chrono::milliseconds> wait;
+  std::optional<std::chrono::milliseconds> wait{};
 
   // Delay between rounds when the lock is held elsewhere or too few nodes answered (full jitter).
   retry_policy retry{std::chrono::milliseconds(10), std::chrono::milliseconds(250), 2.0};
@@ -73,7 +73,7 @@ struct lock_options {
 
   // Renewal never keeps the lock past this long after it was acquired; it then expires and the
   // lease is lost. Unset: renewed until released.
-  std::optional<std::chrono::milliseconds> max_hold;
+  std::optional<std::chrono::milliseconds> max_hold{};
 };
 
 }  // namespace redlock
