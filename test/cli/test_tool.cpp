@@ -1,0 +1,455 @@
+// The redlock tool as a user runs it: a real process against five redis-server processes of the
+// test's own. Every case ends by checking that no key of its resource is left on any node.
+
+#include "cli/tool_process.hpp"
+#include "redlock/exit_codes.hpp"
+#include "support/async_test.hpp"
+#include "support/inspector.hpp"
+#include "support/redis_fleet.hpp"
+#include "support/sync_client.hpp"
+
+#include <fmt/format.h>
+#include <boost/test/unit_test.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace cli = redlock::cli;
+using namespace std::chrono_literals;
+using redlock::test::eventually_blocking;
+using redlock::test::inspector;
+using redlock::test::ms_since;
+using redlock::test::redis_fleet;
+using redlock::test::run_tool;
+using redlock::test::scratch_dir;
+using redlock::test::sync_client;
+using redlock::test::tool_process;
+using redlock::test::tool_result;
+
+// One fleet for the module: five servers started per case would cost more than the cases.
+redis_fleet& fleet() {
+  static redis_fleet servers(5);
+  return servers;
+}
+
+std::string node_urls(const std::vector<std::uint16_t>& ports) {
+  std::string urls;
+  for (const auto port : ports) {
+    if (!urls.empty()) urls += ',';
+    urls += fmt::format("redis://127.0.0.1:{}", port);
+  }
+  return urls;
+}
+
+bool contains(const std::string& text, std::string_view part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::size_t count_lines(const std::string& text) {
+  std::size_t lines = 0;
+  for (char c : text)
+    lines += c == '\n' ? 1 : 0;
+  return lines;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    auto end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+std::vector<long long> numbers_in(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::vector<long long> numbers;
+  long long n = 0;
+  while (in >> n)
+    numbers.push_back(n);
+  return numbers;
+}
+
+// Loopback ports with a socket bound but not listening: a connection there is refused at once,
+// and no other process can take the port meanwhile.
+class refusing_ports {
+ public:
+  explicit refusing_ports(std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      BOOST_TEST_REQUIRE(fd >= 0);
+      fds_.push_back(fd);
+      sockaddr_in address{};
+      address.sin_family = AF_INET;
+      address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      socklen_t size = sizeof address;
+      BOOST_TEST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), size) == 0);
+      BOOST_TEST_REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0);
+      ports_.push_back(ntohs(address.sin_port));
+    }
+  }
+  ~refusing_ports() {
+    for (const int fd : fds_)
+      ::close(fd);
+  }
+  refusing_ports(const refusing_ports&) = delete;
+  refusing_ports& operator=(const refusing_ports&) = delete;
+
+  const std::vector<std::uint16_t>& ports() const noexcept { return ports_; }
+
+ private:
+  std::vector<int> fds_;
+  std::vector<std::uint16_t> ports_;
+};
+
+struct tool_fixture {
+  tool_fixture() : look(fleet()) {
+    std::vector<std::uint16_t> ports;
+    for (std::size_t i = 0; i < fleet().size(); ++i)
+      ports.push_back(fleet()[i].port());
+    nodes = node_urls(ports);
+    resource =
+        fmt::format("cli-test:{}", boost::unit_test::framework::current_test_case().p_name.get());
+  }
+
+  // A case that paused or killed servers gets them back even when an assertion stopped it.
+  ~tool_fixture() {
+    for (std::size_t i = 0; i < fleet().size(); ++i) {
+      try {
+        if (fleet()[i].running()) {
+          fleet()[i].resume();
+        } else {
+          fleet()[i].start();
+        }
+      } catch (const std::exception& e) {
+        BOOST_TEST_MESSAGE("could not restore node " << i << ": " << e.what());
+      }
+    }
+  }
+
+  tool_result run(std::vector<std::string> args, std::chrono::milliseconds limit = 20s) {
+    return run_tool(args, nodes, scratch.path(), limit);
+  }
+
+  // Case 5 of the tool's contract: nothing is left holding the lock.
+  void check_nothing_left() {
+    for (std::size_t i = 0; i < fleet().size(); ++i) {
+      BOOST_TEST_CONTEXT("node " << i) {
+        BOOST_TEST(!look.get(i, resource).has_value());
+      }
+    }
+  }
+
+  bool nothing_left() { return look.present(resource) == 0; }
+
+  void set_everywhere(std::string_view value) {
+    for (std::size_t i = 0; i < fleet().size(); ++i)
+      look.set(i, resource, value, 20s);
+  }
+
+  void delete_everywhere() {
+    for (std::size_t i = 0; i < fleet().size(); ++i) {
+      sync_client(fleet()[i].port()).command({"DEL", resource});
+    }
+  }
+
+  inspector look;
+  scratch_dir scratch;
+  std::string nodes;
+  std::string resource;
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(tool, tool_fixture)
+
+BOOST_AUTO_TEST_CASE(racing_runs_take_turns) {
+  auto stamps = [](const std::filesystem::path& file) {
+    return fmt::format("date +%s%N >> {0}; sleep 0.5; date +%s%N >> {0}", file.string());
+  };
+  const auto file_a = scratch / "a";
+  const auto file_b = scratch / "b";
+  tool_process a({"run", resource, "--", "sh", "-c", stamps(file_a)}, nodes, scratch.path());
+  tool_process b({"run", resource, "--", "sh", "-c", stamps(file_b)}, nodes, scratch.path());
+  const auto result_a = a.wait(20s);
+  const auto result_b = b.wait(20s);
+
+  BOOST_TEST(result_a.exit_code == 0, result_a.err);
+  BOOST_TEST(result_b.exit_code == 0, result_b.err);
+  const auto times_a = numbers_in(file_a);
+  const auto times_b = numbers_in(file_b);
+  BOOST_TEST_REQUIRE(times_a.size() == 2u);
+  BOOST_TEST_REQUIRE(times_b.size() == 2u);
+  // Each held the lock for its whole half second, and never at the same time as the other.
+  BOOST_TEST(times_a[1] - times_a[0] >= 400'000'000LL);
+  BOOST_TEST(times_b[1] - times_b[0] >= 400'000'000LL);
+  BOOST_TEST((times_a[1] <= times_b[0] || times_b[1] <= times_a[0]),
+             "intervals overlap: a " << times_a[0] << ".." << times_a[1] << ", b " << times_b[0]
+                                     << ".." << times_b[1]);
+  for (const auto* result : {&result_a, &result_b}) {
+    BOOST_TEST(contains(result->err, "redlock: acquired " + resource + " (valid "), result->err);
+    BOOST_TEST(contains(result->err, "/5 nodes)"), result->err);
+    BOOST_TEST(contains(result->err, "redlock: released " + resource + " after "), result->err);
+  }
+  check_nothing_left();
+}
+
+BOOST_AUTO_TEST_CASE(lost_lock_stops_the_command) {
+  const auto pid_file = scratch / "child.pid";
+  tool_process run({"run", "--quiet", "--ttl", "1s", "--grace", "3s", resource, "--", "sh", "-c",
+                    fmt::format("echo $$ > {}; exec sleep 30", pid_file.string())},
+                   nodes, scratch.path());
+  pid_t child = 0;
+  BOOST_TEST_REQUIRE(eventually_blocking(
+      [&] {
+        const auto pids = numbers_in(pid_file);
+        if (!pids.empty()) child = static_cast<pid_t>(pids.front());
+        return child > 0;
+      },
+      10s));
+  BOOST_TEST(look.present(resource) == 5u);
+
+  // A majority stops answering: renewal cannot reach a quorum and the lock runs out.
+  for (std::size_t i = 0; i < 3; ++i)
+    fleet()[i].pause();
+  const auto paused_at = std::chrono::steady_clock::now();
+  const auto result = run.wait(20s);
+  const auto took = ms_since(paused_at);
+  for (std::size_t i = 0; i < 3; ++i)
+    fleet()[i].resume();
+
+  BOOST_TEST(result.exit_code == cli::exit_code::lock_lost, result.err);
+  BOOST_TEST(took < 10000);
+  BOOST_TEST(count_lines(result.err) == 1u, result.err);
+  BOOST_TEST(contains(result.err, "redlock: lost the lock on " + resource), result.err);
+  BOOST_TEST(contains(result.err, "validity ran out"), result.err);
+  // The command got SIGTERM (sleep does not catch it) and was reaped by the tool.
+  BOOST_TEST(contains(result.err, "was killed by SIGTERM"), result.err);
+  errno = 0;
+  BOOST_TEST(::kill(child, 0) == -1);
+  BOOST_TEST(errno == ESRCH);
+  // The stopped nodes' copies could not be deleted while they were stopped; they expire within the
+  // TTL of their last extension, and the release queued to them also runs once they resume.
+  BOOST_TEST(eventually_blocking([&] { return nothing_left(); }, 2000ms));
+  check_nothing_left();
+}
+
+BOOST_AUTO_TEST_CASE(exit_code_of_the_command_passes_through) {
+  const auto result = run({"run", "--quiet", resource, "--", "sh", "-c", "exit 3"});
+  BOOST_TEST(result.exit_code == 3, result.err);
+  BOOST_TEST(result.err.empty(), result.err);  // --quiet: no status lines
+  check_nothing_left();
+}
+
+BOOST_AUTO_TEST_CASE(command_killed_by_a_signal_gives_128_plus_n) {
+  const auto result = run({"run", resource, "--", "sh", "-c", "kill -USR1 $$"});
+  BOOST_TEST(result.exit_code == 128 + SIGUSR1, result.err);
+  BOOST_TEST(contains(result.err, "released"), result.err);
+  check_nothing_left();
+}
+
+BOOST_AUTO_TEST_CASE(contended_lock_is_not_acquired) {
+  set_everywhere("someone-else");
+  const auto marker = scratch / "ran";
+  const auto result =
+      run({"run", "--wait", "300ms", resource, "--", "touch", marker.string()}, 10s);
+  BOOST_TEST(result.exit_code == cli::exit_code::not_acquired, result.err);
+  BOOST_TEST(count_lines(result.err) == 1u, result.err);
+  BOOST_TEST(contains(result.err, "contended"), result.err);
+  BOOST_TEST(contains(result.err, resource), result.err);
+  BOOST_TEST(result.took.count() < 5000);
+  BOOST_TEST(!std::filesystem::exists(marker));
+  // Another owner's key is never touched.
+  BOOST_TEST(look.holding(resource, "someone-else") == 5u);
+  delete_everywhere();
+  check_nothing_left();
+}
+
+BOOST_AUTO_TEST_CASE(unreachable_nodes_give_no_quorum) {
+  refusing_ports closed(5);
+  const auto result = run_tool(
+      {"run", "--nodes", node_urls(closed.ports()), "--wait", "300ms", resource, "--", "true"}, {},
+      scratch.path(), 10s);
+  BOOST_TEST(result.exit_code == cli::exit_code::not_acquired, result.err);
+  BOOST_TEST(count_lines(result.err) == 1u, result.err);
+  BOOST_TEST(contains(result.err, "no quorum"), result.err);
+  BOOST_TEST(contains(result.err, "Connection refused"), result.err);  // says how nodes failed
+  check_nothing_left();
+}
+
+BOOST_AUTO_TEST_CASE(usage_errors_exit_2_naming_the_problem) {
+  const auto marker = (scratch / "ran").string();
+  struct usage_case {
+    std::vector<std::string> args;
+    std::string expected;
+  };
+  const std::vector<usage_case> cases = {
+      {{"run", "--bogus", resource, "--", "touch", marker}, "\"--bogus\""},
+      {{"run", "--ttl", "0", resource, "--", "touch", marker}, "--ttl: \"0\""},
+      {{"run", "--wait", "soon", resource, "--", "touch", marker}, "--wait: \"soon\""},
+      {{"run", "--grace", "-5s", resource, "--", "touch", marker}, "--grace: \"-5s\""},
+      {{"run", "--nodes", "redis://127.0.0.1:99999", resource, "--", "touch", marker}, "port"},
+      {{"run", "--nodes", "http://127.0.0.1", resource, "--", "touch", marker}, "scheme"},
+      {{"run", "--", "touch", marker}, "missing RESOURCE"},
+      {{"run", resource}, "COMMAND"},
+      {{"run", resource, "--"}, "missing COMMAND"},
+      {{"status"}, "missing RESOURCE"},
+      {{"frobnicate"}, "unknown command \"frobnicate\""},
+      {{}, "no command given"},
+  };
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT("expecting " << c.expected) {
+      const auto result = run(c.args);
+      BOOST_TEST(result.exit_code == cli::exit_code::usage, result.err);
+      BOOST_TEST(count_lines(result.err) == 1u, result.err);
+      BOOST_TEST(contains(result.err, c.expected), result.err);
+    }
+  }
+  const auto bad_env =
+      run_tool({"run", resource, "--", "touch", marker}, "redis://127.0.0.1:0", scratch.path());
+  BOOST_TEST(bad_env.exit_code == cli::exit_code::usage, bad_env.err);
+  BOOST_TEST(contains(bad_env.err, "REDLOCK_NODES: bad node URL"), bad_env.err);
+  BOOST_TEST(!std::filesystem::exists(marker));
+  check_nothing_left();
+}
+
+BOOST_AUTO_TEST_CASE(command_not_found_or_not_executable) {
+  const auto missing = run({"run", resource, "--", "no-such-command-for-redlock-tests"});
+  BOOST_TEST(missing.exit_code == cli::exit_code::not_found, missing.err);
+  BOOST_TEST(contains(missing.err, "not found"), missing.err);
+  check_nothing_left();
+
+  const auto not_executable = scratch / "script.sh";
+  std::ofstream(not_executable) << "#!/bin/sh\nexit 0\n";
+  std::filesystem::permissions(
+      not_executable, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  const auto refused = run({"run", resource, "--", not_executable.string()});
+  BOOST_TEST(refused.exit_code == cli::exit_code::cannot_execute, refused.err);
+  BOOST_TEST(contains(refused.err, "cannot run"), refused.err);
+  check_nothing_left();
+}
+
+BOOST_AUTO_TEST_CASE(help_documents_every_exit_code) {
+  const auto help = run({"--help"});
+  BOOST_TEST(help.exit_code == 0);
+  BOOST_TEST(help.err.empty());
+  for (const std::string_view part :
+       {"redlock run", "redlock status", "--nodes",   "--ttl",         "--wait",
+        "--grace",     "--quiet",        "--timeout", "REDLOCK_NODES", "default 30s",
+        "default 10s", "default 5s",     "  0..255",  "128+N",         "  1 ",
+        "  2 ",        "  75 ",          "  76 ",     "  126 ",        "  127 ",
+        "130/143"}) {
+    BOOST_TEST(contains(help.out, part), "--help lacks \"" << part << "\"");
+  }
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"help"}, {"help", "run"}, {"run", "--help"}, {"status", "--help"}, {"-h"}}) {
+    const auto result = run(args);
+    BOOST_TEST(result.exit_code == 0);
+    BOOST_TEST(contains(result.out, "Exit codes:"));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(status_of_a_free_resource) {
+  const auto result = run({"status", resource});
+  BOOST_TEST(result.exit_code == 0, result.err);
+  const auto lines = lines_of(result.out);
+  BOOST_TEST_REQUIRE(lines.size() == 6u, result.out);
+  for (std::size_t i = 0; i < 5; ++i) {
+    BOOST_TEST(lines[i].starts_with(fmt::format("127.0.0.1:{}", fleet()[i].port())), lines[i]);
+    BOOST_TEST(contains(lines[i], "reachable    free"), lines[i]);
+  }
+  BOOST_TEST(lines[5] == resource + ": held on 0 of 5 nodes (quorum 3): free");
+  check_nothing_left();
+}
+
+BOOST_AUTO_TEST_CASE(status_while_held_and_with_nodes_down) {
+  const auto ready = scratch / "ready";
+  tool_process holder(
+      {"run", resource, "--", "sh", "-c", fmt::format("touch {}; exec sleep 30", ready.string())},
+      nodes, scratch.path());
+  BOOST_TEST_REQUIRE(eventually_blocking([&] { return std::filesystem::exists(ready); }, 10000ms));
+  const auto token = look.get(0, resource);
+  BOOST_TEST_REQUIRE(token.has_value());
+  const std::string prefix = "token " + token->substr(0, 8);
+
+  const auto held = run({"status", resource});
+  BOOST_TEST(held.exit_code == 0, held.err);
+  auto lines = lines_of(held.out);
+  BOOST_TEST_REQUIRE(lines.size() == 6u, held.out);
+  for (std::size_t i = 0; i < 5; ++i) {
+    BOOST_TEST(contains(lines[i], "reachable    held  ttl "), lines[i]);
+    BOOST_TEST(contains(lines[i], prefix), lines[i]);
+  }
+  BOOST_TEST(contains(lines[5], ": held on 5 of 5 nodes (quorum 3): locked"), lines[5]);
+
+  fleet()[3].kill9();
+  fleet()[4].kill9();
+  const auto degraded = run({"status", resource});
+  BOOST_TEST(degraded.exit_code == 0, degraded.err);
+  lines = lines_of(degraded.out);
+  BOOST_TEST_REQUIRE(lines.size() == 7u, degraded.out);
+  for (std::size_t i = 0; i < 3; ++i)
+    BOOST_TEST(contains(lines[i], prefix), lines[i]);
+  for (std::size_t i = 3; i < 5; ++i) {
+    BOOST_TEST(contains(lines[i], "unreachable  connect failed"), lines[i]);
+  }
+  BOOST_TEST(contains(lines[5], ": held on 3 of 5 nodes (quorum 3): locked"), lines[5]);
+  BOOST_TEST(lines[6] == "unreachable nodes: 2");
+
+  // SIGTERM to the tool reaches the command; the lock is released once it has ended.
+  holder.signal(SIGTERM);
+  const auto ended = holder.wait(10s);
+  BOOST_TEST(ended.exit_code == 128 + SIGTERM, ended.err);
+  BOOST_TEST(contains(ended.err, "redlock: released " + resource), ended.err);
+  fleet()[3].start();
+  fleet()[4].start();
+  check_nothing_left();
+}
+
+BOOST_AUTO_TEST_CASE(status_without_a_quorum_of_nodes_fails) {
+  refusing_ports closed(2);
+  const auto urls = node_urls({fleet()[0].port(), closed.ports()[0], closed.ports()[1]});
+  const auto result = run_tool({"status", "--nodes", urls, resource}, {}, scratch.path());
+  BOOST_TEST(result.exit_code == 1, result.out);
+  BOOST_TEST(contains(result.out, "unknown: only 1 of 3 nodes reachable"), result.out);
+  BOOST_TEST(contains(result.out, "unreachable nodes: 2"), result.out);
+}
+
+BOOST_AUTO_TEST_CASE(signal_while_waiting_cancels_the_acquire) {
+  set_everywhere("someone-else");
+  const auto marker = scratch / "ran";
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) {
+    tool_process waiting({"run", "--wait", "20s", resource, "--", "touch", marker.string()}, nodes,
+                         scratch.path());
+    std::this_thread::sleep_for(300ms);  // well into its retries
+    BOOST_TEST_REQUIRE(waiting.running());
+    waiting.signal(signal);
+    const auto result = waiting.wait(5s);
+    BOOST_TEST(result.exit_code == 128 + signal, result.err);
+    BOOST_TEST(contains(result.err, "while waiting for " + resource), result.err);
+  }
+  BOOST_TEST(!std::filesystem::exists(marker));
+  BOOST_TEST(look.holding(resource, "someone-else") == 5u);
+  delete_everywhere();
+  check_nothing_left();
+}
+
+BOOST_AUTO_TEST_SUITE_END()

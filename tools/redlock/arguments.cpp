@@ -1,0 +1,321 @@
+#include "arguments.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <set>
+#include <utility>
+
+namespace redlock::cli {
+namespace {
+
+constexpr std::string_view duration_forms = "expected e.g. 500ms, 30s, 2m or a number of seconds";
+constexpr std::string_view run_usage = "redlock run [OPTIONS] RESOURCE -- COMMAND [ARGS...]";
+constexpr std::string_view status_usage = "redlock status [OPTIONS] RESOURCE";
+
+bool is_digit(char c) noexcept {
+  return c >= '0' && c <= '9';
+}
+
+std::string_view trim(std::string_view s) noexcept {
+  const auto first = s.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(" \t") - first + 1);
+}
+
+// The library's messages start with "redlock: "; ours add their own context in front.
+std::string_view without_tool_prefix(std::string_view message) noexcept {
+  constexpr std::string_view prefix = "redlock: ";
+  if (message.starts_with(prefix)) message.remove_prefix(prefix.size());
+  return message;
+}
+
+std::int64_t unit_in_ms(std::string_view unit) {
+  if (unit.empty() || unit == "s") return 1000;
+  if (unit == "ms") return 1;
+  if (unit == "m") return 60 * 1000;
+  if (unit == "h") return 3600 * 1000;
+  return 0;
+}
+
+// Walks the arguments of one command, taking "--name value" and "--name=value" alike.
+class option_cursor {
+ public:
+  explicit option_cursor(std::span<const std::string> args) : args_(args) {}
+
+  bool done() const noexcept { return next_ >= args_.size(); }
+
+  // Takes the next argument. For an option, name() is then its name without any "=value".
+  const std::string& take() {
+    const std::string& arg = args_[next_++];
+    name_ = arg;
+    inline_value_.reset();
+    if (arg.starts_with("--")) {
+      if (const auto eq = arg.find('='); eq != std::string::npos) {
+        name_ = std::string_view(arg).substr(0, eq);
+        inline_value_ = std::string_view(arg).substr(eq + 1);
+      }
+    }
+    return arg;
+  }
+
+  std::string_view name() const noexcept { return name_; }
+
+  std::string_view value() {
+    if (inline_value_) {
+      if (inline_value_->empty()) throw usage_error(fmt::format("{} needs a value", name_));
+      return *inline_value_;
+    }
+    if (done()) throw usage_error(fmt::format("{} needs a value", name_));
+    return args_[next_++];
+  }
+
+  void no_value() const {
+    if (inline_value_) throw usage_error(fmt::format("{} takes no value", name_));
+  }
+
+  // Everything after the current position, consumed.
+  std::span<const std::string> rest() {
+    auto tail = args_.subspan(next_);
+    next_ = args_.size();
+    return tail;
+  }
+
+ private:
+  std::span<const std::string> args_;
+  std::size_t next_ = 0;
+  std::string_view name_;
+  std::optional<std::string_view> inline_value_;
+};
+
+bool is_option(const std::string& arg) noexcept {
+  return arg.size() > 1 && arg.front() == '-';
+}
+
+// `minimum` and `why` are for options with a floor of their own above 1 ms.
+std::chrono::milliseconds duration_option(option_cursor& cursor,
+                                          std::chrono::milliseconds minimum = {},
+                                          std::string_view why = {}) {
+  const std::string name(cursor.name());
+  const auto text = cursor.value();
+  std::chrono::milliseconds result;
+  try {
+    result = parse_duration(text);
+  } catch (const std::invalid_argument& e) {
+    throw usage_error(fmt::format("{}: {}", name, e.what()));
+  }
+  if (result < minimum) {
+    throw usage_error(
+        fmt::format("{}: \"{}\" is too short: at least {} ms{}", name, text, minimum.count(), why));
+  }
+  return result;
+}
+
+[[noreturn]] void unknown_option(std::string_view name, std::string_view command) {
+  throw usage_error(fmt::format("unknown option \"{}\" for \"redlock {}\" (see redlock {} --help)",
+                                name, command, command));
+}
+
+std::vector<node_config> choose_nodes(const std::optional<std::string>& flag,
+                                      std::optional<std::string_view> env_nodes) {
+  if (flag) return parse_node_list(*flag, "--nodes");
+  if (env_nodes && !trim(*env_nodes).empty()) return parse_node_list(*env_nodes, nodes_variable);
+  return parse_node_list(default_nodes, "the default node");
+}
+
+void check_resource(const std::optional<std::string>& resource, std::string_view usage) {
+  if (!resource) throw usage_error(fmt::format("missing RESOURCE (usage: {})", usage));
+  if (resource->empty()) throw usage_error("RESOURCE must not be empty");
+}
+
+invocation parse_run(std::span<const std::string> args, std::optional<std::string_view> env) {
+  run_options options;
+  std::optional<std::string> nodes;
+  std::optional<std::string> resource;
+  bool separator = false;
+  option_cursor cursor(args);
+  while (!cursor.done()) {
+    const std::string& arg = cursor.take();
+    if (arg == "--") {
+      separator = true;
+      const auto command = cursor.rest();
+      options.command.assign(command.begin(), command.end());
+      break;
+    }
+    if (!is_option(arg)) {
+      if (resource) {
+        throw usage_error(fmt::format(
+            "unexpected argument \"{}\" after RESOURCE \"{}\": COMMAND goes after \"--\"", arg,
+            *resource));
+      }
+      resource = arg;
+      continue;
+    }
+    const auto name = cursor.name();
+    if (name == "-h" || name == "--help") return help_request{"run"};
+    if (name == "-q" || name == "--quiet") {
+      cursor.no_value();
+      options.quiet = true;
+    } else if (name == "--nodes") {
+      nodes = std::string(cursor.value());
+    } else if (name == "--ttl") {
+      options.ttl =
+          duration_option(cursor, min_ttl, ", so that renewal has time to reach the nodes");
+    } else if (name == "--wait") {
+      options.wait = duration_option(cursor);
+    } else if (name == "--grace") {
+      options.grace = duration_option(cursor);
+    } else {
+      unknown_option(name, "run");
+    }
+  }
+  check_resource(resource, run_usage);
+  if (!separator) {
+    throw usage_error(
+        fmt::format("missing \"--\" and COMMAND after RESOURCE (usage: {})", run_usage));
+  }
+  if (options.command.empty()) throw usage_error("missing COMMAND after \"--\"");
+  options.resource = std::move(*resource);
+  options.nodes = choose_nodes(nodes, env);
+  return options;
+}
+
+invocation parse_status(std::span<const std::string> args, std::optional<std::string_view> env) {
+  status_options options;
+  std::optional<std::string> nodes;
+  std::optional<std::string> resource;
+  option_cursor cursor(args);
+  while (!cursor.done()) {
+    const std::string& arg = cursor.take();
+    if (!is_option(arg)) {
+      if (resource) {
+        throw usage_error(
+            fmt::format("unexpected argument \"{}\": status takes one RESOURCE", arg));
+      }
+      resource = arg;
+      continue;
+    }
+    const auto name = cursor.name();
+    if (name == "-h" || name == "--help") return help_request{"status"};
+    if (name == "--nodes") {
+      nodes = std::string(cursor.value());
+    } else if (name == "--timeout") {
+      options.timeout = duration_option(cursor);
+    } else {
+      unknown_option(name, "status");
+    }
+  }
+  check_resource(resource, status_usage);
+  options.resource = std::move(*resource);
+  options.nodes = choose_nodes(nodes, env);
+  return options;
+}
+
+}  // namespace
+
+std::chrono::milliseconds parse_duration(std::string_view text) {
+  auto fail = [text](std::string_view why) {
+    throw std::invalid_argument(fmt::format("\"{}\" {}", text, why));
+  };
+  if (text.empty()) throw std::invalid_argument(fmt::format("empty duration ({})", duration_forms));
+  if (text.front() == '-') fail(fmt::format("is negative ({})", duration_forms));
+
+  std::size_t i = 0;
+  const std::size_t whole_begin = i;
+  while (i < text.size() && is_digit(text[i]))
+    ++i;
+  const std::string_view whole = text.substr(whole_begin, i - whole_begin);
+  std::string_view fraction;
+  if (i < text.size() && text[i] == '.') {
+    const std::size_t fraction_begin = ++i;
+    while (i < text.size() && is_digit(text[i]))
+      ++i;
+    fraction = text.substr(fraction_begin, i - fraction_begin);
+  }
+  if (whole.empty() && fraction.empty())
+    fail(fmt::format("is not a duration ({})", duration_forms));
+
+  const std::string_view unit = text.substr(i);
+  const std::int64_t unit_ms = unit_in_ms(unit);
+  if (unit_ms == 0) fail(fmt::format("has an unknown unit \"{}\" (expected ms, s, m or h)", unit));
+
+  // Whole numbers beyond 12 digits exceed max_duration in any unit; checking the length first
+  // keeps the arithmetic below from overflowing.
+  std::string_view whole_digits = whole;
+  while (whole_digits.size() > 1 && whole_digits.front() == '0')
+    whole_digits.remove_prefix(1);
+  if (whole_digits.size() > 12) fail("is too long (at most 7 days)");
+  while (!fraction.empty() && fraction.back() == '0')
+    fraction.remove_suffix(1);
+  if (fraction.size() > 9) fail("is more precise than 1 ms");
+
+  std::int64_t total = 0;
+  for (char c : whole_digits)
+    total = total * 10 + (c - '0');
+  total *= unit_ms;
+  std::int64_t fraction_value = 0;
+  std::int64_t scale = 1;
+  for (char c : fraction) {
+    fraction_value = fraction_value * 10 + (c - '0');
+    scale *= 10;
+  }
+  if ((fraction_value * unit_ms) % scale != 0) fail("is more precise than 1 ms");
+  total += fraction_value * unit_ms / scale;
+
+  if (total == 0) fail("is zero; a duration must be at least 1 ms");
+  if (total > max_duration.count()) fail("is too long (at most 7 days)");
+  return std::chrono::milliseconds(total);
+}
+
+std::vector<node_config> parse_node_list(std::string_view list, std::string_view source) {
+  std::vector<node_config> nodes;
+  std::set<std::string> seen;
+  if (trim(list).empty()) throw usage_error(fmt::format("{}: the node list is empty", source));
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const auto comma = list.find(',', start);
+    const auto end = comma == std::string_view::npos ? list.size() : comma;
+    const auto url = trim(list.substr(start, end - start));
+    if (url.empty()) {
+      throw usage_error(fmt::format("{}: empty entry in the node list \"{}\"", source, list));
+    }
+    try {
+      nodes.push_back(node_config::from_url(url));
+    } catch (const std::invalid_argument& e) {
+      throw usage_error(fmt::format("{}: {}", source, without_tool_prefix(e.what())));
+    }
+    if (!seen.insert(nodes.back().address()).second) {
+      throw usage_error(fmt::format("{}: node {} is listed twice", source, nodes.back().address()));
+    }
+    start = end + 1;
+  }
+  return nodes;
+}
+
+invocation parse_command_line(std::span<const std::string> args,
+                              std::optional<std::string_view> env_nodes) {
+  if (args.empty()) throw usage_error("no command given (see redlock --help)");
+  const std::string& command = args.front();
+  const auto rest = args.subspan(1);
+  if (command == "-h" || command == "--help") return help_request{};
+  if (command == "--version") return version_request{};
+  if (command == "help") {
+    if (rest.empty()) return help_request{};
+    if (rest.size() > 1) throw usage_error("\"help\" takes at most one command name");
+    if (rest.front() != "run" && rest.front() != "status") {
+      throw usage_error(
+          fmt::format("no help for \"{}\": the commands are run and status", rest.front()));
+    }
+    return help_request{rest.front()};
+  }
+  if (command == "run") return parse_run(rest, env_nodes);
+  if (command == "status") return parse_status(rest, env_nodes);
+  if (is_option(command)) {
+    throw usage_error(fmt::format(
+        "unknown option \"{}\" (options go after the command: redlock run|status [OPTIONS] ...)",
+        command));
+  }
+  throw usage_error(fmt::format("unknown command \"{}\" (expected run, status or help)", command));
+}
+
+}  // namespace redlock::cli

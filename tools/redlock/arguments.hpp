@@ -1,0 +1,82 @@
+#ifndef REDLOCK_TOOLS_REDLOCK_ARGUMENTS_HPP
+#define REDLOCK_TOOLS_REDLOCK_ARGUMENTS_HPP
+
+// The redlock command line, parsed without side effects: no I/O, no environment lookups (the
+// caller passes REDLOCK_NODES in), so every rule here is unit-tested on its own.
+
+#include "redlock/node_config.hpp"
+
+#include <chrono>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace redlock::cli {
+
+inline constexpr std::string_view nodes_variable = "REDLOCK_NODES";
+inline constexpr std::string_view default_nodes = "redis://127.0.0.1:6379";
+
+inline constexpr std::chrono::milliseconds default_ttl{30000};
+inline constexpr std::chrono::milliseconds default_wait{10000};
+inline constexpr std::chrono::milliseconds default_grace{5000};
+inline constexpr std::chrono::milliseconds default_status_timeout{1000};
+
+// Shorter TTLs leave renewal (at half the TTL, each request allowed 100 ms) no room to succeed.
+inline constexpr std::chrono::milliseconds min_ttl{500};
+// Keeps every arithmetic on durations far from overflow; nobody means a lock wait of weeks.
+inline constexpr std::chrono::milliseconds max_duration{7LL * 24 * 3600 * 1000};
+
+// The command line cannot be run as written. what() is one line naming the culprit (the flag, the
+// URL part, the duration) without the "redlock: " prefix; the tool prints it and exits 2.
+class usage_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// "500ms", "30s", "2m", "1h", or a bare number of seconds; a decimal point is allowed ("1.5s",
+// "0.25"). The result must be a whole number of milliseconds, at least 1 ms and at most
+// max_duration. Throws std::invalid_argument saying what is wrong with `text`.
+std::chrono::milliseconds parse_duration(std::string_view text);
+
+// Comma-separated redis:// URLs (node_config::from_url). `source` says where the list came from
+// ("--nodes", "REDLOCK_NODES") and starts every message. Throws usage_error for an empty list or
+// element, a bad URL (with from_url's reason) or the same host:port twice.
+std::vector<node_config> parse_node_list(std::string_view list, std::string_view source);
+
+struct run_options {
+  std::vector<node_config> nodes;
+  std::chrono::milliseconds ttl = default_ttl;
+  std::chrono::milliseconds wait = default_wait;
+  std::chrono::milliseconds grace = default_grace;
+  bool quiet = false;
+  std::string resource;
+  std::vector<std::string> command;  // never empty
+};
+
+struct status_options {
+  std::vector<node_config> nodes;
+  std::chrono::milliseconds timeout = default_status_timeout;  // per node, connect included
+  std::string resource;
+};
+
+// --help, -h or "help [COMMAND]": topic is "" for the whole tool, else "run" or "status".
+struct help_request {
+  std::string topic;
+};
+
+struct version_request {};
+
+using invocation = std::variant<help_request, version_request, run_options, status_options>;
+
+// `args` are argv[1..]. `env_nodes` is REDLOCK_NODES if set (an empty value counts as unset);
+// --nodes wins over it and default_nodes applies when neither is given. Throws usage_error.
+invocation parse_command_line(std::span<const std::string> args,
+                              std::optional<std::string_view> env_nodes);
+
+}  // namespace redlock::cli
+
+#endif

@@ -1,0 +1,153 @@
+#include "messages.hpp"
+
+#include <fmt/format.h>
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+namespace redlock::cli {
+
+std::string one_line(std::string_view message) {
+  constexpr std::string_view prefix = "redlock: ";
+  if (message.starts_with(prefix)) message.remove_prefix(prefix.size());
+  std::string out(message);
+  std::replace_if(
+      out.begin(), out.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+  return out;
+}
+
+acquire_failure classify_acquire_failure(error_code ec, std::string_view diagnostics) {
+  if (ec == error::contended) return acquire_failure::contended;
+  if (ec == error::no_quorum) return acquire_failure::no_quorum;
+  if (ec == error::validity_expired) return acquire_failure::validity_expired;
+  if (ec == error::invalid_argument) return acquire_failure::invalid;
+  if (ec != error::wait_timeout) return acquire_failure::other;
+  // The last round's account quotes its outcome's message; a wait spent queued behind another
+  // lease of the same client says so in its own words.
+  auto mentions = [diagnostics](error e) {
+    return diagnostics.find(make_error_code(e).message()) != std::string_view::npos;
+  };
+  if (mentions(error::contended)) return acquire_failure::contended;
+  if (diagnostics.find("held by another lease") != std::string_view::npos) {
+    return acquire_failure::contended;
+  }
+  if (mentions(error::no_quorum)) return acquire_failure::no_quorum;
+  if (mentions(error::validity_expired)) return acquire_failure::validity_expired;
+  return acquire_failure::wait_timeout;
+}
+
+std::string not_acquired_message(std::string_view resource, std::chrono::milliseconds wait,
+                                 error_code ec, std::string_view diagnostics) {
+  std::string_view cause;
+  switch (classify_acquire_failure(ec, diagnostics)) {
+    case acquire_failure::contended:
+      cause = "contended: held by another owner";
+      break;
+    case acquire_failure::no_quorum:
+      cause = "no quorum: too few nodes answered";
+      break;
+    case acquire_failure::validity_expired:
+      cause = "no validity left: a quorum granted it too late";
+      break;
+    case acquire_failure::wait_timeout:
+      cause = "wait timeout";
+      break;
+    case acquire_failure::invalid:
+    case acquire_failure::other:
+      cause = "failed";
+      break;
+  }
+  const std::string when =
+      ec == error::wait_timeout ? fmt::format(" within {} ms", wait.count()) : std::string();
+  std::string line = fmt::format("redlock: \"{}\" not acquired{}: {}", resource, when, cause);
+  if (!diagnostics.empty()) {
+    line += fmt::format("; last attempt: {}", one_line(diagnostics));
+  } else if (ec) {
+    line += fmt::format(" ({})", ec.message());
+  }
+  return line;
+}
+
+std::string signal_name(int signal) {
+  if (const char* abbrev = ::sigabbrev_np(signal)) return fmt::format("SIG{}", abbrev);
+  return fmt::format("signal {}", signal);
+}
+
+int exit_code_of(int wait_status) noexcept {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return 1;
+}
+
+std::string describe_wait_status(int wait_status) {
+  if (WIFEXITED(wait_status)) return fmt::format("exited with code {}", WEXITSTATUS(wait_status));
+  if (WIFSIGNALED(wait_status)) {
+    return fmt::format("was killed by {}{}", signal_name(WTERMSIG(wait_status)),
+                       WCOREDUMP(wait_status) ? " (core dumped)" : "");
+  }
+  return fmt::format("ended with wait status {:#x}", wait_status);
+}
+
+std::string token_prefix(std::string_view value) {
+  std::string out(value.substr(0, 8));
+  for (char& c : out) {
+    if (c < 0x21 || c > 0x7e) c = '?';
+  }
+  return out;
+}
+
+std::string format_node_report(const node_report& report) {
+  if (report.error) return fmt::format("{:<21} unreachable  {}", report.address, *report.error);
+  if (!report.held) return fmt::format("{:<21} reachable    free", report.address);
+  const std::string held = fmt::format("{:<21} reachable    held  ", report.address);
+  if (!report.note.empty()) return held + report.note;
+  const std::string ttl =
+      report.pttl_ms >= 0 ? fmt::format("ttl {} ms", report.pttl_ms) : std::string("no ttl");
+  return held + fmt::format("{}  token {}", ttl, token_prefix(report.value));
+}
+
+status_verdict judge_status(std::string_view resource, std::span<const node_report> reports) {
+  status_verdict v;
+  v.nodes = reports.size();
+  v.quorum = v.nodes / 2 + 1;
+  std::map<std::string, std::size_t> owners;
+  std::string top_owner;
+  for (const auto& report : reports) {
+    if (report.error) continue;
+    ++v.reachable;
+    if (!report.held) continue;
+    ++v.held;
+    // A key that is not a string is nobody's token; it still blocks SET NX on that node.
+    if (!report.note.empty()) continue;
+    const std::size_t count = ++owners[report.value];
+    if (count > v.owner_nodes) {
+      v.owner_nodes = count;
+      top_owner = report.value;
+    }
+  }
+  v.enough_reachable = v.reachable >= v.quorum;
+  const std::size_t unreachable = v.nodes - v.reachable;
+
+  std::string state;
+  if (v.owner_nodes >= v.quorum) {
+    state = fmt::format("locked (token {})", token_prefix(top_owner));
+  } else if (!v.enough_reachable) {
+    state = fmt::format("unknown: only {} of {} nodes reachable", v.reachable, v.nodes);
+  } else if (v.owner_nodes + unreachable >= v.quorum) {
+    state = "unknown: the unreachable nodes could complete a quorum";
+  } else if (v.held == 0) {
+    state = "free";
+  } else if (owners.size() > 1) {
+    state = fmt::format("not locked (below quorum, split between {} owners)", owners.size());
+  } else {
+    state = "not locked (below quorum)";
+  }
+  v.line = fmt::format("{}: held on {} of {} nodes (quorum {}): {}", resource, v.held, v.nodes,
+                       v.quorum, state);
+  return v;
+}
+
+}  // namespace redlock::cli

@@ -1,0 +1,76 @@
+#ifndef REDLOCK_TOOLS_REDLOCK_MESSAGES_HPP
+#define REDLOCK_TOOLS_REDLOCK_MESSAGES_HPP
+
+// What the tool tells its user, computed without I/O: why a lock was not had, how COMMAND ended,
+// and what `status` concludes from the nodes' answers.
+
+#include "redlock/error.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace redlock::cli {
+
+// `message` fit to stand inside one line of ours: without the "redlock: " the library puts in
+// front, line breaks (a server's error text may have them) folded into spaces.
+std::string one_line(std::string_view message);
+
+enum class acquire_failure { contended, no_quorum, validity_expired, wait_timeout, invalid, other };
+
+// Why an acquire completed with `ec`. After error::wait_timeout the last round's diagnostics tell
+// whether the lock was held elsewhere or too few nodes answered; that is what the user needs to
+// hear, not that the waiting ended.
+acquire_failure classify_acquire_failure(error_code ec, std::string_view diagnostics);
+
+// The one line for exit code 75: the cause first (contended / no quorum / wait timeout), then the
+// library's account of the last round, which names every node's answer.
+std::string not_acquired_message(std::string_view resource, std::chrono::milliseconds wait,
+                                 error_code ec, std::string_view diagnostics);
+
+// "SIGTERM", or "signal 42" for one without a name.
+std::string signal_name(int signal);
+
+// A wait status as a shell reports it: the exit code, or 128 + N for signal N.
+int exit_code_of(int wait_status) noexcept;
+
+// "exited with code 3", "was killed by SIGTERM".
+std::string describe_wait_status(int wait_status);
+
+// One node's answer to `status`.
+struct node_report {
+  std::string address;               // host:port
+  std::optional<std::string> error;  // set when the node could not be asked: why
+  bool held = false;                 // the key exists
+  std::string value;                 // its content: the owner's token for a lock key
+  long long pttl_ms = -2;            // PTTL: -1 no expiry, -2 no key
+  std::string note;                  // set when the key is not a plain string (not a lock)
+};
+
+// The first 8 characters of a token (or any value), unprintable bytes shown as '?'.
+std::string token_prefix(std::string_view value);
+
+// "127.0.0.1:6379        reachable    held  ttl 29512 ms  token 1a2b3c4d"
+std::string format_node_report(const node_report& report);
+
+struct status_verdict {
+  std::size_t nodes = 0;
+  std::size_t quorum = 0;
+  std::size_t reachable = 0;
+  std::size_t held = 0;
+  std::size_t owner_nodes = 0;    // the most nodes on which one and the same value is held
+  bool enough_reachable = false;  // a quorum answered, so the verdict is certain
+  std::string line;               // "R: held on 3 of 5 nodes (quorum 3): locked (token 1a2b3c4d)"
+};
+
+// A lock is held when one value (one owner's token) is on a quorum of nodes. Keys on fewer nodes
+// are leftovers of failed rounds or of a lock that is ending; unreachable nodes are counted as
+// possibly holding it, so "free" and "not locked" are only said when no quorum could exist.
+status_verdict judge_status(std::string_view resource, std::span<const node_report> reports);
+
+}  // namespace redlock::cli
+
+#endif

@@ -1,0 +1,106 @@
+#include "status_command.hpp"
+
+#include "exit_codes.hpp"
+#include "messages.hpp"
+#include "net/connection.hpp"
+#include "resp/value.hpp"
+
+#include <fmt/format.h>
+#include <boost/asio/io_context.hpp>
+
+#include <cstddef>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace redlock::cli {
+namespace {
+
+namespace asio = boost::asio;
+
+// Value and PTTL read in one step, so that a key expiring in between cannot show up as held with
+// no time left, or as free with a token.
+constexpr std::string_view read_script =
+    "return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}";
+
+// A connection's failure text starts with the node's address, which our line shows already.
+std::string without_address(std::string_view text, std::string_view address) {
+  if (text.starts_with(address) && text.substr(address.size()).starts_with(": ")) {
+    text.remove_prefix(address.size() + 2);
+  }
+  return one_line(text);
+}
+
+node_report interpret(const node_config& node, error_code ec, const resp::value& reply) {
+  node_report report;
+  report.address = node.address();
+  if (ec) {
+    report.error = reply.text.empty() ? ec.message() : without_address(reply.text, report.address);
+    return report;
+  }
+  if (reply.is_error()) {
+    // WRONGTYPE: the key exists but holds no string; it blocks the lock like any key.
+    if (reply.error_code_word() == "WRONGTYPE") {
+      report.held = true;
+      report.note = "not a lock key (it holds a value of another type)";
+    } else {
+      report.error = fmt::format("error reply: {}", one_line(reply.text));
+    }
+    return report;
+  }
+  if (reply.kind != resp::type::array || reply.elements.size() != 2 ||
+      reply.elements[1].kind != resp::type::integer) {
+    report.error = fmt::format("unexpected reply: {}", one_line(resp::to_debug_string(reply)));
+    return report;
+  }
+  const auto& value = reply.elements[0];
+  report.pttl_ms = reply.elements[1].integer;
+  report.held = !value.is_null();
+  if (report.held) report.value = value.text;
+  return report;
+}
+
+}  // namespace
+
+int status_command(const status_options& options) {
+  asio::io_context io;
+  detail::connection_options settings;
+  settings.connect_timeout = options.timeout;
+  settings.client_name = "redlock-cli-status";
+  detail::request_options request;
+  request.timeout = options.timeout;
+
+  const auto& nodes = options.nodes;
+  std::vector<node_report> reports(nodes.size());
+  std::vector<std::shared_ptr<detail::connection>> connections;
+  std::size_t pending = nodes.size();
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    connections.push_back(detail::connection::create(io.get_executor(), nodes[i], settings));
+    connections.back()->async_exec({"EVAL", read_script, "1", options.resource}, request,
+                                   [&, i](error_code ec, resp::value reply) {
+                                     reports[i] = interpret(nodes[i], ec, reply);
+                                     // Each request has its deadline, so this is reached within the
+                                     // timeout; closing the connections then lets the io_context
+                                     // run out of work.
+                                     if (--pending == 0) {
+                                       for (const auto& connection : connections)
+                                         connection->close();
+                                     }
+                                   });
+  }
+  io.run();
+
+  for (const auto& report : reports)
+    fmt::print("{}\n", format_node_report(report));
+  const auto verdict = judge_status(options.resource, reports);
+  fmt::print("{}\n", verdict.line);
+  if (verdict.reachable < verdict.nodes) {
+    fmt::print("unreachable nodes: {}\n", verdict.nodes - verdict.reachable);
+  }
+  std::fflush(stdout);
+  return verdict.enough_reachable ? 0 : exit_code::failure;
+}
+
+}  // namespace redlock::cli
