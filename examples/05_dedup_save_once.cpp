@@ -1,0 +1,203 @@
+// 05_dedup_save_once: many servers, many duplicate requests, every item saved exactly once.
+//
+// What it shows
+//   - client::async_try_acquire as a "whoever gets there first does it, the others skip" guard:
+//     one round, no waiting; error::contended means someone else is on it right now.
+//   - Several redlock::client instances stand in for several app servers (each would be its own
+//     process; here four clients on one io_context), all using the same Redis nodes.
+//   - 4000 "save item X" requests for 300 items arrive shuffled, at about eight per millisecond,
+//     spread over the four servers, and overlap each other. The winner of an item's lock checks
+//     the store (a std::map standing in for a database), saves, and releases. Losers skip.
+//   - The check happens under the lock. A request for an item whose save has already finished
+//     takes the lock without contention, and must then find the saved item and skip.
+//
+// Why the lock matters: a save is "check, then (slowly) write". The write takes a few
+// milliseconds, and without the lock any other request for the item arriving meanwhile passes
+// the check too and saves the item a second time. The example counts such duplicates; with the
+// lock there are none.
+//
+// How to run it
+//   REDLOCK_NODES=redis://127.0.0.1:6379 ./05_dedup_save_once
+//   REDLOCK_NODES is a comma-separated list of redis:// URLs, one per independent Redis master;
+//   unset, one local node is used. Or, from a build directory configured with tests, against five
+//   throwaway nodes:
+//     test/support/redis_nodes -- examples/05_dedup_save_once
+//
+// Prints "requests 4000, saves 300, skipped 3700, duplicates 0" and exits 0 when every item was
+// saved exactly once; exits 1 (with a message) when an item was saved twice or never, or when a
+// request could not be served because too few nodes answered, even after retries.
+
+#include <redlock/redlock.hpp>
+
+#include "common/nodes.hpp"
+#include "common/run.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdio>
+#include <deque>
+#include <exception>
+#include <map>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using std::chrono::steady_clock;
+
+namespace {
+
+constexpr int app_servers = 4;
+constexpr int items = 300;
+constexpr int requests = 4000;
+constexpr auto arrivals_over = 500ms;  // the requests arrive evenly over this time
+constexpr auto write_takes = 5ms;      // a slow database write
+
+struct counts {
+  int saves = 0;
+  int contended = 0;      // skipped: another request held the item's lock
+  int already_saved = 0;  // skipped: the item was in the store when we got the lock
+  int duplicates = 0;     // saves of an item that was saved already
+  int retries = 0;        // tries repeated because too few nodes answered
+  int failed = 0;         // requests that never got enough answers: not served
+};
+
+// The "database": item -> which app server saved it.
+using store = std::map<int, int>;
+
+asio::awaitable<void> sleep_until(steady_clock::time_point when) {
+  asio::steady_timer timer(co_await asio::this_coro::executor, when);
+  co_await timer.async_wait(asio::use_awaitable);
+}
+
+// One "save item X" request, handled by app server number `server`.
+asio::awaitable<void> save_request(redlock::client& locks, int server, int item,
+                                   steady_clock::time_point arrives, store& database,
+                                   counts& seen) {
+  co_await sleep_until(arrives);
+
+  // One round, no waiting: if someone else holds the item, they are saving it.
+  const std::string resource = "item:" + std::to_string(item);
+  redlock::error_code failed;
+  redlock::lease lease;
+  for (int attempt = 1;; ++attempt) {
+    std::tie(failed, lease) =
+        co_await locks.async_try_acquire(resource, {}, asio::as_tuple(asio::use_awaitable));
+    if (failed == redlock::error::contended) {
+      ++seen.contended;
+      co_return;
+    }
+    // Other failures mean too few nodes answered in time (down, or slow on a busy host): nobody
+    // is known to hold the item, so skipping would risk never saving it. Try again shortly.
+    if (!failed || attempt == 5) break;
+    ++seen.retries;
+    co_await sleep_until(steady_clock::now() + 20ms);
+  }
+  if (failed) {
+    if (++seen.failed <= 3) {  // the first few are worth a look
+      std::fprintf(stderr, "item %d: %s\n  %s\n", item, failed.message().c_str(),
+                   lease.diagnostics().c_str());
+    }
+    co_return;
+  }
+
+  if (database.contains(item)) {
+    ++seen.already_saved;
+  } else {
+    // The slow write. Without the lock, this is where a second request would pass the check above.
+    co_await sleep_until(steady_clock::now() + write_takes);
+    if (database.contains(item)) ++seen.duplicates;
+    database[item] = server;
+    ++seen.saves;
+  }
+  co_await lease.async_release(asio::use_awaitable);
+}
+
+asio::awaitable<void> demo(std::vector<redlock::node_config> nodes, store& database, counts& seen) {
+  const auto executor = co_await asio::this_coro::executor;
+  // A deque, not a vector: clients cannot be moved, and a growing vector moves its elements.
+  std::deque<redlock::client> servers;
+  for (int i = 0; i < app_servers; ++i) {
+    servers.emplace_back(executor, nodes);
+  }
+  // Fail fast, naming the problem, when the nodes cannot be reached.
+  auto [unreachable] = co_await servers.front().async_ping(asio::as_tuple(asio::use_awaitable));
+  if (unreachable) {
+    throw std::runtime_error("cannot reach a quorum of the " + std::to_string(nodes.size()) +
+                             " nodes: " + unreachable.message());
+  }
+
+  // Every item requested 13 or 14 times, in random order.
+  std::vector<int> wanted(requests);
+  for (int i = 0; i < requests; ++i) {
+    wanted[static_cast<std::size_t>(i)] = i % items;
+  }
+  std::shuffle(wanted.begin(), wanted.end(), std::mt19937(std::random_device{}()));
+
+  const auto start = steady_clock::now();
+  std::vector<asio::awaitable<void>> all;
+  for (int i = 0; i < requests; ++i) {
+    const int server = i % app_servers;
+    const auto arrives = start + arrivals_over * i / requests;
+    all.push_back(save_request(servers[static_cast<std::size_t>(server)], server,
+                               wanted[static_cast<std::size_t>(i)], arrives, database, seen));
+  }
+  co_await examples::run_all(std::move(all));
+}  // the clients are destroyed here; io.run() in main returns once their connections are closed
+
+}  // namespace
+
+int main() {
+  auto nodes = examples::nodes_from_environment();
+
+  store database;
+  counts seen;
+  asio::io_context io;
+  bool finished = false;
+  asio::co_spawn(io, demo(std::move(nodes), database, seen), [&](std::exception_ptr failure) {
+    finished = !failure;
+    if (!failure) return;
+    try {
+      std::rethrow_exception(failure);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "05_dedup_save_once: %s\n", e.what());
+    }
+  });
+  io.run();
+  if (!finished) return 1;
+
+  // Printed only now, after every client is gone: the summary is the example's final word.
+  const int skipped = seen.contended + seen.already_saved;
+  std::printf("skipped: %d found the item locked, %d found it already saved\n", seen.contended,
+              seen.already_saved);
+  if (seen.retries > 0 || seen.failed > 0) {
+    std::printf("too few nodes answered: %d tries repeated, %d requests not served\n", seen.retries,
+                seen.failed);
+  }
+  std::printf("requests %d, saves %d, skipped %d, duplicates %d\n", requests, seen.saves, skipped,
+              seen.duplicates);
+
+  const int never_saved = items - static_cast<int>(database.size());
+  if (seen.duplicates != 0 || never_saved != 0 || seen.failed != 0) {
+    std::fprintf(stderr, "%d item(s) saved more than once, %d never saved, %d requests failed\n",
+                 seen.duplicates, never_saved, seen.failed);
+    return 1;
+  }
+  std::printf("every item saved exactly once\n");
+  return 0;
+}
