@@ -119,8 +119,8 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
 
   static lease make_lease(std::shared_ptr<lease_state> state);
 
-  // What a fan-out does on a node that already owes a reply older than node_timeout (a stopped,
-  // stalled or much delayed node; connection::unresponsive).
+  // What a fan-out does on a node that has let a request time out and not answered it since (a
+  // stopped, stalled or much delayed node; connection::unresponsive).
   //  - skip: fail that node's request at once, unsent. A round that cannot win without such a
   //    node is then decided in one round trip and frees the keys it took on the others, instead
   //    of holding them for node_timeout while rival rounds split the remaining votes.

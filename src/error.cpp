@@ -42,7 +42,7 @@ class category final : public boost::system::error_category {
       case error::select_failed:
         return "selecting the database failed";
       case error::node_unresponsive:
-        return "the node has not answered for longer than the request timeout";
+        return "the node has not answered a request that timed out";
     }
     return "unknown redlock error " + std::to_string(ev);
   }

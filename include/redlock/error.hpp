@@ -31,7 +31,7 @@ enum class error {
   connect_timeout,    // connecting (TCP connect + handshake) took longer than connect_timeout
   auth_failed,        // AUTH was refused (WRONGPASS), or the server requires it (NOAUTH)
   select_failed,      // SELECT of the configured database was refused (e.g. index out of range)
-  node_unresponsive,  // the node has owed a reply for longer than node_timeout; not sent
+  node_unresponsive,  // a request to the node timed out and is still unanswered; not sent
 };
 
 const boost::system::error_category& error_category() noexcept;

@@ -26,11 +26,11 @@ using logger = std::function<void(log_level, std::string_view message)>;
 struct client_options {
   // Deadline of each request on each node. A node that has not answered by then counts as a no-vote
   // for that round; its late reply is read and dropped. Keep it well below the lock TTLs in use.
-  // While a node owes a reply older than this (stopped, stalled, far behind, or stuck in a
-  // connect), acquire rounds, extensions and pings skip it: they count it as failed at once with
-  // error::node_unresponsive instead of waiting out the deadline again, so a round that cannot win
-  // without it frees its keys on the other nodes at once. Releases are still sent. The node is
-  // asked again as soon as its backlog has been answered.
+  // Once a request to a node has timed out and the node has not answered it since (stopped,
+  // stalled, far behind, or stuck in a connect), acquire rounds, extensions and pings skip that
+  // node: they count it as failed at once with error::node_unresponsive instead of waiting out the
+  // deadline again, so a round that cannot win without it frees its keys on the other nodes at
+  // once. Releases are still sent. The node is asked again as soon as the late replies arrive.
   std::chrono::milliseconds node_timeout{100};
 
   // Bound on TCP connect plus the AUTH/SELECT/CLIENT SETNAME handshake.

@@ -60,6 +60,8 @@ struct connection::request {
   enum class phase : std::uint8_t { queued, written, finished } phase = phase::queued;
   // Resent as EVAL after it had finished: it runs on the server, but nobody gets its reply.
   bool abandoned = false;
+  // Timed out after it was written; counted in connection::timed_out_in_flight_ until its reply.
+  bool awaited_past_deadline = false;
   steady_clock::time_point written_at{};
 };
 
@@ -99,6 +101,7 @@ class connection::request_pool {
     req->timeout = std::chrono::milliseconds(0);
     req->phase = request::phase::queued;
     req->abandoned = false;
+    req->awaited_past_deadline = false;
     if (spare_.size() >= max_spare) {
       delete req;
       return;
@@ -165,7 +168,6 @@ shared_payload connection::encode(std::span<const std::string_view> command) {
 void connection::start() {
   if (state_ != state::idle) return;
   state_ = state::connecting;
-  connect_started_ = steady_clock::now();
   asio::co_spawn(executor_, run(run_owner(shared_from_this())),
                  asio::bind_cancellation_slot(stop_signal_.slot(), asio::detached));
 }
@@ -243,12 +245,12 @@ void connection::start_request(request_ptr req, request_options options,
          fmt::format("node is down, reconnecting (last error: {})", last_cause_), delivery::post);
     return;
   }
-  if (options.skip_if_unresponsive && options.timeout > std::chrono::milliseconds(0) &&
-      unresponsive(options.timeout, now)) {
+  if (options.skip_if_unresponsive && unresponsive()) {
     ++stats_.skipped_unresponsive;
     fail(*req, error::node_unresponsive,
-         fmt::format("not sent: the node has owed a reply for more than {} ms{}",
-                     to_ms(options.timeout), state_ == state::connecting ? " (connecting)" : ""),
+         state_ == state::connecting
+             ? "not sent: a request already timed out waiting for the connection"
+             : "not sent: the node has not answered a request that timed out",
          delivery::post);
     return;
   }
@@ -263,18 +265,6 @@ void connection::start_request(request_ptr req, request_options options,
     start();
   } else if (state_ == state::ready) {
     wake_writer();
-  }
-}
-
-bool connection::unresponsive(std::chrono::milliseconds limit,
-                              steady_clock::time_point now) const noexcept {
-  switch (state_) {
-    case state::connecting:
-      return now - connect_started_ > limit;
-    case state::ready:
-      return !in_flight_.empty() && now - in_flight_.front()->written_at > limit;
-    default:
-      return false;
   }
 }
 
@@ -335,6 +325,12 @@ void connection::expire_deadlines() {
     deadlines_.pop_front();
     if (done) continue;
     const bool sent = req->phase == request::phase::written;
+    if (sent) {
+      req->awaited_past_deadline = true;
+      ++timed_out_in_flight_;
+    } else if (state_ == state::connecting) {
+      timed_out_while_connecting_ = true;
+    }
     // May run the caller's handler inline, which may issue requests: re-read the list each time.
     fail(*req, error::request_timeout,
          fmt::format("no reply within {} ms ({})", to_ms(req->timeout),
@@ -404,6 +400,7 @@ void connection::fail_all(error_code ec, std::string_view why) {
   auto in_flight = std::move(in_flight_);
   queued_.clear();
   in_flight_.clear();
+  timed_out_in_flight_ = 0;  // their replies will never come
   deadlines_.clear();
   deadline_armed_ = false;
   deadline_timer_.cancel();
@@ -441,6 +438,7 @@ void connection::drop_requests() noexcept {
     deadlines_.pop_back();
   while (!in_flight_.empty())
     in_flight_.pop_back();
+  timed_out_in_flight_ = 0;
   while (!queued_.empty())
     queued_.pop_back();
 }
@@ -451,7 +449,7 @@ asio::awaitable<void> connection::run(run_owner /*owner*/) {
   try {
     while (state_ != state::closed) {
       state_ = state::connecting;
-      connect_started_ = steady_clock::now();
+      timed_out_while_connecting_ = false;
       error_code request_error = co_await connect_with_timeout();
       if (state_ == state::closed) break;
 
@@ -619,6 +617,10 @@ bool connection::deliver(resp::value& reply) {
   auto req = std::move(in_flight_.front());
   in_flight_.pop_front();
   ++stats_.replies;
+  if (req->awaited_past_deadline) {
+    req->awaited_past_deadline = false;
+    --timed_out_in_flight_;
+  }
   if (req->eval_fallback && reply.is_error() && reply.error_code_word() == "NOSCRIPT") {
     // The server's script cache is empty (restart, SCRIPT FLUSH): send the same call as EVAL,
     // which also caches the script for the next EVALSHA. The request keeps its deadline and its

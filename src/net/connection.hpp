@@ -98,10 +98,10 @@ struct request_options {
   // reply makes the connection resend the call as EVAL with the full source.
   const script* eval_fallback = nullptr;
 
-  // Fail at once, unsent, with error::node_unresponsive while the node already owes an answer
-  // older than `timeout` (see connection::unresponsive). For requests that would only wait out
-  // their deadline behind the silence: a new round's SET, an extension, a PING. Never for a
-  // release, which must follow on the wire every SET it may have to undo.
+  // Fail at once, unsent, with error::node_unresponsive while the node is unresponsive (see
+  // connection::unresponsive). For requests that would only wait out their deadline behind the
+  // silence: a new round's SET, an extension, a PING. Never for a release, which must follow on
+  // the wire every SET it may have to undo.
   bool skip_if_unresponsive = false;
 };
 
@@ -216,13 +216,18 @@ class connection : public std::enable_shared_from_this<connection> {
   // then the connection works as usual. Used at shutdown so that final releases still go out.
   void close_when_idle(std::chrono::milliseconds bound);
 
-  // The node owes an answer older than `limit`: the connect attempt under way, or the oldest
-  // written request still without its reply, began more than `limit` before `now`. Any reply moves
-  // the oldest request forward, so the node counts as answering again as soon as its backlog has
-  // drained to recent requests; the requests already in flight are the probe, nothing extra is
-  // sent.
-  bool unresponsive(std::chrono::milliseconds limit,
-                    std::chrono::steady_clock::time_point now) const noexcept;
+  // A request to this node has waited out its deadline and the node has not answered it yet: a
+  // written request whose reply has not arrived, or one queued behind a connect attempt that is
+  // still under way. It ends when those replies arrive (the requests in flight are the probe;
+  // nothing extra is sent) or the connection is reset.
+  //
+  // Judged when deadlines expire, not by the age of the oldest request when a new one is issued:
+  // the reactor reads ready sockets before it runs expired timers, so a reply that has arrived is
+  // seen first even by a starved process, which would otherwise blame a node it had simply not
+  // read yet.
+  bool unresponsive() const noexcept {
+    return timed_out_in_flight_ > 0 || (state_ == state::connecting && timed_out_while_connecting_);
+  }
 
   state current_state() const noexcept { return state_; }
   const node_config& node() const noexcept { return node_; }
@@ -341,7 +346,8 @@ class connection : public std::enable_shared_from_this<connection> {
   backoff reconnect_backoff_;
   std::minstd_rand jitter_;
   std::chrono::steady_clock::time_point last_read_{};
-  std::chrono::steady_clock::time_point connect_started_{};
+  std::size_t timed_out_in_flight_ = 0;      // written, timed out, reply not read yet
+  bool timed_out_while_connecting_ = false;  // in this connect attempt
 
   std::uint64_t last_request_id_ = 0;
   connection_stats stats_;
