@@ -705,23 +705,33 @@ BOOST_AUTO_TEST_CASE(connection_reset_mid_pipeline) {
           if (!ec) ++granted;
           leases[i] = std::move(lease);
         });
-        nodes.proxies[2]->clear();
         BOOST_TEST(std::count(completions.begin(), completions.end(), 1) ==
                    static_cast<long>(count));
         BOOST_TEST(granted == count);
+        // The toxic stays while the leases are released. On a loaded host the node can time out
+        // early in the burst, after which acquire rounds skip it and fewer SETs than limit_data
+        // allows reach it; releases are never skipped, so they spend the budget in any case.
         for (auto& lease : leases) {
           auto [ec] = co_await lease.async_release(tuple_awaitable);
           BOOST_TEST(!ec, ec.message());
         }
-        // The node is used again after a reconnect.
+        nodes.proxies[2]->clear();
+        // The connection was broken and re-established.
         const bool back = co_await eventually(
             [&] { return nodes.proxies[2]->connections_accepted() > accepted_before; }, 3s);
-        BOOST_TEST(back);
-        auto [ec, lease] =
-            co_await locks.async_try_acquire("mid-after", plain_lock(10s), tuple_awaitable);
-        BOOST_TEST(!ec);
-        BOOST_TEST(co_await eventually([&] { return servers.present("mid-after") == 5; }, 3s));
-        co_await lease.async_release(tuple_awaitable);
+        BOOST_TEST(back, "the node's connection was never re-established");
+        // The node votes again: once its reconnect backoff has passed, an acquire holds all five.
+        bool on_all_five = false;
+        for (int attempt = 0; attempt < 20 && !on_all_five; ++attempt) {
+          auto [ec, lease] =
+              co_await locks.async_try_acquire("mid-after", plain_lock(10s), tuple_awaitable);
+          BOOST_TEST(!ec, lease.diagnostics());
+          on_all_five =
+              co_await eventually([&] { return servers.present("mid-after") == 5; }, 200ms);
+          auto [release_ec] = co_await lease.async_release(tuple_awaitable);
+          BOOST_TEST(!release_ec, release_ec.message());
+        }
+        BOOST_TEST(on_all_five, "the node never voted again after its connection broke");
         BOOST_TEST(co_await eventually([&] { return servers.total_keys() == 0; }, 3s));
       });
     }
