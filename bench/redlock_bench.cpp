@@ -73,28 +73,6 @@ int parse_positive(std::string_view flag, std::string_view text) {
   return value;
 }
 
-std::vector<redlock::node_config> parse_nodes(std::string_view list) {
-  std::vector<redlock::node_config> nodes;
-  while (true) {
-    const auto comma = list.find(',');
-    const std::string_view url = list.substr(0, comma);
-    if (url.empty()) throw usage_error("--nodes has an empty entry");
-    try {
-      nodes.push_back(redlock::node_config::from_url(url));
-    } catch (const std::invalid_argument& e) {
-      throw usage_error(fmt::format("--nodes: bad URL '{}': {}", url, e.what()));
-    }
-    for (std::size_t i = 0; i + 1 < nodes.size(); ++i) {
-      if (nodes[i] == nodes.back()) {
-        throw usage_error(fmt::format("--nodes: {} is listed twice", nodes.back().address()));
-      }
-    }
-    if (comma == std::string_view::npos) break;
-    list.remove_prefix(comma + 1);
-  }
-  return nodes;
-}
-
 settings parse(int argc, char** argv) {
   settings s;
   std::optional<int> runs;
@@ -117,7 +95,11 @@ settings parse(int argc, char** argv) {
         throw usage_error(fmt::format("unknown workload '{}'", name));
       }
     } else if (arg == "--nodes") {
-      s.nodes = parse_nodes(value());
+      try {
+        s.nodes = redlock::node_config::from_url_list(value());
+      } catch (const std::invalid_argument& e) {
+        throw usage_error(fmt::format("--nodes: {}", e.what()));
+      }
     } else if (arg == "--runs") {
       runs = parse_positive(arg, value());
     } else if (arg == "--table") {

@@ -8,9 +8,11 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace redlock {
 namespace {
@@ -229,6 +231,37 @@ class url_parser {
 
 node_config node_config::from_url(std::string_view url) {
   return url_parser(url).parse();
+}
+
+std::vector<node_config> node_config::from_url_list(std::string_view urls) {
+  auto trimmed = [](std::string_view text) {
+    constexpr std::string_view blanks = " \t\r\n";
+    const auto first = text.find_first_not_of(blanks);
+    if (first == std::string_view::npos) return std::string_view{};
+    return text.substr(first, text.find_last_not_of(blanks) - first + 1);
+  };
+  if (trimmed(urls).empty()) throw std::invalid_argument("redlock: the node list is empty");
+
+  std::vector<node_config> nodes;
+  std::set<std::string> addresses;
+  std::size_t start = 0;
+  while (true) {
+    const auto comma = urls.find(',', start);
+    const auto end = comma == std::string_view::npos ? urls.size() : comma;
+    const auto url = trimmed(urls.substr(start, end - start));
+    // The entry is named by its position: quoting the list could show another entry's password.
+    if (url.empty()) {
+      throw std::invalid_argument(
+          fmt::format("redlock: entry {} of the node list is empty", nodes.size() + 1));
+    }
+    nodes.push_back(from_url(url));
+    if (!addresses.insert(nodes.back().address()).second) {
+      throw std::invalid_argument(
+          fmt::format("redlock: node {} is listed twice in the node list", nodes.back().address()));
+    }
+    if (comma == std::string_view::npos) return nodes;
+    start = comma + 1;
+  }
 }
 
 std::string node_config::address() const {

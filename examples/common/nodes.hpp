@@ -7,35 +7,22 @@
 
 #include <redlock/redlock.hpp>
 
-#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <string_view>
 #include <vector>
 
 namespace examples {
 
 inline std::vector<redlock::node_config> nodes_from_environment() {
   const char* from_env = std::getenv("REDLOCK_NODES");
-  const std::string_view list = from_env ? from_env : "redis://127.0.0.1:6379";
-
-  std::vector<redlock::node_config> nodes;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t comma = list.find(',', start);
-    const std::string_view url = list.substr(start, comma - start);
-    try {
-      nodes.push_back(redlock::node_config::from_url(url));
-    } catch (const std::exception& e) {
-      // The message names the URL (password masked) and what is wrong with it.
-      std::fprintf(stderr, "REDLOCK_NODES: %s\n", e.what());
-      std::exit(2);
-    }
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
+  try {
+    return redlock::node_config::from_url_list(from_env ? from_env : "redis://127.0.0.1:6379");
+  } catch (const std::exception& e) {
+    // The message names the problem: an empty entry, a bad URL (password masked), a repeated node.
+    std::fprintf(stderr, "REDLOCK_NODES: %s\n", e.what());
+    std::exit(2);
   }
-  return nodes;
 }
 
 }  // namespace examples

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace redlock {
 
@@ -19,6 +20,13 @@ struct node_config {
   // and password; an IPv6 host is written in brackets ("redis://[::1]:6380"). Throws
   // std::invalid_argument whose message names the bad part (scheme, host, port, database, escape).
   static node_config from_url(std::string_view url);
+
+  // Parses a comma-separated list of such URLs, the form a setting such as REDLOCK_NODES takes:
+  // "redis://10.0.0.1,redis://10.0.0.2:6380,redis://10.0.0.3". Blanks around a URL are ignored.
+  // Throws std::invalid_argument naming the problem: an empty list, an empty entry (by its
+  // position), a bad URL (as from_url), or a node whose host:port is listed twice. Messages never
+  // contain a password.
+  static std::vector<node_config> from_url_list(std::string_view urls);
 
   // "host:port" (IPv6 in brackets), used to name the node in messages. Never contains credentials.
   std::string address() const;

@@ -207,7 +207,7 @@ run_step("run the consumer against a closed port" ${consumer} --nodes redis://12
 
 execute_process(COMMAND ${consumer} --nodes http://127.0.0.1:6379 RESULT_VARIABLE code
   ERROR_VARIABLE complaint ERROR_STRIP_TRAILING_WHITESPACE)
-if(NOT code EQUAL 2 OR NOT complaint MATCHES "bad node list")
+if(NOT code EQUAL 2 OR NOT complaint MATCHES "bad node list: .*http://127.0.0.1:6379.*scheme")
   message(FATAL_ERROR "a bad node list gave exit ${code} and \"${complaint}\"; expected exit 2 "
                       "and a message naming it")
 endif()

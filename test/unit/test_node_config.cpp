@@ -21,14 +21,23 @@ redlock::node_config make(std::string host, std::uint16_t port, std::string user
   return c;
 }
 
-// The message of the std::invalid_argument from_url throws, or a note that it did not throw.
-std::string error_of(std::string_view url) {
+// The message of the std::invalid_argument that `parse` throws, or a note that it did not throw.
+template <class Parse>
+std::string message_of(Parse parse) {
   try {
-    (void)redlock::node_config::from_url(url);
+    parse();
   } catch (const std::invalid_argument& e) {
     return e.what();
   }
   return "<no exception>";
+}
+
+std::string error_of(std::string_view url) {
+  return message_of([&] { (void)redlock::node_config::from_url(url); });
+}
+
+std::string list_error_of(std::string_view urls) {
+  return message_of([&] { (void)redlock::node_config::from_url_list(urls); });
 }
 
 }  // namespace
@@ -191,6 +200,45 @@ BOOST_AUTO_TEST_CASE(address) {
   BOOST_TEST(redlock::node_config::from_url("redis://alice:secret@[::1]:7000/2").address() ==
              "[::1]:7000");
   BOOST_TEST(redlock::node_config{}.address() == "127.0.0.1:6379");
+}
+
+BOOST_AUTO_TEST_CASE(url_lists) {
+  const auto nodes = redlock::node_config::from_url_list(
+      "redis://127.0.0.1:7001, redis://:secret@127.0.0.1:7002/2,\tredis://localhost ");
+  BOOST_TEST_REQUIRE(nodes.size() == 3u);
+  BOOST_TEST((nodes[0] == make("127.0.0.1", 7001)));
+  BOOST_TEST((nodes[1] == make("127.0.0.1", 7002, "", "secret", 2)));
+  BOOST_TEST((nodes[2] == make("localhost", 6379)));
+  BOOST_TEST(redlock::node_config::from_url_list("redis://[::1]:7000").size() == 1u);
+
+  const struct {
+    std::string_view urls;
+    std::string_view expected;
+  } cases[] = {
+      {"", "redlock: the node list is empty"},
+      {" \t", "redlock: the node list is empty"},
+      {",redis://a", "redlock: entry 1 of the node list is empty"},
+      {"redis://a,,redis://b", "redlock: entry 2 of the node list is empty"},
+      {"redis://a,redis://b, ", "redlock: entry 3 of the node list is empty"},
+      {"redis://a:1,redis://b:2,redis://a:1", "redlock: node a:1 is listed twice in the node list"},
+      // The same node under another spelling of its port is still the same node.
+      {"redis://a,redis://a:6379", "redlock: node a:6379 is listed twice in the node list"},
+      {"redis://a,127.0.0.1:6379",
+       "redlock: bad node URL \"127.0.0.1:6379\": missing scheme, expected \"redis://\""},
+  };
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT("\"" << c.urls << "\"") {
+      BOOST_TEST(list_error_of(c.urls) == c.expected);
+    }
+  }
+  // No message shows a password: neither the bad entry's nor another entry's.
+  for (const std::string_view urls :
+       {"redis://:hunter2@a,,redis://b", "redis://:hunter2@a,redis://:hunter2@a",
+        "redis://:hunter2@a,redis://u:hunter2@b:0"}) {
+    const auto message = list_error_of(urls);
+    BOOST_TEST(message.find("hunter2") == std::string::npos, message);
+    BOOST_TEST(message != "<no exception>");
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

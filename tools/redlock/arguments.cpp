@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <cstdint>
-#include <set>
 #include <utility>
 
 namespace redlock::cli {
@@ -268,28 +267,11 @@ std::chrono::milliseconds parse_duration(std::string_view text) {
 }
 
 std::vector<node_config> parse_node_list(std::string_view list, std::string_view source) {
-  std::vector<node_config> nodes;
-  std::set<std::string> seen;
-  if (trim(list).empty()) throw usage_error(fmt::format("{}: the node list is empty", source));
-  std::size_t start = 0;
-  while (start <= list.size()) {
-    const auto comma = list.find(',', start);
-    const auto end = comma == std::string_view::npos ? list.size() : comma;
-    const auto url = trim(list.substr(start, end - start));
-    if (url.empty()) {
-      throw usage_error(fmt::format("{}: empty entry in the node list \"{}\"", source, list));
-    }
-    try {
-      nodes.push_back(node_config::from_url(url));
-    } catch (const std::invalid_argument& e) {
-      throw usage_error(fmt::format("{}: {}", source, without_tool_prefix(e.what())));
-    }
-    if (!seen.insert(nodes.back().address()).second) {
-      throw usage_error(fmt::format("{}: node {} is listed twice", source, nodes.back().address()));
-    }
-    start = end + 1;
+  try {
+    return node_config::from_url_list(list);
+  } catch (const std::invalid_argument& e) {
+    throw usage_error(fmt::format("{}: {}", source, without_tool_prefix(e.what())));
   }
-  return nodes;
 }
 
 invocation parse_command_line(std::span<const std::string> args,

@@ -42,9 +42,9 @@ class usage_error : public std::runtime_error {
 // max_duration. Throws std::invalid_argument saying what is wrong with `text`.
 std::chrono::milliseconds parse_duration(std::string_view text);
 
-// Comma-separated redis:// URLs (node_config::from_url). `source` says where the list came from
-// ("--nodes", "REDLOCK_NODES") and starts every message. Throws usage_error for an empty list or
-// element, a bad URL (with from_url's reason) or the same host:port twice.
+// Comma-separated redis:// URLs (node_config::from_url_list). `source` says where the list came
+// from ("--nodes", "REDLOCK_NODES") and starts every message. Throws usage_error for an empty list
+// or entry, a bad URL (with from_url's reason) or the same host:port twice.
 std::vector<node_config> parse_node_list(std::string_view list, std::string_view source);
 
 struct run_options {

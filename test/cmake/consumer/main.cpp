@@ -49,19 +49,6 @@ int usage(std::string_view why) {
   return 2;
 }
 
-std::vector<redlock::node_config> parse_nodes(std::string_view list) {
-  std::vector<redlock::node_config> nodes;
-  while (true) {
-    const auto comma = list.find(',');
-    const auto url = list.substr(0, comma);
-    if (url.empty()) throw std::invalid_argument("empty entry in the node list");
-    nodes.push_back(redlock::node_config::from_url(url));
-    if (comma == std::string_view::npos) break;
-    list.remove_prefix(comma + 1);
-  }
-  return nodes;
-}
-
 asio::awaitable<void> lock_once(redlock::client& locks, std::string resource, outcome& out) {
   redlock::lock_options options;
   // No renewal and a short TTL: should the release below fail, the key is gone within seconds.
@@ -111,9 +98,9 @@ int main(int argc, char* argv[]) {
 
   std::vector<redlock::node_config> nodes;
   try {
-    nodes = parse_nodes(node_list);
+    nodes = redlock::node_config::from_url_list(node_list);
   } catch (const std::invalid_argument& e) {
-    return usage(std::string("bad node list \"") + node_list + "\": " + e.what());
+    return usage(std::string("bad node list: ") + e.what());
   }
 
   outcome out;
