@@ -17,7 +17,7 @@ enum class error {
   // Lock-level outcomes.
   invalid_argument = 1,  // bad input: empty resource, ttl <= 0, no nodes, duplicate nodes, ...
   no_quorum,             // too few nodes answered for a majority decision
-  contended,             // another owner holds the lock on enough nodes
+  contended,             // other owners hold the key on too many nodes for a majority
   validity_expired,      // a quorum granted it, but too late: no validity left
   wait_timeout,          // lock_options::wait elapsed before the lock was acquired
   lock_lost,             // a held lease could not be kept (renewal failed, key gone or foreign)
