@@ -20,6 +20,7 @@
 #include <mutex>
 #include <utility>
 
+#include "net/sha1.hpp"
 #include "resp/parser.hpp"
 #include "resp/value.hpp"
 
@@ -167,6 +168,8 @@ bool is(const fake_command& command, std::string_view name) {
 std::optional<fake_reply> handshake_reply(const fake_command& command) {
   if (is(command, "CLIENT") || is(command, "AUTH") || is(command, "SELECT")) return ok();
   if (is(command, "PING")) return pong();
+  if (is(command, "SCRIPT") && command.size() == 3)
+    return bulk(redlock::detail::sha1_hex(command[2]));
   return std::nullopt;
 }
 

@@ -100,7 +100,8 @@ fake_reply then_reset(std::string bytes);
 fake_reply no_reply();
 
 // The reply a real server gives to the commands of the redlock connection's handshake:
-// CLIENT ... => +OK, PING => +PONG, AUTH => +OK, SELECT => +OK. Nothing for other commands.
+// CLIENT ... => +OK, PING => +PONG, AUTH => +OK, SELECT => +OK, SCRIPT LOAD src => its SHA-1.
+// Nothing for other commands.
 std::optional<fake_reply> handshake_reply(const fake_command& command);
 
 // A script that answers the handshake as handshake_reply() does and passes every other command

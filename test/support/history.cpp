@@ -185,8 +185,11 @@ std::vector<hold> holds_of(const std::vector<event>& events) {
     }
   }
 
-  // Extensions in the order they were confirmed: each counts only if it came while the lease
-  // was still valid (a late confirmation does not bring a lapsed lock back).
+  // Extensions in the order they completed, each only if it came while the lease was still
+  // believed (a late confirmation does not bring a lapsed lock back). A confirmed one sets the end
+  // to the validity the client reported after it (longer, or shorter when it asked for less); a
+  // failed or unknown one can only shorten it: an extension that may have run on the nodes
+  // shortens what its holder may believe, whatever its answer.
   std::vector<const event*> later;
   for (const auto& e : events) {
     if (e.kind != op_kind::acquire) later.push_back(&e);
@@ -200,9 +203,8 @@ std::vector<hold> holds_of(const std::vector<event>& events) {
     hold& h = result[found->second];
     switch (e->kind) {
       case op_kind::extend:
-        if (e->result == op_result::ok && e->complete <= h.end) {
-          h.end = std::max(h.end, e->valid_until);
-        }
+        if (e->complete > h.end || e->valid_until == 0) break;
+        h.end = e->result == op_result::ok ? e->valid_until : std::min(h.end, e->valid_until);
         break;
       case op_kind::release: {
         // The holder stops relying on the lock when it asks for the release.

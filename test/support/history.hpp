@@ -38,7 +38,7 @@ struct event {
   op_result result = op_result::ok;
   mono_ns invoke = 0;       // when the call was made
   mono_ns complete = 0;     // when its completion ran (equal to invoke for `lost`)
-  mono_ns valid_until = 0;  // acquire/extend ok: the lease's validity deadline afterwards
+  mono_ns valid_until = 0;  // acquire ok, extend (any result): the lease's validity afterwards
   mono_ns ttl = 0;          // acquire: the requested TTL, for unknown outcomes
 
   // One line of text, and back; used to merge the histories of several processes.
@@ -62,9 +62,10 @@ class history {
 };
 
 // When a client believed it held a resource: from the acquire's completion until the first of
-// its release call, the loss being signalled, or the end of its validity (moved on by extensions
-// that completed while it was still valid). A `maybe` hold comes from an acquire whose outcome is
-// unknown: [invoke, invoke + ttl], the longest its key could have stayed on the nodes.
+// its release call, the loss being signalled, or the end of its validity as the client reported
+// it after each extension that completed while it still believed (confirmed extensions set it,
+// failed or unknown ones can only shorten it). A `maybe` hold comes from an acquire whose outcome
+// is unknown: [invoke, invoke + ttl], the longest its key could have stayed on the nodes.
 struct hold {
   std::string process;
   std::string resource;

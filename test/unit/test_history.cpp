@@ -118,9 +118,33 @@ BOOST_AUTO_TEST_CASE(an_extension_in_time_moves_the_end_and_exposes_a_rival) {
   result = rt::check_mutual_exclusion(events);
   BOOST_TEST(result.ok(), result.describe());
 
-  // A failed extension never moves the end.
+  // A failed extension never moves the end later.
   events[1] = extended("a", "t1", 50 * ms, 200 * ms, rt::op_result::failed);
   BOOST_TEST(rt::check_mutual_exclusion(events).ok());
+}
+
+// An extension that may have run shortens what its holder may believe, whatever its answer: the
+// validity the client reported after it is where the hold ends, also when that is earlier.
+BOOST_AUTO_TEST_CASE(an_extension_that_shortened_the_validity_ends_the_hold_earlier) {
+  std::vector<rt::event> events = {
+      acquired("a", "t1", 0, 2 * ms, 300 * ms),
+      extended("a", "t1", 50 * ms, 80 * ms, rt::op_result::failed),
+      acquired("b", "t2", 90 * ms, 100 * ms, 300 * ms),
+  };
+  auto result = rt::check_mutual_exclusion(events);
+  BOOST_TEST(result.ok(), result.describe());
+  BOOST_TEST(result.holds[0].end == 80 * ms);
+
+  // Confirmed, the shorter validity counts just the same.
+  events[1] = extended("a", "t1", 50 * ms, 80 * ms);
+  result = rt::check_mutual_exclusion(events);
+  BOOST_TEST(result.ok(), result.describe());
+
+  // A holder that kept believing its old validity overlaps the rival.
+  events[1] = extended("a", "t1", 50 * ms, 300 * ms, rt::op_result::failed);
+  result = rt::check_mutual_exclusion(events);
+  BOOST_REQUIRE(result.violations.size() == 1u);
+  BOOST_TEST(result.violations[0].by == 200 * ms);
 }
 
 BOOST_AUTO_TEST_CASE(a_signalled_loss_ends_the_hold) {
