@@ -18,7 +18,7 @@ namespace redlock::detail {
 
 namespace asio = boost::asio;
 using boost::system::error_code;
-using to_unresponsive = client_impl::to_unresponsive;
+using lock_request = client_impl::lock_request;
 
 namespace {
 
@@ -78,13 +78,13 @@ class acquire_op final : public abortable,
   void start() {
     if (client_->closed()) {
       lease_->diagnostics = "the client is shut down";
-      return done_.complete_posted(asio::error::operation_aborted, make_lease());
+      return done_.complete(asio::error::operation_aborted, make_lease());
     }
     if (auto problem = validate(lease_->resource, lease_->options, client_->options());
         !problem.empty()) {
       lease_->diagnostics =
           fmt::format("redlock: cannot lock \"{}\": {}", lease_->resource, problem);
-      return done_.complete_posted(error::invalid_argument, make_lease());
+      return done_.complete(error::invalid_argument, make_lease());
     }
     lease_->token = make_lock_token();
     encode_set(set_command_);
@@ -95,7 +95,7 @@ class acquire_op final : public abortable,
       if (busy != nullptr && (busy->holder != nullptr || !busy->waiters.empty())) {
         lease_->diagnostics = fmt::format(
             "redlock: \"{}\" is held or awaited by another lease of this client", lease_->resource);
-        return done_.complete_posted(error::contended, make_lease());
+        return done_.complete(error::contended, make_lease());
       }
     }
 
@@ -142,16 +142,17 @@ class acquire_op final : public abortable,
   // copy.
   void begin_round() {
     stage_ = stage::in_round;
+    const auto per_node = client_->options_for(lock_request::set);
     if (rounds_++ == 0) {
       round_start_ = steady_clock::now();
-      client_->fan_out(set_command_, *this, open_ballot(), to_unresponsive::skip);
+      client_->fan_out(set_command_, *this, open_ballot(), per_node);
       return;
     }
     lease_->token = make_lock_token();
     auto command = std::make_shared<std::string>();
     encode_set(*command);
     round_start_ = steady_clock::now();
-    client_->fan_out(std::move(command), *this, open_ballot(), to_unresponsive::skip);
+    client_->fan_out(std::move(command), *this, open_ballot(), per_node);
   }
 
   // The vote of one round: SET NX PX on every node.
@@ -181,8 +182,8 @@ class acquire_op final : public abortable,
     lease_->diagnostics = explain(ec, now);
     client_->log(log_level::debug, lease_->diagnostics);
 
-    if (single_round_) return finish(ec, false);
-    if (deadline_ && now >= *deadline_) return finish(error::wait_timeout, false);
+    if (single_round_) return finish(ec);
+    if (deadline_ && now >= *deadline_) return finish(error::wait_timeout);
     auto delay = steady_clock::duration(retry_.next(client_->random()));
     if (deadline_) delay = std::min(delay, *deadline_ - now);
     stage_ = stage::sleeping;
@@ -210,7 +211,9 @@ class acquire_op final : public abortable,
       targets[i] = answers[i].what != node_answer::kind::no;
       any = any || targets[i];
     }
-    if (any) client_->release_best_effort(lease_->resource, lease_->token, &targets);
+    if (any) {
+      client_->release_best_effort(lease_->resource, lease_->token, lease_->options.ttl, &targets);
+    }
   }
 
   void succeed(steady_clock::time_point valid_until) {
@@ -226,18 +229,13 @@ class acquire_op final : public abortable,
     done_.complete(error_code{}, make_lease());
   }
 
-  // `posted`: called from a cancellation handler or shutdown (see completion).
-  void finish(error_code ec, bool posted) {
+  void finish(error_code ec) {
     const auto keep_alive = shared_from_this();  // leaving the queue may drop the last owner
     stage_ = stage::finished;
     if (timer_) timer_->cancel();
     client_->untrack(this);
     leave_queue();
-    if (posted) {
-      done_.complete_posted(ec, make_lease());
-    } else {
-      done_.complete(ec, make_lease());
-    }
+    done_.complete(ec, make_lease());
   }
 
   void drop_from_waiters() {
@@ -260,12 +258,12 @@ class acquire_op final : public abortable,
       case stage::sleeping:
         // Nothing of ours is on the nodes (a failed round was cleaned up before sleeping).
         lease_->diagnostics = "redlock: acquire cancelled while waiting";
-        return finish(asio::error::operation_aborted, true);
+        return finish(asio::error::operation_aborted);
       case stage::in_round:
         if ((type & (ct::terminal | ct::partial)) == ct::none) return;
         clean_up_round();
         lease_->diagnostics = "redlock: acquire cancelled during a round; released what it set";
-        return finish(asio::error::operation_aborted, true);
+        return finish(asio::error::operation_aborted);
       case stage::idle:
       case stage::finished:
         return;
@@ -292,9 +290,9 @@ class acquire_op final : public abortable,
       lease_->diagnostics =
           fmt::format("redlock: \"{}\" still held by another lease of this client after {} ms",
                       lease_->resource, lease_->options.wait->count());
-      finish(error::wait_timeout, false);
+      finish(error::wait_timeout);
     } else if (stage_ == stage::sleeping) {
-      if (timed_out) return finish(error::wait_timeout, false);
+      if (timed_out) return finish(error::wait_timeout);
       begin_round();
     }
   }
@@ -334,6 +332,11 @@ std::vector<std::shared_ptr<connection>> open_connections(const asio::any_io_exe
   if (!(options.drift_factor >= 0.0 && options.drift_factor < 0.5)) {
     fail(fmt::format("drift_factor {} is outside [0, 0.5)", options.drift_factor));
   }
+  if (options.replies.max_reply_memory < 1024) {
+    fail(fmt::format("replies.max_reply_memory {} is below the minimum of 1024 bytes",
+                     options.replies.max_reply_memory));
+  }
+  if (options.replies.max_depth < 1) fail("replies.max_depth must be at least 1");
   std::set<std::pair<std::string, std::uint16_t>> seen;
   for (const auto& node : nodes) {
     if (node.host.empty()) fail("a node has an empty host name");
@@ -351,7 +354,10 @@ std::vector<std::shared_ptr<connection>> open_connections(const asio::any_io_exe
   }
   std::vector<std::shared_ptr<connection>> connections;
   connections.reserve(nodes.size());
-  const auto connection_settings = connection_options::from(options);
+  auto connection_settings = connection_options::from(options);
+  // Loaded at every connect: an extension is never resent after NOSCRIPT (see extend_op), so its
+  // script must be in the cache before the first one is written.
+  connection_settings.preload = {&release_script(), &extend_script()};
   for (auto& node : nodes) {
     connections.push_back(connection::create(executor, std::move(node), connection_settings));
   }
@@ -370,7 +376,8 @@ client_impl::client_impl(asio::any_io_executor executor, std::vector<node_config
 }
 
 lease client_impl::make_lease(std::shared_ptr<lease_state> state) {
-  return lease(std::move(state));
+  const bool acquired = state->current == lease_state::phase::held;
+  return lease(std::move(state), acquired);
 }
 
 void client_impl::shutdown() {
@@ -382,19 +389,40 @@ void client_impl::shutdown() {
     op->abort();
   const auto leases = held_.snapshot<lease_state>();
   for (auto* state : leases) {
-    release_best_effort(state->resource, state->token);
+    state->release_on_nodes();
     state->stop_holding(lease_state::phase::released, asio::error::operation_aborted);
   }
-  // The releases just queued still go out; then each connection closes.
+  // The releases just queued still go out, also those kept for a node whose link broke (which
+  // takes a reconnect); then each connection closes.
   for (auto& conn : connections_)
-    conn->close_when_idle(2 * options_.node_timeout);
+    conn->close_when_idle(2 * options_.node_timeout + options_.connect_timeout);
+}
+
+request_options client_impl::options_for(lock_request kind,
+                                         std::chrono::milliseconds key_lifetime) const noexcept {
+  request_options per_node;
+  per_node.timeout = options_.node_timeout;
+  switch (kind) {
+    case lock_request::set:
+    case lock_request::ping:
+      per_node.skip_if_unresponsive = true;
+      break;
+    case lock_request::extend:
+      per_node.skip_if_unresponsive = true;
+      per_node.eval_fallback = &extend_script();
+      per_node.noscript_is_final = true;
+      break;
+    case lock_request::release:
+      per_node.eval_fallback = &release_script();
+      // Zero would make it an ordinary request: a key always lives at least a millisecond.
+      per_node.deliver_for = std::max(key_lifetime, std::chrono::milliseconds(1));
+      break;
+  }
+  return per_node;
 }
 
 void client_impl::fan_out(std::string_view payload, reply_sink& sink, std::size_t first_tag,
-                          to_unresponsive policy, const std::vector<bool>* only,
-                          const script* eval_fallback) {
-  const request_options per_node{options_.node_timeout, eval_fallback,
-                                 policy == to_unresponsive::skip};
+                          const request_options& per_node, const std::vector<bool>* only) {
   const auto now = steady_clock::now();
   for (std::size_t i = 0; i < connections_.size(); ++i) {
     if (!only || (*only)[i])
@@ -403,56 +431,57 @@ void client_impl::fan_out(std::string_view payload, reply_sink& sink, std::size_
 }
 
 void client_impl::fan_out(const shared_payload& payload, reply_sink& sink, std::size_t first_tag,
-                          to_unresponsive policy) {
-  const request_options per_node{options_.node_timeout, nullptr, policy == to_unresponsive::skip};
+                          const request_options& per_node, const std::vector<bool>* only) {
   const auto now = steady_clock::now();
-  for (std::size_t i = 0; i < connections_.size(); ++i)
-    connections_[i]->exec_direct(payload, per_node, sink, first_tag + i, now);
+  for (std::size_t i = 0; i < connections_.size(); ++i) {
+    if (!only || (*only)[i])
+      connections_[i]->exec_direct(payload, per_node, sink, first_tag + i, now);
+  }
 }
 
-void client_impl::fan_out_script(const script& lua, std::string_view key,
-                                 std::span<const std::string_view> args, std::string& payload,
-                                 reply_sink& sink, std::size_t first_tag, to_unresponsive policy,
-                                 const std::vector<bool>* only) {
+void client_impl::fan_out_extend(std::string_view key, std::string_view token,
+                                 std::chrono::milliseconds ttl, std::string& payload,
+                                 reply_sink& sink, std::size_t first_tag) {
+  const std::string ttl_text = std::to_string(ttl.count());
   const std::string_view keys[] = {key};
-  payload = encode_evalsha(lua, keys, args);
-  fan_out(payload, sink, first_tag, policy, only, &lua);
+  const std::string_view args[] = {token, ttl_text};
+  payload = encode_evalsha(extend_script(), keys, args);
+  fan_out(payload, sink, first_tag, options_for(lock_request::extend));
+}
+
+void client_impl::fan_out_release(std::string_view key, std::string_view token,
+                                  std::chrono::milliseconds key_lifetime, reply_sink& sink,
+                                  std::size_t first_tag, const std::vector<bool>* only) {
+  const std::string_view keys[] = {key};
+  const std::string_view args[] = {token};
+  // Shared: a release may be kept for a node that is down long after its sink is gone.
+  const auto payload =
+      std::make_shared<const std::string>(encode_evalsha(release_script(), keys, args));
+  fan_out(payload, sink, first_tag, options_for(lock_request::release, key_lifetime), only);
 }
 
 namespace {
 
-// A token-checked DEL whose replies nobody needs; the connections still read and match them. It
-// owns the encoded call and lives until the last node has answered.
-class best_effort_release final : public reply_sink {
+// The sink of releases whose replies nobody needs; the connections still read and match them.
+// Stateless, so one serves every such release and counting references is not needed.
+class ignored_replies final : public reply_sink {
  public:
   void on_reply(std::size_t, error_code, const resp::value&) override {}
-  void retain() noexcept override { ++references_; }
-  void release() noexcept override {
-    if (--references_ == 0) delete this;
-  }
-
-  std::string payload;
-
- private:
-  ~best_effort_release() = default;
-  unsigned references_ = 0;
+  void retain() noexcept override {}
+  void release() noexcept override {}
 };
+
+ignored_replies& ignore_replies() {
+  static ignored_replies sink;
+  return sink;
+}
 
 }  // namespace
 
 void client_impl::release_best_effort(const std::string& resource, const std::string& token,
+                                      std::chrono::milliseconds key_lifetime,
                                       const std::vector<bool>* only) {
-  auto* cleanup = new best_effort_release;
-  cleanup->retain();  // until every request holds its own reference
-  const std::string_view args[] = {token};
-  try {
-    fan_out_script(release_script(), resource, args, cleanup->payload, *cleanup, 0,
-                   to_unresponsive::send, only);
-  } catch (...) {
-    cleanup->release();
-    throw;
-  }
-  cleanup->release();
+  fan_out_release(resource, token, key_lifetime, ignore_replies(), 0, only);
 }
 
 void client_impl::holder_gone(lease_state& state) {
@@ -567,7 +596,7 @@ class ping_op final : public operation_vote {
       resp::encode_command(command, {"PING"});
       return command;
     }();
-    client()->fan_out(ping, *this, open_ballot(), to_unresponsive::skip);
+    client()->fan_out(ping, *this, open_ballot(), client()->options_for(lock_request::ping));
   }
 
  private:
@@ -591,7 +620,7 @@ class ping_op final : public operation_vote {
 
 void initiate_ping(const std::shared_ptr<client_impl>& client, void_caller caller) {
   auto op = std::make_shared<ping_op>(client, std::move(caller));
-  if (client->closed()) return op->finish(asio::error::operation_aborted, true);
+  if (client->closed()) return op->finish(asio::error::operation_aborted);
   op->start();
   op->run();
 }

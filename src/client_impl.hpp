@@ -19,6 +19,7 @@
 #include "algo/backoff.hpp"
 #include "completion.hpp"
 #include "intrusive_list.hpp"
+#include "log.hpp"
 #include "net/connection.hpp"
 #include "net/script.hpp"
 #include "redlock/client.hpp"
@@ -59,8 +60,24 @@ struct resource_queue {
 };
 
 // Everything behind a redlock::lease. Lives on the client's executor.
+//
+// Validity under extensions. On every node, requests run in the order they were issued on its one
+// connection (a NOSCRIPT answer to an extension is final, never resent behind later requests), so
+// the key's expiry there is set by the last extension that ran, and a reply that never came may
+// still mean the extension ran. Hence:
+//  - when an extension is sent at `start` with `ttl`, valid_until drops at once to at most
+//    start + ttl - drift (its cap), whatever its answer will be;
+//  - only a quorum confirmation that arrives while the lease is still valid raises it again, to
+//    the smallest cap among the confirmed extension and every one sent after it: those may still
+//    run after it on any node of that quorum. Extensions sent before it ran before it there.
 struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   enum class phase : std::uint8_t { never_held, held, released, lost };
+
+  // An extension that was sent and may still run on some node, newest last.
+  struct sent_extension {
+    std::uint64_t id;
+    steady_clock::time_point cap;  // start + ttl - drift: the key lives at least this long
+  };
 
   lease_state(std::shared_ptr<client_impl> owner, std::string resource,
               const lock_options& options);
@@ -70,11 +87,15 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   std::string resource;
   std::string token;
   lock_options options;
-  phase state = phase::never_held;
+  phase current = phase::never_held;
   steady_clock::time_point acquired_at{};
   steady_clock::time_point valid_until{};
-  steady_clock::time_point last_extend_start{};  // a slower, older extension must not win
-  resource_queue* queue = nullptr;               // while held: this resource's local queue
+  // Extensions sent since the newest confirmed one; see above.
+  std::vector<sent_extension> unconfirmed_extensions;
+  std::uint64_t extensions_sent = 0;
+  // The longest TTL any request of this lease gave the key: how long a cleanup can matter.
+  std::chrono::milliseconds longest_ttl{0};
+  resource_queue* queue = nullptr;  // while held: this resource's local queue
   std::string diagnostics;
 
   // One timer serves renewal and expiry: it is armed for min(next_renewal, valid_until), so a loss
@@ -83,24 +104,33 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   boost::asio::steady_timer timer;
   unsigned timer_generation = 0;
   steady_clock::time_point next_renewal = steady_clock::time_point::max();  // max: none due
-  std::vector<std::shared_ptr<user_operation>> lost_waiters;
+  bool renewal_in_flight = false;
+  bool renewal_stopped_by_max_hold = false;
+  std::vector<std::shared_ptr<user_operation>> lost_waiters;  // unfinished ones only
 
   bool is_held() const noexcept {
-    return state == phase::held && steady_clock::now() < valid_until;
+    return current == phase::held && steady_clock::now() < valid_until;
   }
 
   // Became held through a successful round that started at `round_start`.
   void on_acquired(steady_clock::time_point round_start, steady_clock::time_point until);
   void arm_timer();
   void on_timer();
+  // When the next renewal is due for the validity claimed now: once less than half a TTL is left.
+  void schedule_renewal();
   void renew();
-  // The lock cannot be kept: tell waiters, free the resource locally, clean up the nodes.
+  // The lock cannot be kept: clean up the nodes, tell waiters, free the resource locally.
   void lose(std::string why);
   // Not ours any more by our own choice (release, destruction, client shutdown).
   void stop_holding(phase next, boost::system::error_code waiters_get);
-  // `caller` (may be null, for renewal) is finished with the outcome.
+  // Sends an extension and lowers the validity to its cap; `caller` (null for renewal) gets the
+  // outcome.
   void start_extend(std::chrono::milliseconds ttl, bool from_renewal,
                     std::shared_ptr<user_operation> caller);
+  // The extension `id` was confirmed by a quorum at `now`. Returns false if that came too late.
+  bool confirm_extension(std::uint64_t id, steady_clock::time_point now);
+  // Token-checked DEL on every node (or those in `only`), nobody waiting for it.
+  void release_on_nodes(const std::vector<bool>* only = nullptr);
 };
 
 class client_impl : public std::enable_shared_from_this<client_impl> {
@@ -119,35 +149,44 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
 
   static lease make_lease(std::shared_ptr<lease_state> state);
 
-  // What a fan-out does on a node that has let a request time out and not answered it since (a
-  // stopped, stalled or much delayed node; connection::unresponsive).
-  //  - skip: fail that node's request at once, unsent. A round that cannot win without such a
-  //    node is then decided in one round trip and frees the keys it took on the others, instead
-  //    of holding them for node_timeout while rival rounds split the remaining votes.
-  //  - send: queue it all the same. Releases must: on each node a release has to travel behind
-  //    every SET it may have to undo.
-  enum class to_unresponsive : std::uint8_t { skip, send };
+  // The kinds of request a lock operation sends, each with its own rules on the connections:
+  //  - set, extend, ping: skipped (failed at once, unsent) on a node that has let a request time
+  //    out and not answered it since (connection::unresponsive): a stopped, stalled or much delayed
+  //    node. A round that cannot win without such a node is then decided in one round trip and
+  //    frees the keys it took on the others, instead of holding them for node_timeout while rival
+  //    rounds split the remaining votes.
+  //  - extend: a NOSCRIPT answer is final (the node did not extend), never resent behind requests
+  //    written after it: that could run a shorter extension after a longer, later one.
+  //  - release: always sent, in order behind every SET it may have to undo; written also after its
+  //    deadline, and kept for a node that is down until its next handshake (for at most the key's
+  //    longest lifetime, given as `key_lifetime`), so that a broken link does not leave the key.
+  enum class lock_request : std::uint8_t { set, extend, release, ping };
+
+  request_options options_for(lock_request kind,
+                              std::chrono::milliseconds key_lifetime = {}) const noexcept;
 
   // Sends one request to every node (or those marked in `only`), each with node_timeout;
   // sink.on_reply(first_tag + node, ec, reply) is called once per node, on the client's executor.
   // `payload` (one encoded command) must be owned by the sink or outlive it.
   void fan_out(std::string_view payload, reply_sink& sink, std::size_t first_tag,
-               to_unresponsive policy, const std::vector<bool>* only = nullptr,
-               const script* eval_fallback = nullptr);
+               const request_options& per_node, const std::vector<bool>* only = nullptr);
   // The same with bytes the requests keep alive themselves.
   void fan_out(const shared_payload& payload, reply_sink& sink, std::size_t first_tag,
-               to_unresponsive policy);
+               const request_options& per_node, const std::vector<bool>* only = nullptr);
 
-  // Runs a Lua script with one key, as fan_out; the call is encoded into `payload`, which must be
-  // owned by the sink.
-  void fan_out_script(const script& lua, std::string_view key,
-                      std::span<const std::string_view> args, std::string& payload,
-                      reply_sink& sink, std::size_t first_tag, to_unresponsive policy,
-                      const std::vector<bool>* only = nullptr);
+  // The extend script's call (token, ttl) for `key`, encoded into `payload`, on every node.
+  void fan_out_extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl,
+                      std::string& payload, reply_sink& sink, std::size_t first_tag);
+  // The release script's call (token) for `key` on every node (or those in `only`).
+  void fan_out_release(std::string_view key, std::string_view token,
+                       std::chrono::milliseconds key_lifetime, reply_sink& sink,
+                       std::size_t first_tag, const std::vector<bool>* only = nullptr);
 
   // Token-checked DEL on the chosen nodes; nobody waits for it. Requests on each node's connection
   // run in order, so a release queued after a SET on that connection executes after it.
+  // `key_lifetime`: the longest TTL the key may have been given (see lock_request::release).
   void release_best_effort(const std::string& resource, const std::string& token,
+                           std::chrono::milliseconds key_lifetime,
                            const std::vector<bool>* only = nullptr);
 
   // Local queueing of acquires, see resource_queue. A queue stays at its address until it is
@@ -170,8 +209,11 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
                        std::string_view no) const;
 
   void log(log_level level, std::string_view message) const {
-    if (options_.logger) options_.logger(level, message);
+    call_logger(options_.logger, executor_, level, message);
   }
+
+  // For tests: the state behind a lease.
+  static const std::shared_ptr<lease_state>& state_of(const lease& handle) noexcept;
 
  private:
   boost::asio::any_io_executor executor_;

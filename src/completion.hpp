@@ -9,16 +9,19 @@
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/bind_executor.hpp>
-#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 
 namespace redlock::detail {
 
 // The caller's handler of one pending operation, completed exactly once.
 //
-// Rules that keep the Asio contract: complete_posted() inside an initiating function and inside a
-// cancellation handler (completing clears the caller's cancellation slot, which would destroy the
-// very handler that is running); complete() (dispatch) from our own completion handlers.
+// Completion is always posted, never run inline: the caller's handler is user code, and the
+// library completes operations from inside its own machinery (a connection's read loop, a vote
+// being decided, a cancellation handler). Run inline, a handler that throws would unwind through
+// that machinery and end a connection's loop with the exception lost; posted, the exception comes
+// out of io_context::run() as Asio users expect. Posting also keeps the Asio rules that an
+// operation never completes inside its initiating function, and that completing (which clears
+// the caller's cancellation slot) never destroys a cancellation handler that is running.
 template <class... Args>
 class completion {
  public:
@@ -51,11 +54,7 @@ class completion {
     if (slot.is_connected()) slot.assign(std::move(on_cancel));
   }
 
-  void complete(Args... args) { finish(false, std::move(args)...); }
-  void complete_posted(Args... args) { finish(true, std::move(args)...); }
-
- private:
-  void finish(bool posted, Args... args) {
+  void complete(Args... args) {
     if (done_) return;
     done_ = true;
     auto invoke = [handler = handler_type(std::move(handler_)),
@@ -66,20 +65,15 @@ class completion {
     };
     if (io_work_) {
       auto work = std::move(io_work_);  // released once the handler has been handed over
-      if (posted) {
-        boost::asio::post(work, std::move(invoke));
-      } else {
-        boost::asio::dispatch(work, std::move(invoke));
-      }
-    } else if (posted) {
+      boost::asio::post(work, std::move(invoke));
+    } else {
       // Through the I/O executor: any_completion_executor cannot be required to be non-blocking.
       boost::asio::post(io_executor_,
                         boost::asio::bind_executor(handler_executor_, std::move(invoke)));
-    } else {
-      boost::asio::dispatch(handler_executor_, std::move(invoke));
     }
   }
 
+ private:
   boost::asio::any_io_executor io_executor_;
   boost::asio::any_io_executor io_work_;  // set when the handler runs on io_executor_
   boost::asio::any_completion_executor handler_executor_;  // otherwise: the handler's own

@@ -7,6 +7,7 @@
 #include <boost/asio/system_executor.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 #include "algo/validity.hpp"
 #include "client_impl.hpp"
@@ -40,13 +41,12 @@ lease_state::~lease_state() = default;
 
 void lease_state::on_acquired(steady_clock::time_point round_start,
                               steady_clock::time_point until) {
-  state = phase::held;
+  current = phase::held;
   acquired_at = round_start;
-  last_extend_start = round_start;
   valid_until = until;
+  longest_ttl = options.ttl;
   client->track_lease(this);
-  next_renewal =
-      options.auto_renew ? round_start + options.ttl / 2 : steady_clock::time_point::max();
+  schedule_renewal();
   arm_timer();
 }
 
@@ -55,7 +55,9 @@ void lease_state::arm_timer() {
   timer.expires_at(std::min(next_renewal, valid_until));
   timer.async_wait([weak = weak_from_this(), generation = timer_generation](error_code ec) {
     auto self = weak.lock();
-    if (ec || !self || generation != self->timer_generation || self->state != phase::held) return;
+    if (ec || !self || generation != self->timer_generation || self->current != phase::held) {
+      return;
+    }
     self->on_timer();
   });
 }
@@ -63,7 +65,10 @@ void lease_state::arm_timer() {
 void lease_state::on_timer() {
   const auto now = steady_clock::now();
   if (now >= valid_until) {
-    if (options.max_hold && now - acquired_at + options.ttl / 2 >= *options.max_hold) {
+    // The last extension before max_hold ran to within a drift allowance of it.
+    if (renewal_stopped_by_max_hold &&
+        now + drift_allowance(options.ttl, client->options().drift_factor) >=
+            acquired_at + *options.max_hold) {
       return lose(fmt::format("redlock: \"{}\" expired: max_hold of {} ms reached", resource,
                               options.max_hold->count()));
     }
@@ -72,24 +77,77 @@ void lease_state::on_timer() {
                     "confirmed an extension",
                     resource));
   }
-  if (now >= next_renewal) {
-    next_renewal = steady_clock::time_point::max();  // until the extension answers
-    renew();
-  }
+  if (now >= next_renewal) renew();
   arm_timer();
 }
 
+void lease_state::schedule_renewal() {
+  if (!options.auto_renew || renewal_in_flight || renewal_stopped_by_max_hold) {
+    if (!renewal_in_flight) next_renewal = steady_clock::time_point::max();
+    return;
+  }
+  // At acquire this is half of the TTL after the round started, less the round's duration and the
+  // drift allowance; after a long user extension, half a TTL before that one runs out.
+  next_renewal = valid_until - options.ttl / 2;
+}
+
+namespace {
+
+// The TTL that, sent now, keeps a key until `until` after the drift allowance:
+// ttl - (ttl * drift_factor + 2 ms) >= until - now.
+std::chrono::milliseconds ttl_covering(steady_clock::time_point until, steady_clock::time_point now,
+                                       double drift_factor) {
+  const double needed_ms = std::chrono::duration<double, std::milli>(until - now).count() + 2.0;
+  const auto ttl = std::chrono::milliseconds(
+      static_cast<std::chrono::milliseconds::rep>(std::ceil(needed_ms / (1.0 - drift_factor))) + 1);
+  return std::max(ttl, std::chrono::milliseconds(1));
+}
+
+}  // namespace
+
 void lease_state::renew() {
-  auto ttl = options.ttl;
+  const auto now = steady_clock::now();
+  // Never shorten what is claimed, or what an extension still in flight may give the key: the TTL
+  // covers both, and is at least the lease's own TTL.
+  auto claimed = valid_until;
+  for (const auto& sent : unconfirmed_extensions)
+    claimed = std::max(claimed, sent.cap);
+  auto ttl = std::max(options.ttl, ttl_covering(claimed, now, client->options().drift_factor));
   if (options.max_hold) {
-    // Never extend past acquired_at + max_hold: the last extension only covers what is left, and
-    // once too little is left the lock simply runs out (the timer then reports it lost).
+    // Never past acquired_at + max_hold: the extension that reaches it is the last one, and only
+    // if it still lengthens the validity claimed now (after a user extension past max_hold it
+    // would not). The lock then runs out, and the timer reports it lost.
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        acquired_at + *options.max_hold - steady_clock::now());
-    if (left <= drift_allowance(left, client->options().drift_factor)) return;
-    ttl = std::min(ttl, left);
+        acquired_at + *options.max_hold - now);
+    if (left <= ttl) {
+      ttl = left;
+      renewal_stopped_by_max_hold = true;
+      if (ttl <= std::chrono::milliseconds(0) ||
+          now + ttl - drift_allowance(ttl, client->options().drift_factor) <= valid_until) {
+        next_renewal = steady_clock::time_point::max();
+        return;
+      }
+    }
   }
   start_extend(ttl, true, nullptr);
+}
+
+void lease_state::release_on_nodes(const std::vector<bool>* only) {
+  client->release_best_effort(resource, token, longest_ttl, only);
+}
+
+bool lease_state::confirm_extension(std::uint64_t id, steady_clock::time_point now) {
+  if (now >= valid_until) return false;  // the lease had run out: a late yes brings nothing back
+  const auto confirmed = std::find_if(unconfirmed_extensions.begin(), unconfirmed_extensions.end(),
+                                      [id](const sent_extension& sent) { return sent.id == id; });
+  // Not found: a newer extension was confirmed first, and this older one ran before it.
+  if (confirmed == unconfirmed_extensions.end()) return true;
+  auto until = confirmed->cap;
+  for (auto later = confirmed; later != unconfirmed_extensions.end(); ++later)
+    until = std::min(until, later->cap);
+  valid_until = std::max(valid_until, until);
+  unconfirmed_extensions.erase(unconfirmed_extensions.begin(), confirmed + 1);
+  return true;
 }
 
 namespace {
@@ -97,20 +155,18 @@ namespace {
 // One extension of a held lease, for the renewal task (no caller) or for async_extend.
 class extend_op final : public vote, public std::enable_shared_from_this<extend_op> {
  public:
-  extend_op(std::shared_ptr<lease_state> state, std::chrono::milliseconds ttl, bool from_renewal,
-            std::shared_ptr<user_operation> caller)
+  extend_op(std::shared_ptr<lease_state> state, std::chrono::milliseconds ttl, std::uint64_t id,
+            bool from_renewal, std::shared_ptr<user_operation> caller)
       : vote(state->client->size()),
         state_(std::move(state)),
         ttl_(ttl),
+        id_(id),
         from_renewal_(from_renewal),
         caller_(std::move(caller)) {}
 
   void run() {
-    start_ = steady_clock::now();
-    const std::string ttl_text = std::to_string(ttl_.count());
-    const std::string_view args[] = {state_->token, ttl_text};
-    state_->client->fan_out_script(extend_script(), state_->resource, args, payload_, *this,
-                                   open_ballot(), client_impl::to_unresponsive::skip);
+    state_->client->fan_out_extend(state_->resource, state_->token, ttl_, payload_, *this,
+                                   open_ballot());
   }
 
  private:
@@ -131,18 +187,13 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
   void decided(error_code ec) override {
     const auto now = steady_clock::now();
     lease_state& self = *state_;
-    if (self.state != lease_state::phase::held) {
+    if (from_renewal_) self.renewal_in_flight = false;
+    if (self.current != lease_state::phase::held) {
       if (caller_) caller_->finish(error::not_held);
       return;
     }
-    if (!ec) {
-      const auto left = validity(ttl_, self.client->options().drift_factor, start_, now);
-      if (now >= self.valid_until || left <= steady_clock::duration::zero()) {
-        ec = error::no_quorum;  // confirmed, but too late to count
-      } else if (start_ >= self.last_extend_start) {
-        self.last_extend_start = start_;
-        self.valid_until = now + left;
-      }
+    if (!ec && !self.confirm_extension(id_, now)) {
+      ec = error::no_quorum;  // confirmed, but too late to count
     }
     if (ec == error::not_held) {
       self.lose(
@@ -157,11 +208,14 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
     } else {
       self.diagnostics.clear();
     }
-    if (self.state == lease_state::phase::held) {
-      if (from_renewal_) {
-        const auto next = ec ? now + renewal_retry_delay(self.options.ttl) : start_ + ttl_ / 2;
-        // A retry later than the validity is useless: the timer reports the loss at valid_until.
-        self.next_renewal = next < self.valid_until ? next : steady_clock::time_point::max();
+    if (self.current == lease_state::phase::held) {
+      if (from_renewal_ && ec) {
+        // Try again soon while validity lasts; later than that is useless, the timer reports the
+        // loss at valid_until.
+        const auto retry = now + renewal_retry_delay(self.options.ttl);
+        self.next_renewal = retry < self.valid_until ? retry : steady_clock::time_point::max();
+      } else if (from_renewal_ || !ec) {
+        self.schedule_renewal();
       }
       self.arm_timer();  // valid_until or next_renewal may have moved
     }
@@ -170,9 +224,9 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
 
   std::shared_ptr<lease_state> state_;
   std::chrono::milliseconds ttl_;
+  std::uint64_t id_;
   bool from_renewal_;
   std::shared_ptr<user_operation> caller_;
-  steady_clock::time_point start_{};
   std::string payload_;
 };
 
@@ -180,28 +234,45 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
 
 void lease_state::start_extend(std::chrono::milliseconds ttl, bool from_renewal,
                                std::shared_ptr<user_operation> caller) {
-  std::make_shared<extend_op>(shared_from_this(), ttl, from_renewal, std::move(caller))->run();
+  const auto start = steady_clock::now();
+  const sent_extension sent{++extensions_sent,
+                            start + ttl - drift_allowance(ttl, client->options().drift_factor)};
+  // From now on the extension may run on any node, whatever its answer will be: it can only
+  // shorten what we may claim until a quorum confirms it (see lease_state).
+  valid_until = std::min(valid_until, sent.cap);
+  unconfirmed_extensions.push_back(sent);
+  longest_ttl = std::max(longest_ttl, ttl);
+  if (from_renewal) {
+    renewal_in_flight = true;
+    next_renewal = steady_clock::time_point::max();  // until it is decided
+  } else if (options.auto_renew && !renewal_in_flight && !renewal_stopped_by_max_hold) {
+    // A shorter validity needs an earlier renewal; a longer one is planned when confirmed.
+    next_renewal = std::min(next_renewal, valid_until - options.ttl / 2);
+  }
+  arm_timer();
+  std::make_shared<extend_op>(shared_from_this(), ttl, sent.id, from_renewal, std::move(caller))
+      ->run();
 }
 
 void lease_state::lose(std::string why) {
   diagnostics = std::move(why);
   client->log(log_level::warning, diagnostics);
+  // Whatever is left of our key on a minority of nodes would only expire: delete it now, and
+  // before the next local waiter's SET is queued, so that on every node our DEL runs first.
+  release_on_nodes();
   stop_holding(phase::lost, make_error_code(error::lock_lost));
-  // Whatever is left of our key on a minority of nodes would only expire; delete it now.
-  client->release_best_effort(resource, token);
 }
 
 void lease_state::stop_holding(phase next, error_code waiters_get) {
-  if (state != phase::held) return;
-  state = next;
+  if (current != phase::held) return;
+  current = next;
   ++timer_generation;
   timer.cancel();
   client->untrack_lease(this);
   auto waiters = std::move(lost_waiters);
   lost_waiters.clear();
-  // Posted: this may run inside another operation's initiating function (async_release).
   for (auto& waiter : waiters)
-    waiter->finish(waiters_get, true);
+    waiter->finish(waiters_get);
   // Last: the next local waiter's SET is queued behind whatever this lease sent before.
   client->holder_gone(*this);
 }
@@ -210,8 +281,8 @@ namespace {
 
 // Ends a held lease whose handle is going away: stop renewing, release best effort.
 void abandon(const std::shared_ptr<lease_state>& state) {
-  if (state->state != lease_state::phase::held) return;
-  if (!state->client->closed()) state->client->release_best_effort(state->resource, state->token);
+  if (state->current != lease_state::phase::held) return;
+  if (!state->client->closed()) state->release_on_nodes();
   state->stop_holding(lease_state::phase::released, asio::error::operation_aborted);
 }
 
@@ -225,10 +296,6 @@ void complete_without_state(void_handler handler, error_code ec) {
                                             ec]() mutable { std::move(handler)(ec); }));
 }
 
-}  // namespace
-
-namespace {
-
 // async_release: token-checked DEL on every node.
 class release_op final : public operation_vote {
  public:
@@ -236,9 +303,8 @@ class release_op final : public operation_vote {
       : operation_vote(state->client, std::move(caller)), state_(std::move(state)) {}
 
   void run() {
-    const std::string_view args[] = {state_->token};
-    state_->client->fan_out_script(release_script(), state_->resource, args, payload_, *this,
-                                   open_ballot(), client_impl::to_unresponsive::send);
+    state_->client->fan_out_release(state_->resource, state_->token, state_->longest_ttl, *this,
+                                    open_ballot());
   }
 
  private:
@@ -264,7 +330,25 @@ class release_op final : public operation_vote {
   }
 
   std::shared_ptr<lease_state> state_;
-  std::string payload_;
+};
+
+// async_wait_lost: kept in the lease's list while it waits, and out of it as soon as it is done
+// (cancelled, or the client shut down), so that a watchdog that waits and gives up again and again
+// costs nothing that grows.
+class lost_waiter final : public user_operation {
+ public:
+  lost_waiter(const std::shared_ptr<lease_state>& state, void_caller&& caller)
+      : user_operation(state->client, std::move(caller)), state_(state) {}
+
+ private:
+  void on_finished() override {
+    if (auto state = state_.lock()) {
+      std::erase_if(state->lost_waiters,
+                    [this](const auto& waiter) { return waiter.get() == this; });
+    }
+  }
+
+  std::weak_ptr<lease_state> state_;
 };
 
 }  // namespace
@@ -272,10 +356,10 @@ class release_op final : public operation_vote {
 void initiate_release(const std::shared_ptr<lease_state>& state, void_caller caller) {
   if (!state) return complete_without_state(std::move(caller.handler), error::not_held);
   auto op = std::make_shared<release_op>(state, std::move(caller));
-  if (state->client->closed()) return op->finish(asio::error::operation_aborted, true);
-  if (state->state != lease_state::phase::held) {
+  if (state->client->closed()) return op->finish(asio::error::operation_aborted);
+  if (state->current != lease_state::phase::held) {
     state->diagnostics = fmt::format("redlock: \"{}\" is not held by this lease", state->resource);
-    return op->finish(error::not_held, true);
+    return op->finish(error::not_held);
   }
   op->start();
   // The release requests are queued first, and only then the resource is handed to the next local
@@ -287,16 +371,20 @@ void initiate_release(const std::shared_ptr<lease_state>& state, void_caller cal
 void initiate_extend(const std::shared_ptr<lease_state>& state, std::chrono::milliseconds ttl,
                      void_caller caller) {
   if (!state) return complete_without_state(std::move(caller.handler), error::not_held);
-  auto op = std::make_shared<user_operation>(state->client, std::move(caller));
-  if (state->client->closed()) return op->finish(asio::error::operation_aborted, true);
-  if (!state->is_held()) return op->finish(error::not_held, true);
+  // Total cancellation is not honoured: once sent, the extension may apply whatever the caller
+  // does, so it cannot be undone, only stopped being waited for (terminal, partial).
+  auto op = std::make_shared<user_operation>(
+      state->client, std::move(caller),
+      asio::cancellation_type::terminal | asio::cancellation_type::partial);
+  if (state->client->closed()) return op->finish(asio::error::operation_aborted);
+  if (!state->is_held()) return op->finish(error::not_held);
   const auto drift = drift_allowance(ttl, state->client->options().drift_factor);
   if (ttl <= drift) {
     state->diagnostics = fmt::format(
         "redlock: cannot extend \"{}\" by {} ms: not longer than "
         "the drift allowance of {} ms",
         state->resource, ttl.count(), to_ms(drift));
-    return op->finish(error::invalid_argument, true);
+    return op->finish(error::invalid_argument);
   }
   op->start();
   state->start_extend(ttl, false, op);
@@ -304,21 +392,24 @@ void initiate_extend(const std::shared_ptr<lease_state>& state, std::chrono::mil
 
 void initiate_wait_lost(const std::shared_ptr<lease_state>& state, void_caller caller) {
   if (!state) return complete_without_state(std::move(caller.handler), error::not_held);
-  auto op = std::make_shared<user_operation>(state->client, std::move(caller));
-  switch (state->state) {
+  auto op = std::make_shared<lost_waiter>(state, std::move(caller));
+  switch (state->current) {
     case lease_state::phase::lost:
-      return op->finish(error::lock_lost, true);
+      return op->finish(error::lock_lost);
     case lease_state::phase::never_held:
-      return op->finish(error::not_held, true);
+      return op->finish(error::not_held);
     case lease_state::phase::released:
-      return op->finish(asio::error::operation_aborted, true);
+      return op->finish(asio::error::operation_aborted);
     case lease_state::phase::held:
       break;
   }
-  if (state->client->closed()) return op->finish(asio::error::operation_aborted, true);
+  if (state->client->closed()) return op->finish(asio::error::operation_aborted);
+  state->lost_waiters.push_back(op);
   op->start();
-  // Finished waiters stay in the list until the lease ends; finish() on them is a no-op.
-  state->lost_waiters.push_back(std::move(op));
+}
+
+const std::shared_ptr<lease_state>& client_impl::state_of(const lease& handle) noexcept {
+  return handle.state_;
 }
 
 const asio::any_io_executor& executor_of(const lease_state* state) noexcept {
@@ -334,15 +425,18 @@ lease& lease::operator=(lease&& other) noexcept {
   if (this != &other) {
     lease old(std::move(*this));
     state_ = std::move(other.state_);
+    acquired_ = std::exchange(other.acquired_, false);
   }
   return *this;
 }
 
 lease::~lease() {
-  if (!state_ || state_->state != detail::lease_state::phase::held) return;
-  // On the client's executor: inline when already there (the usual case), else posted.
+  if (!state_ || !acquired_) return;
+  // The state is read only on the client's executor, since a lease may be destroyed on another
+  // thread: inline when already there (the usual case), else posted. The client and its executor
+  // are fixed at construction, so reading them here is safe from anywhere.
   try {
-    auto executor = state_->client->executor();
+    const auto& executor = state_->client->executor();
     boost::asio::dispatch(executor, [state = std::move(state_)] { detail::abandon(state); });
   } catch (...) {
     // Allocation failure: the lock expires with its TTL instead.
@@ -360,7 +454,7 @@ const std::string& lease::resource() const noexcept {
 
 const std::string& lease::token() const noexcept {
   static const std::string none;
-  return state_ && state_->state != detail::lease_state::phase::never_held ? state_->token : none;
+  return state_ && state_->current != detail::lease_state::phase::never_held ? state_->token : none;
 }
 
 std::chrono::steady_clock::time_point lease::valid_until() const noexcept {

@@ -20,40 +20,50 @@ namespace redlock::detail {
 // already queued on the nodes) goes on either way; only the caller stops waiting.
 class user_operation : public abortable, public std::enable_shared_from_this<user_operation> {
  public:
-  user_operation(std::shared_ptr<client_impl> client, void_caller&& caller)
+  static constexpr auto any_cancellation = boost::asio::cancellation_type::terminal |
+                                           boost::asio::cancellation_type::partial |
+                                           boost::asio::cancellation_type::total;
+
+  // `honoured`: the cancellation types that end the operation; others are ignored.
+  user_operation(std::shared_ptr<client_impl> client, void_caller&& caller,
+                 boost::asio::cancellation_type honoured = any_cancellation)
       : client_(std::move(client)),
-        done_(std::move(caller.handler), client_->executor(), caller.on_client_executor) {}
+        done_(std::move(caller.handler), client_->executor(), caller.on_client_executor),
+        honoured_(honoured) {}
   virtual ~user_operation() = default;
 
   // Registers with the client and the caller's cancellation slot.
   void start() {
     client_->track(this);
-    done_.on_cancel([weak = weak_from_this()](boost::asio::cancellation_type) {
-      if (auto self = weak.lock()) self->finish(boost::asio::error::operation_aborted, true);
+    done_.on_cancel([weak = weak_from_this()](boost::asio::cancellation_type type) {
+      auto self = weak.lock();
+      if (self && (type & self->honoured_) != boost::asio::cancellation_type::none) {
+        self->finish(boost::asio::error::operation_aborted);
+      }
     });
   }
 
-  void abort() override { finish(boost::asio::error::operation_aborted, true); }
+  void abort() override { finish(boost::asio::error::operation_aborted); }
 
-  // `posted`: from an initiating function or a cancellation handler (see completion).
-  void finish(boost::system::error_code ec, bool posted = false) {
+  // The caller's handler is posted (see completion), so this may be called from anywhere.
+  void finish(boost::system::error_code ec) {
     if (done_.done()) return;
     client_->untrack(this);
-    if (posted) {
-      done_.complete_posted(ec);
-    } else {
-      done_.complete(ec);
-    }
+    done_.complete(ec);
+    on_finished();
   }
 
   bool done() const noexcept { return done_.done(); }
 
  protected:
   const std::shared_ptr<client_impl>& client() const noexcept { return client_; }
+  // Called once, right after the caller's handler has been handed over.
+  virtual void on_finished() {}
 
  private:
   std::shared_ptr<client_impl> client_;
   completion<boost::system::error_code> done_;
+  boost::asio::cancellation_type honoured_;
 };
 
 // A fan-out decided by a majority vote: every node's reply is classified as yes / no / failed, and

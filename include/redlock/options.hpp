@@ -23,6 +23,19 @@ enum class log_level { debug, info, warning, error };
 // each naming the node. Called on the client's executor; it must not block.
 using logger = std::function<void(log_level, std::string_view message)>;
 
+// Bounds on what one node may send back: a guard against a broken or hostile peer, or a port that
+// is not Redis at all. A reply beyond them is a protocol error: that node's connection is closed
+// and reopened, and its vote in the operations in flight is lost. The lock's own replies are a few
+// dozen bytes; the defaults leave ample room for long error texts.
+struct reply_limits {
+  // Memory one reply may take once parsed: every value in it counts its in-memory size (about a
+  // hundred bytes) plus its text, and an aggregate's elements count as soon as it declares them.
+  // At least 1024. The wire size and the read buffer are bounded accordingly.
+  std::size_t max_reply_memory = 64 * 1024;
+  // Nesting of aggregates (arrays, maps, sets, pushes) in one reply; a top-level array is 1.
+  std::size_t max_depth = 8;
+};
+
 struct client_options {
   // Deadline of each request on each node. A node that has not answered by then counts as a no-vote
   // for that round; its late reply is read and dropped. Keep it well below the lock TTLs in use.
@@ -54,6 +67,9 @@ struct client_options {
 
   // Optional: receives diagnostics. Empty: nothing is logged.
   redlock::logger logger{};
+
+  // See reply_limits.
+  reply_limits replies{};
 };
 
 // How one lock is taken and held.

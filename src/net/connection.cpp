@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/container/small_vector.hpp>
 
 #include <algorithm>
 #include <exception>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "completion.hpp"
+#include "log.hpp"
 #include "net/script.hpp"
 #include "redlock/error.hpp"
 #include "resp/encoder.hpp"
@@ -47,22 +49,39 @@ struct connection::request {
   std::uint64_t id = 0;  // unique per connection; a caller's cancellation handler finds it by id
 
   // The encoded command. `owned` keeps a caller's bytes alive; a library request's bytes belong to
-  // its sink, which the request keeps alive. Dropped once written, unless an EVAL fallback may
-  // need them.
+  // its sink, which the request keeps alive until it is answered. Dropped once nothing can need
+  // them any more (written and not to be resent).
   std::string_view payload;
   shared_payload owned;
   std::optional<completion<error_code, resp::value>> caller;  // a caller's request, or
   sink_ref sink;                                              // one of the library's own
   std::size_t tag = 0;
   const script* eval_fallback = nullptr;
+  bool noscript_is_final = false;
   steady_clock::time_point deadline = steady_clock::time_point::max();
   std::chrono::milliseconds timeout{0};
-  enum class phase : std::uint8_t { queued, written, finished } phase = phase::queued;
-  // Resent as EVAL after it had finished: it runs on the server, but nobody gets its reply.
-  bool abandoned = false;
+  // Queued (in queued_ or kept_cleanups_) until written, then in in_flight_ until its reply.
+  bool written = false;
+  // Its caller or sink has had its one outcome; a reply that still comes is read and dropped.
+  bool answered = false;
+  // Resent as EVAL after NOSCRIPT: the call has not run yet, and runs even if nobody waits.
+  bool resent = false;
+  // request_options::deliver_for; keep_until is set when a link first fails the cleanup.
+  std::chrono::milliseconds deliver_for{0};
+  steady_clock::time_point keep_until = steady_clock::time_point::max();
   // Timed out after it was written; counted in connection::timed_out_in_flight_ until its reply.
   bool awaited_past_deadline = false;
   steady_clock::time_point written_at{};
+  // The connection's own SCRIPT LOAD of this script after a NOSCRIPT: no caller, no sink.
+  const script* reloads = nullptr;
+
+  bool cleanup() const noexcept { return deliver_for > std::chrono::milliseconds(0); }
+  // Whether the writer still sends it.
+  bool wanted() const noexcept { return !answered || cleanup() || resent; }
+  // Whether its bytes may be sent again once written: after NOSCRIPT, or after a broken link.
+  bool may_resend() const noexcept {
+    return cleanup() || (eval_fallback != nullptr && !noscript_is_final);
+  }
 };
 
 // Recycles request objects: a lock operation issues one request per node, and allocating each
@@ -89,7 +108,7 @@ class connection::request_pool {
     return request_ptr(req);
   }
 
-  // The last reference is gone. Whatever the request still holds (an unfinished caller's handler
+  // The last reference is gone. Whatever the request still holds (an unanswered caller's handler
   // when the connection is destroyed, a sink reference) is released here.
   void put(request* req) noexcept {
     req->payload = {};
@@ -97,11 +116,16 @@ class connection::request_pool {
     req->caller.reset();
     req->sink.reset();
     req->eval_fallback = nullptr;
+    req->noscript_is_final = false;
     req->deadline = steady_clock::time_point::max();
     req->timeout = std::chrono::milliseconds(0);
-    req->phase = request::phase::queued;
-    req->abandoned = false;
+    req->written = false;
+    req->answered = false;
+    req->resent = false;
+    req->deliver_for = std::chrono::milliseconds(0);
+    req->keep_until = steady_clock::time_point::max();
     req->awaited_past_deadline = false;
+    req->reloads = nullptr;
     if (spare_.size() >= max_spare) {
       delete req;
       return;
@@ -126,6 +150,22 @@ void connection::request_ptr::release(request* req) noexcept {
   if (req && --req->refs == 0) req->pool->put(req);
 }
 
+resp::parser_limits limits_for(const reply_limits& replies) {
+  resp::parser_limits limits;
+  limits.max_depth = replies.max_depth;
+  limits.max_reply_memory = replies.max_reply_memory;
+  // What the memory bound implies for the other limits: no piece of a reply can be larger than
+  // the reply may take in memory, nor hold more elements than fit in it.
+  limits.max_reply_size = replies.max_reply_memory;
+  limits.max_bulk_length = replies.max_reply_memory;
+  limits.max_line_length = std::min(limits.max_line_length, replies.max_reply_memory);
+  limits.max_aggregate_size = replies.max_reply_memory / sizeof(resp::value);
+  // The reader parses every complete reply before it reads again, so what is buffered then is at
+  // most one unfinished reply; a read adds one chunk.
+  limits.max_buffer = replies.max_reply_memory + 2 * read_chunk;
+  return limits;
+}
+
 connection_options connection_options::from(const client_options& options) {
   connection_options result;
   result.connect_timeout = options.connect_timeout;
@@ -133,6 +173,7 @@ connection_options connection_options::from(const client_options& options) {
   result.health_check_timeout = options.health_check_timeout;
   result.client_name = options.client_name;
   result.logger = options.logger;
+  result.limits = limits_for(options.replies);
   return result;
 }
 
@@ -181,13 +222,18 @@ void connection::close() {
   drain_timer_.cancel();
   writer_wakeup_.cancel();
   transport_.close();
-  fail_all(asio::error::operation_aborted, "connection closed");
+  fail_all(asio::error::operation_aborted, "connection closed", false);
+}
+
+bool connection::idle() const noexcept {
+  return queued_.empty() && in_flight_.empty() && kept_cleanups_.empty();
 }
 
 void connection::close_when_idle(std::chrono::milliseconds bound) {
   if (state_ == state::closed) return;
-  const bool idle = queued_.empty() && in_flight_.empty();
-  if (idle || state_ == state::idle || state_ == state::backoff) return close();
+  if (idle() || state_ == state::idle) return close();
+  // Down, with nothing that a reconnect would deliver: the requests there fail as it is.
+  if (state_ == state::backoff && kept_cleanups_.empty()) return close();
   draining_ = true;
   drain_timer_.expires_after(bound);
   drain_timer_.async_wait([weak_self = weak_from_this()](error_code ec) {
@@ -199,7 +245,13 @@ void connection::close_when_idle(std::chrono::milliseconds bound) {
 void connection::exec_direct(std::string_view payload, request_options options, reply_sink& sink,
                              std::size_t tag, steady_clock::time_point now) {
   auto req = pool_->make(++last_request_id_);
-  req->payload = payload;
+  if (options.deliver_for > std::chrono::milliseconds(0)) {
+    // A cleanup may outlive its sink's interest in it, and with it the sink's bytes.
+    req->owned = std::make_shared<const std::string>(payload);
+    req->payload = *req->owned;
+  } else {
+    req->payload = payload;
+  }
   req->sink = sink_ref(&sink);
   req->tag = tag;
   start_request(std::move(req), options, now);
@@ -234,24 +286,28 @@ void connection::start_request(request_ptr req, request_options options,
                                steady_clock::time_point now) {
   req->timeout = options.timeout;
   req->eval_fallback = options.eval_fallback;
+  req->noscript_is_final = options.noscript_is_final;
+  req->deliver_for = options.deliver_for;
 
-  // Never complete inside the initiating function: failures here are posted.
+  // Never answer inside the initiating function: failures here are posted.
   if (state_ == state::closed) {
-    fail(*req, asio::error::operation_aborted, "connection closed", delivery::post);
+    answer_failure(*req, asio::error::operation_aborted, "connection closed", delivery::post);
     return;
   }
   if (state_ == state::backoff) {
-    fail(*req, error::not_connected,
-         fmt::format("node is down, reconnecting (last error: {})", last_cause_), delivery::post);
+    answer_failure(*req, error::not_connected,
+                   fmt::format("node is down, reconnecting (last error: {})", last_cause_),
+                   delivery::post);
+    if (req->cleanup()) keep_cleanup(std::move(req), now);
     return;
   }
   if (options.skip_if_unresponsive && unresponsive()) {
     ++stats_.skipped_unresponsive;
-    fail(*req, error::node_unresponsive,
-         state_ == state::connecting
-             ? "not sent: a request already timed out waiting for the connection"
-             : "not sent: the node has not answered a request that timed out",
-         delivery::post);
+    answer_failure(*req, error::node_unresponsive,
+                   state_ == state::connecting
+                       ? "not sent: a request already timed out waiting for the connection"
+                       : "not sent: the node has not answered a request that timed out",
+                   delivery::post);
     return;
   }
 
@@ -274,24 +330,27 @@ void connection::on_request_cancelled(std::uint64_t id, asio::cancellation_type 
   auto found = std::find_if(queued_.begin(), queued_.end(), has_id);
   if (found == queued_.end()) {
     found = std::find_if(in_flight_.begin(), in_flight_.end(), has_id);
-    if (found == in_flight_.end()) return;  // finished and gone
+    if (found == in_flight_.end()) return;  // answered and gone
   }
   request_ptr req = *found;
-  // Posted, not dispatched: we are inside the caller's cancellation slot, and completing clears
-  // that slot, which would destroy the very handler that is running.
-  if (req->phase == request::phase::queued) {
-    fail(*req, asio::error::operation_aborted, "cancelled before it was sent", delivery::post);
-  } else if (req->phase == request::phase::written &&
-             (type & (ct::terminal | ct::partial)) != ct::none) {
-    fail(*req, asio::error::operation_aborted,
-         "cancelled after it was sent (it may have executed; its reply will be dropped)",
-         delivery::post);
+  // Posted: we are inside the caller's cancellation slot, and completing clears that slot, which
+  // would destroy the very handler that is running.
+  if (!req->written) {
+    answer_failure(*req, asio::error::operation_aborted, "cancelled before it was sent",
+                   delivery::post);
+  } else if ((type & (ct::terminal | ct::partial)) != ct::none) {
+    answer_failure(*req, asio::error::operation_aborted,
+                   "cancelled after it was sent (it may have executed; its reply will be dropped)",
+                   delivery::post);
   }
 }
 
 // Deadlines are kept in one list sorted by time, watched by one timer: a timer per request would
 // cost a heap insertion, a lock and often a timerfd update for every request. Requests usually
 // share one timeout, so a new deadline almost always goes at the back.
+//
+// Invariant: while deadlines_ holds an unanswered request, the timer is armed no later than the
+// earliest deadline in it, so no deadline fires late.
 void connection::track_deadline(const request_ptr& req) {
   if (deadlines_.empty() || deadlines_.back()->deadline <= req->deadline) {
     deadlines_.push_back(req);
@@ -318,96 +377,172 @@ void connection::arm_deadline_timer(steady_clock::time_point at) {
 void connection::expire_deadlines() {
   deadline_armed_ = false;
   const auto now = steady_clock::now();
+  // Everything due is taken out and the timer re-armed for what is left before anyone is
+  // answered: a sink answered here may issue requests at once (a failed round's cleanup), and
+  // those must not decide when the requests already waiting time out.
+  boost::container::small_vector<request_ptr, 8> due;
   while (!deadlines_.empty()) {
-    auto req = deadlines_.front();
-    const bool done = req->phase == request::phase::finished || req->abandoned;
-    if (!done && req->deadline > now) break;
+    request_ptr& front = deadlines_.front();
+    if (!front->answered) {
+      if (front->deadline > now) break;
+      due.push_back(std::move(front));
+    }
     deadlines_.pop_front();
-    if (done) continue;
-    const bool sent = req->phase == request::phase::written;
-    if (sent) {
+  }
+  if (!deadlines_.empty()) arm_deadline_timer(deadlines_.front()->deadline);
+  for (auto& req : due) {
+    if (req->answered) continue;  // the link failed meanwhile, from an earlier answer
+    if (req->written) {
       req->awaited_past_deadline = true;
       ++timed_out_in_flight_;
     } else if (state_ == state::connecting) {
       timed_out_while_connecting_ = true;
     }
-    // May run the caller's handler inline, which may issue requests: re-read the list each time.
-    fail(*req, error::request_timeout,
-         fmt::format("no reply within {} ms ({})", to_ms(req->timeout),
-                     sent ? "sent; it may still execute" : "not sent"),
-         delivery::dispatch);
+    answer_failure(*req, error::request_timeout,
+                   fmt::format("no reply within {} ms ({})", to_ms(req->timeout),
+                               req->written ? "sent; it may still execute" : "not sent"),
+                   delivery::dispatch);
   }
-  if (!deadlines_.empty() && !deadline_armed_) arm_deadline_timer(deadlines_.front()->deadline);
 }
 
-void connection::drop_finished_deadlines() {
-  // An abandoned request (resent after it finished) has no deadline any more either.
-  while (!deadlines_.empty() &&
-         (deadlines_.front()->phase == request::phase::finished || deadlines_.front()->abandoned)) {
+void connection::drop_answered_deadlines() {
+  while (!deadlines_.empty() && deadlines_.front()->answered)
     deadlines_.pop_front();
-  }
 }
 
-void connection::finish(request& req, error_code ec, resp::value&& reply, delivery how) {
-  if (req.phase == request::phase::finished) return;
-  const bool written = req.phase == request::phase::written;
-  req.phase = request::phase::finished;
-  drop_finished_deadlines();
-  if (written && req.eval_fallback != nullptr && !req.abandoned) {
-    // Its reply may still be NOSCRIPT, and the call must then still run as EVAL although nobody
-    // waits for it (a release that timed out must not leave the key behind). Keep the bytes: they
-    // may belong to the sink released below.
-    if (!req.owned) {
-      req.owned = std::make_shared<const std::string>(req.payload);
-      req.payload = *req.owned;
-    }
-  } else {
-    // The payload is not needed any more; a finished request may wait in queued_ for a while.
+void connection::answer(request& req, error_code ec, resp::value&& reply, delivery how) {
+  if (req.answered) return;
+  req.answered = true;
+  drop_answered_deadlines();
+  if (req.written ? !req.may_resend() : !req.wanted()) {
+    // Never to be written (again): the bytes are not needed, and may belong to the sink.
     req.payload = {};
     req.owned.reset();
+  } else if (!req.owned) {
+    // It may still be written or resent after the sink, which owns these bytes, is gone.
+    req.owned = std::make_shared<const std::string>(req.payload);
+    req.payload = *req.owned;
   }
-  if (req.abandoned) return;  // its caller or sink had their outcome long ago
 
+  if (req.reloads != nullptr) {
+    // Answered or failed: a later NOSCRIPT may load the script again.
+    std::erase(reloading_, req.reloads);
+    return;
+  }
   if (req.sink) {
+    const auto sink = std::move(req.sink);
     if (how == delivery::post) {
-      asio::post(executor_, [sink = std::move(req.sink), tag = req.tag, ec,
-                             reply = std::move(reply)]() mutable {
-        sink->on_reply(tag, ec, std::move(reply));
+      asio::post(executor_, [sink, tag = req.tag, ec, reply = std::move(reply)]() mutable {
+        sink->on_reply(tag, ec, reply);
       });
     } else {
-      const auto sink = std::move(req.sink);
       sink->on_reply(req.tag, ec, reply);
     }
     return;
   }
-  if (how == delivery::post) {
-    req.caller->complete_posted(ec, std::move(reply));
-  } else {
-    req.caller->complete(ec, std::move(reply));
-  }
+  // Always posted: a caller's handler is user code, which must never run inside the read or
+  // write loop (an exception it throws would end the loop instead of reaching run()).
+  req.caller->complete(ec, std::move(reply));
 }
 
-void connection::fail(request& req, error_code ec, std::string_view why, delivery how) {
+void connection::answer_failure(request& req, error_code ec, std::string_view why, delivery how) {
+  if (req.answered) return;
   resp::value reply;
   reply.kind = resp::type::simple_error;
   reply.text = fmt::format("{}: {}", name_, why);
-  finish(req, ec, std::move(reply), how);
+  answer(req, ec, std::move(reply), how);
 }
 
-void connection::fail_all(error_code ec, std::string_view why) {
-  // Swap first: completions are posted, but a failing request must not see itself re-queued.
+void connection::fail_all(error_code ec, std::string_view why, bool keep_cleanups) {
+  // Moved out first: answers are posted, but a failing request must not see itself re-queued.
   auto queued = std::move(queued_);
   auto in_flight = std::move(in_flight_);
   queued_.clear();
   in_flight_.clear();
+  queued_ahead_ = 0;
   timed_out_in_flight_ = 0;  // their replies will never come
   deadlines_.clear();
   deadline_armed_ = false;
   deadline_timer_.cancel();
-  for (auto& req : in_flight)
-    fail(*req, ec, why, delivery::post);
-  for (auto& req : queued)
-    fail(*req, ec, why, delivery::post);
+  reloading_.clear();
+  const auto now = steady_clock::now();
+  // Oldest first, so that kept cleanups stay in the order they were issued.
+  for (auto* requests : {&in_flight, &queued}) {
+    for (auto& req : *requests) {
+      answer_failure(*req, ec, why, delivery::post);
+      if (req->cleanup()) {
+        if (keep_cleanups) {
+          keep_cleanup(std::move(req), now);
+        } else {
+          ++stats_.cleanups_dropped;
+        }
+      }
+    }
+  }
+  if (!keep_cleanups) {
+    stats_.cleanups_dropped += kept_cleanups_.size();
+    kept_cleanups_.clear();
+  }
+}
+
+// A cleanup that could not be delivered on this link waits for the next one. Delivered or not,
+// its key cannot outlive the time the node first failed it plus the key's longest lifetime, so it
+// is dropped after that; and beyond the bound the oldest go first (their keys expire soonest).
+void connection::keep_cleanup(request_ptr req, steady_clock::time_point now) {
+  if (req->keep_until == steady_clock::time_point::max()) req->keep_until = now + req->deliver_for;
+  if (now >= req->keep_until) {
+    ++stats_.cleanups_dropped;
+    return;
+  }
+  req->written = false;
+  req->awaited_past_deadline = false;
+  if (kept_cleanups_.size() >= options_.max_pending_cleanups) {
+    kept_cleanups_.pop_front();
+    ++stats_.cleanups_dropped;
+    if (stats_.cleanups_dropped % 1000 == 1) {
+      log(log_level::warning,
+          fmt::format("{}: more than {} releases wait for the node; the oldest are dropped and "
+                      "their keys left to expire",
+                      name_, options_.max_pending_cleanups));
+    }
+  }
+  kept_cleanups_.push_back(std::move(req));
+  ++stats_.cleanups_kept;
+}
+
+// Right after a handshake: the kept cleanups go first. Everything queued meanwhile was issued
+// after them, and on each node a release must run no earlier than its place in that order.
+void connection::requeue_kept_cleanups() {
+  if (kept_cleanups_.empty()) return;
+  const auto now = steady_clock::now();
+  auto kept = std::move(kept_cleanups_);
+  kept_cleanups_.clear();
+  std::erase_if(kept, [&](const request_ptr& req) {
+    const bool expired = now >= req->keep_until;
+    if (expired) ++stats_.cleanups_dropped;
+    return expired;
+  });
+  queued_.insert(queued_.begin(), std::make_move_iterator(kept.begin()),
+                 std::make_move_iterator(kept.end()));
+  wake_writer();
+}
+
+void connection::queue_ahead(request_ptr req) {
+  queued_.insert(queued_.begin() + static_cast<std::ptrdiff_t>(queued_ahead_), std::move(req));
+  ++queued_ahead_;
+  wake_writer();
+}
+
+void connection::reload_script(const script& lua) {
+  if (std::find(reloading_.begin(), reloading_.end(), &lua) != reloading_.end()) return;
+  reloading_.push_back(&lua);
+  ++stats_.scripts_reloaded;
+  auto req = pool_->make(++last_request_id_);
+  const std::string_view command[] = {"SCRIPT", "LOAD", lua.source()};
+  req->owned = encode(command);
+  req->payload = *req->owned;
+  req->reloads = &lua;
+  queue_ahead(std::move(req));
 }
 
 void connection::wake_writer() {
@@ -426,7 +561,7 @@ void connection::set_last_error(error_code ec, std::string_view what) {
 }
 
 void connection::log(log_level level, std::string_view message) const {
-  if (options_.logger) options_.logger(level, message);
+  call_logger(options_.logger, executor_, level, message);
 }
 
 void connection::drop_requests() noexcept {
@@ -441,6 +576,9 @@ void connection::drop_requests() noexcept {
   timed_out_in_flight_ = 0;
   while (!queued_.empty())
     queued_.pop_back();
+  queued_ahead_ = 0;
+  while (!kept_cleanups_.empty())
+    kept_cleanups_.pop_back();
 }
 
 asio::awaitable<void> connection::run(run_owner /*owner*/) {
@@ -459,6 +597,7 @@ asio::awaitable<void> connection::run(run_owner /*owner*/) {
         ++stats_.connects;
         last_read_ = steady_clock::now();
         log(log_level::info, fmt::format("{}: connected", name_));
+        requeue_kept_cleanups();
         auto outcome = co_await (reader_loop() || writer_loop() || health_check_loop());
         if (state_ == state::closed) break;
         // Whatever broke the link, callers see one code: their request may or may not have run.
@@ -470,7 +609,13 @@ asio::awaitable<void> connection::run(run_owner /*owner*/) {
       parser_.reset();
       state_ = state::backoff;
       const auto delay = reconnect_backoff_.next(jitter_);
-      fail_all(request_error, last_cause_);
+      // Answers are posted: whoever they set off (a failed round's cleanup) finds the node down
+      // and its cleanup kept for the next connection.
+      fail_all(request_error, last_cause_, true);
+      if (draining_ && idle()) {
+        close();
+        break;
+      }
       log(log_level::warning, fmt::format("{}; reconnecting in {} ms", last_error_, to_ms(delay)));
       reconnect_timer_.expires_after(delay);
       co_await reconnect_timer_.async_wait(use_tuple);
@@ -482,7 +627,7 @@ asio::awaitable<void> connection::run(run_owner /*owner*/) {
     state_ = state::closed;
   }
   transport_.close();
-  fail_all(asio::error::operation_aborted, "connection closed");
+  fail_all(asio::error::operation_aborted, "connection closed", false);
 }
 
 asio::awaitable<error_code> connection::connect_with_timeout() {
@@ -509,6 +654,7 @@ asio::awaitable<error_code> connection::connect_and_handshake() {
   struct step {
     std::string_view command;
     error failure;
+    const script* loaded = nullptr;  // SCRIPT LOAD: the reply must be this script's SHA-1
   };
   std::vector<step> steps;
   std::string out;
@@ -534,6 +680,10 @@ asio::awaitable<error_code> connection::connect_and_handshake() {
     resp::encode_command(out, {"PING"});
     steps.push_back({"PING", error::server_error});
   }
+  for (const script* lua : options_.preload) {
+    resp::encode_command(out, {"SCRIPT", "LOAD", lua->source()});
+    steps.push_back({"SCRIPT LOAD", error::server_error, lua});
+  }
 
   connect_stage_ = "waiting for the handshake";
   auto [write_error, written] = co_await transport_.async_write(asio::buffer(out), use_tuple);
@@ -549,6 +699,12 @@ asio::awaitable<error_code> connection::connect_and_handshake() {
       const error code = reply.error_code_word() == "NOAUTH" ? error::auth_failed : s.failure;
       set_last_error(code, fmt::format("{} failed: {}", s.command, reply.text));
       co_return code;
+    }
+    if (s.loaded != nullptr && !(reply.is_string() && reply.text == s.loaded->sha1())) {
+      set_last_error(error::server_error,
+                     fmt::format("SCRIPT LOAD answered {}, not the script's SHA-1 {}",
+                                 resp::to_debug_string(reply), s.loaded->sha1()));
+      co_return error::server_error;
     }
   }
   co_return error_code{};
@@ -593,8 +749,8 @@ asio::awaitable<error_code> connection::reader_loop() {
     error_code ec;
     while (parser_.next(reply, ec)) {
       if (!deliver(reply)) co_return error::protocol_error;
-      if (draining_ && in_flight_.empty() && queued_.empty()) close();
-      // A completion ran inline and may have closed us.
+      if (draining_ && idle()) close();
+      // A sink answered inline may have closed us.
       if (state_ != state::ready) co_return asio::error::operation_aborted;
     }
     if (ec) {
@@ -622,26 +778,30 @@ bool connection::deliver(resp::value& reply) {
     --timed_out_in_flight_;
   }
   if (req->eval_fallback && reply.is_error() && reply.error_code_word() == "NOSCRIPT") {
-    // The server's script cache is empty (restart, SCRIPT FLUSH): send the same call as EVAL,
-    // which also caches the script for the next EVALSHA. The request keeps its deadline and its
-    // caller; it is queued behind requests issued after it, which may thus execute first. One
-    // that already finished (timed out, cancelled) is sent all the same, and its reply dropped.
-    req->owned =
-        std::make_shared<const std::string>(evalsha_to_eval(*req->eval_fallback, req->payload));
-    req->payload = *req->owned;
+    // The script cache was flushed, and the call did not run.
+    const script& lua = *req->eval_fallback;
     req->eval_fallback = nullptr;
-    if (req->phase == request::phase::finished) req->abandoned = true;
-    req->phase = request::phase::queued;
-    queued_.push_back(std::move(req));
-    wake_writer();
-    return true;
+    if (!req->noscript_is_final) {
+      // Send the same call as EVAL, which also caches the script for the next EVALSHA. It goes
+      // ahead of everything not written yet, so it keeps its place among those; only requests
+      // written after it and before this reply have overtaken it. It keeps its deadline and its
+      // caller, and is sent even if its caller has given up (a release must still run).
+      req->owned = std::make_shared<const std::string>(evalsha_to_eval(lua, req->payload));
+      req->payload = *req->owned;
+      req->resent = true;
+      req->written = false;
+      queue_ahead(std::move(req));
+      return true;
+    }
+    // The NOSCRIPT is this request's answer; later calls of the script need it cached again.
+    reload_script(lua);
   }
-  if (req->phase == request::phase::finished || req->abandoned) {
+  if (req->answered) {
     ++stats_.replies_dropped;
     return true;
   }
   req->eval_fallback = nullptr;  // answered: no fallback can be needed any more
-  finish(*req, {}, std::move(reply), delivery::dispatch);
+  answer(*req, {}, std::move(reply), delivery::dispatch);
   return true;
 }
 
@@ -650,16 +810,21 @@ asio::awaitable<error_code> connection::writer_loop() {
     write_buffer_.clear();
     std::uint64_t batch = 0;
     const auto now = steady_clock::now();
+    queued_ahead_ = 0;  // everything queued is taken now
     while (!queued_.empty()) {
       auto req = std::move(queued_.front());
       queued_.pop_front();
-      if (req->phase != request::phase::queued) continue;
+      if (!req->wanted()) continue;
+      if (now >= req->keep_until) {  // a kept cleanup whose key has expired meanwhile
+        ++stats_.cleanups_dropped;
+        continue;
+      }
       write_buffer_ += req->payload;
-      if (!req->eval_fallback) {
+      if (!req->may_resend()) {
         req->payload = {};
         req->owned.reset();
       }
-      req->phase = request::phase::written;
+      req->written = true;
       req->written_at = now;
       // In flight before the write completes: a reply cannot precede its request, and if the
       // write fails these are failed with the link.

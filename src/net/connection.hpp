@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -30,6 +31,8 @@
 
 namespace redlock::detail {
 
+class script;
+
 struct connection_options {
   std::chrono::milliseconds connect_timeout{1000};
   retry_policy reconnect{std::chrono::milliseconds(50), std::chrono::milliseconds(2000), 2.0};
@@ -37,11 +40,18 @@ struct connection_options {
   std::string client_name = "redlock-asio";
   redlock::logger logger;
   resp::parser_limits limits;
+  // Loaded with SCRIPT LOAD during every handshake, so that an EVALSHA of one of them meets
+  // NOSCRIPT only after a SCRIPT FLUSH. Each must outlive the connection.
+  std::vector<const script*> preload;
+  // Cleanups (request_options::deliver_for) kept for a node that is down; the oldest are dropped
+  // beyond this many.
+  std::size_t max_pending_cleanups = 8192;
 
   static connection_options from(const client_options& options);
 };
 
-class script;
+// The parser's limits that enforce a client's reply_limits.
+resp::parser_limits limits_for(const reply_limits& replies);
 
 // Receives the replies of the library's own requests (connection::exec_direct), told apart by a
 // tag: one object per fan-out instead of a type-erased handler per request.
@@ -94,8 +104,11 @@ struct request_options {
   // it was issued (waiting for a connect counts). Zero: no deadline of its own.
   std::chrono::milliseconds timeout{0};
 
-  // Set when the payload is an EVALSHA of this script (which must outlive the request): a NOSCRIPT
-  // reply makes the connection resend the call as EVAL with the full source.
+  // Set when the payload is an EVALSHA of this script (which must outlive the request). A NOSCRIPT
+  // reply (the script cache was flushed) means the call did not run. By default the connection
+  // then resends it as EVAL with the full source, ahead of every request not yet written (and
+  // behind earlier resends), so that it keeps its place among them; requests written after it
+  // and before the NOSCRIPT came back have run already, whatever they were.
   const script* eval_fallback = nullptr;
 
   // Fail at once, unsent, with error::node_unresponsive while the node is unresponsive (see
@@ -103,6 +116,21 @@ struct request_options {
   // silence: a new round's SET, an extension, a PING. Never for a release, which must follow on
   // the wire every SET it may have to undo.
   bool skip_if_unresponsive = false;
+
+  // With eval_fallback: a NOSCRIPT reply is the request's answer instead of being resent. For a
+  // call whose order against later requests matters more than its success (an extension: one run
+  // behind a later extension of the same key would shorten it behind the client's back). The
+  // connection loads the script again at once, ahead of every request not yet written.
+  bool noscript_is_final = false;
+
+  // Zero: an ordinary request. Positive: a cleanup (a token-checked release) that must reach the
+  // node even when nobody waits for it any more. Its caller or sink still gets one outcome as
+  // usual (a timeout, a failure while the node is down), but the request itself is written after
+  // its deadline, and when the node is down, or the link breaks before its reply, it is kept and
+  // sent again right after the next handshake, before anything issued later. It is dropped unsent
+  // once this long has passed since the node first failed it (its key has expired by then), when
+  // the connection is closed, or beyond connection_options::max_pending_cleanups.
+  std::chrono::milliseconds deliver_for{0};
 };
 
 // Counters for tests and benchmarks. `writes` counts socket writes, so `requests_written / writes`
@@ -115,13 +143,17 @@ struct connection_stats {
   std::uint64_t replies = 0;
   std::uint64_t replies_dropped = 0;       // replies of requests that were cancelled or timed out
   std::uint64_t skipped_unresponsive = 0;  // failed unsent: request_options::skip_if_unresponsive
+  std::uint64_t cleanups_kept = 0;         // cleanups kept for a later connection (deliver_for)
+  std::uint64_t cleanups_dropped = 0;      // kept cleanups dropped: expired or over the bound
+  std::uint64_t scripts_reloaded = 0;      // SCRIPT LOADs after a NOSCRIPT (noscript_is_final)
 };
 
 // One pipelined connection to one Redis node.
 //
 // Requests issued in the same turn of the executor, by any number of callers, go out in one socket
 // write; replies complete them in FIFO order. The connection opens on the first request, performs
-// AUTH / SELECT / CLIENT SETNAME, and after a failure reconnects by itself with jittered backoff.
+// AUTH / SELECT / CLIENT SETNAME / SCRIPT LOAD, and after a failure reconnects by itself with
+// jittered backoff.
 //
 // Completion signature of a request: void(error_code ec, resp::value reply).
 //  - ec == success: `reply` is the server's reply, which may itself be a RESP error reply
@@ -136,12 +168,14 @@ struct connection_stats {
 //    or the connection was closed).
 //
 // Cancellation (per-operation): before a request is written, every cancellation type drops it and
-// it is never sent. After it is written, terminal and partial cancellation complete it at once; its
-// reply is still read and dropped so later replies stay matched. The command may have executed.
+// it is never sent (a cleanup, request_options::deliver_for, is still sent). After it is written,
+// terminal and partial cancellation complete it at once; its reply is still read and dropped so
+// later replies stay matched. The command may have executed.
 //
 // Thread safety: a connection and all its requests belong to its executor (pass a strand when the
-// io_context runs on several threads). Completions are delivered through each handler's associated
-// executor; a completion on the connection's own executor may run inline when its reply is parsed.
+// io_context runs on several threads). Completions are posted through each handler's associated
+// executor, never run inside the connection's read or write loop: a handler that throws unwinds
+// into io_context::run(), not into the loop, and the connection goes on working.
 //
 // Lifetime: once started, the connection keeps itself alive (its read/write/reconnect loop holds a
 // reference) until close() is called or its io_context is destroyed. Its owner must close() it.
@@ -194,10 +228,11 @@ class connection : public std::enable_shared_from_this<connection> {
 
   // For the library's own fan-outs: `sink->on_reply(tag, ...)` runs on this connection's executor,
   // inline when the reply is parsed (never inside this call). No handler is type-erased and no
-  // associated executor is consulted, which matters on every node of every request.
+  // associated executor is consulted, which matters on every node of every request. A sink is
+  // library code: it must not throw, and whatever user code it sets off must be posted.
   // `payload` must stay valid until the sink has this request's reply (the request keeps the sink
-  // alive until then, so a sink that owns the bytes is enough). `now` is steady_clock::now(), read
-  // once by the caller for a whole fan-out.
+  // alive until then, so a sink that owns the bytes is enough); a cleanup (deliver_for) copies
+  // them. `now` is steady_clock::now(), read once by the caller for a whole fan-out.
   void exec_direct(std::string_view payload, request_options options, reply_sink& sink,
                    std::size_t tag, std::chrono::steady_clock::time_point now);
   // The same with bytes each request keeps alive by itself, for a caller that cannot keep them
@@ -212,8 +247,9 @@ class connection : public std::enable_shared_from_this<connection> {
   // reconnecting. Later requests fail with operation_aborted. Idempotent.
   void close();
 
-  // Closes once every request issued so far has its reply, or after `bound` at the latest; until
-  // then the connection works as usual. Used at shutdown so that final releases still go out.
+  // Closes once every request issued so far has its reply and every kept cleanup has been
+  // delivered (which may take a reconnect), or after `bound` at the latest; until then the
+  // connection works as usual. Used at shutdown so that final releases still go out.
   void close_when_idle(std::chrono::milliseconds bound);
 
   // A request to this node has waited out its deadline and the node has not answered it yet: a
@@ -275,12 +311,23 @@ class connection : public std::enable_shared_from_this<connection> {
   void track_deadline(const request_ptr& req);
   void arm_deadline_timer(std::chrono::steady_clock::time_point at);
   void expire_deadlines();
-  void drop_finished_deadlines();
+  void drop_answered_deadlines();
+  // Gives the request's caller or sink its one outcome. A caller's handler is always posted and
+  // gets `reply` moved into it; a sink only reads it, inline (dispatch) or posted: posted from an
+  // initiating function or a cancellation handler, and from inside fail_all.
   enum class delivery { post, dispatch };
-  // A caller's handler gets `reply` moved into it; a sink only reads it.
-  void finish(request& req, boost::system::error_code ec, resp::value&& reply, delivery how);
-  void fail(request& req, boost::system::error_code ec, std::string_view why, delivery how);
-  void fail_all(boost::system::error_code ec, std::string_view why);
+  void answer(request& req, boost::system::error_code ec, resp::value&& reply, delivery how);
+  void answer_failure(request& req, boost::system::error_code ec, std::string_view why,
+                      delivery how);
+  // The link is gone: every request still queued or in flight gets `ec` (posted: this runs inside
+  // the loops); with `keep_cleanups`, cleanups are kept for the next connection, else dropped.
+  void fail_all(boost::system::error_code ec, std::string_view why, bool keep_cleanups);
+  void keep_cleanup(request_ptr req, std::chrono::steady_clock::time_point now);
+  void requeue_kept_cleanups();
+  // Queues `req` ahead of every request not yet written, behind earlier ones queued this way.
+  void queue_ahead(request_ptr req);
+  void reload_script(const script& lua);
+  bool idle() const noexcept;
   void wake_writer();
 
   // Keeps the connection alive for its run loop. Its destructor (the loop ended, or its frame was
@@ -324,19 +371,24 @@ class connection : public std::enable_shared_from_this<connection> {
   resp::parser parser_;
   state state_ = state::idle;
 
-  // Requests not yet written. A request that finishes here (cancelled, timed out) stays until the
-  // writer skips it, so removal is O(1).
+  // Requests not yet written, in the order they are to be written. One answered here (cancelled,
+  // timed out) stays until the writer skips it, so removal is O(1); a cleanup is written anyway.
+  // The first `queued_ahead_` were put there by queue_ahead().
   std::deque<request_ptr> queued_;
+  std::size_t queued_ahead_ = 0;
   // Requests written and waiting for their reply, oldest first. Every reply belongs to the front
-  // one, even if that one already finished (then the reply is dropped).
+  // one, even if that one was already answered (then the reply is dropped).
   std::deque<request_ptr> in_flight_;
+  // Cleanups failed by a broken link or issued while the node was down, oldest first: written
+  // right after the next handshake, before anything else.
+  std::deque<request_ptr> kept_cleanups_;
   std::string write_buffer_;
 
   boost::asio::steady_timer writer_wakeup_;
   bool writer_waiting_ = false;  // the writer waits on writer_wakeup_ and nobody has woken it
   boost::asio::steady_timer reconnect_timer_;
   boost::asio::steady_timer drain_timer_;
-  // Requests with a deadline, earliest first; finished ones are dropped lazily from the front.
+  // Requests with a deadline, earliest first; answered ones are dropped lazily from the front.
   std::deque<request_ptr> deadlines_;
   boost::asio::steady_timer deadline_timer_;
   std::chrono::steady_clock::time_point deadline_armed_for_{};
@@ -348,6 +400,9 @@ class connection : public std::enable_shared_from_this<connection> {
   std::chrono::steady_clock::time_point last_read_{};
   std::size_t timed_out_in_flight_ = 0;      // written, timed out, reply not read yet
   bool timed_out_while_connecting_ = false;  // in this connect attempt
+
+  // Scripts whose SCRIPT LOAD (after a NOSCRIPT) is queued or in flight on this link.
+  std::vector<const script*> reloading_;
 
   std::uint64_t last_request_id_ = 0;
   connection_stats stats_;

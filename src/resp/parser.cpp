@@ -145,6 +145,7 @@ void parser::reset() {
   payload_length_ = 0;
   stack_.clear();
   reply_bytes_ = 0;
+  reply_memory_ = 0;
   failed_ = false;
   error_.clear();
   error_message_.clear();
@@ -245,6 +246,8 @@ bool parser::next(value& v, boost::system::error_code& ec) {
     v.integer = 0;
     v.number = 0.0;
     v.elements.clear();
+    // The value a new top-level reply will fill. Its elements and text are charged as they come.
+    if (reply_memory_ == 0) reply_memory_ = sizeof(value);
     const step result = parse_element(v);
     switch (result) {
       // Offsets are not rewound here even when everything is consumed: a span from prepare()
@@ -266,12 +269,19 @@ bool parser::next(value& v, boost::system::error_code& ec) {
       ec = error_;
       return false;
     }
+    if (reply_memory_ > limits_.max_reply_memory) {
+      fail("resp: reply needs " + num(reply_memory_) + "+ bytes of memory, over the limit of " +
+           num(limits_.max_reply_memory));
+      ec = error_;
+      return false;
+    }
     if (result != step::produced) continue;
     // Hand the value up through every aggregate it completes. A finished attribute is dropped:
     // it annotates the value that follows it and is not an element of its parent.
     for (;;) {
       if (stack_.empty()) {
         reply_bytes_ = 0;
+        reply_memory_ = 0;
         return true;
       }
       frame& top = stack_.back();
@@ -343,10 +353,12 @@ parser::step parser::parse_element(value& out) {
     case '+':
       out.kind = type::simple_string;
       out.text.assign(line);
+      reply_memory_ += line.size();
       break;
     case '-':
       out.kind = type::simple_error;
       out.text.assign(line);
+      reply_memory_ += line.size();
       break;
     case ':': {
       switch (parse_int64(line, true, out.integer)) {
@@ -370,6 +382,7 @@ parser::step parser::parse_element(value& out) {
       if (!parse_double(line, out.number)) return fail("resp: bad double " + excerpt(line));
       out.kind = type::double_number;
       out.text.assign(line);
+      reply_memory_ += line.size();
       break;
     case '#':
       if (line == "t") {
@@ -385,6 +398,7 @@ parser::step parser::parse_element(value& out) {
       if (!valid_big_number(line)) return fail("resp: bad big number " + excerpt(line));
       out.kind = type::big_number;
       out.text.assign(line);
+      reply_memory_ += line.size();
       break;
     default: {
       // A sized type: bulk-like ($ = !) or aggregate (* % ~ > |).
@@ -423,6 +437,7 @@ parser::step parser::parse_element(value& out) {
                       " exceeds limit " + num(limits_.max_bulk_length));
         }
         consume(line_total);
+        reply_memory_ += static_cast<std::size_t>(count);
         payload_pending_ = true;
         payload_type_ = type_byte;
         payload_length_ = static_cast<std::size_t>(count);
@@ -436,11 +451,17 @@ parser::step parser::parse_element(value& out) {
       const bool pairs = type_byte == '%' || type_byte == '|';
       // count <= INT64_MAX, so doubling it cannot wrap a uint64.
       const std::uint64_t elements = pairs ? 2 * count : count;
+      if (elements > limits_.max_reply_memory / sizeof(value)) {
+        return fail("resp: aggregate of " + num(elements) + " elements needs more memory than " +
+                    "the reply limit of " + num(limits_.max_reply_memory) + " bytes");
+      }
       if (elements > limits_.max_aggregate_size) {
         return fail("resp: aggregate of " + num(elements) + " elements exceeds limit " +
                     num(limits_.max_aggregate_size));
       }
       consume(line_total);
+      // Each declared element will be a value in this aggregate's vector, whatever it holds.
+      reply_memory_ += static_cast<std::size_t>(elements) * sizeof(value);
       type kind = type::array;
       switch (type_byte) {
         case '%':

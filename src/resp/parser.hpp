@@ -22,9 +22,13 @@ struct parser_limits {
   std::size_t max_buffer = 128 * 1024 * 1024;      // unconsumed bytes buffered at once
   std::size_t max_line_length = 64 * 1024;         // a header/simple line without its CRLF
   // Wire bytes of one top-level reply, all of its elements together (and attributes before it).
-  // Bounds the memory a reply tree can take, which max_buffer alone does not: a reply is consumed
-  // piece by piece, so it can be far larger than what is buffered at any moment.
+  // A reply is consumed piece by piece, so it can be far larger than what is buffered at once.
   std::size_t max_reply_size = 128 * 1024 * 1024;
+  // Memory one top-level reply may take once parsed (attributes before it included): every value
+  // in the tree counts sizeof(value) plus the bytes of its text, and an aggregate's elements count
+  // as soon as its header declares them. The wire size alone does not bound this: an empty array
+  // is 4 bytes on the wire and a value of about 100 bytes in memory.
+  std::size_t max_reply_memory = 256 * 1024 * 1024;
 };
 
 // Incremental RESP2 + RESP3 reply parser. Sans-io: bytes go in through prepare()/commit() (zero
@@ -95,6 +99,7 @@ class parser {
   std::size_t payload_length_ = 0;
   std::vector<frame> stack_;     // partially built aggregates, outermost first; size() <= max_depth
   std::size_t reply_bytes_ = 0;  // consumed since the current top-level reply began
+  std::size_t reply_memory_ = 0;  // charged to it so far (see parser_limits::max_reply_memory)
   bool failed_ = false;
   boost::system::error_code error_;
   std::string error_message_;

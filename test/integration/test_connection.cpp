@@ -16,7 +16,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +44,7 @@ using namespace std::chrono_literals;
 using boost::system::error_code;
 using redlock::error;
 using redlock::test::eventually;
+using redlock::test::ms_between;
 using redlock::test::ms_since;
 using redlock::test::redis_server;
 using redlock::test::redis_server_options;
@@ -71,6 +74,50 @@ asio::awaitable<std::tuple<error_code, resp::value>> exec(
     std::chrono::milliseconds timeout = 5000ms) {
   co_return co_await conn->async_exec_encoded(std::move(payload), rd::request_options{timeout},
                                               tuple_awaitable);
+}
+
+// A sink that records each tag's outcome and when it came, and may issue a request of its own from
+// inside an answer, as a failed round's cleanup does.
+class recording_sink final : public rd::reply_sink {
+ public:
+  struct answer {
+    error_code ec;
+    steady_clock::time_point at;
+  };
+
+  void on_reply(std::size_t tag, error_code ec, const resp::value&) override {
+    answers[tag] = {ec, steady_clock::now()};
+    if (then) then(tag);
+  }
+  void retain() noexcept override {}
+  void release() noexcept override {}
+
+  std::map<std::size_t, answer> answers;
+  std::function<void(std::size_t)> then;
+};
+
+// A connection that was up and has seen its server die: in backoff, reconnecting every 10 to
+// 50 ms until the server is started again. (A scalar parameter: g++ 12 destroys a coroutine's
+// by-value class parameter that has a default argument twice.)
+asio::awaitable<std::shared_ptr<rd::connection>> connection_to_a_dead_server(
+    asio::io_context& io, redis_server& server, std::size_t max_pending_cleanups = 8192) {
+  rd::connection_options options;
+  options.reconnect = {10ms, 50ms, 2.0};
+  options.max_pending_cleanups = max_pending_cleanups;
+  auto conn = make_connection(io, server.config(), options);
+  co_await exec(conn, command("PING"));
+  server.kill9();
+  BOOST_TEST_REQUIRE(co_await eventually(
+      [&] { return conn->current_state() == rd::connection::state::backoff; }, 2s));
+  co_return conn;
+}
+
+// A SET that marks the key as "cleaned", sent as a cleanup (request_options::deliver_for).
+rd::request_options cleanup_options(std::chrono::milliseconds deliver_for,
+                                    std::chrono::milliseconds timeout = 200ms) {
+  rd::request_options options{timeout};
+  options.deliver_for = deliver_for;
+  return options;
 }
 
 }  // namespace
@@ -717,6 +764,121 @@ BOOST_AUTO_TEST_CASE(every_completion_token_works) {
   asio::post(io, [&] { conn->close(); });
   work.reset();
   runner.join();
+}
+
+// Deadlines fire on time, also when an earlier request's timeout issues a new request from inside
+// its answer (a failed round's cleanup): that request's later deadline must not delay the ones
+// already waiting.
+BOOST_AUTO_TEST_CASE(deadlines_fire_on_time_when_a_timeout_issues_a_request) {
+  redis_server server;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    auto conn = make_connection(io, server.config());
+    co_await exec(conn, command("PING"));
+    server.pause();
+    static const std::string ping = command("PING");
+    recording_sink sink;
+    const rd::request_options deadline{400ms};
+    sink.then = [&](std::size_t tag) {
+      if (tag == 0) conn->exec_direct(ping, deadline, sink, 2, steady_clock::now());
+    };
+    const auto start = steady_clock::now();
+    conn->exec_direct(ping, deadline, sink, 0, start);
+    co_await sleep_for(200ms);
+    conn->exec_direct(ping, deadline, sink, 1, steady_clock::now());
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return sink.answers.count(2) == 1; }, 2s));
+    BOOST_TEST(sink.answers[1].ec == error::request_timeout);
+    // Due at 600 ms; the request issued at 400 ms is due at 800 ms.
+    const auto second = ms_between(start, sink.answers[1].at);
+    BOOST_TEST(second >= 590);
+    BOOST_TEST(second < 720, "the second deadline fired at " << second << " ms, not 600");
+    server.resume();
+    conn->close();
+  });
+}
+
+// A cleanup issued while the node is down is kept, and sent right after the next handshake
+// ahead of what was issued meanwhile; one issued while connected whose link then breaks is sent
+// again. Its caller still gets its outcome at once.
+BOOST_AUTO_TEST_CASE(cleanups_wait_for_a_node_that_is_down) {
+  redis_server server;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    auto conn = co_await connection_to_a_dead_server(io, server);
+    auto [ec, reply] = co_await conn->async_exec_encoded(command("SET", "cleaned", "1"),
+                                                         cleanup_options(10s), tuple_awaitable);
+    BOOST_TEST(ec == error::not_connected, ec.message());
+    BOOST_TEST(conn->stats().cleanups_kept == 1u);
+    std::tie(ec, reply) = co_await conn->async_exec_encoded(
+        command("SET", "ordinary", "1"), rd::request_options{200ms}, tuple_awaitable);
+    BOOST_TEST(ec == error::not_connected, ec.message());
+
+    server.start();
+    BOOST_TEST_REQUIRE(co_await eventually(
+        [&] { return conn->current_state() == rd::connection::state::ready; }, 3s));
+    std::tie(ec, reply) = co_await exec(conn, command("MGET", "cleaned", "ordinary"));
+    BOOST_TEST_REQUIRE(reply.elements.size() == 2u);
+    BOOST_TEST(reply.elements[0].text == "1");  // delivered after the reconnect
+    BOOST_TEST(reply.elements[1].is_null());    // an ordinary request is not kept
+    conn->close();
+  });
+}
+
+// A kept cleanup is dropped once its key must have expired (deliver_for after the node first
+// failed it), and beyond max_pending_cleanups the oldest go first.
+BOOST_AUTO_TEST_CASE(kept_cleanups_are_bounded_in_age_and_number) {
+  redis_server server;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    auto conn = co_await connection_to_a_dead_server(io, server, 4);
+
+    auto keep = [&](const char* key, std::chrono::milliseconds deliver_for) {
+      return conn->async_exec_encoded(command("SET", key, "1"), cleanup_options(deliver_for),
+                                      tuple_awaitable);
+    };
+    co_await keep("c1", 10s);
+    co_await keep("c2", 10s);
+    co_await keep("c3", 10s);
+    co_await keep("short", 100ms);
+    co_await keep("c4", 10s);
+    BOOST_TEST(conn->stats().cleanups_dropped == 1u);  // c1: the oldest, over the bound
+    co_await sleep_for(200ms);                         // "short" has expired meanwhile
+
+    server.start();
+    BOOST_TEST_REQUIRE(co_await eventually(
+        [&] { return conn->current_state() == rd::connection::state::ready; }, 3s));
+    auto [ec, reply] = co_await exec(conn, command("MGET", "c1", "c2", "c3", "short", "c4"));
+    BOOST_TEST_REQUIRE(reply.elements.size() == 5u);
+    BOOST_TEST(reply.elements[0].is_null());
+    BOOST_TEST(reply.elements[1].text == "1");
+    BOOST_TEST(reply.elements[2].text == "1");
+    BOOST_TEST(reply.elements[3].is_null());
+    BOOST_TEST(reply.elements[4].text == "1");
+    BOOST_TEST(conn->stats().cleanups_dropped == 2u);
+    conn->close();
+  });
+}
+
+// A cleanup whose deadline passes before it is written (queued behind a connect that hangs) is
+// answered with request_timeout, but still written once the connection is up.
+BOOST_AUTO_TEST_CASE(a_cleanup_is_written_after_its_deadline) {
+  redis_server server;
+  server.pause();  // the kernel accepts, the handshake hangs
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    rd::connection_options options;
+    options.connect_timeout = 5s;
+    auto conn = make_connection(io, server.config(), options);
+    auto [ec, reply] = co_await conn->async_exec_encoded(
+        command("SET", "late", "1"), cleanup_options(10s, 100ms), tuple_awaitable);
+    BOOST_TEST(ec == error::request_timeout, ec.message());
+    auto [ordinary_ec, ordinary] = co_await conn->async_exec_encoded(
+        command("SET", "skipped", "1"), rd::request_options{100ms}, tuple_awaitable);
+    BOOST_TEST(ordinary_ec == error::request_timeout);
+    server.resume();
+    std::tie(ec, reply) = co_await exec(conn, command("MGET", "late", "skipped"));
+    BOOST_TEST(!ec, ec.message());
+    BOOST_TEST_REQUIRE(reply.elements.size() == 2u);
+    BOOST_TEST(reply.elements[0].text == "1");
+    BOOST_TEST(reply.elements[1].is_null());  // an ordinary request that timed out unsent
+    conn->close();
+  });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

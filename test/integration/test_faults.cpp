@@ -11,8 +11,10 @@
 #include "support/client_options.hpp"
 #include "support/history.hpp"
 #include "support/inspector.hpp"
+#include "support/lock_recorder.hpp"
 #include "support/lock_workload.hpp"
 #include "support/printing.hpp"
+#include "support/proxied_fleet.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
 
@@ -40,6 +42,7 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -77,71 +80,9 @@ using std::chrono::steady_clock;
 
 constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 
-redlock::lock_options plain_lock(milliseconds ttl) {
-  redlock::lock_options options;
-  options.ttl = ttl;
-  options.auto_renew = false;
-  return options;
-}
-
-// One client of the history: acquires and releases through the library and records what it saw.
-class recorder {
- public:
-  recorder(redlock::test::history& log, std::string process, std::string resource)
-      : log_(log), process_(std::move(process)), resource_(std::move(resource)) {}
-
-  asio::awaitable<redlock::lease> try_acquire(redlock::client& locks,
-                                              const redlock::lock_options& options) {
-    const auto invoke = mono_now();
-    auto [ec, lease] = co_await locks.async_try_acquire(resource_, options, tuple_awaitable);
-    redlock::test::event e{
-        process_,
-        resource_,
-        lease.token(),
-        op_kind::acquire,
-        op_result::ok,
-        invoke,
-        mono_now(),
-        0,
-        std::chrono::duration_cast<std::chrono::nanoseconds>(options.ttl).count()};
-    if (ec) {
-      e.result = op_result::failed;
-    } else {
-      e.valid_until = to_mono_ns(lease.valid_until());
-    }
-    log_.record(e);
-    last_error_ = ec;
-    co_return std::move(lease);
-  }
-
-  asio::awaitable<error_code> release(redlock::lease& lease) {
-    const auto invoke = mono_now();
-    const std::string token = lease.token();
-    auto [ec] = co_await lease.async_release(tuple_awaitable);
-    log_.record({process_, resource_, token, op_kind::release,
-                 ec ? op_result::failed : op_result::ok, invoke, mono_now(), 0, 0});
-    co_return ec;
-  }
-
-  // What an unsafe client does by hand; `believed_until` is how long it then thinks it holds.
-  void record_acquired(const std::string& token, redlock::test::mono_ns invoke,
-                       redlock::test::mono_ns believed_until) {
-    log_.record({process_, resource_, token, op_kind::acquire, op_result::ok, invoke, mono_now(),
-                 believed_until, 0});
-  }
-  void record_released(const std::string& token, redlock::test::mono_ns invoke) {
-    log_.record(
-        {process_, resource_, token, op_kind::release, op_result::ok, invoke, mono_now(), 0, 0});
-  }
-
-  error_code last_error() const noexcept { return last_error_; }
-
- private:
-  redlock::test::history& log_;
-  std::string process_;
-  std::string resource_;
-  error_code last_error_;
-};
+using recorder = redlock::test::lock_recorder;
+using redlock::test::plain_lock;
+using redlock::test::proxied_fleet;
 
 void on_every_node(redis_fleet& fleet, std::initializer_list<std::string_view> command) {
   for (std::size_t i = 0; i < fleet.size(); ++i) {
@@ -478,6 +419,32 @@ BOOST_AUTO_TEST_CASE(split_rounds_do_not_wait_for_stopped_nodes_again) {
   });
 }
 
+// A silent node: a round's SET times out, and the failed round's cleanup (a release, issued from
+// inside that timeout with a later deadline of its own) must not delay the deadline of a PING
+// issued before it. The PING times out one node_timeout after it was issued, not later.
+BOOST_AUTO_TEST_CASE(deadlines_on_a_silent_node_fire_on_time_behind_a_cleanup) {
+  redis_fleet fleet(1);
+  constexpr milliseconds node_timeout = 400ms;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options(node_timeout));
+    auto [ping_ec] = co_await locks.async_ping(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ping_ec);
+    fleet[0].pause();
+    std::optional<error_code> acquired;
+    locks.async_try_acquire("silent", plain_lock(10s),
+                            [&](error_code ec, redlock::lease) { acquired = ec; });
+    co_await sleep_for(node_timeout / 2);
+    const auto ping_start = steady_clock::now();
+    std::tie(ping_ec) = co_await locks.async_ping(tuple_awaitable);
+    const auto took = ms_since(ping_start);
+    BOOST_TEST(ping_ec == error::no_quorum, ping_ec.message());
+    BOOST_TEST(acquired.has_value());
+    BOOST_TEST(took >= node_timeout.count() - 10);
+    BOOST_TEST(took < node_timeout.count() + 120, "the PING timed out after " << took << " ms");
+    fleet[0].resume();
+  });
+}
+
 // Scenario 7: the renewal is delayed past the expiry (every node behind a 250 ms one-way delay,
 // TTL 300 ms) and a rival takes the lock meanwhile. The late token-checked PEXPIRE finds the
 // rival's key and changes nothing; the loss is signalled exactly once; no overlap.
@@ -536,28 +503,6 @@ BOOST_AUTO_TEST_CASE(renewal_racing_expiry) {
   const auto result = check(log);
   BOOST_TEST(result.ok(), result.describe());
 }
-
-namespace {
-
-// Five nodes, each behind its own chaos proxy.
-struct proxied_fleet {
-  redis_fleet fleet{5};
-  std::vector<std::unique_ptr<redlock::test::chaos_proxy>> proxies;
-
-  proxied_fleet() {
-    for (std::size_t i = 0; i < 5; ++i)
-      proxies.push_back(std::make_unique<redlock::test::chaos_proxy>(fleet[i].port()));
-  }
-
-  std::vector<redlock::node_config> configs() const {
-    std::vector<redlock::node_config> out;
-    for (const auto& proxy : proxies)
-      out.push_back(proxy->config());
-    return out;
-  }
-};
-
-}  // namespace
 
 // Scenario 1 through proxies: nodes that accept and never answer (blackhole), and nodes whose
 // connections are reset. A blackholed node costs one node_timeout to the round, not one per node;
@@ -773,19 +718,6 @@ BOOST_AUTO_TEST_CASE(late_apply_is_cleaned_up) {
 
 namespace {
 
-// Node i answers about i x `step` after a request is written: half of it on the way there, half on
-// the way back, so requests reach the slow nodes late (node 4: 2 x step) and their replies are
-// late too.
-void stagger_replies(proxied_fleet& nodes, milliseconds step) {
-  for (std::size_t i = 0; i < nodes.proxies.size(); ++i)
-    nodes.proxies[i]->set_latency(step * static_cast<int>(i) / 2);
-}
-
-void clear_toxics(proxied_fleet& nodes) {
-  for (auto& proxy : nodes.proxies)
-    proxy->clear();
-}
-
 // How an operation in flight is ended in scenario 8.
 enum class ending { cancel_terminal, cancel_partial, destroy_client };
 constexpr std::array<ending, 3> endings = {ending::cancel_terminal, ending::cancel_partial,
@@ -800,24 +732,6 @@ constexpr std::string_view name_of(ending e) {
       return "client destroyed";
   }
   return "?";
-}
-
-// Connects a fresh client to every node before the proxies slow them down.
-asio::awaitable<void> connect_all(redlock::client& locks, proxied_fleet& nodes) {
-  std::vector<std::uint64_t> before;
-  for (const auto& proxy : nodes.proxies)
-    before.push_back(proxy->connections_accepted());
-  auto [ec] = co_await locks.async_ping(tuple_awaitable);
-  BOOST_TEST_REQUIRE(!ec, ec.message());
-  const bool all = co_await eventually(
-      [&] {
-        for (std::size_t i = 0; i < before.size(); ++i)
-          if (nodes.proxies[i]->connections_accepted() == before[i]) return false;
-        return true;
-      },
-      2s);
-  BOOST_TEST_REQUIRE(all);
-  co_await sleep_for(50ms);  // the handshakes behind the accepts
 }
 
 }  // namespace
@@ -844,8 +758,8 @@ BOOST_AUTO_TEST_CASE(acquire_ended_at_every_reply_count) {
               }
               auto locks = std::make_unique<redlock::client>(io.get_executor(), nodes.configs(),
                                                              fast_client_options(4 * step + 1s));
-              co_await connect_all(*locks, nodes);
-              stagger_replies(nodes, step);
+              BOOST_TEST_REQUIRE(co_await nodes.connect(*locks));
+              nodes.stagger_replies(step);
 
               asio::cancellation_signal signal;
               int completions = 0;
@@ -904,7 +818,7 @@ BOOST_AUTO_TEST_CASE(acquire_ended_at_every_reply_count) {
               co_await sleep_for(step);  // nothing comes back
               BOOST_TEST(servers.present(key) == 2u);
               BOOST_TEST(completions == 1);
-              clear_toxics(nodes);
+              nodes.clear_toxics();
             }
           }
         }
@@ -923,7 +837,7 @@ BOOST_AUTO_TEST_CASE(lease_destroyed_with_an_operation_in_flight) {
       [&](asio::io_context& io) -> asio::awaitable<void> {
         redlock::client locks(io.get_executor(), nodes.configs(),
                               fast_client_options(4 * step + 1s));
-        co_await connect_all(locks, nodes);
+        BOOST_TEST_REQUIRE(co_await nodes.connect(locks));
         int round = 0;
         for (const bool extending : {true, false}) {
           for (std::size_t replies = 0; replies <= 5; ++replies) {
@@ -935,7 +849,7 @@ BOOST_AUTO_TEST_CASE(lease_destroyed_with_an_operation_in_flight) {
                   co_await locks.async_acquire(key, plain_lock(10s), tuple_awaitable);
               BOOST_TEST_REQUIRE(lease->held(), lease->diagnostics());
               BOOST_TEST(co_await eventually([&] { return servers.present(key) == 5; }, 2s));
-              stagger_replies(nodes, step);
+              nodes.stagger_replies(step);
 
               int completions = 0;
               error_code result;
@@ -961,7 +875,7 @@ BOOST_AUTO_TEST_CASE(lease_destroyed_with_an_operation_in_flight) {
               co_await sleep_for(step);
               BOOST_TEST(servers.present(key) == 0u);
               BOOST_TEST(completions == 1);
-              clear_toxics(nodes);
+              nodes.clear_toxics();
             }
           }
         }

@@ -528,6 +528,44 @@ BOOST_AUTO_TEST_CASE(limits_are_inclusive) {
   BOOST_TEST(o.values.size() == 1000u);
 }
 
+// What a reply costs in memory is bounded, not only its wire size: an empty array is 4 bytes on
+// the wire and a whole value in memory, so a reply well within the wire limit can take dozens of
+// times its size once parsed. Each value counts sizeof(value) plus its text; an aggregate's
+// elements count as soon as its header declares them.
+BOOST_AUTO_TEST_CASE(reply_memory_is_bounded) {
+  const std::size_t per_value = sizeof(redlock::resp::value);
+  auto empty_arrays = [](std::size_t n) {
+    std::string reply = "*" + std::to_string(n) + "\r\n";
+    for (std::size_t i = 0; i < n; ++i)
+      reply += "*0\r\n";
+    return reply;
+  };
+  // 1000 empty arrays: 4 KB on the wire, 1001 values in memory.
+  const std::string wide = empty_arrays(1000);
+  parser_limits limits = with(&parser_limits::max_reply_size, 64 * 1024);
+  limits.max_reply_memory = 1001 * per_value;
+  BOOST_TEST(!parse_chunked(wide, 7, limits).failed);  // exactly at the limit
+  limits.max_reply_memory = 1000 * per_value;
+  outcome o = parse_chunked(wide, 7, limits);
+  BOOST_TEST(o.failed);
+  BOOST_TEST(o.message.find("memory") != std::string::npos, o.message);
+
+  // Nested one inside the other: 4 bytes and one value per level, and the integer at the bottom.
+  limits.max_reply_memory = 32 * per_value;
+  o = parse_whole(nested_arrays(32), limits);
+  BOOST_TEST(o.failed);
+  BOOST_TEST(o.message.find("memory") != std::string::npos, o.message);
+  limits.max_reply_memory = 33 * per_value;
+  BOOST_TEST(!parse_whole(nested_arrays(32), limits).failed);
+
+  // Text counts by its bytes; the budget is per reply, not per stream.
+  limits.max_reply_memory = per_value + 10;
+  o = parse_chunked("$10\r\n0123456789\r\n$10\r\n0123456789\r\n", 3, limits);
+  BOOST_TEST(!o.failed, o.message);
+  BOOST_TEST(o.values.size() == 2u);
+  BOOST_TEST(parse_whole("$11\r\n01234567890\r\n", limits).failed);
+}
+
 BOOST_AUTO_TEST_CASE(buffer_limit) {
   {
     parser p(with(&parser_limits::max_buffer, 16));
