@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds redlock-asio and runs the whole test suite twice: a normal optimized build, then an
-# ASan+UBSan build. Installs missing dependencies first. Exits non-zero on any failure.
+# ASan+UBSan build; then the threaded tests under ThreadSanitizer. Installs missing dependencies
+# first. Exits non-zero on any failure.
 #
-#   scripts/test.sh            both builds
+#   scripts/test.sh            all three
 #   REDLOCK_SKIP_SANITIZE=1 scripts/test.sh    only the normal build (for quick local runs)
 set -euo pipefail
 
@@ -43,6 +44,22 @@ if [ "${REDLOCK_SKIP_SANITIZE:-0}" != "1" ]; then
   export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
   run_suite build/sanitize -DCMAKE_BUILD_TYPE=Debug -DREDLOCK_SANITIZE=address,undefined
+fi
+
+if [ "${REDLOCK_SKIP_SANITIZE:-0}" != "1" ]; then
+  # The tests that run the client on several threads (labelled "threaded": a strand of several
+  # threads, futures waited for on other threads, leases destroyed off the executor), and the
+  # multithreaded example, under ThreadSanitizer. Only what they need is built.
+  tsan_dir=build/tsan
+  echo "== configure $tsan_dir (ThreadSanitizer)"
+  cmake -S . -B "$tsan_dir" -DREDLOCK_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DREDLOCK_SANITIZE=thread -DREDLOCK_BUILD_BENCH=OFF -DREDLOCK_BUILD_TOOLS=OFF >/dev/null
+  echo "== build $tsan_dir"
+  cmake --build "$tsan_dir" -j "$jobs" --target integration_tests example_06_multithreaded redis_nodes
+  echo "== test $tsan_dir"
+  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/test/tsan.supp"
+  "$tsan_dir/test/integration_tests" --run_test=@threaded --log_level=message --report_level=short
+  "$tsan_dir/test/support/redis_nodes" --count 5 --quiet -- "$tsan_dir/examples/06_multithreaded" >/dev/null
 fi
 
 if leftover_servers; then

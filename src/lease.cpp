@@ -343,6 +343,7 @@ class lost_waiter final : public user_operation {
  private:
   void on_finished() override {
     if (auto state = state_.lock()) {
+      const auto keep_alive = shared_from_this();  // the list may hold the last reference
       std::erase_if(state->lost_waiters,
                     [this](const auto& waiter) { return waiter.get() == this; });
     }

@@ -721,7 +721,7 @@ auto on_io_thread(asio::io_context& io, F f) {
   return result.get();
 }
 
-BOOST_AUTO_TEST_CASE(every_completion_token_works) {
+BOOST_AUTO_TEST_CASE(every_completion_token_works, *boost::unit_test::label("threaded")) {
   redis_server server;
   asio::io_context io;
   auto conn = rd::connection::create(io.get_executor(), server.config());

@@ -131,7 +131,7 @@ BOOST_AUTO_TEST_CASE(a_throwing_handler_reaches_run_and_the_connection_survives)
 // The documented multi-threaded setup: the client on a strand of an io_context run by two
 // threads. A handler on the strand throws: one thread's run() throws it, the other goes on, and
 // once that thread runs again the client works as before, on the same connection.
-BOOST_AUTO_TEST_CASE(on_a_strand_of_two_threads) {
+BOOST_AUTO_TEST_CASE(on_a_strand_of_two_threads, *boost::unit_test::label("threaded")) {
   redis_server server;
   asio::io_context io;
   auto strand = asio::make_strand(io);

@@ -1002,7 +1002,8 @@ BOOST_AUTO_TEST_CASE(completion_tokens_on_one_thread) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(completion_token_use_future_from_another_thread) {
+BOOST_AUTO_TEST_CASE(completion_token_use_future_from_another_thread,
+                     *boost::unit_test::label("threaded")) {
   redis_fleet fleet(5);
   inspector nodes(fleet);
   asio::io_context io;
@@ -1061,7 +1062,7 @@ BOOST_AUTO_TEST_CASE(completion_token_use_future_from_another_thread) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(strand_on_four_threads) {
+BOOST_AUTO_TEST_CASE(strand_on_four_threads, *boost::unit_test::label("threaded")) {
   redis_fleet fleet(5);
   inspector nodes(fleet);
   asio::io_context io(4);
