@@ -33,9 +33,14 @@ void initiate_acquire(const std::shared_ptr<client_impl>& client, std::string re
 // Acquiring sends `SET resource token NX PX ttl` to every node at once and decides as soon as the
 // outcome is certain: a majority (quorum()) granted it with validity left, or a majority can no
 // longer be reached. A round that fails is undone with a token-checked release on the nodes that
-// may hold the key. Within one client, waiters for the same resource queue locally in FIFO order:
-// only the first contends over the network, and it tries again at once when a local holder
+// may hold the key; a node whose link is broken gets it right after its reconnect (see
+// lease::async_release). Within one client, waiters for the same resource queue locally in FIFO
+// order: only the first contends over the network, and it tries again at once when a local holder
 // releases.
+//
+// Completion handlers of every operation are posted through their associated executor, never run
+// inside the library's own machinery: a handler that throws unwinds into io_context::run(), and
+// the client keeps working when run() is called again. The same holds for the logger.
 //
 // Thread safety: a client, its leases and its operations belong to the executor given to the
 // constructor; with a multi-threaded io_context pass a strand, and call members through it.
@@ -43,8 +48,10 @@ void initiate_acquire(const std::shared_ptr<client_impl>& client, std::string re
 // Lifetime: the connections (and their reconnect and health-check timers) keep the executor's
 // io_context busy until the client is destroyed, so io_context::run() returns only after that.
 //
-// Destruction: outstanding operations complete with operation_aborted; held leases are released
-// (best effort, bounded by node_timeout) and then the connections close. Never blocks.
+// Destruction: outstanding operations complete with operation_aborted; held leases and the rounds
+// in flight are released, and the connections close once those releases are out: after at most
+// 2 x node_timeout + connect_timeout, which leaves a connection whose link just broke the time
+// to reconnect and deliver them. The io_context must keep running meanwhile. Never blocks.
 class client {
  public:
   using executor_type = boost::asio::any_io_executor;
@@ -52,7 +59,8 @@ class client {
   // Throws boost::system::system_error with error::invalid_argument, and a message naming the
   // problem, for an empty node list, duplicate nodes, a node without host or port, with a negative
   // database or an ACL user without password, or options out of range (node_timeout or
-  // connect_timeout not positive, drift_factor outside [0, 0.5)).
+  // connect_timeout not positive, drift_factor outside [0, 0.5), replies.max_reply_memory below
+  // 1024, replies.max_depth 0).
   client(executor_type executor, std::vector<node_config> nodes, client_options options = {});
   ~client();
   client(const client&) = delete;

@@ -19,12 +19,21 @@ namespace redlock {
 // client::async_try_acquire. Move-only.
 //
 // While held and lock_options::auto_renew is on, a renewal task on the client's executor extends
-// the lock at half of its TTL. If the lock cannot be kept (a quorum of nodes says the key is gone
-// or owned by someone else, or validity runs out before a quorum confirms an extension) the lease
-// is *lost*: held() turns false and async_wait_lost completes with error::lock_lost.
+// the lock once less than half of its TTL is left of the validity (at half of the TTL after an
+// acquire). It extends by the TTL, or by more when the validity claimed is longer (after a long
+// async_extend), so that renewal never shortens the lock. If the lock cannot be kept (a quorum of
+// nodes says the key is gone or owned by someone else, or validity runs out before a quorum
+// confirms an extension) the lease is *lost*: held() turns false and async_wait_lost completes
+// with error::lock_lost.
 //
-// Destroying a lease that is still held stops the renewal and starts a bounded, best-effort
-// release on every node; the destructor never blocks and never throws.
+// An extension that was sent may run on the nodes whatever its reply says (a late reply is not a
+// refusal). So from the moment any extension is sent, valid_until() is at most its start plus its
+// TTL minus the drift allowance; only a quorum that confirms it while the lease is still valid
+// lets valid_until() grow again.
+//
+// Destroying a lease that is still held stops the renewal and starts a best-effort release on
+// every node (see async_release for a node that is down); the destructor never blocks and never
+// throws, and may run on any thread: it touches the lease's state only on the client's executor.
 //
 // Thread safety: a lease belongs to its client's executor. Call its members there (with a
 // multi-threaded io_context, through the strand the client was given). A default-constructed lease
@@ -51,7 +60,8 @@ class lease {
   const std::string& token() const noexcept;
 
   // Until when (steady_clock) the lock is guaranteed to be ours, given the TTL, the time the
-  // acquire or the last extension took, and the drift allowance. Meaningless unless held().
+  // acquire or the last confirmed extension took, the drift allowance, and every extension sent
+  // since (each may have shortened the key). Meaningless unless held().
   std::chrono::steady_clock::time_point valid_until() const noexcept;
 
   // True while the lock is ours: acquired, not released, not lost, and valid_until() not passed.
@@ -62,12 +72,17 @@ class lease {
   const std::string& diagnostics() const noexcept;
 
   // Deletes the lock on every node, but only where it still holds our token (compare-and-DEL in
-  // Lua). Renewal stops before the release is sent.
+  // Lua). Renewal stops before the release is sent. A node that is down, or whose link breaks
+  // before it answers, gets the release right after its connection is re-established (it is kept
+  // for at most the longest TTL this lease gave the key, and at most 8192 are kept per node);
+  // until then its key stays.
   //
   // Completion: void(error_code). Success: no quorum of nodes contradicted us. error::not_held: a
   // quorum said the key was gone or foreign (the lock had been lost). error::no_quorum: too few
-  // nodes answered; keys left behind expire with their TTL. operation_aborted: cancelled or the
-  // client was destroyed. Releasing a lease that is not held completes with error::not_held.
+  // nodes answered in time; what they hold is released when they are back, or expires with its
+  // TTL. operation_aborted: cancelled or the client was destroyed. Releasing a lease that is not
+  // held completes with error::not_held. The handler is posted through its associated executor,
+  // never run inside this call.
   //
   // Cancellation (terminal, partial, total): the operation completes at once, but the writes to the
   // nodes always go out; cancelling never leaves the lock behind.
@@ -82,18 +97,25 @@ class lease {
         token, state_);
   }
 
-  // Extends the lock to `ttl` from now on every node where it still holds our token
-  // (compare-and-PEXPIRE in Lua; a missing key is never re-created). Succeeds only if a quorum
-  // confirms within the current validity; valid_until() is then recomputed from the extension's
-  // start.
+  // Sets the lock's TTL to `ttl` from now on every node where it still holds our token
+  // (compare-and-PEXPIRE in Lua; a missing key is never re-created). A `ttl` shorter than what is
+  // left shortens the lock. From the moment it is sent, valid_until() is at most the extension's
+  // start + ttl - drift allowance (it may run on nodes whose reply never comes); it succeeds only
+  // if a quorum confirms within the validity, and valid_until() is then recomputed from the
+  // extension's start (bounded by any extension sent after it). The next renewal is planned
+  // from the new validity.
   //
   // Completion: void(error_code). error::not_held: the lease is not held, or a quorum said the key
   // is gone or foreign (the lease is then lost). error::no_quorum: too few nodes confirmed in time
-  // (the lease stays held until valid_until()). error::invalid_argument: ttl not greater than the
-  // drift allowance. operation_aborted: cancelled or the client was destroyed.
+  // (the lease stays held until valid_until(), which this extension may have shortened); also once
+  // after an operator's SCRIPT FLUSH on a quorum of nodes (an extension answered NOSCRIPT is not
+  // resent, so that it can never run behind a later one; the script is loaded again at once).
+  // error::invalid_argument: ttl not greater than the drift allowance. operation_aborted:
+  // cancelled or the client was destroyed. The handler is posted, never run inside this call.
   //
-  // Cancellation (terminal, partial): completes at once; the extension may still take effect on
-  // some nodes, which only lengthens a lock we hold.
+  // Cancellation: terminal and partial complete it at once with operation_aborted; the extension
+  // may still take effect on some nodes. Total cancellation is not supported (the extension
+  // cannot be undone once sent) and is ignored.
   template <class CompletionToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
   auto async_extend(std::chrono::milliseconds ttl,
                     CompletionToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type)) {

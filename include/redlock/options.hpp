@@ -20,7 +20,9 @@ struct retry_policy {
 enum class log_level { debug, info, warning, error };
 
 // Receives the library's diagnostics (connects, disconnects, handshake failures, protocol errors),
-// each naming the node. Called on the client's executor; it must not block.
+// each naming the node. Called on the client's executor; it must not block. An exception it
+// throws is rethrown from a handler posted to that executor, so it comes out of run() without
+// disturbing the operation that was logging.
 using logger = std::function<void(log_level, std::string_view message)>;
 
 // Bounds on what one node may send back: a guard against a broken or hostile peer, or a port that
@@ -84,11 +86,14 @@ struct lock_options {
   // Delay between rounds when the lock is held elsewhere or too few nodes answered (full jitter).
   retry_policy retry{std::chrono::milliseconds(10), std::chrono::milliseconds(250), 2.0};
 
-  // Extend the lock at half of its TTL while it is held.
+  // Extend the lock while it is held, once less than half of the TTL is left of its validity (at
+  // half of the TTL after the acquire), by the TTL or by whatever more keeps the validity already
+  // claimed (after a longer async_extend). A failed renewal is tried again every tenth of the TTL
+  // (10 to 500 ms) while validity lasts.
   bool auto_renew = true;
 
-  // Renewal never keeps the lock past this long after it was acquired; it then expires and the
-  // lease is lost. Unset: renewed until released.
+  // Renewal never keeps the lock past this long after it was acquired: its last extension ends
+  // there, then the lock expires and the lease is lost. Unset: renewed until released.
   std::optional<std::chrono::milliseconds> max_hold{};
 };
 
