@@ -376,8 +376,7 @@ client_impl::client_impl(asio::any_io_executor executor, std::vector<node_config
 }
 
 lease client_impl::make_lease(std::shared_ptr<lease_state> state) {
-  const bool acquired = state->current == lease_state::phase::held;
-  return lease(std::move(state), acquired);
+  return lease(std::move(state));
 }
 
 void client_impl::shutdown() {
@@ -450,14 +449,12 @@ void client_impl::fan_out_extend(std::string_view key, std::string_view token,
 }
 
 void client_impl::fan_out_release(std::string_view key, std::string_view token,
-                                  std::chrono::milliseconds key_lifetime, reply_sink& sink,
-                                  std::size_t first_tag, const std::vector<bool>* only) {
+                                  std::chrono::milliseconds key_lifetime, std::string& payload,
+                                  reply_sink& sink, std::size_t first_tag) {
   const std::string_view keys[] = {key};
   const std::string_view args[] = {token};
-  // Shared: a release may be kept for a node that is down long after its sink is gone.
-  const auto payload =
-      std::make_shared<const std::string>(encode_evalsha(release_script(), keys, args));
-  fan_out(payload, sink, first_tag, options_for(lock_request::release, key_lifetime), only);
+  payload = encode_evalsha(release_script(), keys, args);
+  fan_out(payload, sink, first_tag, options_for(lock_request::release, key_lifetime));
 }
 
 namespace {
@@ -481,7 +478,12 @@ ignored_replies& ignore_replies() {
 void client_impl::release_best_effort(const std::string& resource, const std::string& token,
                                       std::chrono::milliseconds key_lifetime,
                                       const std::vector<bool>* only) {
-  fan_out_release(resource, token, key_lifetime, ignore_replies(), 0, only);
+  const std::string_view keys[] = {resource};
+  const std::string_view args[] = {token};
+  // Shared by the requests: nobody else owns these bytes.
+  const auto payload =
+      std::make_shared<const std::string>(encode_evalsha(release_script(), keys, args));
+  fan_out(payload, ignore_replies(), 0, options_for(lock_request::release, key_lifetime), only);
 }
 
 void client_impl::holder_gone(lease_state& state) {

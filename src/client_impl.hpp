@@ -1,6 +1,7 @@
 #ifndef REDLOCK_CLIENT_IMPL_HPP
 #define REDLOCK_CLIENT_IMPL_HPP
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -87,7 +88,10 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   std::string resource;
   std::string token;
   lock_options options;
-  phase current = phase::never_held;
+  // Changed only on the client's executor, read anywhere: ~lease may run on any thread. Once not
+  // held it never is again (never_held -> held -> released | lost), so a reader that sees
+  // anything but `held` may rely on it without a hop to the executor.
+  std::atomic<phase> current{phase::never_held};
   steady_clock::time_point acquired_at{};
   steady_clock::time_point valid_until{};
   // Extensions sent since the newest confirmed one; see above.
@@ -177,10 +181,11 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   // The extend script's call (token, ttl) for `key`, encoded into `payload`, on every node.
   void fan_out_extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl,
                       std::string& payload, reply_sink& sink, std::size_t first_tag);
-  // The release script's call (token) for `key` on every node (or those in `only`).
+  // The release script's call (token) for `key` on every node (or those in `only`), encoded into
+  // `payload`, which the sink owns.
   void fan_out_release(std::string_view key, std::string_view token,
-                       std::chrono::milliseconds key_lifetime, reply_sink& sink,
-                       std::size_t first_tag, const std::vector<bool>* only = nullptr);
+                       std::chrono::milliseconds key_lifetime, std::string& payload,
+                       reply_sink& sink, std::size_t first_tag);
 
   // Token-checked DEL on the chosen nodes; nobody waits for it. Requests on each node's connection
   // run in order, so a release queued after a SET on that connection executes after it.

@@ -303,8 +303,8 @@ class release_op final : public operation_vote {
       : operation_vote(state->client, std::move(caller)), state_(std::move(state)) {}
 
   void run() {
-    state_->client->fan_out_release(state_->resource, state_->token, state_->longest_ttl, *this,
-                                    open_ballot());
+    state_->client->fan_out_release(state_->resource, state_->token, state_->longest_ttl, payload_,
+                                    *this, open_ballot());
   }
 
  private:
@@ -330,6 +330,7 @@ class release_op final : public operation_vote {
   }
 
   std::shared_ptr<lease_state> state_;
+  std::string payload_;  // read by the connections until every node has answered
 };
 
 // async_wait_lost: kept in the lease's list while it waits, and out of it as soon as it is done
@@ -426,16 +427,18 @@ lease& lease::operator=(lease&& other) noexcept {
   if (this != &other) {
     lease old(std::move(*this));
     state_ = std::move(other.state_);
-    acquired_ = std::exchange(other.acquired_, false);
   }
   return *this;
 }
 
 lease::~lease() {
-  if (!state_ || !acquired_) return;
-  // The state is read only on the client's executor, since a lease may be destroyed on another
-  // thread: inline when already there (the usual case), else posted. The client and its executor
-  // are fixed at construction, so reading them here is safe from anywhere.
+  // Any thread may get here. Only the phase is read before the hop to the client's executor (an
+  // atomic, and one that never returns to `held`); the client and its executor are fixed at
+  // construction. Then inline when already on the executor (the usual case), else posted.
+  if (!state_ ||
+      state_->current.load(std::memory_order_acquire) != detail::lease_state::phase::held) {
+    return;
+  }
   try {
     const auto& executor = state_->client->executor();
     boost::asio::dispatch(executor, [state = std::move(state_)] { detail::abandon(state); });

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <memory>
 #include <string>
-#include <utility>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -43,8 +42,7 @@ class lease {
   using executor_type = boost::asio::any_io_executor;
 
   lease() noexcept = default;
-  lease(lease&& other) noexcept
-      : state_(std::move(other.state_)), acquired_(std::exchange(other.acquired_, false)) {}
+  lease(lease&&) noexcept = default;
   // Releases (best effort, as the destructor) what this lease held before taking `other`'s lock.
   lease& operator=(lease&& other) noexcept;
   lease(const lease&) = delete;
@@ -150,13 +148,9 @@ class lease {
 
  private:
   friend class detail::client_impl;
-  lease(std::shared_ptr<detail::lease_state> state, bool acquired) noexcept
-      : state_(std::move(state)), acquired_(acquired) {}
+  explicit lease(std::shared_ptr<detail::lease_state> state) noexcept : state_(std::move(state)) {}
 
   std::shared_ptr<detail::lease_state> state_;
-  // Whether the acquire that made this lease succeeded: only then may the destructor have a lock
-  // to release. Known without reading the state, which belongs to the client's executor.
-  bool acquired_ = false;
 };
 
 }  // namespace redlock

@@ -245,13 +245,9 @@ void connection::close_when_idle(std::chrono::milliseconds bound) {
 void connection::exec_direct(std::string_view payload, request_options options, reply_sink& sink,
                              std::size_t tag, steady_clock::time_point now) {
   auto req = pool_->make(++last_request_id_);
-  if (options.deliver_for > std::chrono::milliseconds(0)) {
-    // A cleanup may outlive its sink's interest in it, and with it the sink's bytes.
-    req->owned = std::make_shared<const std::string>(payload);
-    req->payload = *req->owned;
-  } else {
-    req->payload = payload;
-  }
+  // The sink's bytes: a request that must outlive its answer (a cleanup answered before it was
+  // delivered) copies them when it is answered.
+  req->payload = payload;
   req->sink = sink_ref(&sink);
   req->tag = tag;
   start_request(std::move(req), options, now);
@@ -800,7 +796,9 @@ bool connection::deliver(resp::value& reply) {
     ++stats_.replies_dropped;
     return true;
   }
-  req->eval_fallback = nullptr;  // answered: no fallback can be needed any more
+  // Done: no fallback and no further delivery can be needed, so the bytes need not be kept.
+  req->eval_fallback = nullptr;
+  req->deliver_for = std::chrono::milliseconds(0);
   answer(*req, {}, std::move(reply), delivery::dispatch);
   return true;
 }

@@ -231,8 +231,9 @@ class connection : public std::enable_shared_from_this<connection> {
   // associated executor is consulted, which matters on every node of every request. A sink is
   // library code: it must not throw, and whatever user code it sets off must be posted.
   // `payload` must stay valid until the sink has this request's reply (the request keeps the sink
-  // alive until then, so a sink that owns the bytes is enough); a cleanup (deliver_for) copies
-  // them. `now` is steady_clock::now(), read once by the caller for a whole fan-out.
+  // alive until then, so a sink that owns the bytes is enough; a request that must outlive its
+  // answer copies them then). `now` is steady_clock::now(), read once by the caller for a whole
+  // fan-out.
   void exec_direct(std::string_view payload, request_options options, reply_sink& sink,
                    std::size_t tag, std::chrono::steady_clock::time_point now);
   // The same with bytes each request keeps alive by itself, for a caller that cannot keep them
