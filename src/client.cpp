@@ -201,14 +201,16 @@ class acquire_op final : public abortable,
   }
 
   // A failed or abandoned round may have set the key on some nodes (or may still, where the SET is
-  // in flight). Release it on every node that did not refuse; on each node the release runs after
-  // our SET because both travel on that node's one connection.
+  // in flight). Release it on every node that did not refuse and may have been sent the SET; on
+  // each node the release runs after our SET because both travel on that node's one connection.
+  // A node that never got the SET (down, or skipped as unresponsive) is left alone: a release
+  // there would only wait for it, kept across its reconnects, to delete nothing.
   void clean_up_round() {
     const auto& answers = this->answers();
     std::vector<bool> targets(answers.size());
     bool any = false;
     for (std::size_t i = 0; i < answers.size(); ++i) {
-      targets[i] = answers[i].what != node_answer::kind::no;
+      targets[i] = answers[i].what != node_answer::kind::no && !answers[i].unsent;
       any = any || targets[i];
     }
     if (any) {

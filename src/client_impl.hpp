@@ -46,6 +46,9 @@ class user_operation;
 // What one node answered in one fan-out, kept to explain failures.
 struct node_answer {
   enum class kind : std::uint8_t { pending, yes, no, failed } what = kind::pending;
+  // The request was certainly never written to the node (it was down, or skipped as unresponsive):
+  // nothing there can need undoing.
+  bool unsent = false;
   std::string detail;  // the error text for `failed`
 };
 

@@ -12,6 +12,7 @@
 #include "algo/quorum.hpp"
 #include "client_impl.hpp"
 #include "completion.hpp"
+#include "redlock/error.hpp"
 
 namespace redlock::detail {
 
@@ -105,6 +106,7 @@ class vote : public reply_sink {
     votes_ = tally(answers_.size());
     for (auto& answer : answers_) {
       answer.what = node_answer::kind::pending;
+      answer.unsent = false;
       answer.detail.clear();
     }
     decided_ = false;
@@ -121,6 +123,7 @@ class vote : public reply_sink {
   void record(std::size_t node, boost::system::error_code ec, const resp::value& reply) {
     node_answer& answer = answers_[node];
     answer.what = classify(ec, reply, answer.detail);
+    answer.unsent = ec == error::not_connected || ec == error::node_unresponsive;
     switch (answer.what) {
       case node_answer::kind::yes:
         votes_.yes();
