@@ -32,7 +32,8 @@ namespace redlock {
 //
 // Destroying a lease that is still held stops the renewal and starts a best-effort release on
 // every node (see async_release for a node that is down); the destructor never blocks and never
-// throws, and may run on any thread: it touches the lease's state only on the client's executor.
+// throws, and may run on any thread: it reads whether the lease is still held (an atomic) and does
+// everything else on the client's executor.
 //
 // Thread safety: a lease belongs to its client's executor. Call its members there (with a
 // multi-threaded io_context, through the strand the client was given). A default-constructed lease

@@ -185,10 +185,11 @@ BOOST_AUTO_TEST_CASE(extend_honours_terminal_and_partial_cancellation_only) {
 
 // The documented multi-threaded setup: the client on a strand, leases dropped on a thread that
 // is not running the io_context, while renewal runs on the strand, or after the strand declared
-// the lease lost (two of three nodes stopped past its validity). The destructor must not read the
-// lease's state before its hop to the strand: nothing orders this thread after the strand's
-// writes, which ThreadSanitizer reports (scripts/test.sh runs this test under it). Each lock is
-// released, or deleted by the lost lease's cleanup once the nodes are back.
+// the lease lost (two of three nodes stopped past its validity). Before its hop to the strand the
+// destructor may read nothing the strand writes without synchronisation: nothing orders this
+// thread after those writes, which ThreadSanitizer reports (scripts/test.sh runs this test under
+// it; a plain read of the phase was caught here). Each lock is released, or deleted by the lost
+// lease's cleanup once the nodes are back.
 BOOST_AUTO_TEST_CASE(leases_dropped_off_the_executor_are_released,
                      *boost::unit_test::label("threaded")) {
   redis_fleet fleet(3);
