@@ -172,4 +172,41 @@ BOOST_AUTO_TEST_CASE(a_release_reaches_a_node_that_was_down) {
   });
 }
 
+// A round never sends its SET to a node that is skipped as unresponsive (or down): it fails at
+// once, unsent, so the round's cleanup leaves that node alone. Here node 4 is stopped: the first
+// round's SET waits there and times out, so that round's release is queued behind it; the next two
+// rounds skip node 4 and send it nothing. Once it runs again it has executed one release, not
+// three.
+BOOST_AUTO_TEST_CASE(no_release_where_the_set_was_never_sent) {
+  redlock::test::redis_fleet fleet(5);
+  inspector servers(fleet);
+  servers.set(2, "unsent", "rival", 60s);
+  servers.set(3, "unsent", "rival", 60s);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    auto [ping_ec] = co_await locks.async_ping(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ping_ec);
+    co_await redlock::test::sleep_for(50ms);  // every node connected
+    fleet[4].pause();
+    for (int round = 0; round < 3; ++round) {
+      auto [ec, lease] =
+          co_await locks.async_try_acquire("unsent", plain_lock(60s), tuple_awaitable);
+      BOOST_TEST(ec == error::contended, ec.message() << ": " << lease.diagnostics());
+    }
+    fleet[4].resume();
+    auto calls = [&](std::string_view command) {
+      redlock::test::sync_client node(fleet[4].port());
+      const auto info = node.command({"INFO", "commandstats"}).text;
+      const std::string field = fmt::format("cmdstat_{}:calls=", command);
+      const auto at = info.find(field);
+      return at == std::string::npos ? 0 : std::stoi(info.substr(at + field.size()));
+    };
+    BOOST_TEST(co_await eventually([&] { return calls("evalsha") >= 1; }, 2s));
+    co_await redlock::test::sleep_for(200ms);
+    BOOST_TEST(calls("set") == 1);
+    BOOST_TEST(calls("evalsha") == 1);
+    BOOST_TEST(servers.present_on({0, 1, 4}, "unsent") == 0u);
+  });
+}
+
 BOOST_AUTO_TEST_SUITE_END()
