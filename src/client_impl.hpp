@@ -74,6 +74,10 @@ struct resource_queue {
 //  - only a quorum confirmation that arrives while the lease is still valid raises it again, to
 //    the smallest cap among the confirmed extension and every one sent after it: those may still
 //    run after it on any node of that quorum. Extensions sent before it ran before it there.
+// Across a reconnect the order rests on the server having read the broken link's last commands
+// before the new link's first (written only after a handshake round trip). Renewal never sends
+// less than an earlier extension may give the key, so a late old command could only matter for
+// a user's shortening async_extend sent right before a link broke.
 struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   enum class phase : std::uint8_t { never_held, held, released, lost };
 
