@@ -14,11 +14,31 @@ scripts/bootstrap.sh
 
 jobs="$(nproc 2>/dev/null || echo 2)"
 
-# Servers the fixtures start are children of the test processes; none may outlive a run. Their
-# process title is "redis-server ADDRESS:PORT": 127.0.0.1, or a 10.200.x.2 veth address for the
-# servers that partition_tests runs in network namespaces.
-server_pattern='redis-server (127\.0\.0\.1|10\.200\.[0-9]+\.2):'
-leftover_servers() { pgrep -f "$server_pattern" >/dev/null 2>&1; }
+# No redis-server the tests start may outlive the run; other servers on the machine are none of our
+# business: the system's (apt starts one on 127.0.0.1:6379), the user's, or those of another run of
+# this script going on at the same time. Neither the address nor a list of the servers that existed
+# before the run tells them apart (a concurrent run's servers are new and on loopback too), and the
+# environment cannot mark them (redis-server overwrites it with its process title). Their working
+# directory does: every server the fixtures start (test/support/redis_fleet.cpp, behind the tests,
+# redis_nodes, the examples, the benchmarks and the demo) changes into its --dir, a directory of its
+# own made under std::filesystem::temp_directory_path(), i.e. under $TMPDIR; and this run gets a
+# TMPDIR of its own.
+run_tmp="$(mktemp -d "${TMPDIR:-/tmp}/redlock-run-XXXXXX")"
+# Resolved: /proc/PID/cwd shows the path without symbolic links.
+run_tmp="$(cd "$run_tmp" && pwd -P)"
+trap 'rm -rf "$run_tmp"' EXIT
+export TMPDIR="$run_tmp"
+
+# Prints the pids of the redis-server processes whose working directory lies in $run_tmp (a
+# directory removed meanwhile shows as "PATH (deleted)", which matches too). Other users' processes
+# cannot be read, and are not ours.
+servers_of_this_run() {
+  local pid cwd
+  for pid in $(pgrep -x redis-server); do
+    cwd="$(readlink "/proc/$pid/cwd" 2>/dev/null)" || continue
+    case "$cwd" in "$run_tmp"/*) echo "$pid" ;; esac
+  done
+}
 
 run_suite() {
   local dir="$1"
@@ -62,9 +82,16 @@ if [ "${REDLOCK_SKIP_SANITIZE:-0}" != "1" ]; then
   "$tsan_dir/test/support/redis_nodes" --count 5 --quiet -- "$tsan_dir/examples/06_multithreaded" >/dev/null
 fi
 
-if leftover_servers; then
+# The servers are stopped by their fixtures, or killed by the kernel when the test process that
+# started them dies (a parent-death signal, delivered asynchronously): give the latter a moment.
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+  leftover="$(servers_of_this_run)"
+  [ -z "$leftover" ] && break
+  sleep 0.2
+done
+if [ -n "$leftover" ]; then
   echo "test.sh: redis-server processes were left running by the tests:" >&2
-  pgrep -af "$server_pattern" >&2 || true
+  ps -o pid=,args= -p "${leftover//$'\n'/,}" >&2 || true
   exit 1
 fi
 echo "== all tests passed"
