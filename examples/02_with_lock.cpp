@@ -79,9 +79,10 @@ asio::awaitable<void> sleep_until(steady_clock::time_point when) {
 
 // One Redis command in RESP, the protocol's array-of-bulk-strings form.
 std::string resp_command(const std::vector<std::string>& words) {
-  std::string out = "*" + std::to_string(words.size()) + "\r\n";
+  std::string out;
+  out.append("*").append(std::to_string(words.size())).append("\r\n");
   for (const auto& word : words) {
-    out += "$" + std::to_string(word.size()) + "\r\n" + word + "\r\n";
+    out.append("$").append(std::to_string(word.size())).append("\r\n").append(word).append("\r\n");
   }
   return out;
 }
