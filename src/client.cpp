@@ -11,6 +11,7 @@
 #include "algo/validity.hpp"
 #include "client_impl.hpp"
 #include "resp/encoder.hpp"
+#include "text.hpp"
 #include "token.hpp"
 #include "vote.hpp"
 
@@ -83,7 +84,12 @@ class acquire_op final : public abortable,
     if (auto problem = validate(lease_->resource, lease_->options, client_->options());
         !problem.empty()) {
       lease_->diagnostics =
-          fmt::format("redlock: cannot lock \"{}\": {}", lease_->resource, problem);
+          fmt::format("redlock: cannot lock {}: {}", quoted_resource(lease_->resource), problem);
+      return done_.complete(error::invalid_argument, make_lease());
+    }
+    if (const auto& duplicates = client_->duplicate_nodes(); !duplicates.empty()) {
+      lease_->diagnostics =
+          fmt::format("redlock: cannot lock {}: {}", quoted_resource(lease_->resource), duplicates);
       return done_.complete(error::invalid_argument, make_lease());
     }
     lease_->token = make_lock_token();
@@ -93,8 +99,9 @@ class acquire_op final : public abortable,
     if (single_round_) {
       const resource_queue* busy = client_->find_queue(lease_->resource);
       if (busy != nullptr && (busy->holder != nullptr || !busy->waiters.empty())) {
-        lease_->diagnostics = fmt::format(
-            "redlock: \"{}\" is held or awaited by another lease of this client", lease_->resource);
+        lease_->diagnostics =
+            fmt::format("redlock: {} is held or awaited by another lease of this client",
+                        quoted_resource(lease_->resource));
         return done_.complete(error::contended, make_lease());
       }
     }
@@ -172,6 +179,9 @@ class acquire_op final : public abortable,
   void decided(error_code ec) override {
     if (stage_ != stage::in_round) return;  // cancelled meanwhile
     const auto now = steady_clock::now();
+    // Two nodes found to be one server. Only one of them is ever let in, so no vote was counted
+    // twice, but the client is configured with fewer independent nodes than it believes.
+    if (!client_->duplicate_nodes().empty()) ec = error::invalid_argument;
     if (!ec) {
       const auto left =
           validity(lease_->options.ttl, client_->options().drift_factor, round_start_, now);
@@ -179,6 +189,13 @@ class acquire_op final : public abortable,
       ec = error::validity_expired;
     }
     clean_up_round();
+    if (const auto lasting = client_->lasting_failure(answers())) {
+      // Misconfigured nodes (a wrong password, a missing permission, two names of one server)
+      // make every later round fail the same way: say so now instead of retrying until `wait`.
+      lease_->diagnostics = explain(lasting, now, true);
+      client_->log(log_level::error, lease_->diagnostics);
+      return finish(lasting);
+    }
     lease_->diagnostics = explain(ec, now);
     client_->log(log_level::debug, lease_->diagnostics);
 
@@ -190,14 +207,34 @@ class acquire_op final : public abortable,
     arm_timer(now + delay);
   }
 
-  std::string explain(error_code ec, steady_clock::time_point now) const {
+  std::string explain(error_code ec, steady_clock::time_point now, bool lasting = false) const {
     const tally& t = votes();
+    if (lasting && ec == error::invalid_argument && !client_->duplicate_nodes().empty()) {
+      return fmt::format("redlock: {} not acquired: {}", quoted_resource(lease_->resource),
+                         client_->duplicate_nodes());
+    }
+    const auto failing = lasting_failures();
     return fmt::format(
-        "redlock: \"{}\" not acquired ({}): {} of {} nodes granted, quorum {}, "
-        "round took {} ms: {}",
-        lease_->resource, ec.message(), t.yes_count(), t.nodes(), t.quorum(),
+        "redlock: {} not acquired ({}): {} of {} nodes granted, quorum {}, round took {} ms{}: {}",
+        quoted_resource(lease_->resource), ec.message(), t.yes_count(), t.nodes(), t.quorum(),
         to_ms(now - round_start_),
-        client_->describe(answers(), "granted", "held by another owner"));
+        lasting ? "; not retried: the failing nodes cannot serve the lock until their "
+                  "configuration is fixed"
+                : "",
+        client_->describe(answers(), "granted", "held by another owner", &failing));
+  }
+
+  // Nodes failing for good (connection::permanent_failure) whose answer in this ballot came before
+  // the decision or not at all: shown as such, not as "not awaited".
+  std::vector<std::string> lasting_failures() const {
+    std::vector<std::string> texts(client_->size());
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+      const auto connection_failure = client_->connection_at(i).permanent_failure();
+      if (connection_failure && answers()[i].what == node_answer::kind::pending) {
+        texts[i] = client_->connection_at(i).last_error();
+      }
+    }
+    return texts;
   }
 
   // A failed or abandoned round may have set the key on some nodes (or may still, where the SET is
@@ -227,8 +264,32 @@ class acquire_op final : public abortable,
     queue_->holder = lease_.get();
     lease_->queue = queue_;
     lease_->diagnostics.clear();
+    lease_->granted_nodes = votes().yes_count();
+    acquired_ = true;
     lease_->on_acquired(round_start_, valid_until);
+    note_if_degraded();
     done_.complete(error_code{}, make_lease());
+  }
+
+  // The SETs of a successful round that answer after the decision: grants still count.
+  void answered_after_decision(std::size_t node) override {
+    if (!acquired_) return;
+    if (answers()[node].what == node_answer::kind::yes) ++lease_->granted_nodes;
+    note_if_degraded();
+  }
+
+  // Once every node has answered: a lock held by fewer than all nodes survives fewer failures.
+  void note_if_degraded() {
+    const tally& t = votes();
+    if (t.yes_count() + t.no_count() + t.failed_count() < t.nodes() || t.yes_count() == t.nodes()) {
+      return;
+    }
+    if (lease_->current != lease_state::phase::held) return;
+    lease_->diagnostics =
+        fmt::format("redlock: {} acquired on {} of {} nodes (quorum {}): {}",
+                    quoted_resource(lease_->resource), t.yes_count(), t.nodes(), t.quorum(),
+                    client_->describe(answers(), "granted", "held by another owner"));
+    client_->log(log_level::warning, lease_->diagnostics);
   }
 
   void finish(error_code ec) {
@@ -290,8 +351,8 @@ class acquire_op final : public abortable,
     const bool timed_out = deadline_ && steady_clock::now() >= *deadline_;
     if (stage_ == stage::queued && timed_out) {
       lease_->diagnostics =
-          fmt::format("redlock: \"{}\" still held by another lease of this client after {} ms",
-                      lease_->resource, lease_->options.wait->count());
+          fmt::format("redlock: {} still held by another lease of this client after {} ms",
+                      quoted_resource(lease_->resource), lease_->options.wait->count());
       finish(error::wait_timeout);
     } else if (stage_ == stage::sleeping) {
       if (timed_out) return finish(error::wait_timeout);
@@ -312,6 +373,7 @@ class acquire_op final : public abortable,
   resource_queue* queue_ = nullptr;  // set while this op is in it
   std::string set_command_;  // the first round's SET key token NX PX ttl; read by the connections
   unsigned rounds_ = 0;
+  bool acquired_ = false;  // the last round won
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -319,9 +381,64 @@ class acquire_op final : public abortable,
 
 namespace {
 
-std::vector<std::shared_ptr<connection>> open_connections(const asio::any_io_executor& executor,
-                                                          std::vector<node_config>& nodes,
-                                                          const client_options& options) {
+// What the lock will ask of every node, tried in each handshake on a key of its own that nobody
+// uses, so that an ACL user who may not run one of these commands is refused at connect, naming
+// the command, instead of the acquire succeeding and its release failing. None of them changes
+// anything: SET XX and PEXPIRE and DEL of a missing key do nothing, and the scripts only GET it.
+std::vector<connection_options::probe> permission_probes();
+
+}  // namespace
+
+void prepare_for_lock(connection_options& settings) {
+  // Loaded at every connect: an extension is never resent after NOSCRIPT (see extend_op), so its
+  // script must be in the cache before the first one is written.
+  settings.preload = {&release_script(), &extend_script()};
+  settings.permission_probes = permission_probes();
+}
+
+namespace {
+
+std::vector<connection_options::probe> permission_probes() {
+  const std::string key = "redlock:acl-probe:" + make_lock_token();
+  const std::string token = make_lock_token();
+  const std::string_view keys[] = {key};
+  const std::string_view release_args[] = {token};
+  const std::string_view extend_args[] = {token, "1"};
+  std::vector<connection_options::probe> probes;
+  auto add = [&](std::string command, std::initializer_list<std::string_view> parts) {
+    std::string encoded;
+    resp::encode_command(encoded, parts);
+    probes.push_back({std::move(command), std::move(encoded)});
+  };
+  add("SET", {"SET", key, token, "XX", "PX", "1"});
+  probes.push_back({"EVALSHA", encode_evalsha(release_script(), keys, release_args)});
+  probes.push_back({"EVALSHA", encode_evalsha(extend_script(), keys, extend_args)});
+  add("EVAL", {"EVAL", release_script().source(), "1", key, token});
+  add("DEL (called by the release script)", {"DEL", key});
+  add("PEXPIRE (called by the extend script)", {"PEXPIRE", key, "1"});
+  return probes;
+}
+
+}  // namespace
+
+std::string client_impl::peer_registry::admit(std::size_t node, const std::string& peer) {
+  if (peer.empty()) return {};
+  for (std::size_t other = 0; other < peers.size(); ++other) {
+    if (other == node || peers[other] != peer) continue;
+    std::string why = fmt::format(
+        "{} and {} reach one server ({}); Redlock needs independent nodes, so this client refuses "
+        "to lock until one of them is removed",
+        addresses[other], addresses[node], peer);
+    if (refusal.empty()) refusal = why;
+    return why;
+  }
+  peers[node] = peer;
+  return {};
+}
+
+std::vector<std::shared_ptr<connection>> client_impl::open_connections(
+    const asio::any_io_executor& executor, std::vector<node_config>& nodes,
+    const client_options& options, const std::shared_ptr<peer_registry>& peers) {
   auto fail = [](std::string message) {
     throw boost::system::system_error(make_error_code(error::invalid_argument),
                                       "redlock: " + message);
@@ -357,24 +474,55 @@ std::vector<std::shared_ptr<connection>> open_connections(const asio::any_io_exe
   std::vector<std::shared_ptr<connection>> connections;
   connections.reserve(nodes.size());
   auto connection_settings = connection_options::from(options);
-  // Loaded at every connect: an extension is never resent after NOSCRIPT (see extend_op), so its
-  // script must be in the cache before the first one is written.
-  connection_settings.preload = {&release_script(), &extend_script()};
-  for (auto& node : nodes) {
-    connections.push_back(connection::create(executor, std::move(node), connection_settings));
+  prepare_for_lock(connection_settings);
+  peers->peers.resize(nodes.size());
+  for (const auto& node : nodes)
+    peers->addresses.push_back(node.address());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    // A name is compared as given above; what it resolves to can only be compared once connected.
+    connection_settings.admit_peer = [peers, i](const std::string& peer) {
+      return peers->admit(i, peer);
+    };
+    connections.push_back(connection::create(executor, std::move(nodes[i]), connection_settings));
   }
   return connections;
 }
-
-}  // namespace
 
 client_impl::client_impl(asio::any_io_executor executor, std::vector<node_config> nodes,
                          client_options options)
     : executor_(std::move(executor)),
       options_(std::move(options)),
-      connections_(open_connections(executor_, nodes, options_)),
+      peers_(std::make_shared<peer_registry>()),
+      connections_(open_connections(executor_, nodes, options_, peers_)),
       random_(std::random_device{}()) {
   spare_queues_.reserve(1024);
+}
+
+error_code client_impl::lasting_failure(const node_answers& answers) const {
+  if (!duplicate_nodes().empty()) return error::invalid_argument;
+  // Few nodes and few codes: counted in place.
+  boost::container::small_vector<std::pair<error_code, std::size_t>, 4> codes;
+  std::size_t failing = 0;
+  for (std::size_t i = 0; i < connections_.size(); ++i) {
+    error_code code = connections_[i]->permanent_failure();
+    if (!code && i < answers.size() && answers[i].failure == condition::node_failure) {
+      code = answers[i].failure;
+    }
+    if (!code) continue;
+    ++failing;
+    auto found = std::find_if(codes.begin(), codes.end(),
+                              [&](const auto& entry) { return entry.first == code; });
+    if (found == codes.end()) {
+      codes.emplace_back(code, 1);
+    } else {
+      ++found->second;
+    }
+  }
+  // A quorum needs quorum() of the others.
+  if (failing == 0 || connections_.size() - failing >= quorum()) return {};
+  return std::max_element(codes.begin(), codes.end(),
+                          [](const auto& a, const auto& b) { return a.second < b.second; })
+      ->first;
 }
 
 lease client_impl::make_lease(std::shared_ptr<lease_state> state) {
@@ -525,12 +673,26 @@ void client_impl::forget_queue_if_idle(const std::string& resource) {
   if (spare_queues_.size() < spare_queues_.capacity()) spare_queues_.push_back(std::move(node));
 }
 
+namespace {
+
+// A connection's failure text starts with the node's address, which the caller has just written.
+std::string_view without_address(std::string_view text, std::string_view address) {
+  if (text.starts_with(address) && text.substr(address.size()).starts_with(": ")) {
+    text.remove_prefix(address.size() + 2);
+  }
+  return text;
+}
+
+}  // namespace
+
 std::string client_impl::describe(const node_answers& answers, std::string_view yes,
-                                  std::string_view no) const {
+                                  std::string_view no,
+                                  const std::vector<std::string>* pending_texts) const {
   std::string out;
   for (std::size_t i = 0; i < answers.size(); ++i) {
     if (i != 0) out += "; ";
-    out += connections_[i]->node().address();
+    const std::string address = connections_[i]->node().address();
+    out += address;
     switch (answers[i].what) {
       case node_answer::kind::yes:
         out += fmt::format(" {}", yes);
@@ -539,10 +701,14 @@ std::string client_impl::describe(const node_answers& answers, std::string_view 
         out += fmt::format(" {}", no);
         break;
       case node_answer::kind::failed:
-        out += fmt::format(" failed ({})", answers[i].detail);
+        out += fmt::format(" failed ({})", without_address(answers[i].detail, address));
         break;
       case node_answer::kind::pending:
-        out += " no answer yet";
+        if (pending_texts != nullptr && !(*pending_texts)[i].empty()) {
+          out += fmt::format(" failing ({})", without_address((*pending_texts)[i], address));
+        } else {
+          out += " not awaited (the outcome was certain without it)";
+        }
         break;
     }
   }

@@ -49,6 +49,8 @@ struct node_answer {
   // The request was certainly never written to the node (it was down, or skipped as unresponsive):
   // nothing there can need undoing.
   bool unsent = false;
+  // For `failed`: the request's error code, or error::permission_denied for a NOPERM reply.
+  boost::system::error_code failure;
   std::string detail;  // the error text for `failed`
 };
 
@@ -108,6 +110,9 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   std::chrono::milliseconds longest_ttl{0};
   resource_queue* queue = nullptr;  // while held: this resource's local queue
   std::string diagnostics;
+  // Nodes that granted the acquire: the quorum that decided it, then every later grant as its
+  // reply arrives.
+  std::atomic<std::size_t> granted_nodes{0};
 
   // One timer serves renewal and expiry: it is armed for min(next_renewal, valid_until), so a loss
   // is reported on time also while an extension is in flight or after max_hold stopped renewal.
@@ -155,6 +160,7 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   const client_options& options() const noexcept { return options_; }
   bool closed() const noexcept { return closed_; }
   const node_config& node(std::size_t i) const noexcept { return connections_[i]->node(); }
+  const connection& connection_at(std::size_t i) const noexcept { return *connections_[i]; }
 
   void shutdown();
 
@@ -216,9 +222,11 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
 
   std::minstd_rand& random() noexcept { return random_; }
 
-  // "127.0.0.1:7001 granted; 127.0.0.1:7002 held by another owner; ..." for diagnostics.
-  std::string describe(const node_answers& answers, std::string_view yes,
-                       std::string_view no) const;
+  // "127.0.0.1:7001 granted; 127.0.0.1:7002 held by another owner; ..." for diagnostics. A node
+  // still pending reads "not awaited", or "failing (text)" with a non-empty text in
+  // `pending_texts`.
+  std::string describe(const node_answers& answers, std::string_view yes, std::string_view no,
+                       const std::vector<std::string>* pending_texts = nullptr) const;
 
   void log(log_level level, std::string_view message) const {
     call_logger(options_.logger, executor_, level, message);
@@ -227,9 +235,34 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   // For tests: the state behind a lease.
   static const std::shared_ptr<lease_state>& state_of(const lease& handle) noexcept;
 
+  // Why no acquire can be trusted with these nodes, once two of them turned out to reach one
+  // server ("localhost:7700 and 127.0.0.1:7700 are one server ..."); empty until then.
+  const std::string& duplicate_nodes() const noexcept { return peers_->refusal; }
+
+  // The code to fail an acquire with at once: when nodes that fail in a way retrying cannot fix
+  // (connection::permanent_failure, or such an answer in `answers`) are enough to make a quorum
+  // impossible, the most common of their codes; and error::invalid_argument for duplicate_nodes.
+  // Success otherwise.
+  boost::system::error_code lasting_failure(const node_answers& answers) const;
+
  private:
+  // The peer each node's connection reached last, by node: two nodes that reach one server would
+  // count that server's vote twice. Shared with the connections' admit_peer checks, which may
+  // outlive the client while they drain.
+  struct peer_registry {
+    std::vector<std::string> addresses;  // node_config::address(), for messages
+    std::vector<std::string> peers;      // empty until the node has connected
+    std::string refusal;                 // the first duplicate found
+    std::string admit(std::size_t node, const std::string& peer);
+  };
+
+  static std::vector<std::shared_ptr<connection>> open_connections(
+      const boost::asio::any_io_executor& executor, std::vector<node_config>& nodes,
+      const client_options& options, const std::shared_ptr<peer_registry>& peers);
+
   boost::asio::any_io_executor executor_;
   client_options options_;
+  std::shared_ptr<peer_registry> peers_;
   std::vector<std::shared_ptr<connection>> connections_;
   std::unordered_map<std::string, resource_queue> queues_;
   // Map nodes of forgotten queues, reused with their key and vector storage: nearly every acquire
@@ -240,6 +273,11 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   std::minstd_rand random_;
   bool closed_ = false;
 };
+
+// Sets up a connection's handshake as a client's: loads the scripts, and checks that the ACL user
+// may run every command the lock sends (connection_options::permission_probes), so that a node
+// that could grant a lock but not release it fails at connect with error::permission_denied.
+void prepare_for_lock(connection_options& settings);
 
 // The Lua scripts: compare the token, then act. Neither touches a key holding another value, and
 // extend never creates a missing key (PEXPIRE on a missing key is a no-op returning 0).

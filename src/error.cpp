@@ -43,8 +43,39 @@ class category final : public boost::system::error_category {
         return "selecting the database failed";
       case error::node_unresponsive:
         return "the node has not answered a request that timed out";
+      case error::permission_denied:
+        return "the node's ACL user may not run a command the lock needs";
     }
     return "unknown redlock error " + std::to_string(ev);
+  }
+};
+
+class conditions final : public boost::system::error_category {
+ public:
+  const char* name() const noexcept override { return "redlock.condition"; }
+
+  std::string message(int ev) const override {
+    switch (static_cast<condition>(ev)) {
+      case condition::node_failure:
+        return "a node cannot serve the lock until its configuration is fixed";
+    }
+    return "unknown redlock condition " + std::to_string(ev);
+  }
+
+  // `code == condition`: Boost asks the code's category first (which knows nothing of these), then
+  // this one.
+  bool equivalent(const boost::system::error_code& code, int cond) const noexcept override {
+    if (code.category() != redlock::error_category()) return false;
+    switch (static_cast<condition>(cond)) {
+      case condition::node_failure:
+        return is_node_failure(static_cast<error>(code.value()));
+    }
+    return false;
+  }
+
+  static bool is_node_failure(error e) noexcept {
+    return e == error::auth_failed || e == error::select_failed || e == error::permission_denied ||
+           e == error::protocol_error;
   }
 };
 
@@ -52,6 +83,11 @@ class category final : public boost::system::error_category {
 
 const boost::system::error_category& error_category() noexcept {
   static const category instance;
+  return instance;
+}
+
+const boost::system::error_category& condition_category() noexcept {
+  static const conditions instance;
   return instance;
 }
 

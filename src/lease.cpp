@@ -11,6 +11,7 @@
 
 #include "algo/validity.hpp"
 #include "client_impl.hpp"
+#include "text.hpp"
 #include "vote.hpp"
 
 namespace redlock::detail {
@@ -69,13 +70,13 @@ void lease_state::on_timer() {
     if (renewal_stopped_by_max_hold &&
         now + drift_allowance(options.ttl, client->options().drift_factor) >=
             acquired_at + *options.max_hold) {
-      return lose(fmt::format("redlock: \"{}\" expired: max_hold of {} ms reached", resource,
-                              options.max_hold->count()));
+      return lose(fmt::format("redlock: {} expired: max_hold of {} ms reached",
+                              quoted_resource(resource), options.max_hold->count()));
     }
     return lose(
-        fmt::format("redlock: \"{}\" expired: its validity ran out before a quorum "
+        fmt::format("redlock: {} expired: its validity ran out before a quorum "
                     "confirmed an extension",
-                    resource));
+                    quoted_resource(resource)));
   }
   if (now >= next_renewal) renew();
   arm_timer();
@@ -196,14 +197,13 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
       ec = error::no_quorum;  // confirmed, but too late to count
     }
     if (ec == error::not_held) {
-      self.lose(
-          fmt::format("redlock: \"{}\" is gone or owned by someone else on {} of {} nodes: {}",
-                      self.resource, votes().no_count(), votes().nodes(),
-                      self.client->describe(answers(), "extended", "not ours")));
+      self.lose(fmt::format("redlock: {} is gone or owned by someone else on {} of {} nodes: {}",
+                            quoted_resource(self.resource), votes().no_count(), votes().nodes(),
+                            self.client->describe(answers(), "extended", "not ours")));
     } else if (ec) {
       self.diagnostics =
-          fmt::format("redlock: extending \"{}\" failed ({}): {}", self.resource, ec.message(),
-                      self.client->describe(answers(), "extended", "not ours"));
+          fmt::format("redlock: extending {} failed ({}): {}", quoted_resource(self.resource),
+                      ec.message(), self.client->describe(answers(), "extended", "not ours"));
       self.client->log(log_level::warning, self.diagnostics);
     } else {
       self.diagnostics.clear();
@@ -323,8 +323,8 @@ class release_op final : public operation_vote {
   void decided(error_code ec) override {
     if (ec) {
       state_->diagnostics =
-          fmt::format("redlock: releasing \"{}\": {}: {}", state_->resource, ec.message(),
-                      state_->client->describe(answers(), "released", "not ours"));
+          fmt::format("redlock: releasing {}: {}: {}", quoted_resource(state_->resource),
+                      ec.message(), state_->client->describe(answers(), "released", "not ours"));
     }
     finish(ec);
   }
@@ -360,7 +360,8 @@ void initiate_release(const std::shared_ptr<lease_state>& state, void_caller cal
   auto op = std::make_shared<release_op>(state, std::move(caller));
   if (state->client->closed()) return op->finish(asio::error::operation_aborted);
   if (state->current != lease_state::phase::held) {
-    state->diagnostics = fmt::format("redlock: \"{}\" is not held by this lease", state->resource);
+    state->diagnostics =
+        fmt::format("redlock: {} is not held by this lease", quoted_resource(state->resource));
     return op->finish(error::not_held);
   }
   op->start();
@@ -383,9 +384,9 @@ void initiate_extend(const std::shared_ptr<lease_state>& state, std::chrono::mil
   const auto drift = drift_allowance(ttl, state->client->options().drift_factor);
   if (ttl <= drift) {
     state->diagnostics = fmt::format(
-        "redlock: cannot extend \"{}\" by {} ms: not longer than "
+        "redlock: cannot extend {} by {} ms: not longer than "
         "the drift allowance of {} ms",
-        state->resource, ttl.count(), to_ms(drift));
+        quoted_resource(state->resource), ttl.count(), to_ms(drift));
     return op->finish(error::invalid_argument);
   }
   op->start();
@@ -472,6 +473,10 @@ bool lease::held() const noexcept {
 const std::string& lease::diagnostics() const noexcept {
   static const std::string none;
   return state_ ? state_->diagnostics : none;
+}
+
+std::size_t lease::granted_nodes() const noexcept {
+  return state_ ? state_->granted_nodes.load() : 0;
 }
 
 }  // namespace redlock

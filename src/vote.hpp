@@ -107,6 +107,7 @@ class vote : public reply_sink {
     for (auto& answer : answers_) {
       answer.what = node_answer::kind::pending;
       answer.unsent = false;
+      answer.failure = {};
       answer.detail.clear();
     }
     decided_ = false;
@@ -118,12 +119,23 @@ class vote : public reply_sink {
                                      std::string& detail) = 0;
   virtual std::optional<boost::system::error_code> decide(const tally& votes) = 0;
   virtual void decided(boost::system::error_code outcome) = 0;
+  // An answer of this ballot recorded after decided(): it changes nothing, but may be worth noting.
+  virtual void answered_after_decision(std::size_t /*node*/) {}
 
  private:
   void record(std::size_t node, boost::system::error_code ec, const resp::value& reply) {
     node_answer& answer = answers_[node];
     answer.what = classify(ec, reply, answer.detail);
-    answer.unsent = ec == error::not_connected || ec == error::node_unresponsive;
+    // A connect that failed for good (connection::permanent_failure) fails its requests unsent.
+    answer.unsent = ec == error::not_connected || ec == error::node_unresponsive ||
+                    ec == condition::node_failure || ec == error::invalid_argument;
+    if (answer.what == node_answer::kind::failed) {
+      // A NOPERM reply (the ACL user may not write this key) lasts like a refused login.
+      answer.failure = ec ? ec
+                       : reply.is_error() && reply.error_code_word() == "NOPERM"
+                           ? make_error_code(error::permission_denied)
+                           : make_error_code(error::server_error);
+    }
     switch (answer.what) {
       case node_answer::kind::yes:
         votes_.yes();
@@ -135,7 +147,7 @@ class vote : public reply_sink {
         votes_.failed();
         break;
     }
-    if (decided_) return;
+    if (decided_) return answered_after_decision(node);
     if (auto outcome = decide(votes_)) {
       decided_ = true;
       decided(*outcome);

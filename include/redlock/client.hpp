@@ -2,14 +2,20 @@
 #define REDLOCK_CLIENT_HPP
 
 #include <cstddef>
+#include <exception>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associator.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
 #include <boost/system/error_code.hpp>
+#include <boost/system/system_error.hpp>
 
 #include "redlock/detail/initiate.hpp"
 #include "redlock/error.hpp"
@@ -25,6 +31,32 @@ using acquire_handler = boost::asio::any_completion_handler<acquire_signature>;
 void initiate_acquire(const std::shared_ptr<client_impl>& client, std::string resource,
                       const lock_options& options, bool single_round,
                       caller_handler<acquire_signature> caller);
+
+// Tokens that turn an error code into an exception. Left alone they would throw
+// system_error(ec), whose message is only the code's; an acquire's lease knows which resource and
+// what each node answered, so such tokens get an exception_ptr with that instead.
+template <class Token>
+struct throws_on_error : std::false_type {};
+template <class Executor>
+struct throws_on_error<boost::asio::use_awaitable_t<Executor>> : std::true_type {};
+template <class Allocator>
+struct throws_on_error<boost::asio::use_future_t<Allocator>> : std::true_type {};
+
+// Completes a void(std::exception_ptr, lease) handler from the acquire's void(error_code, lease).
+template <class Handler>
+struct throw_with_diagnostics {
+  Handler inner;
+
+  void operator()(boost::system::error_code ec, redlock::lease acquired) {
+    std::exception_ptr failure;
+    if (ec) {
+      failure = std::make_exception_ptr(boost::system::system_error(
+          ec, acquired.diagnostics().empty() ? std::string("redlock: acquire failed")
+                                             : acquired.diagnostics()));
+    }
+    std::move(inner)(failure, std::move(acquired));
+  }
+};
 }  // namespace detail
 
 // A Redlock client over N independent Redis masters (N = 1: the single-instance lock). It keeps one
@@ -123,19 +155,47 @@ class client {
   template <class CompletionToken>
   auto async_initiate_acquire(std::string resource, const lock_options& options, bool single_round,
                               CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, lease)>(
-        [](auto handler, std::shared_ptr<detail::client_impl> impl, std::string resource,
-           lock_options options, bool single_round) {
-          detail::initiate_acquire(impl, std::move(resource), options, single_round,
-                                   detail::erase_handler<detail::acquire_signature>(
-                                       std::move(handler), detail::executor_of(*impl)));
-        },
-        token, impl_, std::move(resource), options, single_round);
+    if constexpr (detail::throws_on_error<std::decay_t<CompletionToken>>::value) {
+      return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr, lease)>(
+          [](auto handler, std::shared_ptr<detail::client_impl> impl, std::string resource,
+             lock_options options, bool single_round) {
+            detail::initiate_acquire(
+                impl, std::move(resource), options, single_round,
+                detail::erase_handler<detail::acquire_signature>(
+                    detail::throw_with_diagnostics<decltype(handler)>{std::move(handler)},
+                    detail::executor_of(*impl)));
+          },
+          token, impl_, std::move(resource), options, single_round);
+    } else {
+      return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, lease)>(
+          [](auto handler, std::shared_ptr<detail::client_impl> impl, std::string resource,
+             lock_options options, bool single_round) {
+            detail::initiate_acquire(impl, std::move(resource), options, single_round,
+                                     detail::erase_handler<detail::acquire_signature>(
+                                         std::move(handler), detail::executor_of(*impl)));
+          },
+          token, impl_, std::move(resource), options, single_round);
+    }
   }
 
   std::shared_ptr<detail::client_impl> impl_;
 };
 
 }  // namespace redlock
+
+// The adapter completes on the inner handler's executor, with its allocator and cancellation slot.
+template <template <class, class> class Associator, class Handler, class DefaultCandidate>
+struct boost::asio::associator<Associator, redlock::detail::throw_with_diagnostics<Handler>,
+                               DefaultCandidate> : Associator<Handler, DefaultCandidate> {
+  static typename Associator<Handler, DefaultCandidate>::type get(
+      const redlock::detail::throw_with_diagnostics<Handler>& h) noexcept {
+    return Associator<Handler, DefaultCandidate>::get(h.inner);
+  }
+  static auto get(const redlock::detail::throw_with_diagnostics<Handler>& h,
+                  const DefaultCandidate& c) noexcept
+      -> decltype(Associator<Handler, DefaultCandidate>::get(h.inner, c)) {
+    return Associator<Handler, DefaultCandidate>::get(h.inner, c);
+  }
+};
 
 #endif

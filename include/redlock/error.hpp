@@ -32,6 +32,18 @@ enum class error {
   auth_failed,        // AUTH was refused (WRONGPASS), or the server requires it (NOAUTH)
   select_failed,      // SELECT of the configured database was refused (e.g. index out of range)
   node_unresponsive,  // a request to the node timed out and is still unanswered; not sent
+  permission_denied,  // the node's ACL user may not run a command the lock needs (NOPERM)
+};
+
+// Conditions that group the codes above (and others) by what a caller can do about them.
+// Compare with ==: `if (ec == redlock::condition::node_failure)`.
+enum class condition {
+  // A node is set up so that the lock cannot work with it, and retrying will not change that until
+  // someone fixes the configuration: error::auth_failed, select_failed, permission_denied, and
+  // protocol_error (the server does not speak RESP, or sent what the client refuses to parse).
+  // An acquire fails with one of these at once, without retrying, when such nodes alone make a
+  // quorum impossible; the message names them.
+  node_failure = 1,
 };
 
 const boost::system::error_category& error_category() noexcept;
@@ -40,9 +52,18 @@ inline boost::system::error_code make_error_code(error e) noexcept {
   return {static_cast<int>(e), error_category()};
 }
 
+const boost::system::error_category& condition_category() noexcept;
+
+inline boost::system::error_condition make_error_condition(condition c) noexcept {
+  return {static_cast<int>(c), condition_category()};
+}
+
 }  // namespace redlock
 
 template <>
 struct boost::system::is_error_code_enum<redlock::error> : std::true_type {};
+
+template <>
+struct boost::system::is_error_condition_enum<redlock::condition> : std::true_type {};
 
 #endif

@@ -2,6 +2,7 @@
 #define REDLOCK_LEASE_HPP
 
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -67,8 +68,16 @@ class lease {
   bool held() const noexcept;
 
   // Why the last operation on this lease (or the acquire that returned it) failed, naming the
-  // nodes and what each answered; empty after a success. For logs and error messages.
+  // nodes and what each answered; empty after a success, except that an acquire granted by fewer
+  // than all nodes says so here ("acquired on 3 of 5 nodes: ...") once every node has answered
+  // (also logged as a warning). For logs and error messages.
   const std::string& diagnostics() const noexcept;
+
+  // How many nodes granted the acquire that returned this lease: at least client::quorum() when
+  // it succeeded (0 if it failed). The acquire completes as soon as a quorum has granted, so
+  // grants that arrive later are added as they come (within node_timeout). Not changed by
+  // extensions or the release.
+  std::size_t granted_nodes() const noexcept;
 
   // Deletes the lock on every node, but only where it still holds our token (compare-and-DEL in
   // Lua). Renewal stops before the release is sent. A node that is down, or whose link breaks

@@ -34,7 +34,8 @@ class mutex {
   // True while this mutex holds the lock (the lease is held and not lost).
   bool owns_lock() const noexcept { return lease_.held(); }
 
-  // The lease behind a locked mutex, e.g. to async_wait_lost on it.
+  // The lease behind a locked mutex, e.g. to async_wait_lost on it. After a failed lock, the
+  // failed acquire's lease, whose diagnostics() name each node's answer.
   lease& current_lease() noexcept { return lease_; }
 
   // Acquires as client::async_acquire. Completion: void(error_code); errors as async_acquire, and
@@ -86,7 +87,8 @@ class mutex {
 
     template <class Self>
     void operator()(Self& self, boost::system::error_code ec, lease acquired) {
-      if (!ec) target->lease_ = std::move(acquired);
+      // Also a failed one (never held): its diagnostics() say why.
+      target->lease_ = std::move(acquired);
       finish(self, ec);
     }
 

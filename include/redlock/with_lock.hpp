@@ -27,7 +27,8 @@ namespace redlock {
 //
 // If the lease is lost while the body runs, the body is cancelled (terminal cancellation at its
 // current co_await) and with_lock throws boost::system::system_error(error::lock_lost) once the
-// body has unwound. Acquire failures throw system_error with their code. An exception from the body
+// body has unwound. Acquire failures throw system_error with their code, and a message naming the
+// resource and what each node answered (lease::diagnostics). An exception from the body
 // is rethrown after the release. If the release finds that a quorum no longer held our key
 // (error::not_held), the body ran without the lock at some point and with_lock throws
 // system_error(error::lock_lost) rather than report success.
@@ -60,6 +61,8 @@ auto with_lock(client& locks, std::string resource, lock_options options, F body
           asio::co_spawn(executor, run(), asio::deferred), held.async_wait_lost(asio::deferred))
           .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
   const bool body_finished_first = order[0] == 0;
+  // Why the lease ended, if it did: the release below replaces it.
+  std::string ended_why = held.diagnostics();
 
   auto [release_error] = co_await held.async_release(asio::as_tuple(asio::use_awaitable));
 
@@ -67,13 +70,19 @@ auto with_lock(client& locks, std::string resource, lock_options options, F body
     // The lease ended under the body, which was cancelled. Lost: say so. Otherwise the client was
     // destroyed or the lease released by someone else: the body did not complete either.
     const auto why = ended_by == error::lock_lost ? make_error_code(error::lock_lost) : ended_by;
-    throw boost::system::system_error(why, "redlock: lock on \"" + held.resource() + "\"");
+    if (ended_why.empty()) {
+      ended_why = "redlock: lock on " + detail::quoted_resource(held.resource()) + " ended";
+    }
+    throw boost::system::system_error(why, ended_why);
   }
   if (body_failure) std::rethrow_exception(body_failure);
   if (release_error == error::not_held) {
     // A quorum no longer held our key when the body ended: it ran without the lock at some point.
-    throw boost::system::system_error(make_error_code(error::lock_lost),
-                                      "redlock: lock on \"" + held.resource() + "\" was lost");
+    throw boost::system::system_error(
+        make_error_code(error::lock_lost),
+        held.diagnostics().empty()
+            ? "redlock: lock on " + detail::quoted_resource(held.resource()) + " was lost"
+            : held.diagnostics());
   }
   if constexpr (!std::is_void_v<T>) co_return std::move(value);
 }

@@ -21,6 +21,7 @@
 #include "net/script.hpp"
 #include "redlock/error.hpp"
 #include "resp/encoder.hpp"
+#include "text.hpp"
 
 namespace redlock::detail {
 
@@ -37,6 +38,34 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 long long to_ms(std::chrono::milliseconds d) {
   return static_cast<long long>(d.count());
+}
+
+// Connect failures that the same attempt would meet again until someone changes a configuration.
+bool is_permanent(error_code ec) {
+  return ec == error::auth_failed || ec == error::select_failed || ec == error::permission_denied ||
+         ec == error::protocol_error || ec == error::invalid_argument;
+}
+
+constexpr std::size_t handshake_head_size = 24;
+
+// Redis 7 words NOPERM for a key "... no permissions to access one of the keys used as
+// arguments" (or "... access a key"); for a command it names the command ("... no permissions to
+// run the 'evalsha' command").
+bool is_key_permission_error(std::string_view text) {
+  return text.find("permissions to access") != std::string_view::npos &&
+         text.find("key") != std::string_view::npos;
+}
+
+// What to tell a user whose "Redis" answered bytes that are not RESP.
+std::string not_resp_hint(std::string_view first_bytes) {
+  if (first_bytes.starts_with("HTTP/") || first_bytes.starts_with("H")) {
+    return " (an HTTP server?)";
+  }
+  if (first_bytes.starts_with("\x15") || first_bytes.starts_with("\x16")) {
+    return " (a TLS port? use rediss://)";
+  }
+  if (first_bytes.starts_with("SSH-")) return " (an SSH server?)";
+  return "";
 }
 
 }  // namespace
@@ -291,9 +320,14 @@ void connection::start_request(request_ptr req, request_options options,
     return;
   }
   if (state_ == state::backoff) {
-    answer_failure(*req, error::not_connected,
-                   fmt::format("node is down, reconnecting (last error: {})", last_cause_),
-                   delivery::post);
+    if (permanent_failure_) {
+      answer_failure(*req, permanent_failure_, fmt::format("not sent: {}", last_cause_),
+                     delivery::post);
+    } else {
+      answer_failure(*req, error::not_connected,
+                     fmt::format("node is down, reconnecting (last error: {})", last_cause_),
+                     delivery::post);
+    }
     if (req->cleanup()) keep_cleanup(std::move(req), now);
     return;
   }
@@ -394,10 +428,16 @@ void connection::expire_deadlines() {
     } else if (state_ == state::connecting) {
       timed_out_while_connecting_ = true;
     }
-    answer_failure(*req, error::request_timeout,
-                   fmt::format("no reply within {} ms ({})", to_ms(req->timeout),
-                               req->written ? "sent; it may still execute" : "not sent"),
-                   delivery::dispatch);
+    std::string why;
+    if (req->written) {
+      why = fmt::format("no reply within {} ms (sent; it may still execute)", to_ms(req->timeout));
+    } else if (state_ == state::connecting) {
+      why = fmt::format("not sent: still {} after {} ms", connect_stage_, to_ms(req->timeout));
+    } else {
+      why =
+          fmt::format("not sent within {} ms: queued behind earlier requests", to_ms(req->timeout));
+    }
+    answer_failure(*req, error::request_timeout, why, delivery::dispatch);
   }
 }
 
@@ -587,6 +627,9 @@ asio::awaitable<void> connection::run(run_owner /*owner*/) {
       error_code request_error = co_await connect_with_timeout();
       if (state_ == state::closed) break;
 
+      // Only a failure of the handshake itself can be permanent: a protocol error later on
+      // breaks one link, not the node's configuration.
+      permanent_failure_ = is_permanent(request_error) ? request_error : error_code{};
       if (!request_error) {
         state_ = state::ready;
         reconnect_backoff_.reset();
@@ -645,12 +688,20 @@ asio::awaitable<error_code> connection::connect_and_handshake() {
     co_return ec;
   }
   parser_.reset();
+  handshake_head_.clear();
+  if (options_.admit_peer) {
+    if (auto refusal = options_.admit_peer(transport_.peer()); !refusal.empty()) {
+      set_last_error(error::invalid_argument, refusal);
+      co_return error::invalid_argument;
+    }
+  }
 
   // All handshake commands go out in one write; their replies come back in the same order.
   struct step {
     std::string_view command;
     error failure;
     const script* loaded = nullptr;  // SCRIPT LOAD: the reply must be this script's SHA-1
+    bool probe = false;              // connection_options::permission_probes
   };
   std::vector<step> steps;
   std::string out;
@@ -680,6 +731,10 @@ asio::awaitable<error_code> connection::connect_and_handshake() {
     resp::encode_command(out, {"SCRIPT", "LOAD", lua->source()});
     steps.push_back({"SCRIPT LOAD", error::server_error, lua});
   }
+  for (const auto& probe : options_.permission_probes) {
+    out += probe.encoded;
+    steps.push_back({probe.command, error::server_error, nullptr, true});
+  }
 
   connect_stage_ = "waiting for the handshake";
   auto [write_error, written] = co_await transport_.async_write(asio::buffer(out), use_tuple);
@@ -690,11 +745,46 @@ asio::awaitable<error_code> connection::connect_and_handshake() {
   }
   for (const auto& s : steps) {
     resp::value reply;
-    if (auto ec = co_await read_reply(reply)) co_return ec;
+    if (auto ec = co_await read_reply(reply)) {
+      if (ec == error::protocol_error) {
+        // Not a reply that went wrong: the first bytes were not RESP at all.
+        set_last_error(
+            ec, fmt::format("the server at {} does not speak RESP{}; it sent \"{}\" ({})", name_,
+                            not_resp_hint(handshake_head_), printable(handshake_head_),
+                            parser_.error_message()));
+      }
+      co_return ec;
+    }
     if (reply.is_error()) {
-      const error code = reply.error_code_word() == "NOAUTH" ? error::auth_failed : s.failure;
-      set_last_error(code, fmt::format("{} failed: {}", s.command, reply.text));
-      co_return code;
+      const auto word = reply.error_code_word();
+      if (word == "NOAUTH") {
+        set_last_error(error::auth_failed,
+                       fmt::format("cannot log in: the server requires a password and {} ({})",
+                                   node_.password.empty() ? "none is configured"
+                                                          : "refused the one configured",
+                                   reply.text));
+        co_return error::auth_failed;
+      }
+      if (word == "NOPERM") {
+        // Naming the connection is a courtesy, and a key pattern is the resource's business.
+        if (s.command == "CLIENT SETNAME" || (s.probe && is_key_permission_error(reply.text))) {
+          continue;
+        }
+        set_last_error(error::permission_denied,
+                       fmt::format("ACL user \"{}\" may not run {}, which the lock needs ({})",
+                                   node_.username.empty() ? "default" : node_.username, s.command,
+                                   reply.text));
+        co_return error::permission_denied;
+      }
+      if (s.failure == error::auth_failed) {
+        set_last_error(s.failure, fmt::format("cannot log in: AUTH refused ({})", reply.text));
+      } else if (s.failure == error::select_failed) {
+        set_last_error(s.failure, fmt::format("cannot select database {}: SELECT refused ({})",
+                                              node_.database, reply.text));
+      } else {
+        set_last_error(s.failure, fmt::format("{} failed: {}", s.command, reply.text));
+      }
+      co_return s.failure;
     }
     if (s.loaded != nullptr && !(reply.is_string() && reply.text == s.loaded->sha1())) {
       set_last_error(error::server_error,
@@ -731,6 +821,9 @@ asio::awaitable<error_code> connection::read_more() {
                                    ? std::string("connection closed by the server")
                                    : fmt::format("read failed: {}", read_error.message()));
     co_return read_error;
+  }
+  if (state_ == state::connecting && handshake_head_.size() < handshake_head_size) {
+    handshake_head_.append(space.data(), std::min(n, handshake_head_size - handshake_head_.size()));
   }
   parser_.commit(n);
   last_read_ = steady_clock::now();

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -46,6 +47,20 @@ struct connection_options {
   // Cleanups (request_options::deliver_for) kept for a node that is down; the oldest are dropped
   // beyond this many.
   std::size_t max_pending_cleanups = 8192;
+  // Encoded commands sent after the preloads in every handshake to learn whether the ACL user may
+  // run what the lock needs. Each must be harmless (touch no existing key). An error reply fails
+  // the connect: NOPERM for the command as error::permission_denied, naming the probe's command
+  // (its first word); NOPERM for a key is accepted, since key patterns depend on the resource and
+  // each lock request meets them itself.
+  struct probe {
+    std::string command;  // for messages: "EVALSHA"
+    std::string encoded;
+  };
+  std::vector<probe> permission_probes;
+  // Asked after every TCP connect, with the peer's address ("127.0.0.1:6379"; every loopback
+  // address reads "loopback"): a non-empty answer refuses the connect with
+  // error::invalid_argument and that text. How a client refuses two nodes that are one server.
+  std::function<std::string(const std::string& peer)> admit_peer;
 
   static connection_options from(const client_options& options);
 };
@@ -163,9 +178,10 @@ struct connection_stats {
 //    error::not_connected (node down, request not sent), error::connection_lost (link broke while
 //    the request was queued or in flight; a written command may or may not have executed),
 //    error::request_timeout, error::node_unresponsive (skip_if_unresponsive; not sent),
-//    error::connect_timeout, error::auth_failed, error::select_failed,
-//    error::protocol_error, a system/asio error from connecting, or operation_aborted (cancelled,
-//    or the connection was closed).
+//    error::connect_timeout, error::auth_failed, error::select_failed, error::permission_denied,
+//    error::protocol_error, error::invalid_argument (connection_options::admit_peer), a
+//    system/asio error from connecting, or operation_aborted (cancelled, or the connection was
+//    closed). While permanent_failure() is set, requests fail unsent with that code.
 //
 // Cancellation (per-operation): before a request is written, every cancellation type drops it and
 // it is never sent (a cleanup, request_options::deliver_for, is still sent). After it is written,
@@ -271,6 +287,13 @@ class connection : public std::enable_shared_from_this<connection> {
   const connection_stats& stats() const noexcept { return stats_; }
   // The most recent connection-level failure, naming the node; empty if there was none.
   const std::string& last_error() const noexcept { return last_error_; }
+
+  // Set while the last connect attempt failed in a way that retrying will not fix until someone
+  // changes a configuration: error::auth_failed, select_failed, permission_denied, protocol_error
+  // (the server does not speak RESP) or invalid_argument (admit_peer refused it). Requests issued
+  // meanwhile fail at once with this code instead of error::not_connected. The connection still
+  // reconnects with backoff, and clears it when a connect succeeds.
+  boost::system::error_code permanent_failure() const noexcept { return permanent_failure_; }
 
  private:
   struct request;
@@ -409,6 +432,8 @@ class connection : public std::enable_shared_from_this<connection> {
   connection_stats stats_;
   std::string last_error_;  // "host:port: cause"
   std::string last_cause_;  // the same without the node's name, for request failure texts
+  boost::system::error_code permanent_failure_;
+  std::string handshake_head_;  // the first bytes the server sent on this link, for messages
   std::string_view connect_stage_ = "connecting";  // for connect timeout messages
 };
 

@@ -30,6 +30,18 @@ asio::awaitable<error_code> transport::connect(const node_config& node) {
   co_return option_error;
 }
 
+std::string transport::peer() const {
+  error_code ec;
+  auto endpoint = socket_.remote_endpoint(ec);
+  if (ec) return {};
+  auto address = endpoint.address();
+  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+    address = asio::ip::make_address_v4(asio::ip::v4_mapped, address.to_v6());
+  }
+  const std::string host = address.is_loopback() ? "loopback" : address.to_string();
+  return host + ":" + std::to_string(endpoint.port());
+}
+
 void transport::close() noexcept {
   error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);

@@ -2,6 +2,7 @@
 #define REDLOCK_NET_TRANSPORT_HPP
 
 #include <cstddef>
+#include <string>
 #include <utility>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -43,6 +44,11 @@ class transport {
   void close() noexcept;
 
   bool is_open() const noexcept { return socket_.is_open(); }
+
+  // The connected peer as "address:port", with IPv4-mapped IPv6 addresses in IPv4 form and every
+  // loopback address (127.0.0.0/8, ::1) written "loopback", so that two names of one local server
+  // read the same. Empty when not connected.
+  std::string peer() const;
 
  private:
   boost::asio::ip::tcp::socket socket_;

@@ -691,7 +691,10 @@ BOOST_AUTO_TEST_CASE(client_acquires_through_the_real_majority) {
             co_await client.async_try_acquire(resource, test_lock(), tuple_awaitable);
         BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
         BOOST_TEST(lease.held());
-        BOOST_TEST(lease.diagnostics().empty());
+        // Once the bad nodes have answered too, the lease notes that it has only 3 of 5.
+        BOOST_TEST((lease.diagnostics().empty() ||
+                    contains(lease.diagnostics(), "acquired on 3 of 5 nodes")),
+                   lease.diagnostics());
         BOOST_TEST(co_await eventually([&] {
           return get_key(fleet[0].port(), resource) == lease.token() &&
                  get_key(fleet[1].port(), resource) == lease.token() &&

@@ -104,6 +104,10 @@ fake_reply no_reply();
 // Nothing for other commands.
 std::optional<fake_reply> handshake_reply(const fake_command& command);
 
+// One of the commands a redlock handshake sends to learn whether the ACL user may run what the
+// lock needs (on a key of their own). The server's counters leave them out; its log() has them.
+bool is_permission_probe(const fake_command& command);
+
 // A script that answers the handshake as handshake_reply() does and passes every other command
 // to `rest`. Without `rest`, other commands get "-ERR unknown command".
 fake_script with_handshake(fake_script rest = {});
@@ -153,7 +157,8 @@ class fake_server {
   std::size_t connections_accepted() const noexcept;
   // Connections currently open.
   std::size_t connections_open() const noexcept;
-  // Commands received so far on all connections.
+  // Commands received so far on all connections, permission probes (see is_permission_probe)
+  // not counted; so for the counts below.
   std::size_t commands_received() const noexcept;
   // Commands received so far whose name (first word, case-insensitive) is `name`. "CLIENT"
   // counts CLIENT SETNAME.

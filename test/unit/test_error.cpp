@@ -13,7 +13,7 @@ BOOST_AUTO_TEST_SUITE(error)
 BOOST_AUTO_TEST_CASE(every_code_has_a_distinct_message_in_the_redlock_category) {
   std::set<std::string> messages;
   for (int e = static_cast<int>(redlock::error::invalid_argument);
-       e <= static_cast<int>(redlock::error::node_unresponsive); ++e) {
+       e <= static_cast<int>(redlock::error::permission_denied); ++e) {
     const redlock::error_code ec = static_cast<redlock::error>(e);
     BOOST_TEST_CONTEXT("code " << e) {
       BOOST_TEST(ec.failed());
@@ -25,6 +25,35 @@ BOOST_AUTO_TEST_CASE(every_code_has_a_distinct_message_in_the_redlock_category) 
   BOOST_TEST(redlock::error_code(redlock::error::lock_lost) == redlock::error::lock_lost);
   BOOST_TEST(redlock::error_code(redlock::error::lock_lost) != redlock::error::not_held);
   BOOST_TEST(redlock::error_category().message(999).find("999") != std::string::npos);
+}
+
+// condition::node_failure groups the codes of a node that is set up wrongly; nothing else is one.
+BOOST_AUTO_TEST_CASE(node_failure_condition_holds_exactly_the_lasting_node_errors) {
+  using redlock::condition;
+  using redlock::error;
+  for (const auto e : {error::auth_failed, error::select_failed, error::permission_denied,
+                       error::protocol_error}) {
+    const redlock::error_code ec = e;
+    BOOST_TEST_CONTEXT(ec.message()) {
+      BOOST_TEST((ec == condition::node_failure));
+    }
+  }
+  for (const auto e :
+       {error::invalid_argument, error::no_quorum, error::contended, error::wait_timeout,
+        error::not_connected, error::connection_lost, error::request_timeout,
+        error::connect_timeout, error::node_unresponsive, error::server_error, error::lock_lost}) {
+    const redlock::error_code ec = e;
+    BOOST_TEST_CONTEXT(ec.message()) {
+      BOOST_TEST((ec != condition::node_failure));
+    }
+  }
+  // A system error with the same value as a redlock code is no node failure.
+  const redlock::error_code refused(static_cast<int>(error::auth_failed),
+                                    boost::system::system_category());
+  BOOST_TEST((refused != condition::node_failure));
+  const boost::system::error_condition cond = condition::node_failure;
+  BOOST_TEST(std::string(cond.category().name()) == "redlock.condition");
+  BOOST_TEST(cond.message().find("configuration") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

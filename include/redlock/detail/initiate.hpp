@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -57,6 +58,9 @@ void initiate_release(const std::shared_ptr<lease_state>& state, void_caller cal
 void initiate_extend(const std::shared_ptr<lease_state>& state, std::chrono::milliseconds ttl,
                      void_caller caller);
 void initiate_wait_lost(const std::shared_ptr<lease_state>& state, void_caller caller);
+
+// A resource name for messages: quoted, escaped, cut to its first 200 bytes.
+std::string quoted_resource(std::string_view resource);
 
 }  // namespace detail
 }  // namespace redlock

@@ -1,0 +1,21 @@
+#ifndef REDLOCK_TEXT_HPP
+#define REDLOCK_TEXT_HPP
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "redlock/detail/initiate.hpp"
+
+namespace redlock::detail {
+
+// Bytes as a message may quote them: printable ASCII as is, everything else (and `"`, `\`) as
+// \xNN. At most `limit` input bytes are shown; a longer input ends in "... (N bytes)".
+std::string printable(std::string_view bytes, std::size_t limit = std::string_view::npos);
+
+// quoted_resource(), declared with the public templates that use it, cuts a name to its first 200
+// bytes so that a huge name cannot make every diagnostic as large.
+
+}  // namespace redlock::detail
+
+#endif
