@@ -1265,7 +1265,13 @@ BOOST_AUTO_TEST_CASE(nemesis_soak) {
       between_acquisitions.over_ttl, result.describe()));
   BOOST_TEST(result.ok(), result.describe());
   BOOST_TEST(counter.text == std::to_string(increments));
-  BOOST_TEST(max_occupancy == 1);
+  // A holder stays between its INCR and DECR of the occupancy counter also when it finds its
+  // lease lost before writing (it then writes nothing, and its hold ends in the history, which the
+  // checker judges above). Only such a holder may overlap the next one.
+  BOOST_TEST(max_occupancy >= 1);
+  BOOST_TEST(max_occupancy <= 1 + static_cast<std::int64_t>(lost_before_write),
+             "occupancy " << max_occupancy << " with " << lost_before_write
+                          << " holds lost before writing");
   BOOST_TEST(no_key_left);
   BOOST_TEST(acquisitions > 100u);
   // With a majority up a free lock is taken again within one TTL. Rounds skip the nodes that have
