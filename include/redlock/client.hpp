@@ -112,9 +112,13 @@ class client {
   // error::contended (another owner holds it, on enough nodes, or in this very client),
   // error::no_quorum (too few nodes answered), error::validity_expired (a quorum granted it too
   // late to be of use), error::invalid_argument (empty resource, ttl not positive or not above the
-  // drift allowance, max_hold not positive), operation_aborted (cancelled, or the client was
-  // destroyed). On failure the returned lease is not held; its diagnostics() names each node's
-  // answer.
+  // drift allowance, max_hold not positive; or two nodes found at connect to be one server),
+  // operation_aborted (cancelled, or the client was destroyed), and, when nodes that cannot work
+  // with this configuration leave no quorum possible, the most common of their codes
+  // (error::auth_failed, select_failed, permission_denied, protocol_error: all equal to
+  // condition::node_failure). On failure the returned lease is not held; its diagnostics() names
+  // the resource and each node's answer. With use_awaitable or use_future the error is thrown as
+  // boost::system::system_error whose what() is that text.
   //
   // Cancellation (terminal, partial) at any moment completes with operation_aborted and starts a
   // token-checked release on every node that may hold the key, so nothing is left behind.
@@ -128,7 +132,8 @@ class client {
 
   // Acquire rounds with jittered exponential backoff (lock_options::retry) until the lock is held,
   // lock_options::wait elapses (error::wait_timeout), or the operation is cancelled. Completion as
-  // async_try_acquire, minus error::contended and error::no_quorum, which are retried.
+  // async_try_acquire, minus error::contended and error::no_quorum, which are retried; the codes of
+  // condition::node_failure and invalid_argument end it at once, never retried.
   //
   // Cancellation: terminal and partial at any moment (as async_try_acquire); total while waiting
   // between rounds or behind a local waiter, where nothing has been sent.

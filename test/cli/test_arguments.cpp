@@ -133,6 +133,7 @@ BOOST_AUTO_TEST_CASE(run_with_defaults) {
   BOOST_TEST(run.ttl.count() == 30000);
   BOOST_TEST(run.wait.count() == 10000);
   BOOST_TEST(run.grace.count() == 5000);
+  BOOST_TEST(run.conflict_exit_code == 75);
   BOOST_TEST(!run.quiet);
   BOOST_TEST_REQUIRE(run.nodes.size() == 1u);
   BOOST_TEST(run.nodes[0].address() == "127.0.0.1:6379");
@@ -152,6 +153,48 @@ BOOST_AUTO_TEST_CASE(run_with_every_option) {
              boost::test_tools::per_element());
   // Options may also follow RESOURCE, as long as they come before "--".
   BOOST_TEST(parse_run({"job", "--quiet", "--", "true"}).quiet);
+}
+
+BOOST_AUTO_TEST_CASE(zero_durations_where_zero_has_a_meaning) {
+  BOOST_TEST(cli::parse_duration("0", true).count() == 0);
+  BOOST_TEST(cli::parse_duration("0.0ms", true).count() == 0);
+  BOOST_TEST(cli::parse_duration("2s", true).count() == 2000);
+  BOOST_TEST(contains(duration_error("0"), "is zero"));
+  // Zero is allowed, nothing else changes: a negative or too precise zero is still wrong.
+  BOOST_TEST(
+      contains(error_of<std::invalid_argument>([] { (void)cli::parse_duration("-0", true); }),
+               "is negative"));
+
+  // --wait 0: one round (flock -n); --grace 0: SIGKILL at once.
+  const auto run = parse_run({"--wait", "0", "--grace=0s", "job", "--", "true"});
+  BOOST_TEST(run.wait.count() == 0);
+  BOOST_TEST(run.grace.count() == 0);
+  BOOST_TEST(parse_run({"--wait=0ms", "job", "--", "true"}).wait.count() == 0);
+  BOOST_TEST(parse_run({"--wait", "1ms", "job", "--", "true"}).wait.count() == 1);
+}
+
+BOOST_AUTO_TEST_CASE(conflict_exit_code) {
+  BOOST_TEST(parse_run({"--conflict-exit-code", "3", "job", "--", "true"}).conflict_exit_code == 3);
+  BOOST_TEST(parse_run({"--conflict-exit-code=0", "job", "--", "true"}).conflict_exit_code == 0);
+  BOOST_TEST(parse_run({"--conflict-exit-code", "255", "job", "--", "true"}).conflict_exit_code ==
+             255);
+  BOOST_TEST(parse_run({"--conflict-exit-code", "007", "job", "--", "true"}).conflict_exit_code ==
+             7);
+  for (const std::string bad : {"256", "300", "-1", "x", "3x", "+3", " 3", "3.0", "1000"}) {
+    BOOST_TEST_CONTEXT("value \"" << bad << "\"") {
+      const auto message = usage_error({"run", "--conflict-exit-code", bad, "job", "--", "true"});
+      BOOST_TEST(message == "--conflict-exit-code: \"" + bad +
+                                "\" is not an exit code (expected a whole number from 0 to 255)",
+                 message);
+    }
+  }
+  BOOST_TEST(usage_error({"run", "--conflict-exit-code=", "job", "--", "true"}) ==
+             "--conflict-exit-code needs a value");
+  BOOST_TEST(usage_error({"run", "job", "--conflict-exit-code"}) ==
+             "--conflict-exit-code needs a value");
+  // Only `run` has it.
+  BOOST_TEST(contains(usage_error({"status", "--conflict-exit-code", "3", "job"}),
+                      "unknown option \"--conflict-exit-code\" for \"redlock status\""));
 }
 
 BOOST_AUTO_TEST_CASE(nodes_come_from_the_flag_then_the_environment_then_the_default) {
@@ -197,6 +240,7 @@ BOOST_AUTO_TEST_CASE(usage_errors_name_the_culprit) {
       {{"run", "--ttl", "100ms", "job", "--", "true"}, "--ttl: \"100ms\" is too short"},
       {{"run", "--wait", "abc", "job", "--", "true"}, "--wait: \"abc\" is not a duration"},
       {{"run", "--grace", "-1s", "job", "--", "true"}, "--grace: \"-1s\" is negative"},
+      {{"run", "--wait", "-0", "job", "--", "true"}, "--wait: \"-0\" is negative"},
       {{"run", "--quiet=yes", "job", "--", "true"}, "--quiet takes no value"},
       {{"run", "--nodes", "redis://h:0", "job", "--", "true"}, "--nodes: bad node URL"},
       {{"run"}, "missing RESOURCE"},

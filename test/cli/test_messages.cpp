@@ -1,6 +1,7 @@
 #include "redlock/messages.hpp"
 
 #include "redlock/error.hpp"
+#include "redlock/exit_codes.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -54,6 +55,15 @@ cli::node_report down(std::string address) {
   return report;
 }
 
+// Reached, but its ACL user may not run what the lock needs.
+cli::node_report misconfigured(std::string address) {
+  cli::node_report report;
+  report.address = std::move(address);
+  report.error = "permission denied: ACL user \"bob\" may not run EVALSHA, which the lock needs";
+  report.misconfigured = true;
+  return report;
+}
+
 const std::string token_a = "aaaaaaaa11112222333344445555666677778888";
 const std::string token_b = "bbbbbbbb11112222333344445555666677778888";
 
@@ -95,6 +105,63 @@ BOOST_AUTO_TEST_CASE(acquire_failures_are_classified_by_their_last_round) {
   BOOST_TEST(contains(cli::not_acquired_message("job", 300ms, error::no_quorum, ""), "no quorum"));
 }
 
+BOOST_AUTO_TEST_CASE(misconfigured_nodes_are_neither_retried_nor_a_conflict) {
+  using cli::acquire_failure;
+  for (const auto e : {error::auth_failed, error::select_failed, error::permission_denied,
+                       error::protocol_error}) {
+    BOOST_TEST_CONTEXT(make_error_code(e).message()) {
+      BOOST_TEST((cli::classify_acquire_failure(e, "") == acquire_failure::misconfigured));
+      BOOST_TEST(cli::not_acquired_exit_code(e, "", 3) == cli::exit_code::failure);
+    }
+  }
+  const std::string diagnostics =
+      "redlock: \"job\" not acquired (the node's ACL user may not run a command the lock needs): "
+      "0 of 3 nodes granted, quorum 2, round took 1 ms; not retried: ...: 127.0.0.1:7001 failing "
+      "(ACL user \"bob\" may not run EVALSHA, which the lock needs (NOPERM ...))";
+  const auto line =
+      cli::not_acquired_message("job", 10000ms, error::permission_denied, diagnostics);
+  BOOST_TEST(line.starts_with("redlock: \"job\" not acquired: misconfigured nodes, not retried; "
+                              "last attempt: \"job\" not acquired"),
+             line);
+  BOOST_TEST(contains(line, "may not run EVALSHA"), line);
+
+  // Two URLs of one server: the library refuses to lock; retrying would not change that.
+  const std::string duplicate = "redlock: \"job\" not acquired: a:1 and b:1 reach one server";
+  BOOST_TEST(cli::not_acquired_exit_code(error::invalid_argument, duplicate, 3) ==
+             cli::exit_code::failure);
+  const auto refused = cli::not_acquired_message("job", 0ms, error::invalid_argument, duplicate);
+  BOOST_TEST(refused.starts_with("redlock: \"job\" not acquired: refused, not retried; "), refused);
+  BOOST_TEST(contains(refused, "reach one server"), refused);
+}
+
+BOOST_AUTO_TEST_CASE(conflict_exit_code_covers_other_owners_only) {
+  const auto round = [](error outcome) {
+    return "redlock: \"job\" not acquired (" + make_error_code(outcome).message() +
+           "): 0 of 5 nodes granted";
+  };
+  // Held elsewhere: at once (--wait 0) or when the wait ran out.
+  BOOST_TEST(cli::not_acquired_exit_code(error::contended, round(error::contended), 3) == 3);
+  BOOST_TEST(cli::not_acquired_exit_code(error::wait_timeout, round(error::contended), 3) == 3);
+  BOOST_TEST(cli::not_acquired_exit_code(error::wait_timeout, "", 0) == 0);
+  BOOST_TEST(cli::not_acquired_exit_code(error::contended, "", cli::exit_code::not_acquired) ==
+             cli::exit_code::not_acquired);
+  // Nodes down or too slow is not somebody else's lock: a conflict code meaning "skip quietly"
+  // must not hide it.
+  BOOST_TEST(cli::not_acquired_exit_code(error::no_quorum, round(error::no_quorum), 3) ==
+             cli::exit_code::not_acquired);
+  BOOST_TEST(cli::not_acquired_exit_code(error::wait_timeout, round(error::no_quorum), 3) ==
+             cli::exit_code::not_acquired);
+  BOOST_TEST(cli::not_acquired_exit_code(error::validity_expired, "", 3) ==
+             cli::exit_code::not_acquired);
+  BOOST_TEST(cli::not_acquired_exit_code(make_error_code(std::errc::io_error), "", 3) ==
+             cli::exit_code::failure);
+  // --wait 0 fails with the round's own code: no "within N ms".
+  const auto once =
+      cli::not_acquired_message("job", 0ms, error::contended, round(error::contended));
+  BOOST_TEST(once.starts_with("redlock: \"job\" not acquired: contended: held by another owner"),
+             once);
+}
+
 BOOST_AUTO_TEST_CASE(wait_statuses_as_a_shell_reports_them) {
   BOOST_TEST(cli::exit_code_of(exited(0)) == 0);
   BOOST_TEST(cli::exit_code_of(exited(3)) == 3);
@@ -120,6 +187,29 @@ BOOST_AUTO_TEST_CASE(node_lines) {
              "127.0.0.1:7004        reachable    held  not a lock key");
   const auto unreachable = cli::format_node_report(down("127.0.0.1:7002"));
   BOOST_TEST(contains(unreachable, "unreachable  connect failed: Connection refused"), unreachable);
+  BOOST_TEST(cli::format_node_report(misconfigured("127.0.0.1:7005")) ==
+             "127.0.0.1:7005        misconfigured permission denied: ACL user \"bob\" may not run "
+             "EVALSHA, which the lock needs");
+}
+
+BOOST_AUTO_TEST_CASE(node_failure_reasons) {
+  BOOST_TEST(
+      cli::node_failure_reason(error::permission_denied,
+                               "ACL user \"bob\" may not run EVALSHA, which the lock needs "
+                               "(NOPERM User bob has no permissions)") ==
+      "permission denied: ACL user \"bob\" may not run EVALSHA, which the lock needs (NOPERM "
+      "User bob has no permissions)");
+  // The others say what they are already.
+  BOOST_TEST(
+      cli::node_failure_reason(error::auth_failed, "cannot log in: AUTH refused (WRONGPASS)") ==
+      "cannot log in: AUTH refused (WRONGPASS)");
+  BOOST_TEST(cli::node_failure_reason(error::select_failed, "cannot select database 99: x\ny") ==
+             "cannot select database 99: x y");
+  // No text: the code's own message.
+  BOOST_TEST(cli::node_failure_reason(error::auth_failed, "") ==
+             make_error_code(error::auth_failed).message());
+  BOOST_TEST(cli::node_failure_reason(error::permission_denied, "") ==
+             "permission denied: " + make_error_code(error::permission_denied).message());
 }
 
 BOOST_AUTO_TEST_CASE(verdicts) {
@@ -179,6 +269,68 @@ BOOST_AUTO_TEST_CASE(verdicts) {
     BOOST_TEST_CONTEXT(c.name) {
       const auto verdict = cli::judge_status("job", c.reports);
       BOOST_TEST(verdict.line == c.line);
+      BOOST_TEST(verdict.enough_reachable == c.enough);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(misconfigured_nodes_are_counted_apart_from_unreachable_ones) {
+  struct verdict_case {
+    std::string_view name;
+    std::vector<cli::node_report> reports;
+    std::string_view line;
+    std::vector<std::string> counts;
+    bool enough;
+  };
+  const std::string misconfigured_count =
+      " (the lock cannot use them until their configuration is fixed)";
+  const std::vector<verdict_case> cases = {
+      {"all well",
+       {node("a:1", false), node("a:2", false), node("a:3", false)},
+       "job: held on 0 of 3 nodes (quorum 2): free",
+       {},
+       true},
+      {"one unreachable",
+       {node("a:1", false), node("a:2", false), down("a:3")},
+       "job: held on 0 of 3 nodes (quorum 2): free",
+       {"unreachable nodes: 1"},
+       true},
+      {"one misconfigured",
+       {node("a:1", false), node("a:2", false), misconfigured("a:3")},
+       "job: held on 0 of 3 nodes (quorum 2): free",
+       {"misconfigured nodes: 1" + misconfigured_count},
+       true},
+      {"every node misconfigured",
+       {misconfigured("a:1"), misconfigured("a:2"), misconfigured("a:3")},
+       "job: held on 0 of 3 nodes (quorum 2): unknown: only 0 of 3 nodes usable (3 misconfigured)",
+       {"misconfigured nodes: 3" + misconfigured_count},
+       false},
+      {"one of each, too few left",
+       {node("a:1", false), node("a:2", false), misconfigured("a:3"), down("a:4")},
+       "job: held on 0 of 4 nodes (quorum 3): unknown: only 2 of 4 nodes usable (1 misconfigured)",
+       {"unreachable nodes: 1", "misconfigured nodes: 1" + misconfigured_count},
+       false},
+      // A node that refuses our credentials may hold a key another client set with the right ones.
+      {"misconfigured nodes could complete a quorum",
+       {node("a:1", true, token_a), node("a:2", true, token_a), node("a:3", false),
+        misconfigured("a:4"), node("a:5", false)},
+       "job: held on 2 of 5 nodes (quorum 3): unknown: the misconfigured nodes could complete a "
+       "quorum",
+       {"misconfigured nodes: 1" + misconfigured_count},
+       true},
+      {"unreachable and misconfigured nodes could complete a quorum",
+       {node("a:1", true, token_a), node("a:2", false), node("a:3", false), down("a:4"),
+        misconfigured("a:5")},
+       "job: held on 1 of 5 nodes (quorum 3): unknown: the unreachable and misconfigured nodes "
+       "could complete a quorum",
+       {"unreachable nodes: 1", "misconfigured nodes: 1" + misconfigured_count},
+       true},
+  };
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.name) {
+      const auto verdict = cli::judge_status("job", c.reports);
+      BOOST_TEST(verdict.line == c.line);
+      BOOST_TEST(verdict.counts == c.counts, boost::test_tools::per_element());
       BOOST_TEST(verdict.enough_reachable == c.enough);
     }
   }

@@ -35,6 +35,7 @@ using redlock::test::eventually_blocking;
 using redlock::test::inspector;
 using redlock::test::ms_since;
 using redlock::test::redis_fleet;
+using redlock::test::redis_server_options;
 using redlock::test::run_tool;
 using redlock::test::scratch_dir;
 using redlock::test::sync_client;
@@ -77,6 +78,14 @@ std::vector<std::string> lines_of(const std::string& text) {
     start = end + 1;
   }
   return lines;
+}
+
+// How often `command` (lower case) has run on the server at `port` since it started.
+long long command_calls(std::uint16_t port, std::string_view command) {
+  const auto info = sync_client(port).command({"INFO", "commandstats"}).text;
+  const auto key = fmt::format("cmdstat_{}:calls=", command);
+  const auto at = info.find(key);
+  return at == std::string::npos ? 0 : std::stoll(info.substr(at + key.size()));
 }
 
 std::vector<long long> numbers_in(const std::filesystem::path& path) {
@@ -206,10 +215,23 @@ BOOST_AUTO_TEST_CASE(racing_runs_take_turns) {
                                      << ".." << times_b[1]);
   for (const auto* result : {&result_a, &result_b}) {
     BOOST_TEST(contains(result->err, "redlock: acquired " + resource + " (valid "), result->err);
-    BOOST_TEST(contains(result->err, "/5 nodes)"), result->err);
+    BOOST_TEST(contains(result->err, " of 5 nodes, quorum 3)"), result->err);
     BOOST_TEST(contains(result->err, "redlock: released " + resource + " after "), result->err);
   }
   check_nothing_left();
+}
+
+// The pid COMMAND wrote to `file` (echo $$ > file), once it has; 0 if not within 10 s.
+pid_t pid_written_to(const std::filesystem::path& file) {
+  pid_t pid = 0;
+  eventually_blocking(
+      [&] {
+        const auto pids = numbers_in(file);
+        if (!pids.empty()) pid = static_cast<pid_t>(pids.front());
+        return pid > 0;
+      },
+      10s);
+  return pid;
 }
 
 BOOST_AUTO_TEST_CASE(lost_lock_stops_the_command) {
@@ -217,14 +239,8 @@ BOOST_AUTO_TEST_CASE(lost_lock_stops_the_command) {
   tool_process run({"run", "--quiet", "--ttl", "1s", "--grace", "3s", resource, "--", "sh", "-c",
                     fmt::format("echo $$ > {}; exec sleep 30", pid_file.string())},
                    nodes, scratch.path());
-  pid_t child = 0;
-  BOOST_TEST_REQUIRE(eventually_blocking(
-      [&] {
-        const auto pids = numbers_in(pid_file);
-        if (!pids.empty()) child = static_cast<pid_t>(pids.front());
-        return child > 0;
-      },
-      10s));
+  const pid_t child = pid_written_to(pid_file);
+  BOOST_TEST_REQUIRE(child > 0);
   BOOST_TEST(look.present(resource) == 5u);
 
   // A majority stops answering: renewal cannot reach a quorum and the lock runs out.
@@ -306,6 +322,12 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_2_naming_the_problem) {
       {{"run", "--ttl", "0", resource, "--", "touch", marker}, "--ttl: \"0\""},
       {{"run", "--wait", "soon", resource, "--", "touch", marker}, "--wait: \"soon\""},
       {{"run", "--grace", "-5s", resource, "--", "touch", marker}, "--grace: \"-5s\""},
+      {{"run", "--conflict-exit-code", "300", resource, "--", "touch", marker},
+       "--conflict-exit-code: \"300\" is not an exit code"},
+      {{"run", "--conflict-exit-code", "-1", resource, "--", "touch", marker},
+       "--conflict-exit-code: \"-1\" is not an exit code"},
+      {{"run", "--conflict-exit-code=x", resource, "--", "touch", marker},
+       "--conflict-exit-code: \"x\" is not an exit code"},
       {{"run", "--nodes", "redis://127.0.0.1:99999", resource, "--", "touch", marker}, "port"},
       {{"run", "--nodes", "http://127.0.0.1", resource, "--", "touch", marker}, "scheme"},
       {{"run", "--", "touch", marker}, "missing RESOURCE"},
@@ -359,6 +381,7 @@ BOOST_AUTO_TEST_CASE(help_documents_every_exit_code) {
         "130/143"}) {
     BOOST_TEST(contains(help.out, part), "--help lacks \"" << part << "\"");
   }
+  BOOST_TEST(contains(help.out, "--conflict-exit-code N"));
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"help"}, {"help", "run"}, {"run", "--help"}, {"status", "--help"}, {"-h"}}) {
     const auto result = run(args);
@@ -436,10 +459,20 @@ BOOST_AUTO_TEST_CASE(status_without_a_quorum_of_nodes_fails) {
 BOOST_AUTO_TEST_CASE(signal_while_waiting_cancels_the_acquire) {
   set_everywhere("someone-else");
   const auto marker = scratch / "ran";
+  auto tool_connected = [&] {
+    const auto clients = sync_client(fleet()[0].port()).command({"CLIENT", "LIST"}).text;
+    return contains(clients, "name=redlock-cli ");
+  };
   for (const int signal : {SIGINT, SIGTERM, SIGHUP}) {
+    // The previous tool's connection is gone first, so that it cannot be taken for this one's.
+    BOOST_TEST_REQUIRE(eventually_blocking([&] { return !tool_connected(); }, 10s));
     tool_process waiting({"run", "--wait", "20s", resource, "--", "touch", marker.string()}, nodes,
                          scratch.path());
-    std::this_thread::sleep_for(300ms);  // well into its retries
+    // Its signal handlers are in place before it connects; a slow start (a sanitized build) must
+    // not let the signal arrive earlier, when its default action would end the tool silently.
+    const bool retrying = eventually_blocking(tool_connected, 10s);
+    BOOST_TEST_REQUIRE(retrying);
+    std::this_thread::sleep_for(100ms);  // into its retries
     BOOST_TEST_REQUIRE(waiting.running());
     waiting.signal(signal);
     const auto result = waiting.wait(5s);
@@ -449,6 +482,224 @@ BOOST_AUTO_TEST_CASE(signal_while_waiting_cancels_the_acquire) {
   BOOST_TEST(!std::filesystem::exists(marker));
   BOOST_TEST(look.holding(resource, "someone-else") == 5u);
   delete_everywhere();
+  check_nothing_left();
+}
+
+BOOST_AUTO_TEST_CASE(wait_zero_tries_exactly_once) {
+  const auto marker = scratch / "ran";
+  const auto port = fleet()[0].port();
+  // What one run with one round sends to a node (its handshake's probes included): the baseline.
+  auto before = command_calls(port, "set");
+  const auto free_run = run({"run", "--wait", "0", resource, "--", "touch", marker.string()});
+  const auto one_round = command_calls(port, "set") - before;
+  BOOST_TEST(free_run.exit_code == 0, free_run.err);
+  BOOST_TEST(std::filesystem::exists(marker));
+  check_nothing_left();
+  std::filesystem::remove(marker);
+
+  set_everywhere("someone-else");
+  before = command_calls(port, "set");
+  const auto held = run({"run", "--wait", "0", resource, "--", "touch", marker.string()}, 10s);
+  BOOST_TEST(command_calls(port, "set") - before == one_round);  // no second round
+  BOOST_TEST(held.exit_code == cli::exit_code::not_acquired, held.err);
+  BOOST_TEST(held.took.count() < 3000);
+  BOOST_TEST(count_lines(held.err) == 1u, held.err);
+  BOOST_TEST(contains(held.err, "redlock: \"" + resource + "\" not acquired: contended"), held.err);
+  BOOST_TEST(!std::filesystem::exists(marker));
+
+  // The baseline means something: a wait of its own retries, sending more.
+  before = command_calls(port, "set");
+  const auto waited = run({"run", "--wait", "300ms", resource, "--", "touch", marker.string()});
+  BOOST_TEST(command_calls(port, "set") - before > one_round);
+  BOOST_TEST(waited.exit_code == cli::exit_code::not_acquired, waited.err);
+  BOOST_TEST(look.holding(resource, "someone-else") == 5u);
+  delete_everywhere();
+  check_nothing_left();
+}
+
+BOOST_AUTO_TEST_CASE(conflict_exit_code_replaces_75_for_a_lock_held_elsewhere) {
+  set_everywhere("someone-else");
+  const auto marker = scratch / "ran";
+  for (const std::string wait : {"0", "300ms"}) {
+    BOOST_TEST_CONTEXT("--wait " << wait) {
+      const auto result = run({"run", "--wait", wait, "--conflict-exit-code", "3", resource, "--",
+                               "touch", marker.string()},
+                              10s);
+      BOOST_TEST(result.exit_code == 3, result.err);
+      BOOST_TEST(contains(result.err, "contended"), result.err);
+    }
+  }
+  BOOST_TEST(!std::filesystem::exists(marker));
+  BOOST_TEST(look.holding(resource, "someone-else") == 5u);
+  delete_everywhere();
+
+  // Nodes that do not answer are no other owner's lock: still 75.
+  refusing_ports closed(3);
+  const auto down = run_tool({"run", "--nodes", node_urls(closed.ports()), "--wait", "0",
+                              "--conflict-exit-code", "3", resource, "--", "true"},
+                             {}, scratch.path(), 10s);
+  BOOST_TEST(down.exit_code == cli::exit_code::not_acquired, down.err);
+  BOOST_TEST(contains(down.err, "no quorum"), down.err);
+  check_nothing_left();
+}
+
+BOOST_AUTO_TEST_CASE(grace_zero_kills_at_once_when_the_lock_is_lost) {
+  const auto pid_file = scratch / "child.pid";
+  // COMMAND ignores SIGTERM: only a SIGKILL ends it before its 30 s are up.
+  tool_process run({"run", "--ttl", "1s", "--grace", "0", resource, "--", "sh", "-c",
+                    fmt::format("trap '' TERM; echo $$ > {}; exec sleep 30", pid_file.string())},
+                   nodes, scratch.path());
+  const pid_t child = pid_written_to(pid_file);
+  BOOST_TEST_REQUIRE(child > 0);
+  BOOST_TEST(look.present(resource) == 5u);
+
+  // The key vanishes from every node (an operator's DEL): the next renewal, at half the TTL,
+  // finds it gone.
+  delete_everywhere();
+  const auto deleted_at = std::chrono::steady_clock::now();
+  const auto result = run.wait(20s);
+  const auto took = ms_since(deleted_at);
+
+  BOOST_TEST(result.exit_code == cli::exit_code::lock_lost, result.err);
+  BOOST_TEST(took < 3000);
+  BOOST_TEST(contains(result.err, "redlock: lost the lock on " + resource), result.err);
+  BOOST_TEST(
+      contains(result.err, "COMMAND got SIGKILL at once (--grace 0) and was killed by SIGKILL"),
+      result.err);
+  BOOST_TEST(!contains(result.err, "SIGTERM"), result.err);
+  // The loss is told once, not also as a warning.
+  BOOST_TEST(!contains(result.err, "redlock: warning"), result.err);
+  errno = 0;
+  BOOST_TEST(::kill(child, 0) == -1);
+  BOOST_TEST(errno == ESRCH);
+  check_nothing_left();
+}
+
+BOOST_AUTO_TEST_CASE(acquired_line_counts_the_nodes_that_granted) {
+  const auto healthy = run({"run", resource, "--", "true"});
+  BOOST_TEST(healthy.exit_code == 0, healthy.err);
+  BOOST_TEST(contains(healthy.err, "redlock: acquired " + resource + " (valid "), healthy.err);
+  BOOST_TEST(contains(healthy.err, " ms, granted by 5 of 5 nodes, quorum 3)\n"), healthy.err);
+  BOOST_TEST(!contains(healthy.err, "warning"), healthy.err);
+  check_nothing_left();
+
+  fleet()[3].kill9();
+  fleet()[4].kill9();
+  const auto degraded = run({"run", resource, "--", "true"});
+  BOOST_TEST(degraded.exit_code == 0, degraded.err);
+  const auto lines = lines_of(degraded.err);
+  BOOST_TEST_REQUIRE(lines.size() == 3u, degraded.err);
+  BOOST_TEST(contains(lines[0], " ms, granted by 3 of 5 nodes, quorum 3)"), lines[0]);
+  // The library's account of the acquire names the nodes that did not grant it, and why.
+  BOOST_TEST(lines[1].starts_with("redlock: warning: \"" + resource +
+                                  "\" acquired on 3 of 5 nodes (quorum 3): "),
+             lines[1]);
+  BOOST_TEST(contains(lines[1], fmt::format("127.0.0.1:{} failed (", fleet()[3].port())), lines[1]);
+  BOOST_TEST(contains(lines[2], "redlock: released " + resource), lines[2]);
+  // --quiet: neither line.
+  const auto quiet = run({"run", "--quiet", resource, "--", "true"});
+  BOOST_TEST(quiet.exit_code == 0, quiet.err);
+  BOOST_TEST(quiet.err.empty(), quiet.err);
+  fleet()[3].start();
+  fleet()[4].start();
+  check_nothing_left();
+}
+
+BOOST_AUTO_TEST_CASE(acquired_line_does_not_wait_long_for_a_stalled_node) {
+  // Stopped nodes accept the connection but never answer: their votes time out (node_timeout,
+  // 100 ms), after the line's 50 ms bound.
+  fleet()[3].pause();
+  fleet()[4].pause();
+  const auto result = run({"run", "--ttl", "1s", resource, "--", "sleep", "0.5"});
+  fleet()[3].resume();
+  fleet()[4].resume();
+  BOOST_TEST(result.exit_code == 0, result.err);
+  const auto lines = lines_of(result.err);
+  BOOST_TEST_REQUIRE(lines.size() == 3u, result.err);
+  BOOST_TEST(contains(lines[0], " ms, granted by 3 of 5 nodes so far, quorum 3)"), lines[0]);
+  // Once the stopped nodes' votes have failed, the library's account follows, while COMMAND runs.
+  BOOST_TEST(lines[1].starts_with("redlock: warning: \"" + resource +
+                                  "\" acquired on 3 of 5 nodes (quorum 3): "),
+             lines[1]);
+  BOOST_TEST(contains(lines[2], "redlock: released " + resource), lines[2]);
+  // Nothing reached the stopped nodes but the handshake; what the others had is released.
+  BOOST_TEST(eventually_blocking([&] { return nothing_left(); }, 3000ms));
+  check_nothing_left();
+}
+
+BOOST_AUTO_TEST_CASE(misconfigured_nodes_are_named_not_unreachable) {
+  // Two servers with a password for the default user and an ACL user "bob" who may not run
+  // EVALSHA (which the release and the renewal need).
+  redis_server_options options;
+  options.password = "right";
+  options.acl_users = {"bob on >pw ~* &* +@all -evalsha"};
+  redis_fleet acl(2, options);
+  const auto bob = fmt::format("redis://bob:pw@127.0.0.1:{}", acl[0].port());
+  const auto wrong = fmt::format("redis://:wrong@127.0.0.1:{}", acl[1].port());
+  const auto good = fmt::format("redis://127.0.0.1:{}", fleet()[0].port());
+
+  const auto status =
+      run_tool({"status", "--nodes", fmt::format("{},{},{}", good, bob, wrong), resource}, {},
+               scratch.path());
+  BOOST_TEST(status.exit_code == 1, status.out);  // one usable node of three: no verdict
+  auto lines = lines_of(status.out);
+  BOOST_TEST_REQUIRE(lines.size() == 5u, status.out);
+  BOOST_TEST(contains(lines[0], "reachable    free"), lines[0]);
+  BOOST_TEST(lines[1].starts_with(fmt::format("127.0.0.1:{}", acl[0].port())), lines[1]);
+  BOOST_TEST(contains(lines[1],
+                      "misconfigured permission denied: ACL user \"bob\" may not run "
+                      "EVALSHA"),
+             lines[1]);
+  BOOST_TEST(contains(lines[2], "misconfigured cannot log in"), lines[2]);
+  BOOST_TEST(!contains(status.out, "unreachable  "), status.out);
+  BOOST_TEST(!contains(status.out, "unreachable nodes"), status.out);
+  BOOST_TEST(contains(lines[3], "unknown: only 1 of 3 nodes usable (2 misconfigured)"), lines[3]);
+  BOOST_TEST(lines[4].starts_with("misconfigured nodes: 2"), lines[4]);
+
+  // A quorum of usable nodes gives a verdict; the misconfigured and unreachable nodes are
+  // counted apart.
+  refusing_ports closed(1);
+  const auto good_too = fmt::format("redis://127.0.0.1:{}", fleet()[1].port());
+  const auto mixed = run_tool({"status", "--nodes",
+                               fmt::format("{},{},{},{},{}", good, good_too,
+                                           fmt::format("redis://127.0.0.1:{}", fleet()[2].port()),
+                                           bob, node_urls(closed.ports())),
+                               resource},
+                              {}, scratch.path());
+  BOOST_TEST(mixed.exit_code == 0, mixed.out);
+  lines = lines_of(mixed.out);
+  BOOST_TEST_REQUIRE(lines.size() == 8u, mixed.out);
+  BOOST_TEST(contains(lines[3], "misconfigured permission denied"), lines[3]);
+  BOOST_TEST(contains(lines[4], "unreachable  "), lines[4]);
+  BOOST_TEST(lines[5] == resource + ": held on 0 of 5 nodes (quorum 3): free", lines[5]);
+  BOOST_TEST(lines[6] == "unreachable nodes: 1");
+  BOOST_TEST(lines[7].starts_with("misconfigured nodes: 1"), lines[7]);
+
+  // `run` with such nodes fails at once, not after --wait, with the generic failure code (not
+  // the conflict code: retrying cannot help) and the library's account of the nodes. The round is
+  // decided by the first node to fail, so each kind of failure gets nodes of its own.
+  const auto marker = scratch / "ran";
+  const auto bob_too = fmt::format("redis://bob:pw@127.0.0.1:{}", acl[1].port());
+  const auto wrong_too = fmt::format("redis://:wrong@127.0.0.1:{}", acl[0].port());
+  struct refusal_case {
+    std::string nodes;
+    std::string_view reason;
+  };
+  for (const auto& c : {refusal_case{bob + "," + bob_too, "may not run EVALSHA"},
+                        refusal_case{wrong + "," + wrong_too, "cannot log in"}}) {
+    BOOST_TEST_CONTEXT("expecting " << c.reason) {
+      const auto refused =
+          run_tool({"run", "--nodes", c.nodes, "--wait", "10s", "--conflict-exit-code", "3",
+                    resource, "--", "touch", marker.string()},
+                   {}, scratch.path(), 20s);
+      BOOST_TEST(refused.exit_code == cli::exit_code::failure, refused.err);
+      BOOST_TEST(refused.took.count() < 5000);
+      BOOST_TEST(count_lines(refused.err) == 1u, refused.err);
+      BOOST_TEST(contains(refused.err, "misconfigured nodes, not retried"), refused.err);
+      BOOST_TEST(contains(refused.err, c.reason), refused.err);
+    }
+  }
+  BOOST_TEST(!std::filesystem::exists(marker));
   check_nothing_left();
 }
 

@@ -91,15 +91,16 @@ bool is_option(const std::string& arg) noexcept {
   return arg.size() > 1 && arg.front() == '-';
 }
 
-// `minimum` and `why` are for options with a floor of their own above 1 ms.
+// `minimum` and `why` are for options with a floor of their own above 1 ms; `zero_allowed` for
+// those where zero has a meaning of its own (--wait 0: one round; --grace 0: SIGKILL at once).
 std::chrono::milliseconds duration_option(option_cursor& cursor,
                                           std::chrono::milliseconds minimum = {},
-                                          std::string_view why = {}) {
+                                          std::string_view why = {}, bool zero_allowed = false) {
   const std::string name(cursor.name());
   const auto text = cursor.value();
   std::chrono::milliseconds result;
   try {
-    result = parse_duration(text);
+    result = parse_duration(text, zero_allowed);
   } catch (const std::invalid_argument& e) {
     throw usage_error(fmt::format("{}: {}", name, e.what()));
   }
@@ -108,6 +109,27 @@ std::chrono::milliseconds duration_option(option_cursor& cursor,
         fmt::format("{}: \"{}\" is too short: at least {} ms{}", name, text, minimum.count(), why));
   }
   return result;
+}
+
+// A process exit code as the shell sees it: 0..255, digits only (no sign, no spaces), since a
+// value the kernel would truncate (300 -> 44) would silently mean something else.
+int exit_code_option(option_cursor& cursor) {
+  const std::string name(cursor.name());
+  const auto text = cursor.value();
+  int value = 0;
+  bool valid = !text.empty() && text.size() <= 3;
+  for (const char c : text) {
+    if (!is_digit(c)) {
+      valid = false;
+      break;
+    }
+    value = value * 10 + (c - '0');
+  }
+  if (!valid || value > 255) {
+    throw usage_error(fmt::format(
+        "{}: \"{}\" is not an exit code (expected a whole number from 0 to 255)", name, text));
+  }
+  return value;
 }
 
 [[noreturn]] void unknown_option(std::string_view name, std::string_view command) {
@@ -161,9 +183,11 @@ invocation parse_run(std::span<const std::string> args, std::optional<std::strin
       options.ttl =
           duration_option(cursor, min_ttl, ", so that renewal has time to reach the nodes");
     } else if (name == "--wait") {
-      options.wait = duration_option(cursor);
+      options.wait = duration_option(cursor, {}, {}, true);
     } else if (name == "--grace") {
-      options.grace = duration_option(cursor);
+      options.grace = duration_option(cursor, {}, {}, true);
+    } else if (name == "--conflict-exit-code") {
+      options.conflict_exit_code = exit_code_option(cursor);
     } else {
       unknown_option(name, "run");
     }
@@ -212,7 +236,7 @@ invocation parse_status(std::span<const std::string> args, std::optional<std::st
 
 }  // namespace
 
-std::chrono::milliseconds parse_duration(std::string_view text) {
+std::chrono::milliseconds parse_duration(std::string_view text, bool zero_allowed) {
   auto fail = [text](std::string_view why) {
     throw std::invalid_argument(fmt::format("\"{}\" {}", text, why));
   };
@@ -261,7 +285,7 @@ std::chrono::milliseconds parse_duration(std::string_view text) {
   if ((fraction_value * unit_ms) % scale != 0) fail("is more precise than 1 ms");
   total += fraction_value * unit_ms / scale;
 
-  if (total == 0) fail("is zero; a duration must be at least 1 ms");
+  if (total == 0 && !zero_allowed) fail("is zero; a duration must be at least 1 ms");
   if (total > max_duration.count()) fail("is too long (at most 7 days)");
   return std::chrono::milliseconds(total);
 }

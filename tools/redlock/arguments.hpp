@@ -4,6 +4,7 @@
 // The redlock command line, parsed without side effects: no I/O, no environment lookups (the
 // caller passes REDLOCK_NODES in), so every rule here is unit-tested on its own.
 
+#include "exit_codes.hpp"
 #include "redlock/node_config.hpp"
 
 #include <chrono>
@@ -38,9 +39,10 @@ class usage_error : public std::runtime_error {
 };
 
 // "500ms", "30s", "2m", "1h", or a bare number of seconds; a decimal point is allowed ("1.5s",
-// "0.25"). The result must be a whole number of milliseconds, at least 1 ms and at most
-// max_duration. Throws std::invalid_argument saying what is wrong with `text`.
-std::chrono::milliseconds parse_duration(std::string_view text);
+// "0.25"). The result must be a whole number of milliseconds, at least 1 ms (or zero, when
+// `zero_allowed`: "0", "0s", "0.0ms") and at most max_duration. Throws std::invalid_argument
+// saying what is wrong with `text`.
+std::chrono::milliseconds parse_duration(std::string_view text, bool zero_allowed = false);
 
 // Comma-separated redis:// URLs (node_config::from_url_list). `source` says where the list came
 // from ("--nodes", "REDLOCK_NODES") and starts every message. Throws usage_error for an empty list
@@ -50,8 +52,12 @@ std::vector<node_config> parse_node_list(std::string_view list, std::string_view
 struct run_options {
   std::vector<node_config> nodes;
   std::chrono::milliseconds ttl = default_ttl;
+  // Zero: exactly one acquire round, no retry (flock -n).
   std::chrono::milliseconds wait = default_wait;
+  // Zero: a COMMAND that must be stopped gets SIGKILL at once, without SIGTERM first.
   std::chrono::milliseconds grace = default_grace;
+  // The exit code when the lock is held elsewhere or --wait ran out (flock -E).
+  int conflict_exit_code = exit_code::not_acquired;
   bool quiet = false;
   std::string resource;
   std::vector<std::string> command;  // never empty

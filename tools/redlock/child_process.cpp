@@ -72,7 +72,8 @@ bool inheritance::ignored(int signal) const noexcept {
   return false;
 }
 
-spawn_result spawn_command(const std::vector<std::string>& command, const inheritance& inherited) {
+spawn_result spawn_command(const std::vector<std::string>& command, const inheritance& inherited,
+                           int death_signal) {
   std::vector<char*> argv;
   for (const auto& word : command)
     argv.push_back(const_cast<char*>(word.c_str()));
@@ -93,7 +94,7 @@ spawn_result spawn_command(const std::vector<std::string>& command, const inheri
     // Only async-signal-safe calls from here on: a resolver thread may hold a lock of malloc.
     ::close(report[0]);
     inherited.restore_signals();
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    ::prctl(PR_SET_PDEATHSIG, death_signal);
     if (::getppid() != parent) ::_exit(exit_code::failure);  // redlock died before prctl
     ::execvp(argv[0], argv.data());
     const int error = errno;

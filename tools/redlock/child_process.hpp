@@ -47,8 +47,10 @@ struct spawn_result {
 
 // Forks and runs `command` (non-empty; PATH search as execvp) with the inherited signal state.
 // Returns once COMMAND runs or its exec has failed, which a close-on-exec pipe reports. COMMAND
-// gets SIGTERM if redlock dies first (PR_SET_PDEATHSIG): its lock is no longer renewed then.
-spawn_result spawn_command(const std::vector<std::string>& command, const inheritance& inherited);
+// gets `death_signal` if redlock dies first (PR_SET_PDEATHSIG): its lock is no longer renewed
+// then. SIGTERM, or SIGKILL with --grace 0.
+spawn_result spawn_command(const std::vector<std::string>& command, const inheritance& inherited,
+                           int death_signal = SIGTERM);
 
 }  // namespace redlock::cli
 

@@ -22,12 +22,13 @@ redlock run [OPTIONS] RESOURCE -- COMMAND [ARGS...]
   Takes the lock RESOURCE on a majority of the nodes, runs COMMAND while renewing the lock at half
   its TTL, releases the lock when COMMAND ends and exits with COMMAND's exit status.
   If the lock cannot be kept (too few nodes confirm a renewal in time, or the key is gone or
-  owned by someone else), COMMAND gets SIGTERM, then SIGKILL after the grace period, and redlock
-  exits 76. SIGINT, SIGTERM and SIGHUP sent to redlock while COMMAND runs are passed on to
-  COMMAND; the lock is released once COMMAND has ended. While redlock still waits for the lock
-  they cancel the wait (nothing is left on the nodes) and redlock exits 128+N (130 for SIGINT,
-  143 for SIGTERM). Signals that were ignored when redlock started stay ignored, for COMMAND
-  too. COMMAND also gets SIGTERM if redlock itself dies, since its lock then stops being renewed.
+  owned by someone else), COMMAND gets SIGTERM, then SIGKILL after the grace period (with
+  --grace 0: SIGKILL at once), and redlock exits 76. SIGINT, SIGTERM and SIGHUP sent to redlock
+  while COMMAND runs are passed on to COMMAND as they are; the lock is released once COMMAND has
+  ended. While redlock still waits for the lock they cancel the wait (nothing is left on the
+  nodes) and redlock exits 128+N (130 for SIGINT, 143 for SIGTERM). Signals that were ignored
+  when redlock started stay ignored, for COMMAND too. COMMAND also gets SIGTERM (SIGKILL with
+  --grace 0) if redlock itself dies, since its lock then stops being renewed.
 
   Options:
     --nodes URL,...   the Redis masters: comma-separated URLs
@@ -35,15 +36,29 @@ redlock run [OPTIONS] RESOURCE -- COMMAND [ARGS...]
                       (default: $REDLOCK_NODES, else redis://127.0.0.1:6379)
     --ttl DURATION    lifetime of the lock on each node, renewed at half-life while COMMAND runs;
                       at least 500ms (default 30s)
-    --wait DURATION   how long to keep trying to get the lock (default 10s)
+    --wait DURATION   how long to keep trying to get the lock, with rounds on all nodes
+                      separated by short random pauses (default 10s). 0: exactly one round,
+                      like flock -n: if the lock is held elsewhere or too few nodes answer,
+                      redlock gives up at once without running COMMAND
     --grace DURATION  after the lock is lost, time between SIGTERM and SIGKILL to COMMAND
-                      (default 5s)
-    -q, --quiet       no "acquired" and "released" lines on stderr (errors are still printed)
+                      (default 5s). 0: SIGKILL at once, no SIGTERM first
+    --conflict-exit-code N
+                      exit with N (0..255) instead of 75 when the lock is held by another owner:
+                      at once with --wait 0, or when --wait ran out while it was held (like
+                      flock -E); e.g. 0 to skip quietly while another run has the lock. Too few
+                      nodes answering still exits 75; misconfigured nodes exit 1
+    -q, --quiet       no "acquired", "released" and warning lines on stderr (errors are still
+                      printed)
     -h, --help        this help
 
   Unless --quiet, stderr gets one line when the lock is acquired and one when it is released:
-    redlock: acquired RESOURCE (valid 29990 ms, 3/5 nodes)
+    redlock: acquired RESOURCE (valid 29990 ms, granted by 5 of 5 nodes, quorum 3)
     redlock: released RESOURCE after 1520 ms
+  The acquired line waits for the nodes that had not answered yet when a quorum had granted the
+  lock, for at most 50 ms (then it says "granted by 3 of 5 nodes so far"). When fewer than all
+  nodes granted it, a warning line names each node's answer; so does a renewal that failed while
+  COMMAND runs (the lock is kept as long as a later renewal succeeds in time):
+    redlock: warning: "RESOURCE" acquired on 3 of 5 nodes (quorum 3): ...
 
 )";
 
@@ -51,12 +66,18 @@ constexpr std::string_view status_section = R"(
 redlock status [OPTIONS] RESOURCE
   Asks every node about RESOURCE and prints one line per node: its address, whether it could be
   reached (and if not, why), whether the key is held or free, its remaining TTL and the first 8
-  characters of the owner's token. A verdict line follows:
+  characters of the owner's token. Each node is connected to as `run` would connect, so a node
+  that could not serve the lock is shown as "misconfigured" with the reason: a wrong password
+  (cannot log in: ...), a database it refuses (cannot select database ...), an ACL user without
+  a command the lock needs (permission denied: ACL user "bob" may not run EVALSHA, ...), or a
+  port where no Redis answers. A verdict line follows:
     RESOURCE: held on 3 of 5 nodes (quorum 3): locked (token 1a2b3c4d)
     RESOURCE: held on 0 of 5 nodes (quorum 3): free
     RESOURCE: held on 2 of 5 nodes (quorum 3): not locked (below quorum)
-  and, when some nodes could not be asked, "unreachable nodes: N". It changes nothing on the
-  nodes. Exits 0 when a quorum of nodes answered (whatever the lock's state), else 1.
+  and, when some nodes could not be asked, a count of each kind, "unreachable nodes: N" and
+  "misconfigured nodes: N". It changes no key on the nodes (like run, it loads the lock's two
+  Lua scripts into their script cache). Exits 0 when a quorum of nodes answered (whatever the
+  lock's state), else 1.
 
   Options:
     --nodes URL,...     the Redis masters, as for run (default: $REDLOCK_NODES, else
@@ -77,9 +98,12 @@ Environment:
 Exit codes:
   0..255       run: COMMAND's own exit code; 128+N if COMMAND was killed by signal N
                (status: 0 when a quorum of nodes answered, whatever the lock's state)
-  1            other failure; status: fewer than a quorum of nodes could be asked
+  1            other failure, e.g. nodes that cannot serve the lock until their configuration
+               is fixed (wrong password, missing ACL permission, two URLs of one server);
+               status: fewer than a quorum of nodes could be asked
   2            usage error: bad flag, bad URL, bad duration, missing RESOURCE or COMMAND
-  75           lock not acquired: contended (held by another owner), no quorum, or wait timeout
+  75           lock not acquired: contended (held by another owner) or wait timeout (both
+               --conflict-exit-code N instead, if given), or no quorum (too few nodes answered)
   76           lock lost while COMMAND ran (COMMAND was terminated), or found lost at release
   126          COMMAND found but not executable
   127          COMMAND not found

@@ -1,5 +1,7 @@
 #include "messages.hpp"
 
+#include "exit_codes.hpp"
+
 #include <fmt/format.h>
 
 #include <sys/wait.h>
@@ -23,6 +25,7 @@ acquire_failure classify_acquire_failure(error_code ec, std::string_view diagnos
   if (ec == error::contended) return acquire_failure::contended;
   if (ec == error::no_quorum) return acquire_failure::no_quorum;
   if (ec == error::validity_expired) return acquire_failure::validity_expired;
+  if (ec == condition::node_failure) return acquire_failure::misconfigured;
   if (ec == error::invalid_argument) return acquire_failure::invalid;
   if (ec != error::wait_timeout) return acquire_failure::other;
   // The last round's account quotes its outcome's message; a wait spent queued behind another
@@ -37,6 +40,22 @@ acquire_failure classify_acquire_failure(error_code ec, std::string_view diagnos
   if (mentions(error::no_quorum)) return acquire_failure::no_quorum;
   if (mentions(error::validity_expired)) return acquire_failure::validity_expired;
   return acquire_failure::wait_timeout;
+}
+
+int not_acquired_exit_code(error_code ec, std::string_view diagnostics, int conflict_code) {
+  switch (classify_acquire_failure(ec, diagnostics)) {
+    case acquire_failure::contended:
+    case acquire_failure::wait_timeout:
+      return conflict_code;
+    case acquire_failure::no_quorum:
+    case acquire_failure::validity_expired:
+      return exit_code::not_acquired;
+    case acquire_failure::misconfigured:
+    case acquire_failure::invalid:
+    case acquire_failure::other:
+      break;
+  }
+  return exit_code::failure;
 }
 
 std::string not_acquired_message(std::string_view resource, std::chrono::milliseconds wait,
@@ -55,7 +74,12 @@ std::string not_acquired_message(std::string_view resource, std::chrono::millise
     case acquire_failure::wait_timeout:
       cause = "wait timeout";
       break;
+    case acquire_failure::misconfigured:
+      cause = "misconfigured nodes, not retried";
+      break;
     case acquire_failure::invalid:
+      cause = "refused, not retried";
+      break;
     case acquire_failure::other:
       cause = "failed";
       break;
@@ -99,8 +123,18 @@ std::string token_prefix(std::string_view value) {
   return out;
 }
 
+std::string node_failure_reason(error_code ec, std::string_view text) {
+  const std::string reason = text.empty() ? ec.message() : one_line(text);
+  if (ec == error::permission_denied) return "permission denied: " + reason;
+  return reason;
+}
+
 std::string format_node_report(const node_report& report) {
-  if (report.error) return fmt::format("{:<21} unreachable  {}", report.address, *report.error);
+  if (report.error) {
+    // "misconfigured" is one character wider than the state column; the reason follows it.
+    return fmt::format("{:<21} {}{}", report.address,
+                       report.misconfigured ? "misconfigured " : "unreachable  ", *report.error);
+  }
   if (!report.held) return fmt::format("{:<21} reachable    free", report.address);
   const std::string held = fmt::format("{:<21} reachable    held  ", report.address);
   if (!report.note.empty()) return held + report.note;
@@ -116,7 +150,10 @@ status_verdict judge_status(std::string_view resource, std::span<const node_repo
   std::map<std::string, std::size_t> owners;
   std::string top_owner;
   for (const auto& report : reports) {
-    if (report.error) continue;
+    if (report.error) {
+      ++(report.misconfigured ? v.misconfigured : v.unreachable);
+      continue;
+    }
     ++v.reachable;
     if (!report.held) continue;
     ++v.held;
@@ -129,15 +166,24 @@ status_verdict judge_status(std::string_view resource, std::span<const node_repo
     }
   }
   v.enough_reachable = v.reachable >= v.quorum;
-  const std::size_t unreachable = v.nodes - v.reachable;
+  const std::size_t unasked = v.unreachable + v.misconfigured;
+  // The wording of the common case (no misconfigured node) is kept as it always was: scripts
+  // may match it.
+  std::string_view unasked_nodes = "unreachable";
+  if (v.misconfigured > 0) {
+    unasked_nodes = v.unreachable > 0 ? "unreachable and misconfigured" : "misconfigured";
+  }
 
   std::string state;
   if (v.owner_nodes >= v.quorum) {
     state = fmt::format("locked (token {})", token_prefix(top_owner));
   } else if (!v.enough_reachable) {
-    state = fmt::format("unknown: only {} of {} nodes reachable", v.reachable, v.nodes);
-  } else if (v.owner_nodes + unreachable >= v.quorum) {
-    state = "unknown: the unreachable nodes could complete a quorum";
+    state = v.misconfigured == 0
+                ? fmt::format("unknown: only {} of {} nodes reachable", v.reachable, v.nodes)
+                : fmt::format("unknown: only {} of {} nodes usable ({} misconfigured)", v.reachable,
+                              v.nodes, v.misconfigured);
+  } else if (v.owner_nodes + unasked >= v.quorum) {
+    state = fmt::format("unknown: the {} nodes could complete a quorum", unasked_nodes);
   } else if (v.held == 0) {
     state = "free";
   } else if (owners.size() > 1) {
@@ -147,6 +193,12 @@ status_verdict judge_status(std::string_view resource, std::span<const node_repo
   }
   v.line = fmt::format("{}: held on {} of {} nodes (quorum {}): {}", resource, v.held, v.nodes,
                        v.quorum, state);
+  if (v.unreachable > 0) v.counts.push_back(fmt::format("unreachable nodes: {}", v.unreachable));
+  if (v.misconfigured > 0) {
+    v.counts.push_back(fmt::format(
+        "misconfigured nodes: {} (the lock cannot use them until their configuration is fixed)",
+        v.misconfigured));
+  }
   return v;
 }
 

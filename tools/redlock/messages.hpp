@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace redlock::cli {
 
@@ -19,15 +20,31 @@ namespace redlock::cli {
 // front, line breaks (a server's error text may have them) folded into spaces.
 std::string one_line(std::string_view message);
 
-enum class acquire_failure { contended, no_quorum, validity_expired, wait_timeout, invalid, other };
+enum class acquire_failure {
+  contended,
+  no_quorum,
+  validity_expired,
+  wait_timeout,
+  misconfigured,  // redlock::condition::node_failure: a wrong password, a missing ACL permission
+  invalid,
+  other
+};
 
 // Why an acquire completed with `ec`. After error::wait_timeout the last round's diagnostics tell
 // whether the lock was held elsewhere or too few nodes answered; that is what the user needs to
 // hear, not that the waiting ended.
 acquire_failure classify_acquire_failure(error_code ec, std::string_view diagnostics);
 
-// The one line for exit code 75: the cause first (contended / no quorum / wait timeout), then the
-// library's account of the last round, which names every node's answer.
+// The exit code for an acquire that failed with `ec`. The lock held elsewhere, or a wait that
+// ran out without a clearer cause, gets `conflict_code` (--conflict-exit-code, as flock -E);
+// too few nodes answering or too slow a quorum gets exit_code::not_acquired (75), so that a
+// conflict code chosen to mean "another run has it, skip quietly" never hides an outage; failures
+// that retrying cannot fix (misconfigured nodes, two names of one server) get exit_code::failure.
+int not_acquired_exit_code(error_code ec, std::string_view diagnostics, int conflict_code);
+
+// The one line for a lock not acquired: the cause first (contended / no quorum / wait timeout /
+// misconfigured nodes), then the library's account of the last round, which names every node's
+// answer.
 std::string not_acquired_message(std::string_view resource, std::chrono::milliseconds wait,
                                  error_code ec, std::string_view diagnostics);
 
@@ -44,31 +61,48 @@ std::string describe_wait_status(int wait_status);
 struct node_report {
   std::string address;               // host:port
   std::optional<std::string> error;  // set when the node could not be asked: why
-  bool held = false;                 // the key exists
-  std::string value;                 // its content: the owner's token for a lock key
-  long long pttl_ms = -2;            // PTTL: -1 no expiry, -2 no key
-  std::string note;                  // set when the key is not a plain string (not a lock)
+  // With `error`: the node answered but cannot serve the lock until its configuration is fixed
+  // (redlock::condition::node_failure), as opposed to being down or out of reach.
+  bool misconfigured = false;
+  bool held = false;       // the key exists
+  std::string value;       // its content: the owner's token for a lock key
+  long long pttl_ms = -2;  // PTTL: -1 no expiry, -2 no key
+  std::string note;        // set when the key is not a plain string (not a lock)
 };
 
 // The first 8 characters of a token (or any value), unprintable bytes shown as '?'.
 std::string token_prefix(std::string_view value);
 
+// The reason shown for a node whose connect failed with a redlock::condition::node_failure code,
+// from the connection's failure text (without the node's address): "permission denied: ACL user
+// "bob" may not run EVALSHA, ...", "cannot log in: ...". Permission texts name the user and the
+// command but not the kind of failure, so that is put in front; the others say it already.
+std::string node_failure_reason(error_code ec, std::string_view text);
+
 // "127.0.0.1:6379        reachable    held  ttl 29512 ms  token 1a2b3c4d"
+// "127.0.0.1:6380        misconfigured permission denied: ACL user "bob" may not run EVALSHA, ..."
 std::string format_node_report(const node_report& report);
 
 struct status_verdict {
   std::size_t nodes = 0;
   std::size_t quorum = 0;
-  std::size_t reachable = 0;
+  std::size_t reachable = 0;      // answered the question
+  std::size_t unreachable = 0;    // down, out of reach, or too slow
+  std::size_t misconfigured = 0;  // reached, but refused us for good (node_report::misconfigured)
   std::size_t held = 0;
   std::size_t owner_nodes = 0;    // the most nodes on which one and the same value is held
   bool enough_reachable = false;  // a quorum answered, so the verdict is certain
   std::string line;               // "R: held on 3 of 5 nodes (quorum 3): locked (token 1a2b3c4d)"
+  // Printed after `line`: "unreachable nodes: 2", "misconfigured nodes: 1 (...)"; each only when
+  // there are such nodes.
+  std::vector<std::string> counts;
 };
 
 // A lock is held when one value (one owner's token) is on a quorum of nodes. Keys on fewer nodes
-// are leftovers of failed rounds or of a lock that is ending; unreachable nodes are counted as
-// possibly holding it, so "free" and "not locked" are only said when no quorum could exist.
+// are leftovers of failed rounds or of a lock that is ending; nodes that could not be asked
+// (unreachable or misconfigured: another client may use them with the right credentials) are
+// counted as possibly holding it, so "free" and "not locked" are only said when no quorum could
+// exist.
 status_verdict judge_status(std::string_view resource, std::span<const node_report> reports);
 
 }  // namespace redlock::cli

@@ -12,6 +12,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -20,6 +21,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -28,11 +30,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 namespace redlock::cli {
 namespace {
 
 namespace asio = boost::asio;
+using namespace std::chrono_literals;
 using std::chrono::steady_clock;
 
 long long ms_between(steady_clock::time_point from, steady_clock::time_point to) {
@@ -62,9 +66,18 @@ class run_session {
     }
     client_options settings;
     settings.client_name = "redlock-cli";
-    settings.logger = [this](log_level level, std::string_view message) {
-      if (level >= log_level::warning) remember_warning(message);
+    settings.logger = [this, &io](log_level level, std::string_view message) {
+      if (level < log_level::warning) return;
+      remember_warning(message);
+      // A warning about our lease (acquired on fewer than all nodes, a renewal that failed) is
+      // also its diagnostics(); the connections' own (a node that is down, reconnecting every
+      // few seconds) are not, and stay out of COMMAND's stderr. Posted: the library logs a loss
+      // before the lease stops being held, and finish() reports a loss in its own words.
+      if (!options_.quiet && message == lease_.diagnostics()) {
+        asio::post(io, [this, text = std::string(message)] { report_lease_warning(text); });
+      }
     };
+    node_timeout_ = settings.node_timeout;
     client_.emplace(io.get_executor(), options_.nodes, settings);
   }
 
@@ -108,31 +121,73 @@ class run_session {
   asio::awaitable<std::optional<int>> acquire() {
     lock_options lock;
     lock.ttl = options_.ttl;
-    lock.wait = options_.wait;
-    auto [ec, acquired] = co_await client_->async_acquire(
-        options_.resource, lock,
-        asio::bind_cancellation_slot(acquire_cancel_.slot(), asio::as_tuple(asio::use_awaitable)));
+    auto token = [this] {
+      return asio::bind_cancellation_slot(acquire_cancel_.slot(),
+                                          asio::as_tuple(asio::use_awaitable));
+    };
+    error_code ec;
+    lease acquired;
+    if (options_.wait == std::chrono::milliseconds::zero()) {
+      // --wait 0, as flock -n: exactly one round; held elsewhere or too few nodes is final.
+      std::tie(ec, acquired) =
+          co_await client_->async_try_acquire(options_.resource, lock, token());
+    } else {
+      lock.wait = options_.wait;
+      std::tie(ec, acquired) = co_await client_->async_acquire(options_.resource, lock, token());
+    }
     phase_ = phase::starting;
     lease_ = std::move(acquired);
     if (interrupted_by_) co_return co_await give_up_interrupted();
-    if (ec == error::invalid_argument) {
-      say(fmt::format("redlock: {}", one_line(lease_.diagnostics())));
-      co_return exit_code::usage;
-    }
     if (ec) {
+      // Misconfigured nodes and two names of one server fail at once and would fail every retry:
+      // the generic failure code, not the conflict code a script may take for "another run has
+      // it". The library's diagnostics name each node and what it answered.
       say(not_acquired_message(options_.resource, options_.wait, ec, lease_.diagnostics()));
-      const auto why = classify_acquire_failure(ec, lease_.diagnostics());
-      const bool temporary = why != acquire_failure::invalid && why != acquire_failure::other;
-      co_return temporary ? exit_code::not_acquired : exit_code::failure;
+      co_return not_acquired_exit_code(ec, lease_.diagnostics(), options_.conflict_exit_code);
     }
     acquired_at_ = steady_clock::now();
-    if (!options_.quiet) {
-      // The round is decided at the quorum-th grant, so that is how many nodes had granted it.
-      say(fmt::format("redlock: acquired {} (valid {} ms, {}/{} nodes)", options_.resource,
-                      ms_between(acquired_at_, lease_.valid_until()), client_->quorum(),
-                      client_->size()));
-    }
+    if (!options_.quiet) co_await announce_acquired();
     co_return std::nullopt;
+  }
+
+  // The acquire completes at the quorum-th grant; the other nodes' answers usually follow within
+  // a millisecond or two, and how many granted is what the user needs to know: a lock on 3 of 5
+  // nodes survives no further node failure, one on 5 of 5 two. So the line waits for them, up to
+  // min(node_timeout, 50 ms). A node that is down or refuses us answers at once (failed); only a
+  // stalled or far too slow one makes COMMAND start up to 50 ms later, and the line then says
+  // "so far". --quiet skips the line and the wait.
+  asio::awaitable<void> announce_acquired() {
+    const auto deadline =
+        steady_clock::now() + std::min<steady_clock::duration>(node_timeout_, 50ms);
+    asio::steady_timer poll(co_await asio::this_coro::executor);
+    while (!all_nodes_answered() && !interrupted_by_ && steady_clock::now() < deadline) {
+      poll.expires_at(std::min<steady_clock::time_point>(steady_clock::now() + 2ms, deadline));
+      co_await poll.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    const auto now = steady_clock::now();
+    say(fmt::format("redlock: acquired {} (valid {} ms, granted by {} of {} nodes{}, quorum {})",
+                    options_.resource, ms_between(now, lease_.valid_until()),
+                    lease_.granted_nodes(), client_->size(), all_nodes_answered() ? "" : " so far",
+                    client_->quorum()));
+    announced_ = true;
+    // Once every node has answered and fewer than all granted, the library says which nodes
+    // failed and how (the same text is logged as a warning, which was held back until now).
+    if (!lease_.diagnostics().empty()) report_lease_warning(lease_.diagnostics());
+  }
+
+  // The lease's diagnostics stay empty after a successful acquire until every node has answered
+  // with fewer than all granting; all granting ends the wait as well.
+  bool all_nodes_answered() const {
+    return lease_.granted_nodes() >= client_->size() || !lease_.diagnostics().empty();
+  }
+
+  // A warning about the held lease, once: the same text logged again (a renewal failing the same
+  // way on each retry) is not repeated. Nothing once COMMAND has ended or the lease is lost.
+  void report_lease_warning(const std::string& text) {
+    if (!announced_ || lost_ || !lease_.held() || text == reported_warning_) return;
+    if (phase_ != phase::starting && phase_ != phase::running) return;
+    reported_warning_ = text;
+    say(fmt::format("redlock: warning: {}", one_line(text)));
   }
 
   // A signal cancelled the acquire, or arrived just after it succeeded: leave nothing behind.
@@ -151,7 +206,9 @@ class run_session {
     // Added only now, so that a stray SIGCHLD (a child of whoever exec'd us) cannot matter
     // earlier; added before the fork, so that COMMAND's cannot be missed.
     signals_.add(SIGCHLD);
-    const auto spawned = spawn_command(options_.command, inherited_);
+    const auto spawned =
+        spawn_command(options_.command, inherited_,
+                      options_.grace == std::chrono::milliseconds::zero() ? SIGKILL : SIGTERM);
     if (spawned.pid > 0) {
       child_ = spawned.pid;
       phase_ = phase::running;
@@ -173,10 +230,13 @@ class run_session {
     const int status = *child_status_;
     const std::string ended = describe_wait_status(status);
     if (lost_) {
-      const std::string stopped =
-          killed_
-              ? fmt::format("SIGTERM, then SIGKILL after the {} ms grace,", options_.grace.count())
-              : std::string("SIGTERM");
+      std::string stopped = "SIGTERM";
+      if (options_.grace == std::chrono::milliseconds::zero()) {
+        stopped = "SIGKILL at once (--grace 0)";
+      } else if (killed_) {
+        stopped =
+            fmt::format("SIGTERM, then SIGKILL after the {} ms grace,", options_.grace.count());
+      }
       say(fmt::format("redlock: lost the lock on {} while COMMAND ran: {}; COMMAND got {} and {}",
                       options_.resource, lost_because_, stopped, ended));
       co_return exit_code::lock_lost;
@@ -253,6 +313,12 @@ class run_session {
     }
     if (child_status_) return;
     lost_ = true;
+    if (options_.grace == std::chrono::milliseconds::zero()) {
+      // --grace 0: COMMAND gets no chance to clean up, and not a moment more without the lock.
+      killed_ = true;
+      ::kill(child_, SIGKILL);
+      return;
+    }
     ::kill(child_, SIGTERM);
     grace_timer_.expires_after(options_.grace);
     grace_timer_.async_wait([this](error_code timer) {
@@ -286,8 +352,11 @@ class run_session {
   std::optional<int> interrupted_by_;
   pid_t child_ = -1;
   std::optional<int> child_status_;
-  bool lost_ = false;    // COMMAND was running when the lock was lost, and got SIGTERM
-  bool killed_ = false;  // ... and SIGKILL after the grace period
+  bool lost_ = false;       // COMMAND was running when the lock was lost, and was signalled
+  bool killed_ = false;     // ... with SIGKILL: after the grace period, or at once with --grace 0
+  bool announced_ = false;  // the "acquired" line is out: lease warnings may follow it
+  std::string reported_warning_;
+  std::chrono::milliseconds node_timeout_{};
   std::string lost_because_;
   steady_clock::time_point acquired_at_{};
   std::string last_warning_;

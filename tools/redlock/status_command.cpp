@@ -1,5 +1,6 @@
 #include "status_command.hpp"
 
+#include "client_impl.hpp"
 #include "exit_codes.hpp"
 #include "messages.hpp"
 #include "net/connection.hpp"
@@ -37,7 +38,13 @@ node_report interpret(const node_config& node, error_code ec, const resp::value&
   node_report report;
   report.address = node.address();
   if (ec) {
-    report.error = reply.text.empty() ? ec.message() : without_address(reply.text, report.address);
+    const std::string text =
+        reply.text.empty() ? std::string() : without_address(reply.text, report.address);
+    // A wrong password, a missing ACL permission or a port that is not Redis: the node is there
+    // but cannot serve the lock, and the fix is the node's configuration, not the network.
+    report.misconfigured = ec == condition::node_failure;
+    report.error =
+        report.misconfigured ? node_failure_reason(ec, text) : (text.empty() ? ec.message() : text);
     return report;
   }
   if (reply.is_error()) {
@@ -69,6 +76,10 @@ int status_command(const status_options& options) {
   detail::connection_options settings;
   settings.connect_timeout = options.timeout;
   settings.client_name = "redlock-cli-status";
+  // The handshake a lock client makes: scripts loaded, and the ACL user's permissions for every
+  // command the lock sends probed, so that a node `run` could not use shows up here as
+  // misconfigured, naming what is wrong, instead of answering the read below as if it were fine.
+  detail::prepare_for_lock(settings);
   detail::request_options request;
   request.timeout = options.timeout;
 
@@ -96,9 +107,8 @@ int status_command(const status_options& options) {
     fmt::print("{}\n", format_node_report(report));
   const auto verdict = judge_status(options.resource, reports);
   fmt::print("{}\n", verdict.line);
-  if (verdict.reachable < verdict.nodes) {
-    fmt::print("unreachable nodes: {}\n", verdict.nodes - verdict.reachable);
-  }
+  for (const auto& line : verdict.counts)
+    fmt::print("{}\n", line);
   std::fflush(stdout);
   return verdict.enough_reachable ? 0 : exit_code::failure;
 }
