@@ -776,6 +776,10 @@ asio::awaitable<error_code> connection::connect_and_handshake() {
                                    reply.text));
         co_return error::permission_denied;
       }
+      // A probe asks only about permissions. Any other refusal (OOM at maxmemory, READONLY on a
+      // replica) is the state of the node now, which the lock's own requests meet and report; a
+      // failed connect would also stop the releases that could free it.
+      if (s.probe) continue;
       if (s.failure == error::auth_failed) {
         set_last_error(s.failure, fmt::format("cannot log in: AUTH refused ({})", reply.text));
       } else if (s.failure == error::select_failed) {

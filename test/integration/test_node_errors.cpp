@@ -22,6 +22,7 @@
 #include <boost/system/system_error.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -260,6 +261,44 @@ BOOST_AUTO_TEST_CASE(a_port_that_is_not_redis_is_named_as_such) {
   check_fails_at_once(
       result, error::protocol_error, http.config().address(),
       "the server at " + http.config().address() + " does not speak RESP (an HTTP server?)");
+}
+
+// The permission probes ask only about permissions: a node that refuses a write for now (OOM at
+// maxmemory, READONLY) still connects, so that releases can reach it; its SETs fail as votes.
+BOOST_AUTO_TEST_CASE(probes_refused_for_other_reasons_do_not_fail_the_connect) {
+  using namespace redlock::test;
+  std::atomic<int> releases{0};
+  fake_server full([&releases](const fake_command& command, std::size_t) -> fake_reply {
+    if (fake::is_permission_probe(command)) {
+      return fake::is(command, "SET") ? fake::oom() : fake::integer(0);
+    }
+    if (auto handshake = fake::handshake_reply(command)) return *handshake;
+    if (fake::is(command, "SET")) return fake::oom();
+    if (fake::is(command, "EVALSHA")) {
+      ++releases;
+      return fake::integer(1);
+    }
+    return fake::error("ERR unexpected command");
+  });
+  redis_fleet fleet(2);
+  auto nodes = fleet.configs();
+  nodes.push_back(full.config());
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), nodes, fast_client_options());
+    auto [ec, lease] = co_await locks.async_acquire("orders:5", long_wait(), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
+    for (int i = 0; i < 100 && lease.diagnostics().empty(); ++i)
+      co_await sleep_for(5ms);
+    BOOST_TEST(contains(lease.diagnostics(), full.config().address() + " failed (unexpected reply"),
+               lease.diagnostics());
+    BOOST_TEST(contains(lease.diagnostics(), "OOM"), lease.diagnostics());
+    auto [released] = co_await lease.async_release(tuple_awaitable);
+    BOOST_TEST(!released, released.message());
+    // The release went to the full node too: it was connected all along.
+    for (int i = 0; i < 100 && releases.load() == 0; ++i)
+      co_await sleep_for(5ms);
+    BOOST_TEST(releases.load() == 1);
+  });
 }
 
 // localhost:P and 127.0.0.1:P are one server: counting it twice would let one server make a
