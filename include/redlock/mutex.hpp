@@ -1,13 +1,16 @@
 #ifndef REDLOCK_MUTEX_HPP
 #define REDLOCK_MUTEX_HPP
 
+#include <exception>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/compose.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/system/error_code.hpp>
+#include <boost/system/system_error.hpp>
 
 #include "redlock/client.hpp"
 #include "redlock/error.hpp"
@@ -40,10 +43,17 @@ class mutex {
 
   // Acquires as client::async_acquire. Completion: void(error_code); errors as async_acquire, and
   // error::invalid_argument if this mutex already owns the lock. Cancellation as async_acquire.
+  // With use_awaitable or use_future a failure is thrown as boost::system::system_error whose
+  // what() names the resource and each node's answer (current_lease().diagnostics()).
   template <class CompletionToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
   auto async_lock(CompletionToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type)) {
-    return boost::asio::async_compose<CompletionToken, void(boost::system::error_code)>(
-        lock_op<false>{this}, token, client_->get_executor());
+    if constexpr (detail::throws_on_error<std::decay_t<CompletionToken>>::value) {
+      return boost::asio::async_compose<CompletionToken, void(std::exception_ptr)>(
+          lock_op<false, true>{this}, token, client_->get_executor());
+    } else {
+      return boost::asio::async_compose<CompletionToken, void(boost::system::error_code)>(
+          lock_op<false>{this}, token, client_->get_executor());
+    }
   }
 
   // One round, as client::async_try_acquire. Completion: void(error_code, bool locked). The lock
@@ -64,7 +74,8 @@ class mutex {
   }
 
  private:
-  template <bool TryOnly>
+  // Throws: complete a void(std::exception_ptr) handler (see async_lock).
+  template <bool TryOnly, bool Throws = false>
   struct lock_op {
     mutex* target;
     bool rejected = false;
@@ -93,8 +104,18 @@ class mutex {
     }
 
     template <class Self>
-    static void finish(Self& self, boost::system::error_code ec) {
-      if constexpr (TryOnly) {
+    void finish(Self& self, boost::system::error_code ec) {
+      if constexpr (Throws) {
+        std::exception_ptr failure;
+        if (ec) {
+          const std::string& why = target->lease_.diagnostics();
+          failure = std::make_exception_ptr(boost::system::system_error(
+              ec, rejected || why.empty()
+                      ? "redlock: mutex on " + detail::quoted_resource(target->resource_)
+                      : why));
+        }
+        self.complete(failure);
+      } else if constexpr (TryOnly) {
         if (ec == error::contended) {
           self.complete(boost::system::error_code{}, false);
         } else {

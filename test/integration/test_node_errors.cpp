@@ -381,6 +381,17 @@ BOOST_AUTO_TEST_CASE(exceptions_carry_the_diagnostics) {
       BOOST_TEST(e.code() == error::wait_timeout);
       expect_named(e.what());
     }
+    redlock::mutex invoice(locks, "invoice:7", options);
+    try {
+      co_await invoice.async_lock(asio::use_awaitable);
+      BOOST_FAIL("mutex::async_lock did not throw");
+    } catch (const boost::system::system_error& e) {
+      BOOST_TEST(e.code() == error::wait_timeout);
+      expect_named(e.what());
+    }
+    // Other tokens still get the code.
+    auto [ec] = co_await invoice.async_lock(tuple_awaitable);
+    BOOST_TEST(ec == error::wait_timeout);
   });
   // use_future throws from get(), on another thread.
   asio::io_context io;
