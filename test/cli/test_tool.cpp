@@ -616,7 +616,11 @@ BOOST_AUTO_TEST_CASE(acquired_line_does_not_wait_long_for_a_stalled_node) {
   BOOST_TEST(result.exit_code == 0, result.err);
   const auto lines = lines_of(result.err);
   BOOST_TEST_REQUIRE(lines.size() == 3u, result.err);
-  BOOST_TEST(contains(lines[0], " ms, granted by 3 of 5 nodes so far, quorum 3)"), lines[0]);
+  // "so far" unless the stopped nodes' votes had already timed out when the lock was granted
+  // (a slow, sanitized build can take that long to connect to the others).
+  BOOST_TEST((contains(lines[0], " ms, granted by 3 of 5 nodes so far, quorum 3)") ||
+              contains(lines[0], " ms, granted by 3 of 5 nodes, quorum 3)")),
+             lines[0]);
   // Once the stopped nodes' votes have failed, the library's account follows, while COMMAND runs.
   BOOST_TEST(lines[1].starts_with("redlock: warning: \"" + resource +
                                   "\" acquired on 3 of 5 nodes (quorum 3): "),

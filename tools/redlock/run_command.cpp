@@ -78,6 +78,7 @@ class run_session {
       }
     };
     node_timeout_ = settings.node_timeout;
+    connect_timeout_ = settings.connect_timeout;
     client_.emplace(io.get_executor(), options_.nodes, settings);
   }
 
@@ -128,7 +129,11 @@ class run_session {
     error_code ec;
     lease acquired;
     if (options_.wait == std::chrono::milliseconds::zero()) {
-      // --wait 0, as flock -n: exactly one round; held elsewhere or too few nodes is final.
+      // --wait 0, as flock -n: exactly one round; held elsewhere or too few nodes is final. The
+      // connections open first: a round's node_timeout counts the connect and handshake, which on
+      // a distant or busy node can take longer, and "not acquired" must mean the lock, not that.
+      co_await open_connections();
+      if (interrupted_by_) co_return co_await give_up_interrupted();
       std::tie(ec, acquired) =
           co_await client_->async_try_acquire(options_.resource, lock, token());
     } else {
@@ -148,6 +153,21 @@ class run_session {
     acquired_at_ = steady_clock::now();
     if (!options_.quiet) co_await announce_acquired();
     co_return std::nullopt;
+  }
+
+  // PINGs until a quorum answers, for at most connect_timeout: afterwards the connections that
+  // can open are open. Nodes that stay down or refuse us make the round that follows fail as it
+  // would have anyway.
+  asio::awaitable<void> open_connections() {
+    const auto deadline = steady_clock::now() + connect_timeout_;
+    asio::steady_timer pause(co_await asio::this_coro::executor);
+    for (;;) {
+      auto [ec] = co_await client_->async_ping(asio::bind_cancellation_slot(
+          acquire_cancel_.slot(), asio::as_tuple(asio::use_awaitable)));
+      if (!ec || interrupted_by_ || steady_clock::now() >= deadline) co_return;
+      pause.expires_after(10ms);
+      co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
   }
 
   // The acquire completes at the quorum-th grant; the other nodes' answers usually follow within
@@ -357,6 +377,7 @@ class run_session {
   bool announced_ = false;  // the "acquired" line is out: lease warnings may follow it
   std::string reported_warning_;
   std::chrono::milliseconds node_timeout_{};
+  std::chrono::milliseconds connect_timeout_{};
   std::string lost_because_;
   steady_clock::time_point acquired_at_{};
   std::string last_warning_;
