@@ -127,8 +127,9 @@ class vote : public reply_sink {
     node_answer& answer = answers_[node];
     answer.what = classify(ec, reply, answer.detail);
     // A connect that failed for good (connection::permanent_failure) fails its requests unsent.
-    answer.unsent = ec == error::not_connected || ec == error::node_unresponsive ||
-                    ec == condition::node_failure || ec == error::invalid_argument;
+    // Tested only for a failure: comparing with a condition costs virtual calls on every reply.
+    answer.unsent = ec && (ec == error::not_connected || ec == error::node_unresponsive ||
+                           ec == condition::node_failure || ec == error::invalid_argument);
     if (answer.what == node_answer::kind::failed) {
       // A NOPERM reply (the ACL user may not write this key) lasts like a refused login.
       answer.failure = ec ? ec

@@ -58,7 +58,7 @@ bool is_key_permission_error(std::string_view text) {
 
 // What to tell a user whose "Redis" answered bytes that are not RESP.
 std::string not_resp_hint(std::string_view first_bytes) {
-  if (first_bytes.starts_with("HTTP/") || first_bytes.starts_with("H")) {
+  if (first_bytes.starts_with("H")) {  // "HTTP/1.1 400 Bad Request"
     return " (an HTTP server?)";
   }
   if (first_bytes.starts_with("\x15") || first_bytes.starts_with("\x16")) {
