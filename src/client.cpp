@@ -766,7 +766,21 @@ class ping_op final : public operation_vote {
       resp::encode_command(command, {"PING"});
       return command;
     }();
-    client()->fan_out(ping, *this, open_ballot(), client()->options_for(lock_request::ping));
+    // A PING is how a caller learns whether the nodes can be reached, usually right after
+    // constructing the client, when no connection is open yet: a node still opening its
+    // connection gets connect_timeout for that on top of node_timeout, so that a slow handshake
+    // (a loaded host, TLS over a long link) is not reported as an unreachable node. A node in
+    // reconnect backoff fails at once, as for any request.
+    const auto per_node = client()->options_for(lock_request::ping);
+    auto opening = per_node;
+    opening.timeout += client()->options().connect_timeout;
+    const auto first_tag = open_ballot();
+    const auto now = steady_clock::now();
+    for (std::size_t i = 0; i < client()->size(); ++i) {
+      auto& conn = client()->connection_at(i);
+      const bool open = conn.current_state() == connection::state::ready;
+      conn.exec_direct(ping, open ? per_node : opening, *this, first_tag + i, now);
+    }
   }
 
  private:

@@ -161,6 +161,7 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   bool closed() const noexcept { return closed_; }
   const node_config& node(std::size_t i) const noexcept { return connections_[i]->node(); }
   const connection& connection_at(std::size_t i) const noexcept { return *connections_[i]; }
+  connection& connection_at(std::size_t i) noexcept { return *connections_[i]; }
 
   void shutdown();
 

@@ -145,7 +145,10 @@ class client {
   }
 
   // PINGs every node. Completion: void(error_code): success when a quorum answered, else
-  // error::no_quorum. Cancellation (terminal, partial, total): completes with operation_aborted.
+  // error::no_quorum. Each node has node_timeout to answer, plus connect_timeout when its
+  // connection is not open yet (the first request of the client opens it), so a ping right after
+  // construction tells whether the nodes can be reached; a node in reconnect backoff fails at once.
+  // Cancellation (terminal, partial, total): completes with operation_aborted.
   template <class CompletionToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
   auto async_ping(CompletionToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type)) {
     return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(

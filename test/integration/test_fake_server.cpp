@@ -817,6 +817,41 @@ BOOST_AUTO_TEST_CASE(client_reports_no_quorum_naming_the_failed_nodes) {
   fleet[0].resume();
 }
 
+// A ping right after construction opens the connections: a handshake slower than node_timeout
+// but within connect_timeout is a reachable node, not a failed one; one slower than
+// connect_timeout fails with connect_timeout, naming the node.
+BOOST_AUTO_TEST_CASE(client_ping_waits_for_the_connections_it_opens) {
+  auto slow_handshake = [](std::chrono::milliseconds delay) {
+    // The first command of the handshake is late, and holds back the replies behind it.
+    return [delay](const fake_command& cmd, std::size_t) -> fake_reply {
+      auto handshake = fake::handshake_reply(cmd);
+      if (!handshake) return fake::error("ERR unexpected command");
+      if (fake::is(cmd, "CLIENT")) return fake::delayed(handshake->bytes, delay);
+      return *handshake;
+    };
+  };
+  fake_node a(slow_handshake(250ms)), b(slow_handshake(250ms)), c(slow_handshake(250ms));
+  fake_node stuck(slow_handshake(5000ms));
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    auto options = fault_client_options(100ms);
+    options.connect_timeout = 2000ms;
+    redlock::client reachable(io.get_executor(), {a.config(), b.config(), c.config()}, options);
+    auto [ec] = co_await reachable.async_ping(tuple_awaitable);
+    BOOST_TEST(!ec, ec.message());
+    // Once open, node_timeout alone applies: the nodes answer PING at once.
+    std::tie(ec) = co_await reachable.async_ping(tuple_awaitable);
+    BOOST_TEST(!ec, ec.message());
+
+    options.connect_timeout = 500ms;
+    redlock::client unreachable(io.get_executor(), {stuck.config()}, options);
+    const auto start = std::chrono::steady_clock::now();
+    std::tie(ec) = co_await unreachable.async_ping(tuple_awaitable);
+    const auto took = std::chrono::steady_clock::now() - start;
+    BOOST_TEST(ec == error::no_quorum, ec.message());
+    BOOST_TEST((took >= 500ms && took < 4000ms));
+  });
+}
+
 // Every reply of every node arrives one byte at a time: the whole lock cycle still works.
 BOOST_AUTO_TEST_CASE(client_lock_cycle_with_replies_one_byte_at_a_time) {
   auto script = [](const fake_command& cmd, std::size_t) -> fake_reply {

@@ -559,8 +559,8 @@ BOOST_AUTO_TEST_CASE(slow_node_is_a_no_vote_and_its_late_reply_pairs_correctly) 
     redlock::client five(io.get_executor(), nodes.configs(), fast_client_options(node_timeout));
     std::vector<redlock::node_config> slow_only = {nodes.proxies[0]->config()};
     redlock::client single(io.get_executor(), slow_only, fast_client_options(node_timeout));
-    co_await five.async_ping(tuple_awaitable);
-    co_await single.async_ping(tuple_awaitable);
+    BOOST_TEST_REQUIRE(co_await nodes.connect(five));
+    BOOST_TEST_REQUIRE(!std::get<0>(co_await single.async_ping(tuple_awaitable)));
 
     enum class slowness { latency, client_pause, debug_sleep };
     for (const auto how : {slowness::latency, slowness::client_pause, slowness::debug_sleep}) {
@@ -624,7 +624,7 @@ BOOST_AUTO_TEST_CASE(connection_reset_mid_pipeline) {
     BOOST_TEST_CONTEXT((std::array{"reset_peer", "limit_data", "client_kill"}[variant])) {
       run_async([&](asio::io_context& io) -> asio::awaitable<void> {
         redlock::client locks(io.get_executor(), nodes.configs(), fast_client_options(300ms));
-        co_await locks.async_ping(tuple_awaitable);
+        BOOST_TEST_REQUIRE(co_await nodes.connect(locks));
         // Keys whose release could not reach the broken node expire there with this TTL.
         auto short_lock = plain_lock(1s);
         short_lock.auto_renew = true;
@@ -691,7 +691,7 @@ BOOST_AUTO_TEST_CASE(late_apply_is_cleaned_up) {
   inspector servers(nodes.fleet);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), nodes.configs(), fast_client_options(100ms));
-    co_await locks.async_ping(tuple_awaitable);
+    BOOST_TEST_REQUIRE(co_await nodes.connect(locks));
     for (std::size_t i = 0; i < 3; ++i)
       nodes.proxies[i]->set_latency(redlock::test::chaos_proxy::direction::upstream, 300ms);
     auto [ec, lease] = co_await locks.async_try_acquire("late", plain_lock(2s), tuple_awaitable);
