@@ -58,6 +58,8 @@ class conditions final : public boost::system::error_category {
     switch (static_cast<condition>(ev)) {
       case condition::node_failure:
         return "a node cannot serve the lock until its configuration is fixed";
+      case condition::not_acquired:
+        return "the lock was not acquired; it may be later";
     }
     return "unknown redlock condition " + std::to_string(ev);
   }
@@ -69,6 +71,8 @@ class conditions final : public boost::system::error_category {
     switch (static_cast<condition>(cond)) {
       case condition::node_failure:
         return is_node_failure(static_cast<error>(code.value()));
+      case condition::not_acquired:
+        return is_not_acquired(static_cast<error>(code.value()));
     }
     return false;
   }
@@ -76,6 +80,11 @@ class conditions final : public boost::system::error_category {
   static bool is_node_failure(error e) noexcept {
     return e == error::auth_failed || e == error::select_failed || e == error::permission_denied ||
            e == error::protocol_error;
+  }
+
+  static bool is_not_acquired(error e) noexcept {
+    return e == error::contended || e == error::no_quorum || e == error::validity_expired ||
+           e == error::wait_timeout;
   }
 };
 

@@ -57,6 +57,28 @@ struct throw_with_diagnostics {
     std::move(inner)(failure, std::move(acquired));
   }
 };
+
+// async_try_acquire (single_round) and async_acquire. With Throws, the handler takes
+// void(std::exception_ptr, lease) and is completed through throw_with_diagnostics.
+template <bool Throws>
+struct acquire_initiation : client_initiation {
+  using client_initiation::client_initiation;
+  template <class Handler>
+  void operator()(Handler&& handler, std::string resource, const lock_options& options,
+                  bool single_round) const {
+    if constexpr (Throws) {
+      initiate_acquire(
+          client_, std::move(resource), options, single_round,
+          erase_handler<acquire_signature>(
+              throw_with_diagnostics<std::decay_t<Handler>>{std::forward<Handler>(handler)},
+              executor_of(*client_)));
+    } else {
+      initiate_acquire(
+          client_, std::move(resource), options, single_round,
+          erase_handler<acquire_signature>(std::forward<Handler>(handler), executor_of(*client_)));
+    }
+  }
+};
 }  // namespace detail
 
 // A Redlock client over N independent Redis masters (N = 1: the single-instance lock). It keeps one
@@ -122,10 +144,15 @@ class client {
   //
   // Cancellation (terminal, partial) at any moment completes with operation_aborted and starts a
   // token-checked release on every node that may hold the key, so nothing is left behind.
-  template <class CompletionToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+  //
+  // Handler and executor: the handler is invoked through its associated executor (by default the
+  // client's), always posted, never from inside this call. Lifetimes: `resource` and `options`
+  // are copied; the client may be destroyed while the operation runs, which completes it with
+  // operation_aborted.
+  template <boost::asio::completion_token_for<void(boost::system::error_code, lease)>
+                CompletionToken = boost::asio::default_completion_token_t<executor_type>>
   auto async_try_acquire(std::string resource, lock_options options,
-                         CompletionToken&& token
-                             BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type)) {
+                         CompletionToken&& token = CompletionToken()) {
     return async_initiate_acquire(std::move(resource), options, true,
                                   std::forward<CompletionToken>(token));
   }
@@ -137,9 +164,15 @@ class client {
   //
   // Cancellation: terminal and partial at any moment (as async_try_acquire); total while waiting
   // between rounds or behind a local waiter, where nothing has been sent.
-  template <class CompletionToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
+  //
+  // Handler and executor: the handler is invoked through its associated executor (by default the
+  // client's), always posted, never from inside this call. Lifetimes: `resource` and `options`
+  // are copied; the client may be destroyed while the operation runs, which completes it with
+  // operation_aborted.
+  template <boost::asio::completion_token_for<void(boost::system::error_code, lease)>
+                CompletionToken = boost::asio::default_completion_token_t<executor_type>>
   auto async_acquire(std::string resource, lock_options options,
-                     CompletionToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type)) {
+                     CompletionToken&& token = CompletionToken()) {
     return async_initiate_acquire(std::move(resource), options, false,
                                   std::forward<CompletionToken>(token));
   }
@@ -149,14 +182,14 @@ class client {
   // connection is not open yet (the first request of the client opens it), so a ping right after
   // construction tells whether the nodes can be reached; a node in reconnect backoff fails at once.
   // Cancellation (terminal, partial, total): completes with operation_aborted.
-  template <class CompletionToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-  auto async_ping(CompletionToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type)) {
+  //
+  // Handler and executor: as async_try_acquire. The client may be destroyed while the ping runs
+  // (it then completes with operation_aborted).
+  template <boost::asio::completion_token_for<void(boost::system::error_code)> CompletionToken =
+                boost::asio::default_completion_token_t<executor_type>>
+  auto async_ping(CompletionToken&& token = CompletionToken()) {
     return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
-        [](auto handler, std::shared_ptr<detail::client_impl> impl) {
-          detail::initiate_ping(impl, detail::erase_handler<void(boost::system::error_code)>(
-                                          std::move(handler), detail::executor_of(*impl)));
-        },
-        token, impl_);
+        detail::ping_initiation(impl_), token);
   }
 
  private:
@@ -165,24 +198,12 @@ class client {
                               CompletionToken&& token) {
     if constexpr (detail::throws_on_error<std::decay_t<CompletionToken>>::value) {
       return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr, lease)>(
-          [](auto handler, std::shared_ptr<detail::client_impl> impl, std::string resource,
-             lock_options options, bool single_round) {
-            detail::initiate_acquire(
-                impl, std::move(resource), options, single_round,
-                detail::erase_handler<detail::acquire_signature>(
-                    detail::throw_with_diagnostics<decltype(handler)>{std::move(handler)},
-                    detail::executor_of(*impl)));
-          },
-          token, impl_, std::move(resource), options, single_round);
+          detail::acquire_initiation<true>(impl_), token, std::move(resource), options,
+          single_round);
     } else {
       return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, lease)>(
-          [](auto handler, std::shared_ptr<detail::client_impl> impl, std::string resource,
-             lock_options options, bool single_round) {
-            detail::initiate_acquire(impl, std::move(resource), options, single_round,
-                                     detail::erase_handler<detail::acquire_signature>(
-                                         std::move(handler), detail::executor_of(*impl)));
-          },
-          token, impl_, std::move(resource), options, single_round);
+          detail::acquire_initiation<false>(impl_), token, std::move(resource), options,
+          single_round);
     }
   }
 

@@ -44,6 +44,11 @@ enum class condition {
   // An acquire fails with one of these at once, without retrying, when such nodes alone make a
   // quorum impossible; the message names them.
   node_failure = 1,
+  // The lock was not acquired, and trying again later may succeed: error::contended (someone
+  // else holds it), no_quorum (too few nodes answered), validity_expired (granted too late to be
+  // of use) and wait_timeout (lock_options::wait elapsed). Not cancellation, invalid arguments or
+  // node failures, which retrying does not cure.
+  not_acquired,
 };
 
 const boost::system::error_category& error_category() noexcept;

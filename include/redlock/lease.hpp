@@ -89,20 +89,20 @@ class lease {
   // quorum said the key was gone or foreign (the lock had been lost). error::no_quorum: too few
   // nodes answered in time; what they hold is released when they are back, or expires with its
   // TTL. operation_aborted: cancelled or the client was destroyed. Releasing a lease that is not
-  // held completes with error::not_held. The handler is posted through its associated executor,
-  // never run inside this call.
+  // held completes with error::not_held.
   //
   // Cancellation (terminal, partial, total): the operation completes at once, but the writes to the
   // nodes always go out; cancelling never leaves the lock behind.
-  template <class CompletionToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-  auto async_release(CompletionToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type)) {
+  //
+  // Handler and executor: the handler is invoked through its associated executor (by default the
+  // client's), always posted, never from inside this call. Lifetimes: the operation keeps what it
+  // needs of the lease alive; the lease may be moved from or destroyed meanwhile, and so may the
+  // client (the operation then completes with operation_aborted).
+  template <boost::asio::completion_token_for<void(boost::system::error_code)> CompletionToken =
+                boost::asio::default_completion_token_t<executor_type>>
+  auto async_release(CompletionToken&& token = CompletionToken()) {
     return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
-        [](auto handler, std::shared_ptr<detail::lease_state> state) {
-          detail::initiate_release(state,
-                                   detail::erase_handler<void(boost::system::error_code)>(
-                                       std::move(handler), detail::executor_of(state.get())));
-        },
-        token, state_);
+        detail::release_initiation(state_), token);
   }
 
   // Sets the lock's TTL to `ttl` from now on every node where it still holds our token
@@ -119,22 +119,21 @@ class lease {
   // after an operator's SCRIPT FLUSH on a quorum of nodes (an extension answered NOSCRIPT is not
   // resent, so that it can never run behind a later one; the script is loaded again at once).
   // error::invalid_argument: ttl not greater than the drift allowance. operation_aborted:
-  // cancelled or the client was destroyed. The handler is posted, never run inside this call.
+  // cancelled or the client was destroyed.
   //
   // Cancellation: terminal and partial complete it at once with operation_aborted; the extension
   // may still take effect on some nodes. Total cancellation is not supported (the extension
   // cannot be undone once sent) and is ignored.
-  template <class CompletionToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-  auto async_extend(std::chrono::milliseconds ttl,
-                    CompletionToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type)) {
+  //
+  // Handler and executor: the handler is invoked through its associated executor (by default the
+  // client's), always posted, never from inside this call. Lifetimes: the operation keeps what it
+  // needs of the lease alive; the lease may be moved from or destroyed meanwhile, and so may the
+  // client (the operation then completes with operation_aborted).
+  template <boost::asio::completion_token_for<void(boost::system::error_code)> CompletionToken =
+                boost::asio::default_completion_token_t<executor_type>>
+  auto async_extend(std::chrono::milliseconds ttl, CompletionToken&& token = CompletionToken()) {
     return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
-        [](auto handler, std::shared_ptr<detail::lease_state> state,
-           std::chrono::milliseconds ttl) {
-          detail::initiate_extend(state, ttl,
-                                  detail::erase_handler<void(boost::system::error_code)>(
-                                      std::move(handler), detail::executor_of(state.get())));
-        },
-        token, state_, ttl);
+        detail::extend_initiation(state_), token, ttl);
   }
 
   // Waits until the lease is lost.
@@ -145,15 +144,16 @@ class lease {
   //
   // Cancellation (terminal, partial, total): completes with operation_aborted; nothing else
   // changes.
-  template <class CompletionToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-  auto async_wait_lost(CompletionToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type)) {
+  //
+  // Handler and executor: the handler is invoked through its associated executor (by default the
+  // client's), always posted, never from inside this call. Lifetimes: the operation keeps what it
+  // needs of the lease alive; the lease may be moved from or destroyed meanwhile, and so may the
+  // client (the operation then completes with operation_aborted).
+  template <boost::asio::completion_token_for<void(boost::system::error_code)> CompletionToken =
+                boost::asio::default_completion_token_t<executor_type>>
+  auto async_wait_lost(CompletionToken&& token = CompletionToken()) {
     return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
-        [](auto handler, std::shared_ptr<detail::lease_state> state) {
-          detail::initiate_wait_lost(state,
-                                     detail::erase_handler<void(boost::system::error_code)>(
-                                         std::move(handler), detail::executor_of(state.get())));
-        },
-        token, state_);
+        detail::wait_lost_initiation(state_), token);
   }
 
  private:

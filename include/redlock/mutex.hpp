@@ -45,8 +45,13 @@ class mutex {
   // error::invalid_argument if this mutex already owns the lock. Cancellation as async_acquire.
   // With use_awaitable or use_future a failure is thrown as boost::system::system_error whose
   // what() names the resource and each node's answer (current_lease().diagnostics()).
-  template <class CompletionToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-  auto async_lock(CompletionToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type)) {
+  //
+  // Handler and executor: the handler is invoked through its associated executor (by default the
+  // client's), always posted, never from inside this call. Lifetimes: the mutex and its client
+  // must outlive the operation.
+  template <boost::asio::completion_token_for<void(boost::system::error_code)> CompletionToken =
+                boost::asio::default_completion_token_t<executor_type>>
+  auto async_lock(CompletionToken&& token = CompletionToken()) {
     if constexpr (detail::throws_on_error<std::decay_t<CompletionToken>>::value) {
       return boost::asio::async_compose<CompletionToken, void(std::exception_ptr)>(
           lock_op<false, true>{this}, token, client_->get_executor());
@@ -58,16 +63,27 @@ class mutex {
 
   // One round, as client::async_try_acquire. Completion: void(error_code, bool locked). The lock
   // being held elsewhere is not an error: (success, false). Other failures: (error, false).
-  template <class CompletionToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-  auto async_try_lock(CompletionToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type)) {
+  // Cancellation as async_try_acquire.
+  //
+  // Handler and executor: the handler is invoked through its associated executor (by default the
+  // client's), always posted, never from inside this call. Lifetimes: the mutex and its client
+  // must outlive the operation.
+  template <boost::asio::completion_token_for<void(boost::system::error_code, bool)>
+                CompletionToken = boost::asio::default_completion_token_t<executor_type>>
+  auto async_try_lock(CompletionToken&& token = CompletionToken()) {
     return boost::asio::async_compose<CompletionToken, void(boost::system::error_code, bool)>(
         lock_op<true>{this}, token, client_->get_executor());
   }
 
   // Releases as lease::async_release. Completion: void(error_code); error::not_held if this mutex
   // does not own the lock (any more). The writes always go out, even if cancelled.
-  template <class CompletionToken BOOST_ASIO_DEFAULT_COMPLETION_TOKEN_TYPE(executor_type)>
-  auto async_unlock(CompletionToken&& token BOOST_ASIO_DEFAULT_COMPLETION_TOKEN(executor_type)) {
+  //
+  // Handler and executor: as lease::async_release. Lifetimes: the mutex may be destroyed once the
+  // operation has been launched (the release keeps what it needs); with a lazy token it must live
+  // until then.
+  template <boost::asio::completion_token_for<void(boost::system::error_code)> CompletionToken =
+                boost::asio::default_completion_token_t<executor_type>>
+  auto async_unlock(CompletionToken&& token = CompletionToken()) {
     // The lease stays here (no longer held once the release starts): with a lazy token the release
     // only starts when the operation is launched, and must still find the lock then.
     return lease_.async_release(std::forward<CompletionToken>(token));

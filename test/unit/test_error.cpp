@@ -5,6 +5,8 @@
 #include <set>
 #include <string>
 
+#include <boost/asio/error.hpp>
+
 #include "redlock/error.hpp"
 #include "support/printing.hpp"
 
@@ -54,6 +56,31 @@ BOOST_AUTO_TEST_CASE(node_failure_condition_holds_exactly_the_lasting_node_error
   const boost::system::error_condition cond = condition::node_failure;
   BOOST_TEST(std::string(cond.category().name()) == "redlock.condition");
   BOOST_TEST(cond.message().find("configuration") != std::string::npos);
+}
+
+// condition::not_acquired groups the outcomes of an acquire that may succeed when tried again.
+BOOST_AUTO_TEST_CASE(not_acquired_condition_holds_exactly_the_retryable_outcomes) {
+  using redlock::condition;
+  using redlock::error;
+  for (int e = static_cast<int>(error::invalid_argument);
+       e <= static_cast<int>(error::permission_denied); ++e) {
+    const redlock::error_code ec = static_cast<error>(e);
+    const auto code = static_cast<error>(e);
+    const bool expected = code == error::contended || code == error::no_quorum ||
+                          code == error::validity_expired || code == error::wait_timeout;
+    BOOST_TEST_CONTEXT(ec.message()) {
+      BOOST_TEST((ec == condition::not_acquired) == expected);
+      // The two conditions never overlap.
+      BOOST_TEST(!((ec == condition::not_acquired) && (ec == condition::node_failure)));
+    }
+  }
+  const redlock::error_code aborted = boost::asio::error::operation_aborted;
+  BOOST_TEST((aborted != condition::not_acquired));
+  const redlock::error_code same_value(static_cast<int>(error::contended),
+                                       boost::system::generic_category());
+  BOOST_TEST((same_value != condition::not_acquired));
+  const boost::system::error_condition cond = condition::not_acquired;
+  BOOST_TEST(cond.message().find("not acquired") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -58,6 +59,73 @@ void initiate_release(const std::shared_ptr<lease_state>& state, void_caller cal
 void initiate_extend(const std::shared_ptr<lease_state>& state, std::chrono::milliseconds ttl,
                      void_caller caller);
 void initiate_wait_lost(const std::shared_ptr<lease_state>& state, void_caller caller);
+
+// Named initiations of the public async_ functions, rather than lambdas: an adapter may ask the
+// initiation for its executor (get_executor()) before it launches the operation, as Asio's
+// cancel_after does to arm its timer. Each holds what the operation runs on, and is cheap to copy:
+// lazy tokens (deferred) keep it until the operation is launched.
+class client_initiation {
+ public:
+  using executor_type = boost::asio::any_io_executor;
+
+  explicit client_initiation(std::shared_ptr<client_impl> client) noexcept
+      : client_(std::move(client)) {}
+  // The client's executor, on which the operation runs.
+  executor_type get_executor() const noexcept { return executor_of(*client_); }
+
+ protected:
+  std::shared_ptr<client_impl> client_;
+};
+
+class lease_initiation {
+ public:
+  using executor_type = boost::asio::any_io_executor;
+
+  explicit lease_initiation(std::shared_ptr<lease_state> state) noexcept
+      : state_(std::move(state)) {}
+  // The lease's client's executor; empty for a lease that was never acquired.
+  executor_type get_executor() const noexcept { return executor_of(state_.get()); }
+
+ protected:
+  std::shared_ptr<lease_state> state_;
+};
+
+struct ping_initiation : client_initiation {
+  using client_initiation::client_initiation;
+  template <class Handler>
+  void operator()(Handler&& handler) const {
+    initiate_ping(client_, erase_handler<void(boost::system::error_code)>(
+                               std::forward<Handler>(handler), executor_of(*client_)));
+  }
+};
+
+struct release_initiation : lease_initiation {
+  using lease_initiation::lease_initiation;
+  template <class Handler>
+  void operator()(Handler&& handler) const {
+    initiate_release(state_, erase_handler<void(boost::system::error_code)>(
+                                 std::forward<Handler>(handler), executor_of(state_.get())));
+  }
+};
+
+struct extend_initiation : lease_initiation {
+  using lease_initiation::lease_initiation;
+  template <class Handler>
+  void operator()(Handler&& handler, std::chrono::milliseconds ttl) const {
+    initiate_extend(state_, ttl,
+                    erase_handler<void(boost::system::error_code)>(std::forward<Handler>(handler),
+                                                                   executor_of(state_.get())));
+  }
+};
+
+struct wait_lost_initiation : lease_initiation {
+  using lease_initiation::lease_initiation;
+  template <class Handler>
+  void operator()(Handler&& handler) const {
+    initiate_wait_lost(state_, erase_handler<void(boost::system::error_code)>(
+                                   std::forward<Handler>(handler), executor_of(state_.get())));
+  }
+};
 
 // A resource name for messages: quoted, escaped, cut to its first 200 bytes.
 std::string quoted_resource(std::string_view resource);
