@@ -17,6 +17,7 @@
 #include <boost/system/error_code.hpp>
 #include <boost/system/system_error.hpp>
 
+#include "redlock/config.hpp"
 #include "redlock/detail/initiate.hpp"
 #include "redlock/error.hpp"
 #include "redlock/lease.hpp"
@@ -28,9 +29,9 @@ namespace redlock {
 namespace detail {
 using acquire_signature = void(boost::system::error_code, redlock::lease);
 using acquire_handler = boost::asio::any_completion_handler<acquire_signature>;
-void initiate_acquire(const std::shared_ptr<client_impl>& client, std::string resource,
-                      const lock_options& options, bool single_round,
-                      caller_handler<acquire_signature> caller);
+REDLOCK_API void initiate_acquire(const std::shared_ptr<client_impl>& client, std::string resource,
+                                  const lock_options& options, bool single_round,
+                                  caller_handler<acquire_signature> caller);
 
 // Tokens that turn an error code into an exception. Left alone they would throw
 // system_error(ec), whose message is only the code's; an acquire's lease knows which resource and
@@ -106,7 +107,7 @@ struct acquire_initiation : client_initiation {
 // in flight are released, and the connections close once those releases are out: after at most
 // 2 x node_timeout + connect_timeout, which leaves a connection whose link just broke the time
 // to reconnect and deliver them. The io_context must keep running meanwhile. Never blocks.
-class client {
+class REDLOCK_API client {
  public:
   using executor_type = boost::asio::any_io_executor;
 

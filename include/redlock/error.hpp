@@ -5,6 +5,8 @@
 
 #include <boost/system/error_code.hpp>
 
+#include "redlock/config.hpp"
+
 namespace redlock {
 
 using error_code = boost::system::error_code;
@@ -51,13 +53,13 @@ enum class condition {
   not_acquired,
 };
 
-const boost::system::error_category& error_category() noexcept;
+REDLOCK_API const boost::system::error_category& error_category() noexcept;
 
 inline boost::system::error_code make_error_code(error e) noexcept {
   return {static_cast<int>(e), error_category()};
 }
 
-const boost::system::error_category& condition_category() noexcept;
+REDLOCK_API const boost::system::error_category& condition_category() noexcept;
 
 inline boost::system::error_condition make_error_condition(condition c) noexcept {
   return {static_cast<int>(c), condition_category()};

@@ -10,6 +10,7 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/system/error_code.hpp>
 
+#include "redlock/config.hpp"
 #include "redlock/detail/initiate.hpp"
 #include "redlock/error.hpp"
 
@@ -39,7 +40,7 @@ namespace redlock {
 // Thread safety: a lease belongs to its client's executor. Call its members there (with a
 // multi-threaded io_context, through the strand the client was given). A default-constructed lease
 // has no executor; its operations complete through the handler's associated executor.
-class lease {
+class REDLOCK_API lease {
  public:
   using executor_type = boost::asio::any_io_executor;
 

@@ -6,10 +6,12 @@
 #include <string_view>
 #include <vector>
 
+#include "redlock/config.hpp"
+
 namespace redlock {
 
 // Where one Redis master lives and how to log in to it.
-struct node_config {
+struct REDLOCK_API node_config {
   std::string host = "127.0.0.1";
   std::uint16_t port = 6379;
   std::string username{};  // ACL user; empty means the default user

@@ -16,6 +16,7 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/system/error_code.hpp>
 
+#include "redlock/config.hpp"
 #include "redlock/options.hpp"
 
 namespace redlock {
@@ -35,8 +36,8 @@ struct caller_handler {
 };
 
 // The executor of the client behind `client` or `state`; an empty one for a null state.
-const boost::asio::any_io_executor& executor_of(const client_impl& client) noexcept;
-const boost::asio::any_io_executor& executor_of(const lease_state* state) noexcept;
+REDLOCK_API const boost::asio::any_io_executor& executor_of(const client_impl& client) noexcept;
+REDLOCK_API const boost::asio::any_io_executor& executor_of(const lease_state* state) noexcept;
 
 // Erases `handler`, noting whether its associated executor (defaulting to `io`) is `io` itself.
 // Such a handler (a coroutine on the client's executor, a plain callback) is then completed
@@ -54,11 +55,11 @@ caller_handler<Signature> erase_handler(Handler&& handler, const boost::asio::an
 
 using void_caller = caller_handler<void(boost::system::error_code)>;
 
-void initiate_ping(const std::shared_ptr<client_impl>& client, void_caller caller);
-void initiate_release(const std::shared_ptr<lease_state>& state, void_caller caller);
-void initiate_extend(const std::shared_ptr<lease_state>& state, std::chrono::milliseconds ttl,
-                     void_caller caller);
-void initiate_wait_lost(const std::shared_ptr<lease_state>& state, void_caller caller);
+REDLOCK_API void initiate_ping(const std::shared_ptr<client_impl>& client, void_caller caller);
+REDLOCK_API void initiate_release(const std::shared_ptr<lease_state>& state, void_caller caller);
+REDLOCK_API void initiate_extend(const std::shared_ptr<lease_state>& state,
+                                 std::chrono::milliseconds ttl, void_caller caller);
+REDLOCK_API void initiate_wait_lost(const std::shared_ptr<lease_state>& state, void_caller caller);
 
 // Named initiations of the public async_ functions, rather than lambdas: an adapter may ask the
 // initiation for its executor (get_executor()) before it launches the operation, as Asio's
@@ -128,7 +129,7 @@ struct wait_lost_initiation : lease_initiation {
 };
 
 // A resource name for messages: quoted, escaped, cut to its first 200 bytes.
-std::string quoted_resource(std::string_view resource);
+REDLOCK_API std::string quoted_resource(std::string_view resource);
 
 }  // namespace detail
 }  // namespace redlock
