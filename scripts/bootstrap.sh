@@ -7,6 +7,7 @@ packages=(
   cmake make g++ pkg-config
   libboost1.81-dev libboost-test1.81-dev libfmt-dev
   redis-server redis-tools
+  clang-14 libclang-rt-14-dev clang-format-14
 )
 
 missing=()

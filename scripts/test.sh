@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Builds redlock-asio and runs the whole test suite twice: a normal optimized build, then an
-# ASan+UBSan build; then the threaded tests under ThreadSanitizer. Installs missing dependencies
-# first. Exits non-zero on any failure.
+# Builds redlock-asio and checks it, failing on the first problem: the formatting of every C++
+# file (clang-format), the whole test suite on a normal optimized build and on an ASan+UBSan build,
+# the threaded tests under ThreadSanitizer, and the RESP parser under libFuzzer (clang) for a
+# bounded time. Installs missing dependencies first.
 #
-#   scripts/test.sh            all three
-#   REDLOCK_SKIP_SANITIZE=1 scripts/test.sh    only the normal build (for quick local runs)
+#   scripts/test.sh            everything
+#   REDLOCK_SKIP_SANITIZE=1 scripts/test.sh    format check and the normal build only (quick runs)
+#   REDLOCK_FUZZ_SECONDS=N     how long libFuzzer runs (default 120)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -13,6 +15,11 @@ cd "$root"
 scripts/bootstrap.sh
 
 jobs="$(nproc 2>/dev/null || echo 2)"
+
+# Formatting first: it takes seconds, and a reformatted file in a failing build is noise.
+echo "== clang-format check"
+find include src test examples bench tools -name '*.cpp' -o -name '*.hpp' | sort |
+  xargs clang-format-14 --dry-run --Werror
 
 # No redis-server the tests start may outlive the run; other servers on the machine are none of our
 # business: the system's (apt starts one on 127.0.0.1:6379), the user's, or those of another run of
@@ -80,6 +87,27 @@ if [ "${REDLOCK_SKIP_SANITIZE:-0}" != "1" ]; then
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/test/tsan.supp"
   "$tsan_dir/test/integration_tests" --run_test=@threaded --log_level=message --report_level=short
   "$tsan_dir/test/support/redis_nodes" --count 5 --quiet -- "$tsan_dir/examples/06_multithreaded" >/dev/null
+fi
+
+if [ "${REDLOCK_SKIP_SANITIZE:-0}" != "1" ]; then
+  # The RESP parser, the one piece that reads bytes from the network, under libFuzzer with ASan
+  # and UBSan: the checked-in corpus first, then new inputs for a bounded time. Only the fuzzer is
+  # built with clang. New inputs it finds stay in the build tree; a crash fails the run and leaves
+  # its input there (crash-*), to be added to test/fuzz/corpus once fixed.
+  fuzz_dir=build/fuzz
+  echo "== configure $fuzz_dir (clang, libFuzzer)"
+  cmake -S . -B "$fuzz_dir" -DREDLOCK_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_COMPILER=clang++-14 -DREDLOCK_SANITIZE=address,undefined \
+    -DREDLOCK_BUILD_BENCH=OFF -DREDLOCK_BUILD_TOOLS=OFF -DREDLOCK_BUILD_EXAMPLES=OFF >/dev/null
+  echo "== build $fuzz_dir"
+  cmake --build "$fuzz_dir" -j "$jobs" --target resp_fuzz
+  echo "== fuzz the RESP parser for ${REDLOCK_FUZZ_SECONDS:-120} s"
+  mkdir -p "$fuzz_dir/corpus-work" "$fuzz_dir/artifacts"
+  "$fuzz_dir/test/fuzz/resp_fuzz" -max_total_time="${REDLOCK_FUZZ_SECONDS:-120}" \
+    -print_final_stats=1 -artifact_prefix="$fuzz_dir/artifacts/" \
+    "$fuzz_dir/corpus-work" test/fuzz/corpus 2>"$fuzz_dir/fuzz.log" ||
+    { tail -40 "$fuzz_dir/fuzz.log" >&2; exit 1; }
+  grep -E '^stat::(number_of_executed_units|new_units_added)' "$fuzz_dir/fuzz.log" || true
 fi
 
 # The servers are stopped by their fixtures, or killed by the kernel when the test process that
