@@ -6,10 +6,13 @@
 
 #include <algorithm>
 #include <optional>
-#include <set>
+#include <string>
+#include <vector>
 
+#include "algo/acquire_round.hpp"
 #include "algo/validity.hpp"
 #include "client_impl.hpp"
+#include "options_check.hpp"
 #include "resp/encoder.hpp"
 #include "text.hpp"
 #include "token.hpp"
@@ -35,41 +38,21 @@ node_answer::kind classify_set_reply(error_code ec, const resp::value& reply, st
   return node_answer::kind::failed;
 }
 
-std::string validate(const std::string& resource, const lock_options& options,
-                     const client_options& client) {
-  if (resource.empty()) return "the resource name is empty";
-  if (options.ttl <= std::chrono::milliseconds(0)) {
-    return fmt::format("ttl must be positive (got {} ms)", options.ttl.count());
-  }
-  const auto drift = drift_allowance(options.ttl, client.drift_factor);
-  if (options.ttl <= drift) {
-    return fmt::format("ttl {} ms is not longer than the drift allowance of {} ms",
-                       options.ttl.count(), to_ms(drift));
-  }
-  if (options.wait && *options.wait < std::chrono::milliseconds(0)) {
-    return fmt::format("wait must not be negative (got {} ms)", options.wait->count());
-  }
-  if (options.max_hold && *options.max_hold <= std::chrono::milliseconds(0)) {
-    return fmt::format("max_hold must be positive (got {} ms)", options.max_hold->count());
-  }
-  return {};
-}
-
 }  // namespace
 
 // One async_acquire or async_try_acquire, from the local queue through rounds and backoff to one
-// completion.
+// completion. What a round's answers mean is acquire_round's; this is the plumbing around it.
 //
 // Stages: queued (behind a local holder or waiter; nothing sent), in_round (SETs in flight),
 // sleeping (backoff between rounds), finished. Invariant: an op that is in its resource queue is
 // not finished, and the queue's first op is the only one that may be in_round or sleeping.
 class acquire_op final : public abortable,
-                         public vote,
+                         public ballot_sink,
                          public std::enable_shared_from_this<acquire_op> {
  public:
   acquire_op(std::shared_ptr<client_impl> client, std::string resource, const lock_options& options,
              bool single_round, caller_handler<acquire_signature>&& caller)
-      : vote(client->size()),
+      : ballot_sink(client->size()),
         client_(std::move(client)),
         lease_(std::make_shared<lease_state>(client_, std::move(resource), options)),
         single_round_(single_round),
@@ -81,7 +64,7 @@ class acquire_op final : public abortable,
       lease_->diagnostics = "the client is shut down";
       return done_.complete(asio::error::operation_aborted, make_lease());
     }
-    if (auto problem = validate(lease_->resource, lease_->options, client_->options());
+    if (auto problem = check_lock_options(lease_->resource, lease_->options, client_->options());
         !problem.empty()) {
       lease_->diagnostics =
           fmt::format("redlock: cannot lock {}: {}", quoted_resource(lease_->resource), problem);
@@ -151,64 +134,67 @@ class acquire_op final : public abortable,
     stage_ = stage::in_round;
     const auto per_node = client_->options_for(lock_request::set);
     if (rounds_++ == 0) {
-      round_start_ = steady_clock::now();
+      open_round();
       client_->fan_out(set_command_, *this, open_ballot(), per_node);
       return;
     }
     lease_->token = make_lock_token();
     auto command = std::make_shared<std::string>();
     encode_set(*command);
-    round_start_ = steady_clock::now();
+    open_round();
     client_->fan_out(std::move(command), *this, open_ballot(), per_node);
   }
 
-  // The vote of one round: SET NX PX on every node.
+  void open_round() {
+    round_.emplace(acquire_round::settings{.nodes = client_->size(),
+                                           .ttl = lease_->options.ttl,
+                                           .drift_factor = client_->options().drift_factor,
+                                           .start = steady_clock::now()});
+  }
+
   std::shared_ptr<void> owner() override { return shared_from_this(); }
 
-  node_answer::kind classify(error_code ec, const resp::value& reply,
-                             std::string& detail) override {
-    return classify_set_reply(ec, reply, detail);
-  }
-
-  std::optional<error_code> decide(const tally& t) override {
-    if (t.yes_quorum()) return error_code{};
-    if (t.yes_quorum_impossible()) return t.too_many_failed() ? error::no_quorum : error::contended;
-    return std::nullopt;
-  }
-
-  void decided(error_code ec) override {
-    if (stage_ != stage::in_round) return;  // cancelled meanwhile
-    const auto now = steady_clock::now();
-    // Two nodes found to be one server. Only one of them is ever let in, so no vote was counted
-    // twice, but the client is configured with fewer independent nodes than it believes.
-    if (!client_->duplicate_nodes().empty()) ec = error::invalid_argument;
-    if (!ec) {
-      const auto left =
-          validity(lease_->options.ttl, client_->options().drift_factor, round_start_, now);
-      if (left > steady_clock::duration::zero()) return succeed(now + left);
-      ec = error::validity_expired;
+  void on_answer(std::size_t node, error_code ec, const resp::value& reply) override {
+    std::string detail;
+    const auto what = classify_set_reply(ec, reply, detail);
+    // Any answer may decide the round, and the decision reads what is known of the nodes then.
+    if (!round_->decided()) {
+      for (std::size_t i = 0; i < client_->size(); ++i)
+        round_->set_failing_for_good(i, client_->connection_at(i).permanent_failure());
+      if (!client_->duplicate_nodes().empty()) round_->set_nodes_not_independent();
     }
-    clean_up_round();
-    if (const auto lasting = client_->lasting_failure(answers())) {
+    const auto now = steady_clock::now();
+    switch (round_->answer(node, make_answer(what, ec, reply, std::move(detail)), now)) {
+      case acquire_round::step::decided_now:
+        return decided(now);
+      case acquire_round::step::decided_before:
+        return answered_after_decision(node);
+      case acquire_round::step::undecided:
+        return;
+    }
+  }
+
+  void decided(steady_clock::time_point now) {
+    if (stage_ != stage::in_round) return;  // cancelled meanwhile
+    const acquire_round::decision& round = round_->result();
+    if (round.what == acquire_round::outcome::held) return succeed(round.valid_until);
+    release_where(round.clean);
+    if (!round.retry) {
       // Misconfigured nodes (a wrong password, a missing permission, two names of one server)
       // make every later round fail the same way: say so now instead of retrying until `wait`.
-      lease_->diagnostics = explain(lasting, now, true);
+      lease_->diagnostics = explain(round.code, now, true);
       client_->log(log_level::error, lease_->diagnostics);
-      return finish(lasting);
+      return finish(round.code);
     }
-    lease_->diagnostics = explain(ec, now);
+    lease_->diagnostics = explain(round.code, now);
     client_->log(log_level::debug, lease_->diagnostics);
-
-    if (single_round_) return finish(ec);
-    if (deadline_ && now >= *deadline_) return finish(error::wait_timeout);
-    auto delay = steady_clock::duration(retry_.next(client_->random()));
-    if (deadline_) delay = std::min(delay, *deadline_ - now);
+    if (const auto code = acquire_ends(round, single_round_, deadline_, now)) return finish(*code);
     stage_ = stage::sleeping;
-    arm_timer(now + delay);
+    arm_timer(next_round_at(retry_.next(client_->random()), deadline_, now));
   }
 
   std::string explain(error_code ec, steady_clock::time_point now, bool lasting = false) const {
-    const tally& t = votes();
+    const tally& t = round_->votes();
     if (lasting && ec == error::invalid_argument && !client_->duplicate_nodes().empty()) {
       return fmt::format("redlock: {} not acquired: {}", quoted_resource(lease_->resource),
                          client_->duplicate_nodes());
@@ -217,42 +203,30 @@ class acquire_op final : public abortable,
     return fmt::format(
         "redlock: {} not acquired ({}): {} of {} nodes granted, quorum {}, round took {} ms{}: {}",
         quoted_resource(lease_->resource), ec.message(), t.yes_count(), t.nodes(), t.quorum(),
-        to_ms(now - round_start_),
+        to_ms(now - round_->start()),
         lasting ? "; not retried: the failing nodes cannot serve the lock until their "
                   "configuration is fixed"
                 : "",
-        client_->describe(answers(), "granted", "held by another owner", &failing));
+        client_->describe(round_->answers(), "granted", "held by another owner", &failing));
   }
 
-  // Nodes failing for good (connection::permanent_failure) whose answer in this ballot came before
+  // Nodes failing for good (connection::permanent_failure) whose answer in this round came after
   // the decision or not at all: shown as such, not as "not awaited".
   std::vector<std::string> lasting_failures() const {
     std::vector<std::string> texts(client_->size());
     for (std::size_t i = 0; i < texts.size(); ++i) {
       const auto connection_failure = client_->connection_at(i).permanent_failure();
-      if (connection_failure && answers()[i].what == node_answer::kind::pending) {
+      if (connection_failure && round_->answers()[i].what == node_answer::kind::pending) {
         texts[i] = client_->connection_at(i).last_error();
       }
     }
     return texts;
   }
 
-  // A failed or abandoned round may have set the key on some nodes (or may still, where the SET is
-  // in flight). Release it on every node that did not refuse and may have been sent the SET; on
-  // each node the release runs after our SET because both travel on that node's one connection.
-  // A node that never got the SET (down, or skipped as unresponsive) is left alone: a release
-  // there would only wait for it, kept across its reconnects, to delete nothing.
-  void clean_up_round() {
-    const auto& answers = this->answers();
-    std::vector<bool> targets(answers.size());
-    bool any = false;
-    for (std::size_t i = 0; i < answers.size(); ++i) {
-      targets[i] = answers[i].what != node_answer::kind::no && !answers[i].unsent;
-      any = any || targets[i];
-    }
-    if (any) {
-      client_->release_best_effort(lease_->resource, lease_->token, lease_->options.ttl, &targets);
-    }
+  // On each node the release runs after our SET: both travel on that node's one connection.
+  void release_where(const std::vector<bool>& targets) {
+    if (std::find(targets.begin(), targets.end(), true) == targets.end()) return;
+    client_->release_best_effort(lease_->resource, lease_->token, lease_->options.ttl, &targets);
   }
 
   void succeed(steady_clock::time_point valid_until) {
@@ -264,31 +238,29 @@ class acquire_op final : public abortable,
     queue_->holder = lease_.get();
     lease_->queue = queue_;
     lease_->diagnostics.clear();
-    lease_->granted_nodes = votes().yes_count();
+    lease_->granted_nodes = round_->votes().yes_count();
     acquired_ = true;
-    lease_->on_acquired(round_start_, valid_until);
+    lease_->on_acquired(round_->start(), valid_until);
     note_if_degraded();
     done_.complete(error_code{}, make_lease());
   }
 
   // The SETs of a successful round that answer after the decision: grants still count.
-  void answered_after_decision(std::size_t node) override {
+  void answered_after_decision(std::size_t node) {
     if (!acquired_) return;
-    if (answers()[node].what == node_answer::kind::yes) ++lease_->granted_nodes;
+    if (round_->answers()[node].what == node_answer::kind::yes) ++lease_->granted_nodes;
     note_if_degraded();
   }
 
   // Once every node has answered: a lock held by fewer than all nodes survives fewer failures.
   void note_if_degraded() {
-    const tally& t = votes();
-    if (t.yes_count() + t.no_count() + t.failed_count() < t.nodes() || t.yes_count() == t.nodes()) {
-      return;
-    }
+    const tally& t = round_->votes();
+    if (!t.complete() || t.yes_count() == t.nodes()) return;
     if (lease_->current != lease_state::phase::held) return;
     lease_->diagnostics =
         fmt::format("redlock: {} acquired on {} of {} nodes (quorum {}): {}",
                     quoted_resource(lease_->resource), t.yes_count(), t.nodes(), t.quorum(),
-                    client_->describe(answers(), "granted", "held by another owner"));
+                    client_->describe(round_->answers(), "granted", "held by another owner"));
     client_->log(log_level::warning, lease_->diagnostics);
   }
 
@@ -324,7 +296,7 @@ class acquire_op final : public abortable,
         return finish(asio::error::operation_aborted);
       case stage::in_round:
         if ((type & (ct::terminal | ct::partial)) == ct::none) return;
-        clean_up_round();
+        release_where(round_->cleanup_targets());
         lease_->diagnostics = "redlock: acquire cancelled during a round; released what it set";
         return finish(asio::error::operation_aborted);
       case stage::idle:
@@ -369,8 +341,8 @@ class acquire_op final : public abortable,
   unsigned timer_generation_ = 0;
   std::optional<steady_clock::time_point> deadline_;
   stage stage_ = stage::idle;
-  steady_clock::time_point round_start_{};
-  resource_queue* queue_ = nullptr;  // set while this op is in it
+  std::optional<acquire_round> round_;  // the current or last round
+  resource_queue* queue_ = nullptr;     // set while this op is in it
   std::string set_command_;  // the first round's SET key token NX PX ttl; read by the connections
   unsigned rounds_ = 0;
   bool acquired_ = false;  // the last round won
@@ -378,48 +350,6 @@ class acquire_op final : public abortable,
 
 // ---------------------------------------------------------------------------------------------
 // client_impl
-
-namespace {
-
-// What the lock will ask of every node, tried in each handshake on a key of its own that nobody
-// uses, so that an ACL user who may not run one of these commands is refused at connect, naming
-// the command, instead of the acquire succeeding and its release failing. None of them changes
-// anything: SET XX and PEXPIRE and DEL of a missing key do nothing, and the scripts only GET it.
-std::vector<connection_options::probe> permission_probes();
-
-}  // namespace
-
-void prepare_for_lock(connection_options& settings) {
-  // Loaded at every connect: an extension is never resent after NOSCRIPT (see extend_op), so its
-  // script must be in the cache before the first one is written.
-  settings.preload = {&release_script(), &extend_script()};
-  settings.permission_probes = permission_probes();
-}
-
-namespace {
-
-std::vector<connection_options::probe> permission_probes() {
-  const std::string key = "redlock:acl-probe:" + make_lock_token();
-  const std::string token = make_lock_token();
-  const std::string_view keys[] = {key};
-  const std::string_view release_args[] = {token};
-  const std::string_view extend_args[] = {token, "1"};
-  std::vector<connection_options::probe> probes;
-  auto add = [&](std::string command, std::initializer_list<std::string_view> parts) {
-    std::string encoded;
-    resp::encode_command(encoded, parts);
-    probes.push_back({std::move(command), std::move(encoded)});
-  };
-  add("SET", {"SET", key, token, "XX", "PX", "1"});
-  probes.push_back({"EVALSHA", encode_evalsha(release_script(), keys, release_args)});
-  probes.push_back({"EVALSHA", encode_evalsha(extend_script(), keys, extend_args)});
-  add("EVAL", {"EVAL", release_script().source(), "1", key, token});
-  add("DEL (called by the release script)", {"DEL", key});
-  add("PEXPIRE (called by the extend script)", {"PEXPIRE", key, "1"});
-  return probes;
-}
-
-}  // namespace
 
 std::string client_impl::peer_registry::admit(std::size_t node, const std::string& peer) {
   if (peer.empty()) return {};
@@ -439,37 +369,9 @@ std::string client_impl::peer_registry::admit(std::size_t node, const std::strin
 std::vector<std::shared_ptr<connection>> client_impl::open_connections(
     const asio::any_io_executor& executor, std::vector<node_config>& nodes,
     const client_options& options, const std::shared_ptr<peer_registry>& peers) {
-  auto fail = [](std::string message) {
+  if (auto problem = check_client_options(nodes, options); !problem.empty()) {
     throw boost::system::system_error(make_error_code(error::invalid_argument),
-                                      "redlock: " + message);
-  };
-  if (nodes.empty()) fail("a client needs at least one node");
-  if (options.node_timeout <= std::chrono::milliseconds(0)) fail("node_timeout must be positive");
-  if (options.connect_timeout <= std::chrono::milliseconds(0)) {
-    fail("connect_timeout must be positive");
-  }
-  if (!(options.drift_factor >= 0.0 && options.drift_factor < 0.5)) {
-    fail(fmt::format("drift_factor {} is outside [0, 0.5)", options.drift_factor));
-  }
-  if (options.replies.max_reply_memory < 1024) {
-    fail(fmt::format("replies.max_reply_memory {} is below the minimum of 1024 bytes",
-                     options.replies.max_reply_memory));
-  }
-  if (options.replies.max_depth < 1) fail("replies.max_depth must be at least 1");
-  std::set<std::pair<std::string, std::uint16_t>> seen;
-  for (const auto& node : nodes) {
-    if (node.host.empty()) fail("a node has an empty host name");
-    if (node.port == 0) fail(fmt::format("node {} has port 0", node.address()));
-    if (node.database < 0) {
-      fail(fmt::format("node {} has a negative database index {}", node.address(), node.database));
-    }
-    if (!node.username.empty() && node.password.empty()) {
-      fail(fmt::format("node {} names ACL user \"{}\" without a password", node.address(),
-                       node.username));
-    }
-    if (!seen.emplace(node.host, node.port).second) {
-      fail(fmt::format("node {} is listed twice; Redlock needs independent nodes", node.address()));
-    }
+                                      "redlock: " + problem);
   }
   std::vector<std::shared_ptr<connection>> connections;
   connections.reserve(nodes.size());
@@ -479,7 +381,7 @@ std::vector<std::shared_ptr<connection>> client_impl::open_connections(
   for (const auto& node : nodes)
     peers->addresses.push_back(node.address());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    // A name is compared as given above; what it resolves to can only be compared once connected.
+    // Names were compared as written; what they resolve to can only be compared once connected.
     connection_settings.admit_peer = [peers, i](const std::string& peer) {
       return peers->admit(i, peer);
     };
@@ -496,33 +398,6 @@ client_impl::client_impl(asio::any_io_executor executor, std::vector<node_config
       connections_(open_connections(executor_, nodes, options_, peers_)),
       random_(std::random_device{}()) {
   spare_queues_.reserve(1024);
-}
-
-error_code client_impl::lasting_failure(const node_answers& answers) const {
-  if (!duplicate_nodes().empty()) return error::invalid_argument;
-  // Few nodes and few codes: counted in place.
-  boost::container::small_vector<std::pair<error_code, std::size_t>, 4> codes;
-  std::size_t failing = 0;
-  for (std::size_t i = 0; i < connections_.size(); ++i) {
-    error_code code = connections_[i]->permanent_failure();
-    if (!code && i < answers.size() && answers[i].failure == condition::node_failure) {
-      code = answers[i].failure;
-    }
-    if (!code) continue;
-    ++failing;
-    auto found = std::find_if(codes.begin(), codes.end(),
-                              [&](const auto& entry) { return entry.first == code; });
-    if (found == codes.end()) {
-      codes.emplace_back(code, 1);
-    } else {
-      ++found->second;
-    }
-  }
-  // A quorum needs quorum() of the others.
-  if (failing == 0 || connections_.size() - failing >= quorum()) return {};
-  return std::max_element(codes.begin(), codes.end(),
-                          [](const auto& a, const auto& b) { return a.second < b.second; })
-      ->first;
 }
 
 lease client_impl::make_lease(std::shared_ptr<lease_state> state) {
@@ -713,33 +588,6 @@ std::string client_impl::describe(const node_answers& answers, std::string_view 
     }
   }
   return out;
-}
-
-node_answer::kind classify_script_reply(error_code ec, const resp::value& reply,
-                                        std::string& detail) {
-  if (ec) {
-    detail = reply.text;
-    return node_answer::kind::failed;
-  }
-  if (reply.kind == resp::type::integer) {
-    return reply.integer == 1 ? node_answer::kind::yes : node_answer::kind::no;
-  }
-  detail = fmt::format("unexpected reply {}", resp::to_debug_string(reply));
-  return node_answer::kind::failed;
-}
-
-const script& release_script() {
-  static const script lua(
-      "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) "
-      "else return 0 end");
-  return lua;
-}
-
-const script& extend_script() {
-  static const script lua(
-      "if redis.call('GET', KEYS[1]) == ARGV[1] then "
-      "return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end");
-  return lua;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -14,18 +14,18 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/container/small_vector.hpp>
 #include <boost/system/error_code.hpp>
 
 #include "algo/backoff.hpp"
+#include "algo/node_answer.hpp"
 #include "completion.hpp"
 #include "intrusive_list.hpp"
 #include "log.hpp"
 #include "net/connection.hpp"
-#include "net/script.hpp"
 #include "redlock/client.hpp"
 #include "redlock/lease.hpp"
 #include "redlock/options.hpp"
+#include "scripts.hpp"
 
 namespace redlock::detail {
 
@@ -42,20 +42,6 @@ class abortable : public list_hook {
 
 class acquire_op;
 class user_operation;
-
-// What one node answered in one fan-out, kept to explain failures.
-struct node_answer {
-  enum class kind : std::uint8_t { pending, yes, no, failed } what = kind::pending;
-  // The request was certainly never written to the node (it was down, or skipped as unresponsive):
-  // nothing there can need undoing.
-  bool unsent = false;
-  // For `failed`: the request's error code, or error::permission_denied for a NOPERM reply.
-  boost::system::error_code failure;
-  std::string detail;  // the error text for `failed`
-};
-
-// One answer per node, inline up to seven nodes: a vote is made for every lock operation.
-using node_answers = boost::container::small_vector<node_answer, 7>;
 
 // Per resource: the lease of this client holding it (if any) and the acquires waiting, oldest
 // first. Only the first waiter sends anything to the nodes, and only while no local lease holds
@@ -240,12 +226,6 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   // server ("localhost:7700 and 127.0.0.1:7700 are one server ..."); empty until then.
   const std::string& duplicate_nodes() const noexcept { return peers_->refusal; }
 
-  // The code to fail an acquire with at once: when nodes that fail in a way retrying cannot fix
-  // (connection::permanent_failure, or such an answer in `answers`) are enough to make a quorum
-  // impossible, the most common of their codes; and error::invalid_argument for duplicate_nodes.
-  // Success otherwise.
-  boost::system::error_code lasting_failure(const node_answers& answers) const;
-
  private:
   // The peer each node's connection reached last, by node: two nodes that reach one server would
   // count that server's vote twice. Shared with the connections' admit_peer checks, which may
@@ -274,16 +254,6 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   std::minstd_rand random_;
   bool closed_ = false;
 };
-
-// Sets up a connection's handshake as a client's: loads the scripts, and checks that the ACL user
-// may run every command the lock sends (connection_options::permission_probes), so that a node
-// that could grant a lock but not release it fails at connect with error::permission_denied.
-void prepare_for_lock(connection_options& settings);
-
-// The Lua scripts: compare the token, then act. Neither touches a key holding another value, and
-// extend never creates a missing key (PEXPIRE on a missing key is a no-op returning 0).
-const script& release_script();
-const script& extend_script();
 
 }  // namespace redlock::detail
 

@@ -4,11 +4,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/system/error_code.hpp>
 
+#include "algo/node_answer.hpp"
 #include "algo/quorum.hpp"
 #include "client_impl.hpp"
 #include "completion.hpp"
@@ -67,88 +69,108 @@ class user_operation : public abortable, public std::enable_shared_from_this<use
   boost::asio::cancellation_type honoured_;
 };
 
-// A fan-out decided by a majority vote: every node's reply is classified as yes / no / failed, and
-// decide() is asked after each reply whether the outcome is already certain. decided() runs once
-// per ballot, at the earliest certain moment; later replies are still read (by the connections)
-// but change nothing.
+// The sink of one fan-out at a time: each fan-out opens a ballot, whose requests are tagged
+// ballot * nodes + node, so that a late reply to an earlier ballot is told apart and dropped.
 //
-// The derived operation is the reply sink itself, so a fan-out allocates nothing for its votes.
-// It must be owned by a shared_ptr: while any request may still answer, the vote keeps its owner
+// The derived operation is the reply sink itself, so a fan-out allocates nothing for its replies.
+// It must be owned by a shared_ptr: while any request may still answer, the sink keeps its owner
 // alive through owner().
-class vote : public reply_sink {
+class ballot_sink : public reply_sink {
  public:
   void on_reply(std::size_t tag, boost::system::error_code ec, const resp::value& reply) final {
-    const std::size_t nodes = answers_.size();
-    if (tag / nodes != ballot_) return;  // a late answer to an earlier ballot
-    record(tag % nodes, ec, reply);
+    if (tag / nodes_ != ballot_) return;  // a late answer to an earlier ballot
+    on_answer(tag % nodes_, ec, reply);
   }
 
-  void retain() noexcept final {
+  // References held by the requests that may still answer.
+  void add_ref() noexcept {
     if (pins_++ == 0) pinned_ = owner();
   }
-  void release() noexcept final {
+  void drop_ref() noexcept {
     if (--pins_ == 0) {
       const auto last = std::move(pinned_);  // may destroy *this when it goes
     }
   }
+  // The names reply_sink still declares; to be dropped once it declares add_ref/drop_ref.
+  void retain() noexcept final { add_ref(); }
+  void release() noexcept final { drop_ref(); }
 
+ protected:
+  explicit ballot_sink(std::size_t nodes) : nodes_(nodes) {}
+  ~ballot_sink() = default;
+
+  // Starts a new ballot; replies of the previous one are dropped from now on. Returns the tag of
+  // node 0 for client_impl::fan_out.
+  std::size_t open_ballot() { return ++ballot_ * nodes_; }
+
+  virtual std::shared_ptr<void> owner() = 0;  // shared_from_this()
+  // A reply of the current ballot from `node`.
+  virtual void on_answer(std::size_t node, boost::system::error_code ec,
+                         const resp::value& reply) = 0;
+
+ private:
+  std::size_t nodes_;
+  std::size_t ballot_ = 0;
+  unsigned pins_ = 0;
+  std::shared_ptr<void> pinned_;
+};
+
+// A node's reply as an answer: `what` as classified from the reply, whether the request certainly
+// never reached the node, and for a failure the code that explains it.
+inline node_answer make_answer(node_answer::kind what, boost::system::error_code ec,
+                               const resp::value& reply, std::string detail) {
+  node_answer answer;
+  answer.what = what;
+  answer.detail = std::move(detail);
+  // A connect that failed for good (connection::permanent_failure) fails its requests unsent.
+  // Tested only for a failure: comparing with a condition costs virtual calls on every reply.
+  answer.unsent = ec && (ec == error::not_connected || ec == error::node_unresponsive ||
+                         ec == condition::node_failure || ec == error::invalid_argument);
+  if (what == node_answer::kind::failed) {
+    // A NOPERM reply (the ACL user may not write this key) lasts like a refused login.
+    answer.failure = ec ? ec
+                     : reply.is_error() && reply.error_code_word() == "NOPERM"
+                         ? make_error_code(error::permission_denied)
+                         : make_error_code(error::server_error);
+  }
+  return answer;
+}
+
+// A fan-out decided by a majority vote: every node's reply is classified as yes / no / failed, and
+// decide() is asked after each reply whether the outcome is already certain. decided() runs once
+// per ballot, at the earliest certain moment; later replies are still read (by the connections)
+// but change nothing.
+class vote : public ballot_sink {
+ public:
   const tally& votes() const noexcept { return votes_; }
   const node_answers& answers() const noexcept { return answers_; }
 
  protected:
-  explicit vote(std::size_t nodes) : votes_(nodes), answers_(nodes) {}
+  explicit vote(std::size_t nodes) : ballot_sink(nodes), votes_(nodes), answers_(nodes) {}
   ~vote() = default;
 
-  // Starts a new ballot and forgets the previous one, whose late replies are ignored. Returns the
-  // tag of node 0 for client_impl::fan_out.
+  // Starts a new ballot and forgets the previous one's answers.
   std::size_t open_ballot() {
-    ++ballot_;
     votes_ = tally(answers_.size());
-    for (auto& answer : answers_) {
-      answer.what = node_answer::kind::pending;
-      answer.unsent = false;
-      answer.failure = {};
-      answer.detail.clear();
-    }
+    for (auto& answer : answers_)
+      answer = node_answer{};
     decided_ = false;
-    return ballot_ * answers_.size();
+    return ballot_sink::open_ballot();
   }
 
-  virtual std::shared_ptr<void> owner() = 0;  // shared_from_this()
   virtual node_answer::kind classify(boost::system::error_code ec, const resp::value& reply,
                                      std::string& detail) = 0;
   virtual std::optional<boost::system::error_code> decide(const tally& votes) = 0;
   virtual void decided(boost::system::error_code outcome) = 0;
-  // An answer of this ballot recorded after decided(): it changes nothing, but may be worth noting.
-  virtual void answered_after_decision(std::size_t /*node*/) {}
 
  private:
-  void record(std::size_t node, boost::system::error_code ec, const resp::value& reply) {
+  void on_answer(std::size_t node, boost::system::error_code ec, const resp::value& reply) final {
+    std::string detail;
+    const auto what = classify(ec, reply, detail);
     node_answer& answer = answers_[node];
-    answer.what = classify(ec, reply, answer.detail);
-    // A connect that failed for good (connection::permanent_failure) fails its requests unsent.
-    // Tested only for a failure: comparing with a condition costs virtual calls on every reply.
-    answer.unsent = ec && (ec == error::not_connected || ec == error::node_unresponsive ||
-                           ec == condition::node_failure || ec == error::invalid_argument);
-    if (answer.what == node_answer::kind::failed) {
-      // A NOPERM reply (the ACL user may not write this key) lasts like a refused login.
-      answer.failure = ec ? ec
-                       : reply.is_error() && reply.error_code_word() == "NOPERM"
-                           ? make_error_code(error::permission_denied)
-                           : make_error_code(error::server_error);
-    }
-    switch (answer.what) {
-      case node_answer::kind::yes:
-        votes_.yes();
-        break;
-      case node_answer::kind::no:
-        votes_.no();
-        break;
-      default:
-        votes_.failed();
-        break;
-    }
-    if (decided_) return answered_after_decision(node);
+    answer = make_answer(what, ec, reply, std::move(detail));
+    count(votes_, answer.what);
+    if (decided_) return;
     if (auto outcome = decide(votes_)) {
       decided_ = true;
       decided(*outcome);
@@ -157,10 +179,7 @@ class vote : public reply_sink {
 
   tally votes_;
   node_answers answers_;
-  std::size_t ballot_ = 0;
   bool decided_ = false;
-  unsigned pins_ = 0;
-  std::shared_ptr<void> pinned_;
 };
 
 // A user_operation settled by one vote.
@@ -172,10 +191,6 @@ class operation_vote : public user_operation, public vote {
  protected:
   std::shared_ptr<void> owner() final { return user_operation::shared_from_this(); }
 };
-
-// Classifies a script reply that is 1 for "done", 0 for "not our key".
-node_answer::kind classify_script_reply(boost::system::error_code ec, const resp::value& reply,
-                                        std::string& detail);
 
 }  // namespace redlock::detail
 

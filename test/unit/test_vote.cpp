@@ -1,12 +1,15 @@
-// The vote behind every fan-out: decided once per ballot at the earliest certain moment, late
-// answers of an earlier ballot ignored, and kept alive exactly while requests may still answer.
+// The vote behind every fan-out: decided once per ballot at the first answer its rule accepts,
+// late answers of an earlier ballot ignored, kept alive exactly while requests may still answer;
+// and how a reply becomes a node's answer (failed unsent or not, with which code).
 
 #include <boost/test/unit_test.hpp>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/printing.hpp"
@@ -24,11 +27,14 @@ namespace {
 namespace rd = redlock::detail;
 using boost::system::error_code;
 
-// Yes for "+OK", no for a null reply, failed otherwise; decides at a yes quorum or once a yes
-// quorum is out of reach, and records every decision.
-class grant_vote final : public rd::vote, public std::enable_shared_from_this<grant_vote> {
+// Yes for "+OK", no for a null reply, failed otherwise. Whether the outcome is certain is the
+// test's `rule`, not any operation's: these tests are about when the vote asks and what it does
+// with the answer. Records every decision.
+class test_vote final : public rd::vote, public std::enable_shared_from_this<test_vote> {
  public:
-  explicit grant_vote(std::size_t nodes) : vote(nodes) {}
+  using rule_type = std::function<std::optional<error_code>(const rd::tally&)>;
+
+  test_vote(std::size_t nodes, rule_type rule) : vote(nodes), rule_(std::move(rule)) {}
 
   std::size_t next_ballot() { return open_ballot(); }
 
@@ -48,14 +54,21 @@ class grant_vote final : public rd::vote, public std::enable_shared_from_this<gr
     return rd::node_answer::kind::failed;
   }
 
-  std::optional<error_code> decide(const rd::tally& t) override {
-    if (t.yes_quorum()) return error_code{};
-    if (t.yes_quorum_impossible()) return make_error_code(redlock::error::contended);
-    return std::nullopt;
-  }
+  std::optional<error_code> decide(const rd::tally& t) override { return rule_(t); }
 
   void decided(error_code outcome) override { outcomes.push_back(outcome); }
+
+  rule_type rule_;
 };
+
+// Decides once `yes` nodes said yes (success) or `no` nodes said no (error::not_held).
+test_vote::rule_type at_count(std::size_t yes, std::size_t no) {
+  return [yes, no](const rd::tally& t) -> std::optional<error_code> {
+    if (t.yes_count() >= yes) return error_code{};
+    if (t.no_count() >= no) return make_error_code(redlock::error::not_held);
+    return std::nullopt;
+  };
+}
 
 redlock::resp::value ok() {
   redlock::resp::value v;
@@ -72,8 +85,8 @@ redlock::resp::value null() {
 
 BOOST_AUTO_TEST_SUITE(vote)
 
-BOOST_AUTO_TEST_CASE(decides_once_at_the_earliest_certain_moment) {
-  auto v = std::make_shared<grant_vote>(5);
+BOOST_AUTO_TEST_CASE(decides_once_at_the_first_answer_the_rule_accepts) {
+  auto v = std::make_shared<test_vote>(5, at_count(3, 3));
   const std::size_t first = v->next_ballot();
   v->on_reply(first + 0, {}, ok());
   v->on_reply(first + 3, {}, null());
@@ -90,12 +103,12 @@ BOOST_AUTO_TEST_CASE(decides_once_at_the_earliest_certain_moment) {
 }
 
 BOOST_AUTO_TEST_CASE(late_answers_of_an_earlier_ballot_are_ignored) {
-  auto v = std::make_shared<grant_vote>(3);
+  auto v = std::make_shared<test_vote>(3, at_count(2, 2));
   const std::size_t first = v->next_ballot();
   v->on_reply(first + 0, {}, null());
   v->on_reply(first + 1, {}, null());
   BOOST_REQUIRE(v->outcomes.size() == 1u);
-  BOOST_TEST(v->outcomes.back() == redlock::error::contended);
+  BOOST_TEST(v->outcomes.back() == redlock::error::not_held);
 
   const std::size_t second = v->next_ballot();
   BOOST_TEST(second != first);
@@ -113,8 +126,8 @@ BOOST_AUTO_TEST_CASE(late_answers_of_an_earlier_ballot_are_ignored) {
 }
 
 BOOST_AUTO_TEST_CASE(stays_alive_while_requests_may_answer) {
-  auto v = std::make_shared<grant_vote>(2);
-  std::weak_ptr<grant_vote> watch = v;
+  auto v = std::make_shared<test_vote>(2, at_count(2, 2));
+  std::weak_ptr<test_vote> watch = v;
   {
     rd::sink_ref first_request(v.get());
     rd::sink_ref second_request(first_request);
@@ -124,6 +137,56 @@ BOOST_AUTO_TEST_CASE(stays_alive_while_requests_may_answer) {
     BOOST_TEST(!watch.expired());
   }
   BOOST_TEST(watch.expired());
+}
+
+// Unsent: nothing on the node can need undoing, so no cleanup is sent there.
+BOOST_AUTO_TEST_CASE(answers_failed_unsent) {
+  using redlock::error;
+  struct {
+    error_code ec;
+    bool unsent;
+  } const cases[] = {
+      {error::not_connected, true},
+      {error::node_unresponsive, true},
+      {error::auth_failed, true},  // a connection failing for good refuses requests unsent
+      {error::select_failed, true},
+      {error::invalid_argument, true},  // refused as a duplicate node
+      {error::connection_lost, false},
+      {error::request_timeout, false},
+      {boost::asio::error::operation_aborted, false},
+  };
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.ec.message()) {
+      const auto answer = rd::make_answer(rd::node_answer::kind::failed, c.ec, null(), "text");
+      BOOST_TEST(answer.unsent == c.unsent);
+      BOOST_TEST(answer.failure == c.ec);
+      BOOST_TEST(answer.detail == "text");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(an_error_reply_is_a_written_failure) {
+  using redlock::error;
+  struct {
+    const char* reply;
+    error failure;
+  } const cases[] = {
+      {"NOPERM this user has no permissions to access the 'lock' key", error::permission_denied},
+      {"ERR something else", error::server_error},
+  };
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.reply) {
+      redlock::resp::value reply;
+      reply.kind = redlock::resp::type::simple_error;
+      reply.text = c.reply;
+      const auto answer = rd::make_answer(rd::node_answer::kind::failed, {}, reply, reply.text);
+      BOOST_TEST(answer.failure == c.failure);
+      BOOST_TEST(!answer.unsent);
+    }
+  }
+  const auto granted = rd::make_answer(rd::node_answer::kind::yes, {}, ok(), "");
+  BOOST_TEST(!granted.failure);
+  BOOST_TEST(!granted.unsent);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

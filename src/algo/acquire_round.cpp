@@ -1,0 +1,140 @@
+#include "algo/acquire_round.hpp"
+
+#include <boost/container/small_vector.hpp>
+
+#include <algorithm>
+#include <utility>
+
+#include "algo/validity.hpp"
+#include "redlock/error.hpp"
+
+namespace redlock::detail {
+
+using boost::system::error_code;
+
+acquire_round::acquire_round(const settings& round)
+    : settings_(round),
+      votes_(round.nodes),
+      answers_(round.nodes),
+      failing_for_good_(round.nodes) {}
+
+acquire_round::step acquire_round::answer(std::size_t node, node_answer given,
+                                          steady_clock::time_point now) {
+  node_answer& answer = answers_[node];
+  const bool decided_before = decided();
+  if (answer.what != node_answer::kind::pending || given.what == node_answer::kind::pending) {
+    return decided_before ? step::decided_before : step::undecided;
+  }
+  answer = std::move(given);
+  count(votes_, answer.what);
+  if (decided_before) return step::decided_before;
+  if (!votes_.yes_quorum() && !votes_.yes_quorum_impossible()) return step::undecided;
+  decide(now);
+  return step::decided_now;
+}
+
+acquire_round::step acquire_round::granted(std::size_t node, steady_clock::time_point now) {
+  node_answer given;
+  given.what = node_answer::kind::yes;
+  return answer(node, std::move(given), now);
+}
+
+acquire_round::step acquire_round::refused(std::size_t node, steady_clock::time_point now) {
+  node_answer given;
+  given.what = node_answer::kind::no;
+  return answer(node, std::move(given), now);
+}
+
+acquire_round::step acquire_round::failed(std::size_t node, error_code code, bool unsent,
+                                          steady_clock::time_point now) {
+  node_answer given;
+  given.what = node_answer::kind::failed;
+  given.unsent = unsent;
+  given.failure = code;
+  return answer(node, std::move(given), now);
+}
+
+void acquire_round::set_failing_for_good(std::size_t node, error_code code) {
+  failing_for_good_[node] = code;
+}
+
+std::vector<bool> acquire_round::cleanup_targets() const {
+  std::vector<bool> targets(answers_.size());
+  for (std::size_t i = 0; i < answers_.size(); ++i) {
+    targets[i] = answers_[i].what != node_answer::kind::no && !answers_[i].unsent;
+  }
+  return targets;
+}
+
+void acquire_round::decide(steady_clock::time_point now) {
+  decision& d = decision_;
+  if (not_independent_) {
+    // Only one of two nodes that are one server is ever let in, so no vote counted twice; but
+    // the client has fewer independent nodes than it was configured with.
+    d.code = error::invalid_argument;
+  } else if (votes_.yes_quorum()) {
+    const auto left = validity(settings_.ttl, settings_.drift_factor, settings_.start, now);
+    if (left > steady_clock::duration::zero()) {
+      d.what = outcome::held;
+      d.code = {};
+      d.valid_until = now + left;
+      return;
+    }
+    d.what = outcome::validity_expired;
+    d.code = error::validity_expired;
+  } else if (votes_.too_many_failed()) {
+    d.what = outcome::no_quorum;
+    d.code = error::no_quorum;
+  } else {
+    d.what = outcome::contended;
+    d.code = error::contended;
+  }
+  d.clean = cleanup_targets();
+  d.retry = true;
+  if (const auto lasting = lasting_failure()) {
+    d.what = outcome::failing_for_good;
+    d.code = lasting;
+    d.retry = false;
+  }
+}
+
+error_code acquire_round::lasting_failure() const {
+  if (not_independent_) return error::invalid_argument;
+  // Few nodes and few codes: counted in place, in order of the nodes.
+  boost::container::small_vector<std::pair<error_code, std::size_t>, 4> codes;
+  std::size_t failing = 0;
+  for (std::size_t i = 0; i < answers_.size(); ++i) {
+    error_code code = failing_for_good_[i];
+    if (!code && answers_[i].failure == condition::node_failure) code = answers_[i].failure;
+    if (!code) continue;
+    ++failing;
+    auto found = std::find_if(codes.begin(), codes.end(),
+                              [&](const auto& entry) { return entry.first == code; });
+    if (found == codes.end()) {
+      codes.emplace_back(code, 1);
+    } else {
+      ++found->second;
+    }
+  }
+  if (failing == 0 || answers_.size() - failing >= votes_.quorum()) return {};
+  return std::max_element(codes.begin(), codes.end(),
+                          [](const auto& a, const auto& b) { return a.second < b.second; })
+      ->first;
+}
+
+std::optional<error_code> acquire_ends(const acquire_round::decision& round, bool single_round,
+                                       std::optional<steady_clock::time_point> deadline,
+                                       steady_clock::time_point now) {
+  if (!round.retry || single_round) return round.code;
+  if (deadline && now >= *deadline) return make_error_code(error::wait_timeout);
+  return std::nullopt;
+}
+
+steady_clock::time_point next_round_at(steady_clock::duration delay,
+                                       std::optional<steady_clock::time_point> deadline,
+                                       steady_clock::time_point now) {
+  if (deadline) delay = std::min(delay, *deadline - now);
+  return now + delay;
+}
+
+}  // namespace redlock::detail

@@ -1,0 +1,69 @@
+#include "options_check.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdint>
+#include <set>
+#include <utility>
+
+#include "algo/validity.hpp"
+
+namespace redlock::detail {
+
+std::string check_client_options(const std::vector<node_config>& nodes,
+                                 const client_options& options) {
+  if (nodes.empty()) return "a client needs at least one node";
+  if (options.node_timeout <= std::chrono::milliseconds(0)) return "node_timeout must be positive";
+  if (options.connect_timeout <= std::chrono::milliseconds(0)) {
+    return "connect_timeout must be positive";
+  }
+  if (!(options.drift_factor >= 0.0 && options.drift_factor < 0.5)) {
+    return fmt::format("drift_factor {} is outside [0, 0.5)", options.drift_factor);
+  }
+  if (options.replies.max_reply_memory < 1024) {
+    return fmt::format("replies.max_reply_memory {} is below the minimum of 1024 bytes",
+                       options.replies.max_reply_memory);
+  }
+  if (options.replies.max_depth < 1) return "replies.max_depth must be at least 1";
+  std::set<std::pair<std::string, std::uint16_t>> seen;
+  for (const auto& node : nodes) {
+    if (node.host.empty()) return "a node has an empty host name";
+    if (node.port == 0) return fmt::format("node {} has port 0", node.address());
+    if (node.database < 0) {
+      return fmt::format("node {} has a negative database index {}", node.address(), node.database);
+    }
+    if (!node.username.empty() && node.password.empty()) {
+      return fmt::format("node {} names ACL user \"{}\" without a password", node.address(),
+                         node.username);
+    }
+    // As written: client_impl compares what the names resolve to once connected.
+    if (!seen.emplace(node.host, node.port).second) {
+      return fmt::format("node {} is listed twice; Redlock needs independent nodes",
+                         node.address());
+    }
+  }
+  return {};
+}
+
+std::string check_lock_options(const std::string& resource, const lock_options& options,
+                               const client_options& client) {
+  if (resource.empty()) return "the resource name is empty";
+  if (options.ttl <= std::chrono::milliseconds(0)) {
+    return fmt::format("ttl must be positive (got {} ms)", options.ttl.count());
+  }
+  const auto drift = drift_allowance(options.ttl, client.drift_factor);
+  if (options.ttl <= drift) {
+    return fmt::format("ttl {} ms is not longer than the drift allowance of {} ms",
+                       options.ttl.count(), to_ms(drift));
+  }
+  if (options.wait && *options.wait < std::chrono::milliseconds(0)) {
+    return fmt::format("wait must not be negative (got {} ms)", options.wait->count());
+  }
+  if (options.max_hold && *options.max_hold <= std::chrono::milliseconds(0)) {
+    return fmt::format("max_hold must be positive (got {} ms)", options.max_hold->count());
+  }
+  return {};
+}
+
+}  // namespace redlock::detail

@@ -1,0 +1,24 @@
+#ifndef REDLOCK_OPTIONS_CHECK_HPP
+#define REDLOCK_OPTIONS_CHECK_HPP
+
+#include <string>
+#include <vector>
+
+#include "redlock/node_config.hpp"
+#include "redlock/options.hpp"
+
+namespace redlock::detail {
+
+// Why a client cannot be built on `nodes` with `options`: an empty text when it can, else the
+// reason without the "redlock: " prefix ("node_timeout must be positive").
+std::string check_client_options(const std::vector<node_config>& nodes,
+                                 const client_options& options);
+
+// Why `resource` cannot be locked with `options` on a client with `client`: an empty text when it
+// can, else the reason ("the resource name is empty").
+std::string check_lock_options(const std::string& resource, const lock_options& options,
+                               const client_options& client);
+
+}  // namespace redlock::detail
+
+#endif

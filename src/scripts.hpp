@@ -1,0 +1,33 @@
+#ifndef REDLOCK_SCRIPTS_HPP
+#define REDLOCK_SCRIPTS_HPP
+
+#include <string>
+
+#include <boost/system/error_code.hpp>
+
+#include "algo/node_answer.hpp"
+#include "net/connection.hpp"
+#include "net/script.hpp"
+#include "resp/value.hpp"
+
+namespace redlock::detail {
+
+// The Lua scripts: compare the token, then act. Neither touches a key holding another value, and
+// extend never creates a missing key (PEXPIRE on a missing key is a no-op returning 0).
+// release: KEYS[1] = resource, ARGV[1] = token. extend: the same, ARGV[2] = ttl in milliseconds.
+// Both return 1 when they acted and 0 when the key is not ours.
+const script& release_script();
+const script& extend_script();
+
+// Classifies a script reply that is 1 for "done", 0 for "not our key".
+node_answer::kind classify_script_reply(boost::system::error_code ec, const resp::value& reply,
+                                        std::string& detail);
+
+// Sets up a connection's handshake as a client's: loads the scripts, and checks that the ACL user
+// may run every command the lock sends (connection_options::permission_probes), so that a node
+// that could grant a lock but not release it fails at connect with error::permission_denied.
+void prepare_for_lock(connection_options& settings);
+
+}  // namespace redlock::detail
+
+#endif
