@@ -665,7 +665,8 @@ const asio::any_io_executor& executor_of(const client_impl& client) noexcept {
 
 namespace redlock {
 
-client::client(executor_type executor, std::vector<node_config> nodes, client_options options)
+client::client(detail::asio_configuration /*library_configuration*/, executor_type executor,
+               std::vector<node_config> nodes, client_options options)
     : impl_(std::make_shared<detail::client_impl>(std::move(executor), std::move(nodes),
                                                   std::move(options))) {}
 

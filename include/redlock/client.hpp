@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -116,7 +117,9 @@ class REDLOCK_API client {
   // database or an ACL user without password, or options out of range (node_timeout or
   // connect_timeout not positive, drift_factor outside [0, 0.5), replies.max_reply_memory below
   // 1024, replies.max_depth 0).
-  client(executor_type executor, std::vector<node_config> nodes, client_options options = {});
+  client(executor_type executor, std::vector<node_config> nodes, client_options options = {})
+      : client(detail::asio_configuration{}, std::move(executor), std::move(nodes),
+               std::move(options)) {}
   ~client();
   client(const client&) = delete;
   client& operator=(const client&) = delete;
@@ -194,6 +197,11 @@ class REDLOCK_API client {
   }
 
  private:
+  // The compiled constructor; the tag makes a program built with other Asio settings fail to link
+  // (redlock/config.hpp).
+  client(detail::asio_configuration library_configuration, executor_type executor,
+         std::vector<node_config> nodes, client_options options);
+
   template <class CompletionToken>
   auto async_initiate_acquire(std::string resource, const lock_options& options, bool single_round,
                               CompletionToken&& token) {

@@ -157,6 +157,19 @@ if(MODE STREQUAL "find_package")
     ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${prefix}/${LIBDIR}
     ${WORK_DIR}/consumer_pkg_config --nodes redis://127.0.0.1:1 --expect refused)
 
+  # A program built with other Asio settings than the library would corrupt memory at run time
+  # (redlock/config.hpp): it must fail to link instead, naming the setting.
+  message(STATUS "link a consumer built with BOOST_ASIO_NO_DEPRECATED (must fail)")
+  execute_process(
+    COMMAND ${CXX_COMPILER} -std=c++20 -DBOOST_ASIO_NO_DEPRECATED ${extra_flags}
+            ${CMAKE_CURRENT_LIST_DIR}/consumer/main.cpp ${pc_args}
+            -o ${WORK_DIR}/consumer_no_deprecated
+    RESULT_VARIABLE code OUTPUT_VARIABLE link_output ERROR_VARIABLE link_output)
+  if(code EQUAL 0 OR NOT link_output MATCHES "built_with_BOOST_ASIO_NO_DEPRECATED")
+    message(FATAL_ERROR "a consumer built with BOOST_ASIO_NO_DEPRECATED: exit ${code}, expected a "
+                        "link failure naming the setting; output:\n${link_output}")
+  endif()
+
   list(APPEND configure_args -DCMAKE_PREFIX_PATH=${prefix} "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}")
   set(expected_dir ${prefix}/${LIBDIR}/cmake/redlock)
 elseif(MODE STREQUAL "build_tree")
