@@ -489,8 +489,8 @@ namespace {
 class ignored_replies final : public reply_sink {
  public:
   void on_reply(std::size_t, error_code, const resp::value&) override {}
-  void retain() noexcept override {}
-  void release() noexcept override {}
+  void add_ref() noexcept override {}
+  void drop_ref() noexcept override {}
 };
 
 ignored_replies& ignore_replies() {

@@ -83,17 +83,14 @@ class ballot_sink : public reply_sink {
   }
 
   // References held by the requests that may still answer.
-  void add_ref() noexcept {
+  void add_ref() noexcept final {
     if (pins_++ == 0) pinned_ = owner();
   }
-  void drop_ref() noexcept {
+  void drop_ref() noexcept final {
     if (--pins_ == 0) {
       const auto last = std::move(pinned_);  // may destroy *this when it goes
     }
   }
-  // The names reply_sink still declares; to be dropped once it declares add_ref/drop_ref.
-  void retain() noexcept final { add_ref(); }
-  void release() noexcept final { drop_ref(); }
 
  protected:
   explicit ballot_sink(std::size_t nodes) : nodes_(nodes) {}

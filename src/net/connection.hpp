@@ -3,11 +3,9 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <initializer_list>
 #include <memory>
-#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -24,6 +22,7 @@
 #include <boost/system/error_code.hpp>
 
 #include "algo/backoff.hpp"
+#include "net/multiplexer.hpp"
 #include "net/transport.hpp"
 #include "redlock/node_config.hpp"
 #include "redlock/options.hpp"
@@ -67,101 +66,6 @@ struct connection_options {
 
 // The parser's limits that enforce a client's reply_limits.
 resp::parser_limits limits_for(const reply_limits& replies);
-
-// Receives the replies of the library's own requests (connection::exec_direct), told apart by a
-// tag: one object per fan-out instead of a type-erased handler per request.
-//
-// Every request holds a reference (retain/release) from the moment it is issued until its one
-// on_reply has returned, so a sink lives at least as long as a request may still answer it. The
-// count is not atomic: a sink and the connections that answer it share one executor.
-class reply_sink {
- public:
-  virtual void on_reply(std::size_t tag, boost::system::error_code ec,
-                        const resp::value& reply) = 0;
-  virtual void retain() noexcept = 0;
-  virtual void release() noexcept = 0;
-
- protected:
-  ~reply_sink() = default;
-};
-
-// A reference to a reply_sink: retains on construction and copy, releases when reset.
-class sink_ref {
- public:
-  sink_ref() noexcept = default;
-  explicit sink_ref(reply_sink* sink) noexcept : sink_(sink) {
-    if (sink_) sink_->retain();
-  }
-  sink_ref(const sink_ref& other) noexcept : sink_ref(other.sink_) {}
-  sink_ref(sink_ref&& other) noexcept : sink_(std::exchange(other.sink_, nullptr)) {}
-  sink_ref& operator=(sink_ref other) noexcept {
-    std::swap(sink_, other.sink_);
-    return *this;
-  }
-  ~sink_ref() { reset(); }
-
-  void reset() noexcept {
-    if (auto* sink = std::exchange(sink_, nullptr)) sink->release();
-  }
-  reply_sink* get() const noexcept { return sink_; }
-  reply_sink* operator->() const noexcept { return sink_; }
-  explicit operator bool() const noexcept { return sink_ != nullptr; }
-
- private:
-  reply_sink* sink_ = nullptr;
-};
-
-// One encoded command, shareable: a fan-out sends the same bytes to every node.
-using shared_payload = std::shared_ptr<const std::string>;
-
-struct request_options {
-  // The request fails with error::request_timeout when its reply has not arrived this long after
-  // it was issued (waiting for a connect counts). Zero: no deadline of its own.
-  std::chrono::milliseconds timeout{0};
-
-  // Set when the payload is an EVALSHA of this script (which must outlive the request). A NOSCRIPT
-  // reply (the script cache was flushed) means the call did not run. By default the connection
-  // then resends it as EVAL with the full source, ahead of every request not yet written (and
-  // behind earlier resends), so that it keeps its place among them; requests written after it
-  // and before the NOSCRIPT came back have run already, whatever they were.
-  const script* eval_fallback = nullptr;
-
-  // Fail at once, unsent, with error::node_unresponsive while the node is unresponsive (see
-  // connection::unresponsive). For requests that would only wait out their deadline behind the
-  // silence: a new round's SET, an extension, a PING. Never for a release, which must follow on
-  // the wire every SET it may have to undo.
-  bool skip_if_unresponsive = false;
-
-  // With eval_fallback: a NOSCRIPT reply is the request's answer instead of being resent. For a
-  // call whose order against later requests matters more than its success (an extension: one run
-  // behind a later extension of the same key would shorten it behind the client's back). The
-  // connection loads the script again at once, ahead of every request not yet written.
-  bool noscript_is_final = false;
-
-  // Zero: an ordinary request. Positive: a cleanup (a token-checked release) that must reach the
-  // node even when nobody waits for it any more. Its caller or sink still gets one outcome as
-  // usual (a timeout, a failure while the node is down), but the request itself is written after
-  // its deadline, and when the node is down, or the link breaks before its reply, it is kept and
-  // sent again right after the next handshake, before anything issued later. It is dropped unsent
-  // once this long has passed since the node first failed it (its key has expired by then), when
-  // the connection is closed, or beyond connection_options::max_pending_cleanups.
-  std::chrono::milliseconds deliver_for{0};
-};
-
-// Counters for tests and benchmarks. `writes` counts socket writes, so `requests_written / writes`
-// is how many requests the automatic pipelining coalesced per write on average.
-struct connection_stats {
-  std::uint64_t connects = 0;
-  std::uint64_t writes = 0;
-  std::uint64_t requests_written = 0;
-  std::uint64_t bytes_written = 0;
-  std::uint64_t replies = 0;
-  std::uint64_t replies_dropped = 0;       // replies of requests that were cancelled or timed out
-  std::uint64_t skipped_unresponsive = 0;  // failed unsent: request_options::skip_if_unresponsive
-  std::uint64_t cleanups_kept = 0;         // cleanups kept for a later connection (deliver_for)
-  std::uint64_t cleanups_dropped = 0;      // kept cleanups dropped: expired or over the bound
-  std::uint64_t scripts_reloaded = 0;      // SCRIPT LOADs after a NOSCRIPT (noscript_is_final)
-};
 
 // One pipelined connection to one Redis node.
 //
@@ -269,22 +173,14 @@ class connection : public std::enable_shared_from_this<connection> {
   // connection works as usual. Used at shutdown so that final releases still go out.
   void close_when_idle(std::chrono::milliseconds bound);
 
-  // A request to this node has waited out its deadline and the node has not answered it yet: a
-  // written request whose reply has not arrived, or one queued behind a connect attempt that is
-  // still under way. It ends when those replies arrive (the requests in flight are the probe;
-  // nothing extra is sent) or the connection is reset.
-  //
-  // Judged when deadlines expire, not by the age of the oldest request when a new one is issued:
-  // the reactor reads ready sockets before it runs expired timers, so a reply that has arrived is
-  // seen first even by a starved process, which would otherwise blame a node it had simply not
-  // read yet.
-  bool unresponsive() const noexcept {
-    return timed_out_in_flight_ > 0 || (state_ == state::connecting && timed_out_while_connecting_);
-  }
+  // A request to this node has waited out its deadline and the node has not answered it yet
+  // (multiplexer::unresponsive, which says when it ends and why it is judged when deadlines
+  // expire rather than when requests are issued).
+  bool unresponsive() const noexcept { return mux_.unresponsive(); }
 
   state current_state() const noexcept { return state_; }
   const node_config& node() const noexcept { return node_; }
-  const connection_stats& stats() const noexcept { return stats_; }
+  const connection_stats& stats() const noexcept { return mux_.stats(); }
   // The most recent connection-level failure, naming the node; empty if there was none.
   const std::string& last_error() const noexcept { return last_error_; }
 
@@ -296,33 +192,9 @@ class connection : public std::enable_shared_from_this<connection> {
   boost::system::error_code permanent_failure() const noexcept { return permanent_failure_; }
 
  private:
-  struct request;
-  class request_pool;
-
-  // Shared ownership of a pooled request, intrusive and not atomic: only this connection's
-  // containers (queued_ or in_flight_, and deadlines_) own requests, and all on one executor. The
-  // cancellation handler of a caller's request holds a generation-checked pointer instead.
-  class request_ptr {
-   public:
-    request_ptr() noexcept = default;
-    explicit request_ptr(request* req) noexcept : req_(req) { add_ref(req_); }
-    request_ptr(const request_ptr& other) noexcept : request_ptr(other.req_) {}
-    request_ptr(request_ptr&& other) noexcept : req_(std::exchange(other.req_, nullptr)) {}
-    request_ptr& operator=(request_ptr other) noexcept {
-      std::swap(req_, other.req_);
-      return *this;
-    }
-    ~request_ptr() { release(std::exchange(req_, nullptr)); }
-
-    request* get() const noexcept { return req_; }
-    request* operator->() const noexcept { return req_; }
-    request& operator*() const noexcept { return *req_; }
-
-   private:
-    static void add_ref(request* req) noexcept;
-    static void release(request* req) noexcept;
-    request* req_ = nullptr;
-  };
+  using request = multiplexer::request;
+  using request_ptr = multiplexer::request_ptr;
+  using delivery = multiplexer::delivery;
 
   connection(executor_type executor, node_config node, connection_options options);
 
@@ -331,27 +203,14 @@ class connection : public std::enable_shared_from_this<connection> {
   void start_request(shared_payload payload, request_options options, handler_type handler);
   void start_request(request_ptr req, request_options options,
                      std::chrono::steady_clock::time_point now);
-  void on_request_cancelled(std::uint64_t id, boost::asio::cancellation_type type);
-  void track_deadline(const request_ptr& req);
-  void arm_deadline_timer(std::chrono::steady_clock::time_point at);
-  void expire_deadlines();
-  void drop_answered_deadlines();
-  // Gives the request's caller or sink its one outcome. A caller's handler is always posted and
-  // gets `reply` moved into it; a sink only reads it, inline (dispatch) or posted: posted from an
-  // initiating function or a cancellation handler, and from inside fail_all.
-  enum class delivery { post, dispatch };
+  // Gives a request's caller or sink its one outcome (multiplexer::answer_fn).
   void answer(request& req, boost::system::error_code ec, resp::value&& reply, delivery how);
-  void answer_failure(request& req, boost::system::error_code ec, std::string_view why,
-                      delivery how);
-  // The link is gone: every request still queued or in flight gets `ec` (posted: this runs inside
-  // the loops); with `keep_cleanups`, cleanups are kept for the next connection, else dropped.
-  void fail_all(boost::system::error_code ec, std::string_view why, bool keep_cleanups);
-  void keep_cleanup(request_ptr req, std::chrono::steady_clock::time_point now);
-  void requeue_kept_cleanups();
-  // Queues `req` ahead of every request not yet written, behind earlier ones queued this way.
-  void queue_ahead(request_ptr req);
-  void reload_script(const script& lua);
-  bool idle() const noexcept;
+  // Keeps the deadline timer armed no later than the multiplexer's earliest deadline.
+  void watch_deadlines();
+  void arm_deadline_timer(std::chrono::steady_clock::time_point at);
+  void on_deadline_timer();
+  void stop_deadline_timer();
+  void link_lost(boost::system::error_code ec, std::string_view why);
   void wake_writer();
 
   // Keeps the connection alive for its run loop. Its destructor (the loop ended, or its frame was
@@ -380,7 +239,6 @@ class connection : public std::enable_shared_from_this<connection> {
   boost::asio::awaitable<boost::system::error_code> reader_loop();
   boost::asio::awaitable<boost::system::error_code> writer_loop();
   boost::asio::awaitable<boost::system::error_code> health_check_loop();
-  bool deliver(resp::value& reply);
   void set_last_error(boost::system::error_code ec, std::string_view what);
   void log(log_level level, std::string_view message) const;
 
@@ -389,31 +247,17 @@ class connection : public std::enable_shared_from_this<connection> {
   connection_options options_;
   std::string name_;  // "host:port", used in every message
 
-  // Declared before every container of requests, so that it outlives them.
-  std::unique_ptr<request_pool> pool_;
   transport transport_;
   resp::parser parser_;
   state state_ = state::idle;
-
-  // Requests not yet written, in the order they are to be written. One answered here (cancelled,
-  // timed out) stays until the writer skips it, so removal is O(1); a cleanup is written anyway.
-  // The first `queued_ahead_` were put there by queue_ahead().
-  std::deque<request_ptr> queued_;
-  std::size_t queued_ahead_ = 0;
-  // Requests written and waiting for their reply, oldest first. Every reply belongs to the front
-  // one, even if that one was already answered (then the reply is dropped).
-  std::deque<request_ptr> in_flight_;
-  // Cleanups failed by a broken link or issued while the node was down, oldest first: written
-  // right after the next handshake, before anything else.
-  std::deque<request_ptr> kept_cleanups_;
+  // Every request and every decision about them; this class only does the I/O.
+  multiplexer mux_;
   std::string write_buffer_;
 
   boost::asio::steady_timer writer_wakeup_;
   bool writer_waiting_ = false;  // the writer waits on writer_wakeup_ and nobody has woken it
   boost::asio::steady_timer reconnect_timer_;
   boost::asio::steady_timer drain_timer_;
-  // Requests with a deadline, earliest first; answered ones are dropped lazily from the front.
-  std::deque<request_ptr> deadlines_;
   boost::asio::steady_timer deadline_timer_;
   std::chrono::steady_clock::time_point deadline_armed_for_{};
   bool deadline_armed_ = false;
@@ -422,14 +266,7 @@ class connection : public std::enable_shared_from_this<connection> {
   backoff reconnect_backoff_;
   std::minstd_rand jitter_;
   std::chrono::steady_clock::time_point last_read_{};
-  std::size_t timed_out_in_flight_ = 0;      // written, timed out, reply not read yet
-  bool timed_out_while_connecting_ = false;  // in this connect attempt
 
-  // Scripts whose SCRIPT LOAD (after a NOSCRIPT) is queued or in flight on this link.
-  std::vector<const script*> reloading_;
-
-  std::uint64_t last_request_id_ = 0;
-  connection_stats stats_;
   std::string last_error_;  // "host:port: cause"
   std::string last_cause_;  // the same without the node's name, for request failure texts
   boost::system::error_code permanent_failure_;

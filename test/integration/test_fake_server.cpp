@@ -536,8 +536,8 @@ class chaining_sink final : public rd::reply_sink {
   void on_reply(std::size_t, error_code, const resp::value&) override {
     if (auto then = std::exchange(then_, nullptr)) then();
   }
-  void retain() noexcept override {}
-  void release() noexcept override {}
+  void add_ref() noexcept override {}
+  void drop_ref() noexcept override {}
 
  private:
   std::function<void()> then_;

@@ -1,0 +1,452 @@
+#include "net/multiplexer.hpp"
+
+#include <fmt/format.h>
+#include <boost/asio/error.hpp>
+#include <boost/container/small_vector.hpp>
+
+#include <algorithm>
+#include <iterator>
+
+#include "net/script.hpp"
+#include "redlock/error.hpp"
+#include "resp/encoder.hpp"
+
+namespace redlock::detail {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+namespace {
+
+long long to_ms(std::chrono::milliseconds d) {
+  return static_cast<long long>(d.count());
+}
+
+}  // namespace
+
+// Recycles request objects: a lock operation issues one request per node, and allocating each
+// one showed up as a large share of the client's CPU. Keeps at most `max_spare` idle objects.
+class multiplexer::request_pool {
+ public:
+  request_pool() = default;
+  request_pool(const request_pool&) = delete;
+  request_pool& operator=(const request_pool&) = delete;
+  ~request_pool() {
+    for (request* req : spare_)
+      delete req;
+  }
+
+  request_ptr make(std::uint64_t id) {
+    request* req = nullptr;
+    if (spare_.empty()) {
+      req = new request(*this);
+    } else {
+      req = spare_.back();
+      spare_.pop_back();
+    }
+    req->id = id;
+    return request_ptr(req);
+  }
+
+  // The last reference is gone. Whatever the request still holds (an unanswered caller's handler
+  // when the connection is destroyed, a sink reference) is released here.
+  void put(request* req) noexcept {
+    req->payload = {};
+    req->owned.reset();
+    req->caller.reset();
+    req->sink.reset();
+    req->tag = 0;
+    req->eval_fallback = nullptr;
+    req->noscript_is_final = false;
+    req->deadline = time_point::max();
+    req->timeout = std::chrono::milliseconds(0);
+    req->written = false;
+    req->answered = false;
+    req->resent = false;
+    req->deliver_for = std::chrono::milliseconds(0);
+    req->keep_until = time_point::max();
+    req->awaited_past_deadline = false;
+    req->reloads = nullptr;
+    if (spare_.size() >= max_spare) {
+      delete req;
+      return;
+    }
+    try {
+      spare_.push_back(req);
+    } catch (...) {
+      delete req;
+    }
+  }
+
+ private:
+  static constexpr std::size_t max_spare = 4096;
+  std::vector<request*> spare_;
+};
+
+void multiplexer::request_ptr::add_ref(request* req) noexcept {
+  if (req) ++req->refs;
+}
+
+void multiplexer::request_ptr::drop_ref(request* req) noexcept {
+  if (req && --req->refs == 0) req->pool->put(req);
+}
+
+multiplexer::multiplexer(std::string name, std::size_t max_pending_cleanups, answer_fn answer,
+                         warn_fn warn)
+    : name_(std::move(name)),
+      max_pending_cleanups_(max_pending_cleanups),
+      answer_(std::move(answer)),
+      warn_(std::move(warn)),
+      pool_(std::make_unique<request_pool>()) {}
+
+multiplexer::~multiplexer() = default;
+
+multiplexer::request_ptr multiplexer::make_request() {
+  return pool_->make(++last_request_id_);
+}
+
+void multiplexer::apply(request& req, const request_options& options) const noexcept {
+  req.timeout = options.timeout;
+  req.eval_fallback = options.eval_fallback;
+  req.noscript_is_final = options.noscript_is_final;
+  req.deliver_for = options.deliver_for;
+}
+
+bool multiplexer::add(request_ptr req, const request_options& options, time_point now) {
+  apply(*req, options);
+  if (options.skip_if_unresponsive && unresponsive()) {
+    ++stats_.skipped_unresponsive;
+    answer_failure(*req, error::node_unresponsive,
+                   connecting_ ? "not sent: a request already timed out waiting for the connection"
+                               : "not sent: the node has not answered a request that timed out",
+                   delivery::post);
+    return false;
+  }
+  if (options.timeout > std::chrono::milliseconds(0)) {
+    req->deadline = now + options.timeout;
+    track_deadline(req);
+  }
+  queued_.push_back(std::move(req));
+  return true;
+}
+
+void multiplexer::fail_unsent(request_ptr req, const request_options& options, error_code ec,
+                              std::string_view why, time_point now) {
+  apply(*req, options);
+  // Never answered inside the initiating function: posted.
+  answer_failure(*req, ec, why, delivery::post);
+  if (req->cleanup() && !closed_) keep_cleanup(std::move(req), now);
+}
+
+void multiplexer::cancel(std::uint64_t id, asio::cancellation_type type) {
+  using ct = asio::cancellation_type;
+  auto has_id = [id](const request_ptr& r) { return r->id == id; };
+  auto found = std::find_if(queued_.begin(), queued_.end(), has_id);
+  if (found == queued_.end()) {
+    found = std::find_if(in_flight_.begin(), in_flight_.end(), has_id);
+    if (found == in_flight_.end()) return;  // answered and gone
+  }
+  request_ptr req = *found;
+  // Posted: we are inside the caller's cancellation slot, and completing clears that slot, which
+  // would destroy the very handler that is running.
+  if (!req->written) {
+    answer_failure(*req, asio::error::operation_aborted, "cancelled before it was sent",
+                   delivery::post);
+  } else if ((type & (ct::terminal | ct::partial)) != ct::none) {
+    answer_failure(*req, asio::error::operation_aborted,
+                   "cancelled after it was sent (it may have executed; its reply will be dropped)",
+                   delivery::post);
+  }
+}
+
+std::size_t multiplexer::prepare_write(std::string& out, time_point now) {
+  out.clear();
+  std::size_t batch = 0;
+  queued_ahead_ = 0;  // everything queued is taken now
+  while (!queued_.empty()) {
+    auto req = std::move(queued_.front());
+    queued_.pop_front();
+    if (!req->wanted()) continue;
+    if (now >= req->keep_until) {  // a kept cleanup whose key has expired meanwhile
+      ++stats_.cleanups_dropped;
+      continue;
+    }
+    out += req->payload;
+    if (!req->may_resend()) {
+      req->payload = {};
+      req->owned.reset();
+    }
+    req->written = true;
+    req->written_at = now;
+    // In flight before the write completes: a reply cannot precede its request, and if the write
+    // fails these are failed with the link.
+    in_flight_.push_back(std::move(req));
+    ++batch;
+  }
+  return batch;
+}
+
+void multiplexer::commit_write(std::size_t requests, std::size_t bytes) noexcept {
+  ++stats_.writes;
+  stats_.requests_written += requests;
+  stats_.bytes_written += bytes;
+}
+
+bool multiplexer::consume_reply(resp::value& reply) {
+  // RESP3 out-of-band data belongs to no request. The handshake stays on RESP2, so none is
+  // expected.
+  if (reply.kind == resp::type::push) return true;
+  if (in_flight_.empty()) return false;
+  auto req = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  ++stats_.replies;
+  if (req->awaited_past_deadline) {
+    req->awaited_past_deadline = false;
+    --timed_out_in_flight_;
+  }
+  if (req->eval_fallback && reply.is_error() && reply.error_code_word() == "NOSCRIPT") {
+    // The script cache was flushed, and the call did not run.
+    const script& lua = *req->eval_fallback;
+    req->eval_fallback = nullptr;
+    if (!req->noscript_is_final) {
+      // Send the same call as EVAL, which also caches the script for the next EVALSHA. It goes
+      // ahead of everything not written yet, so it keeps its place among those; only requests
+      // written after it and before this reply have overtaken it. It keeps its deadline and its
+      // caller, and is sent even if its caller has given up (a release must still run).
+      req->own(std::make_shared<const std::string>(evalsha_to_eval(lua, req->payload)));
+      req->resent = true;
+      req->written = false;
+      queue_ahead(std::move(req));
+      return true;
+    }
+    // The NOSCRIPT is this request's answer; later calls of the script need it cached again.
+    reload_script(lua);
+  }
+  if (req->answered) {
+    ++stats_.replies_dropped;
+    return true;
+  }
+  // Done: no fallback and no further delivery can be needed, so the bytes need not be kept.
+  req->eval_fallback = nullptr;
+  req->deliver_for = std::chrono::milliseconds(0);
+  answer(*req, {}, std::move(reply), delivery::dispatch);
+  return true;
+}
+
+// Deadlines are kept in one list sorted by time, watched by the connection's one timer: a timer
+// per request would cost a heap insertion, a lock and often a timerfd update for every request.
+// Requests usually share one timeout, so a new deadline almost always goes at the back.
+void multiplexer::track_deadline(const request_ptr& req) {
+  if (deadlines_.empty() || deadlines_.back()->deadline <= req->deadline) {
+    deadlines_.push_back(req);
+  } else {
+    auto later =
+        std::upper_bound(deadlines_.begin(), deadlines_.end(), req->deadline,
+                         [](time_point t, const request_ptr& r) { return t < r->deadline; });
+    deadlines_.insert(later, req);
+  }
+}
+
+void multiplexer::expire_deadlines(time_point now, std::string_view connect_stage) {
+  // Everything due is taken out before anyone is answered: a sink answered here may issue
+  // requests at once (a failed round's cleanup), and the timer the connection arms for those must
+  // still cover the requests already waiting (next_deadline() sees only what is left).
+  boost::container::small_vector<request_ptr, 8> due;
+  while (!deadlines_.empty()) {
+    request_ptr& front = deadlines_.front();
+    if (!front->answered) {
+      if (front->deadline > now) break;
+      due.push_back(std::move(front));
+    }
+    deadlines_.pop_front();
+  }
+  for (auto& req : due) {
+    if (req->answered) continue;  // the link failed meanwhile, from an earlier answer
+    if (req->written) {
+      req->awaited_past_deadline = true;
+      ++timed_out_in_flight_;
+    } else if (connecting_) {
+      timed_out_while_connecting_ = true;
+    }
+    std::string why;
+    if (req->written) {
+      why = fmt::format("no reply within {} ms (sent; it may still execute)", to_ms(req->timeout));
+    } else if (connecting_) {
+      why = fmt::format("not sent: still {} after {} ms", connect_stage, to_ms(req->timeout));
+    } else {
+      why =
+          fmt::format("not sent within {} ms: queued behind earlier requests", to_ms(req->timeout));
+    }
+    answer_failure(*req, error::request_timeout, why, delivery::dispatch);
+  }
+}
+
+void multiplexer::drop_answered_deadlines() noexcept {
+  while (!deadlines_.empty() && deadlines_.front()->answered)
+    deadlines_.pop_front();
+}
+
+void multiplexer::answer(request& req, error_code ec, resp::value&& reply, delivery how) {
+  if (req.answered) return;
+  req.answered = true;
+  drop_answered_deadlines();
+  if (req.written ? !req.may_resend() : !req.wanted()) {
+    // Never to be written (again): the bytes are not needed, and may belong to the sink.
+    req.payload = {};
+    req.owned.reset();
+  } else if (!req.owned) {
+    // It may still be written or resent after the sink, which owns these bytes, is gone.
+    req.own(std::make_shared<const std::string>(req.payload));
+  }
+
+  if (req.reloads != nullptr) {
+    // Answered or failed: a later NOSCRIPT may load the script again.
+    std::erase(reloading_, req.reloads);
+    return;
+  }
+  answer_(req, ec, std::move(reply), how);
+}
+
+void multiplexer::answer_failure(request& req, error_code ec, std::string_view why, delivery how) {
+  if (req.answered) return;
+  resp::value reply;
+  reply.kind = resp::type::simple_error;
+  reply.text = fmt::format("{}: {}", name_, why);
+  answer(req, ec, std::move(reply), how);
+}
+
+void multiplexer::on_connect_started() noexcept {
+  connecting_ = true;
+  timed_out_while_connecting_ = false;
+}
+
+void multiplexer::on_handshake_done(time_point now) {
+  connecting_ = false;
+  ++stats_.connects;
+  requeue_kept_cleanups(now);
+}
+
+void multiplexer::on_connection_lost(error_code ec, std::string_view why, time_point now) {
+  connecting_ = false;
+  fail_all(ec, why, true, now);
+}
+
+void multiplexer::close(error_code ec, std::string_view why, time_point now) {
+  connecting_ = false;
+  closed_ = true;
+  fail_all(ec, why, false, now);
+}
+
+void multiplexer::fail_all(error_code ec, std::string_view why, bool keep_cleanups,
+                           time_point now) {
+  // Moved out first: answers are posted, but a failing request must not see itself re-queued.
+  auto queued = std::move(queued_);
+  auto in_flight = std::move(in_flight_);
+  queued_.clear();
+  in_flight_.clear();
+  queued_ahead_ = 0;
+  timed_out_in_flight_ = 0;  // their replies will never come
+  deadlines_.clear();
+  reloading_.clear();
+  // Oldest first, so that kept cleanups stay in the order they were issued.
+  for (auto* requests : {&in_flight, &queued}) {
+    for (auto& req : *requests) {
+      answer_failure(*req, ec, why, delivery::post);
+      if (req->cleanup()) {
+        if (keep_cleanups) {
+          keep_cleanup(std::move(req), now);
+        } else {
+          ++stats_.cleanups_dropped;
+        }
+      }
+    }
+  }
+  if (!keep_cleanups) {
+    stats_.cleanups_dropped += kept_cleanups_.size();
+    kept_cleanups_.clear();
+  }
+}
+
+void multiplexer::drop_all() noexcept {
+  // Closed first, so that anything a released sink sets off (a lease's best-effort release) fails
+  // at once instead of queueing; one at a time, since that may call back into this object.
+  closed_ = true;
+  connecting_ = false;
+  while (!deadlines_.empty())
+    deadlines_.pop_back();
+  while (!in_flight_.empty())
+    in_flight_.pop_back();
+  timed_out_in_flight_ = 0;
+  while (!queued_.empty())
+    queued_.pop_back();
+  queued_ahead_ = 0;
+  while (!kept_cleanups_.empty())
+    kept_cleanups_.pop_back();
+}
+
+// A cleanup that could not be delivered on this link waits for the next one. Delivered or not,
+// its key cannot outlive the time the node first failed it plus the key's longest lifetime, so it
+// is dropped after that; and beyond the bound the oldest go first (their keys expire soonest).
+void multiplexer::keep_cleanup(request_ptr req, time_point now) {
+  if (req->keep_until == time_point::max()) req->keep_until = now + req->deliver_for;
+  if (now >= req->keep_until) {
+    ++stats_.cleanups_dropped;
+    return;
+  }
+  req->written = false;
+  req->awaited_past_deadline = false;
+  if (kept_cleanups_.size() >= max_pending_cleanups_) {
+    if (!kept_cleanups_.empty()) kept_cleanups_.pop_front();
+    ++stats_.cleanups_dropped;
+    if (stats_.cleanups_dropped % 1000 == 1 && warn_) {
+      warn_(
+          fmt::format("{}: more than {} releases wait for the node; the oldest are dropped and "
+                      "their keys left to expire",
+                      name_, max_pending_cleanups_));
+    }
+    if (max_pending_cleanups_ == 0) return;
+  }
+  kept_cleanups_.push_back(std::move(req));
+  ++stats_.cleanups_kept;
+}
+
+// Right after a handshake: the kept cleanups go first. Everything queued meanwhile was issued
+// after them, and on each node a release must run no earlier than its place in that order.
+void multiplexer::requeue_kept_cleanups(time_point now) {
+  if (kept_cleanups_.empty()) return;
+  auto kept = std::move(kept_cleanups_);
+  kept_cleanups_.clear();
+  std::erase_if(kept, [&](const request_ptr& req) {
+    const bool expired = now >= req->keep_until;
+    if (expired) ++stats_.cleanups_dropped;
+    return expired;
+  });
+  queued_.insert(queued_.begin(), std::make_move_iterator(kept.begin()),
+                 std::make_move_iterator(kept.end()));
+}
+
+void multiplexer::queue_ahead(request_ptr req) {
+  queued_.insert(queued_.begin() + static_cast<std::ptrdiff_t>(queued_ahead_), std::move(req));
+  ++queued_ahead_;
+}
+
+void multiplexer::reload_script(const script& lua) {
+  if (std::find(reloading_.begin(), reloading_.end(), &lua) != reloading_.end()) return;
+  reloading_.push_back(&lua);
+  ++stats_.scripts_reloaded;
+  auto req = make_request();
+  auto bytes = std::make_shared<std::string>();
+  resp::encode_command(*bytes, {"SCRIPT", "LOAD", lua.source()});
+  req->own(std::move(bytes));
+  req->reloads = &lua;
+  queue_ahead(std::move(req));
+}
+
+bool multiplexer::reply_overdue(time_point last_read, std::chrono::milliseconds limit,
+                                time_point now) const noexcept {
+  if (in_flight_.empty()) return false;
+  const auto waiting_since = std::max(last_read, in_flight_.front()->written_at);
+  return now - waiting_since > limit;
+}
+
+}  // namespace redlock::detail

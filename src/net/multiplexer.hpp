@@ -1,0 +1,362 @@
+#ifndef REDLOCK_NET_MULTIPLEXER_HPP
+#define REDLOCK_NET_MULTIPLEXER_HPP
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/system/error_code.hpp>
+
+#include "completion.hpp"
+#include "resp/value.hpp"
+
+namespace redlock::detail {
+
+class script;
+
+// Receives the replies of the library's own requests (connection::exec_direct), told apart by a
+// tag: one object per fan-out instead of a type-erased handler per request.
+//
+// Every request holds a reference (add_ref/drop_ref) from the moment it is issued until its one
+// on_reply has returned, so a sink lives at least as long as a request may still answer it. The
+// count is not atomic: a sink and the connections that answer it share one executor.
+class reply_sink {
+ public:
+  virtual void on_reply(std::size_t tag, boost::system::error_code ec,
+                        const resp::value& reply) = 0;
+  virtual void add_ref() noexcept = 0;
+  virtual void drop_ref() noexcept = 0;
+
+ protected:
+  ~reply_sink() = default;
+};
+
+// A reference to a reply_sink: taken on construction and copy, dropped when reset.
+class sink_ref {
+ public:
+  sink_ref() noexcept = default;
+  explicit sink_ref(reply_sink* sink) noexcept : sink_(sink) {
+    if (sink_) sink_->add_ref();
+  }
+  sink_ref(const sink_ref& other) noexcept : sink_ref(other.sink_) {}
+  sink_ref(sink_ref&& other) noexcept : sink_(std::exchange(other.sink_, nullptr)) {}
+  sink_ref& operator=(sink_ref other) noexcept {
+    std::swap(sink_, other.sink_);
+    return *this;
+  }
+  ~sink_ref() { reset(); }
+
+  void reset() noexcept {
+    if (auto* sink = std::exchange(sink_, nullptr)) sink->drop_ref();
+  }
+  reply_sink* get() const noexcept { return sink_; }
+  reply_sink* operator->() const noexcept { return sink_; }
+  explicit operator bool() const noexcept { return sink_ != nullptr; }
+
+ private:
+  reply_sink* sink_ = nullptr;
+};
+
+// One encoded command, shareable: a fan-out sends the same bytes to every node.
+using shared_payload = std::shared_ptr<const std::string>;
+
+struct request_options {
+  // The request fails with error::request_timeout when its reply has not arrived this long after
+  // it was issued (waiting for a connect counts). Zero: no deadline of its own.
+  std::chrono::milliseconds timeout{0};
+
+  // Set when the payload is an EVALSHA of this script (which must outlive the request). A NOSCRIPT
+  // reply (the script cache was flushed) means the call did not run. By default the connection
+  // then resends it as EVAL with the full source, ahead of every request not yet written (and
+  // behind earlier resends), so that it keeps its place among them; requests written after it
+  // and before the NOSCRIPT came back have run already, whatever they were.
+  const script* eval_fallback = nullptr;
+
+  // Fail at once, unsent, with error::node_unresponsive while the node is unresponsive (see
+  // connection::unresponsive). For requests that would only wait out their deadline behind the
+  // silence: a new round's SET, an extension, a PING. Never for a release, which must follow on
+  // the wire every SET it may have to undo.
+  bool skip_if_unresponsive = false;
+
+  // With eval_fallback: a NOSCRIPT reply is the request's answer instead of being resent. For a
+  // call whose order against later requests matters more than its success (an extension: one run
+  // behind a later extension of the same key would shorten it behind the client's back). The
+  // connection loads the script again at once, ahead of every request not yet written.
+  bool noscript_is_final = false;
+
+  // Zero: an ordinary request. Positive: a cleanup (a token-checked release) that must reach the
+  // node even when nobody waits for it any more. Its caller or sink still gets one outcome as
+  // usual (a timeout, a failure while the node is down), but the request itself is written after
+  // its deadline, and when the node is down, or the link breaks before its reply, it is kept and
+  // sent again right after the next handshake, before anything issued later. It is dropped unsent
+  // once this long has passed since the node first failed it (its key has expired by then), when
+  // the connection is closed, or beyond connection_options::max_pending_cleanups.
+  std::chrono::milliseconds deliver_for{0};
+};
+
+// Counters for tests and benchmarks. `writes` counts socket writes, so `requests_written / writes`
+// is how many requests the automatic pipelining coalesced per write on average.
+struct connection_stats {
+  std::uint64_t connects = 0;
+  std::uint64_t writes = 0;
+  std::uint64_t requests_written = 0;
+  std::uint64_t bytes_written = 0;
+  std::uint64_t replies = 0;
+  std::uint64_t replies_dropped = 0;       // replies of requests that were cancelled or timed out
+  std::uint64_t skipped_unresponsive = 0;  // failed unsent: request_options::skip_if_unresponsive
+  std::uint64_t cleanups_kept = 0;         // cleanups kept for a later connection (deliver_for)
+  std::uint64_t cleanups_dropped = 0;      // kept cleanups dropped: expired or over the bound
+  std::uint64_t scripts_reloaded = 0;      // SCRIPT LOADs after a NOSCRIPT (noscript_is_final)
+};
+
+// The requests of one node's connection and every decision about them, with no socket, timer or
+// coroutine: which bytes go out next and in what order, which request a reply belongs to, when a
+// request times out, what survives a broken link, and when the node counts as unresponsive. The
+// connection does the I/O, reads the clock and tells it what happened (a reply was parsed, the
+// link broke, a handshake finished); it gives callers and sinks their outcomes through `answer`.
+//
+// One multiplexer belongs to one executor; nothing in it is thread-safe.
+class multiplexer {
+ public:
+  using clock = std::chrono::steady_clock;
+  using time_point = clock::time_point;
+
+  class request_pool;
+  struct request;
+
+  // Shared ownership of a pooled request, intrusive and not atomic: only the multiplexer's
+  // containers (queued, in flight, kept, deadlines) own requests, and all on one executor. The
+  // cancellation handler of a caller's request holds its id instead.
+  class request_ptr {
+   public:
+    request_ptr() noexcept = default;
+    explicit request_ptr(request* req) noexcept : req_(req) { add_ref(req_); }
+    request_ptr(const request_ptr& other) noexcept : request_ptr(other.req_) {}
+    request_ptr(request_ptr&& other) noexcept : req_(std::exchange(other.req_, nullptr)) {}
+    request_ptr& operator=(request_ptr other) noexcept {
+      std::swap(req_, other.req_);
+      return *this;
+    }
+    ~request_ptr() { drop_ref(std::exchange(req_, nullptr)); }
+
+    request* get() const noexcept { return req_; }
+    request* operator->() const noexcept { return req_; }
+    request& operator*() const noexcept { return *req_; }
+
+   private:
+    static void add_ref(request* req) noexcept;
+    static void drop_ref(request* req) noexcept;
+    request* req_ = nullptr;
+  };
+
+  struct request {
+    explicit request(request_pool& owner) noexcept : pool(&owner) {}
+
+    // Filled by whoever issues the request (the connection).
+    //
+    // The encoded command. `owned` keeps a caller's bytes alive; a library request's bytes belong
+    // to its sink, which the request keeps alive until it is answered. Dropped once nothing can
+    // need them any more (written and not to be resent).
+    std::string_view payload;
+    shared_payload owned;
+    std::optional<completion<boost::system::error_code, resp::value>> caller;  // a caller's, or
+    sink_ref sink;  // one of the library's own
+    std::size_t tag = 0;
+
+    void own(shared_payload bytes) {
+      owned = std::move(bytes);
+      payload = *owned;
+    }
+
+    // The multiplexer's own bookkeeping.
+    request_pool* pool;
+    unsigned refs = 0;
+    std::uint64_t id = 0;  // unique per multiplexer; a caller's cancellation handler finds it by id
+    const script* eval_fallback = nullptr;
+    bool noscript_is_final = false;
+    time_point deadline = time_point::max();
+    std::chrono::milliseconds timeout{0};
+    // Queued (in queued_ or kept_cleanups_) until written, then in in_flight_ until its reply.
+    bool written = false;
+    // Its caller or sink has had its one outcome; a reply that still comes is read and dropped.
+    bool answered = false;
+    // Resent as EVAL after NOSCRIPT: the call has not run yet, and runs even if nobody waits.
+    bool resent = false;
+    // request_options::deliver_for; keep_until is set when a link first fails the cleanup.
+    std::chrono::milliseconds deliver_for{0};
+    time_point keep_until = time_point::max();
+    // Timed out after it was written; counted in timed_out_in_flight_ until its reply.
+    bool awaited_past_deadline = false;
+    time_point written_at{};
+    // The multiplexer's own SCRIPT LOAD of this script after a NOSCRIPT: no caller, no sink.
+    const script* reloads = nullptr;
+
+    bool cleanup() const noexcept { return deliver_for > std::chrono::milliseconds(0); }
+    // Whether the writer still sends it.
+    bool wanted() const noexcept { return !answered || cleanup() || resent; }
+    // Whether its bytes may be sent again once written: after NOSCRIPT, or after a broken link.
+    bool may_resend() const noexcept {
+      return cleanup() || (eval_fallback != nullptr && !noscript_is_final);
+    }
+  };
+
+  // How an outcome reaches its caller or sink. A caller's handler is always posted; a sink is run
+  // inline (dispatch) or posted: posted from an initiating function or a cancellation handler,
+  // and whenever a link fails (which happens inside the connection's loops).
+  enum class delivery { post, dispatch };
+  // Gives the request's caller or sink (never both, never neither) its one outcome. A caller gets
+  // `reply` moved into it; a sink only reads it. A sink run inline may call back into the
+  // multiplexer (issue requests, close the connection): it is called with every container in a
+  // consistent state.
+  using answer_fn = std::function<void(request& req, boost::system::error_code ec,
+                                       resp::value&& reply, delivery how)>;
+  using warn_fn = std::function<void(std::string_view message)>;
+
+  // `name` ("host:port") starts every failure text; beyond `max_pending_cleanups` kept cleanups
+  // the oldest are dropped, and `warn` is told now and then.
+  multiplexer(std::string name, std::size_t max_pending_cleanups, answer_fn answer, warn_fn warn);
+  ~multiplexer();
+
+  multiplexer(const multiplexer&) = delete;
+  multiplexer& operator=(const multiplexer&) = delete;
+
+  // A fresh request with a unique id, for the issuer to fill (payload, caller or sink, tag) and
+  // pass to add() or fail_unsent().
+  request_ptr make_request();
+
+  // Issues a request on a link that is up or being opened: queued behind everything issued
+  // earlier, with its deadline counted from `now`; or failed unsent at once (posted) when it may
+  // be skipped and the node is unresponsive (then false).
+  bool add(request_ptr req, const request_options& options, time_point now);
+
+  // Fails a request unsent (posted), as the connection can take none now: the node is down, or
+  // the connection closed. While the node is down a cleanup is kept for the next handshake; once
+  // closed, nothing is kept.
+  void fail_unsent(request_ptr req, const request_options& options, boost::system::error_code ec,
+                   std::string_view why, time_point now);
+
+  // The caller of request `id` cancelled it (from its cancellation slot; answers are posted).
+  void cancel(std::uint64_t id, boost::asio::cancellation_type type);
+
+  // Every queued request that is still to be written, in order, into `out` (cleared first); they
+  // count as written (in flight) from now on. Returns how many; zero: nothing to write.
+  std::size_t prepare_write(std::string& out, time_point now);
+  // The bytes of the last prepare_write are on the wire. A failed write needs no call: its
+  // requests are in flight and fail with the link (on_connection_lost).
+  void commit_write(std::size_t requests, std::size_t bytes) noexcept;
+  // Whether a prepare_write would find queued requests (possibly only ones it skips).
+  bool write_pending() const noexcept { return !queued_.empty(); }
+
+  // A parsed reply: it belongs to the oldest written request (a RESP3 push belongs to none and is
+  // ignored). False: there is no such request (an unsolicited reply, a protocol error; `reply` is
+  // left as it was).
+  bool consume_reply(resp::value& reply);
+
+  // Times out every unanswered request whose deadline is at or before `now`, earliest first
+  // (answers dispatched). `connect_stage` names what a connect under way is doing, for messages.
+  void expire_deadlines(time_point now, std::string_view connect_stage);
+  // The earliest deadline of an unanswered request; time_point::max() when there is none. A timer
+  // armed no later than this, and re-armed after each expire_deadlines and add, fires no deadline
+  // late.
+  time_point next_deadline() const noexcept {
+    return deadlines_.empty() ? time_point::max() : deadlines_.front()->deadline;
+  }
+
+  // Lifecycle of the link, as the connection sees it.
+  void on_connect_started() noexcept;
+  void on_handshake_done(time_point now);
+  // The link broke or a connect failed: everything queued or in flight fails with `ec` (posted),
+  // and cleanups are kept for the next link.
+  void on_connection_lost(boost::system::error_code ec, std::string_view why, time_point now);
+  // Closed for good: everything fails with `ec` (posted) and kept cleanups are dropped.
+  void close(boost::system::error_code ec, std::string_view why, time_point now);
+  // Closed for good without answering anyone: the connection's loop is gone.
+  void drop_all() noexcept;
+
+  // A request has waited out its deadline and the node has not answered it yet: a written request
+  // whose reply has not arrived, or one queued behind a connect attempt that is still under way.
+  // It ends when those replies arrive (the requests in flight are the probe; nothing extra is
+  // sent) or the link is reset.
+  //
+  // Judged when deadlines expire, not by the age of the oldest request when a new one is issued:
+  // the reactor reads ready sockets before it runs expired timers, so a reply that has arrived is
+  // seen first even by a starved process, which would otherwise blame a node it had simply not
+  // read yet.
+  bool unresponsive() const noexcept {
+    return timed_out_in_flight_ > 0 || (connecting_ && timed_out_while_connecting_);
+  }
+
+  // The oldest written request has waited more than `limit` for a reply, and nothing at all was
+  // read for that long either (`last_read`): the server hung or stopped.
+  bool reply_overdue(time_point last_read, std::chrono::milliseconds limit,
+                     time_point now) const noexcept;
+
+  // No request queued, in flight or kept.
+  bool idle() const noexcept {
+    return queued_.empty() && in_flight_.empty() && kept_cleanups_.empty();
+  }
+  bool has_kept_cleanups() const noexcept { return !kept_cleanups_.empty(); }
+  const connection_stats& stats() const noexcept { return stats_; }
+
+ private:
+  void apply(request& req, const request_options& options) const noexcept;
+  void track_deadline(const request_ptr& req);
+  void drop_answered_deadlines() noexcept;
+  void answer(request& req, boost::system::error_code ec, resp::value&& reply, delivery how);
+  void answer_failure(request& req, boost::system::error_code ec, std::string_view why,
+                      delivery how);
+  // The link is gone: every request still queued or in flight gets `ec` (posted: this runs inside
+  // the loops); with `keep_cleanups`, cleanups are kept for the next link, else dropped.
+  void fail_all(boost::system::error_code ec, std::string_view why, bool keep_cleanups,
+                time_point now);
+  void keep_cleanup(request_ptr req, time_point now);
+  void requeue_kept_cleanups(time_point now);
+  // Queues `req` ahead of every request not yet written, behind earlier ones queued this way.
+  void queue_ahead(request_ptr req);
+  void reload_script(const script& lua);
+
+  std::string name_;
+  std::size_t max_pending_cleanups_;
+  answer_fn answer_;
+  warn_fn warn_;
+
+  // Declared before every container of requests, so that it outlives them.
+  std::unique_ptr<request_pool> pool_;
+
+  // Requests not yet written, in the order they are to be written. One answered here (cancelled,
+  // timed out) stays until the writer skips it, so removal is O(1); a cleanup is written anyway.
+  // The first `queued_ahead_` were put there by queue_ahead().
+  std::deque<request_ptr> queued_;
+  std::size_t queued_ahead_ = 0;
+  // Requests written and waiting for their reply, oldest first. Every reply belongs to the front
+  // one, even if that one was already answered (then the reply is dropped).
+  std::deque<request_ptr> in_flight_;
+  // Cleanups failed by a broken link or issued while the node was down, oldest first: written
+  // right after the next handshake, before anything else.
+  std::deque<request_ptr> kept_cleanups_;
+  // Requests with a deadline, earliest first; answered ones are dropped from the front as soon as
+  // they are answered, so the front is always one still waiting.
+  std::deque<request_ptr> deadlines_;
+  // Scripts whose SCRIPT LOAD (after a NOSCRIPT) is queued or in flight on this link.
+  std::vector<const script*> reloading_;
+
+  std::size_t timed_out_in_flight_ = 0;      // written, timed out, reply not read yet
+  bool connecting_ = false;                  // a connect attempt is under way
+  bool timed_out_while_connecting_ = false;  // in this connect attempt
+  bool closed_ = false;
+  std::uint64_t last_request_id_ = 0;
+  connection_stats stats_;
+};
+
+}  // namespace redlock::detail
+
+#endif
