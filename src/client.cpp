@@ -404,22 +404,63 @@ lease client_impl::make_lease(std::shared_ptr<lease_state> state) {
   return lease(std::move(state));
 }
 
-void client_impl::shutdown() {
-  if (closed_) return;
-  closed_ = true;
+void client_impl::shutdown(std::shared_ptr<user_operation> waiter) {
+  if (closed_) {
+    if (!waiter) return;
+    if (shutdown_ && shutdown_->releases_pending > 0) {
+      waiter->start();
+      shutdown_->waiters.push_back(std::move(waiter));
+    } else {
+      waiter->finish(shutdown_ ? shutdown_->outcome : error_code{});
+    }
+    return;
+  }
   // Copies: ending an operation or a lease removes it from these sets.
   const auto operations = active_.snapshot<abortable>();
   for (auto* op : operations)
     op->abort();
+  // Started only now, or the loop above would have aborted it too.
+  auto progress = std::make_shared<shutdown_progress>();
+  shutdown_ = progress;
+  if (waiter) {
+    waiter->start();
+    progress->waiters.push_back(std::move(waiter));
+  }
   const auto leases = held_.snapshot<lease_state>();
   for (auto* state : leases) {
-    state->release_on_nodes();
-    state->stop_holding(lease_state::phase::released, asio::error::operation_aborted);
+    if (state->current != lease_state::phase::held) continue;
+    if (progress->waiters.empty()) {
+      state->release_on_nodes();
+      state->stop_holding(lease_state::phase::released, asio::error::operation_aborted);
+      continue;
+    }
+    // Before closed_ is set, which would fail the release at once. Its handler runs posted on
+    // this executor, so the count cannot reach zero inside this loop.
+    ++progress->releases_pending;
+    initiate_release(
+        state->shared_from_this(),
+        void_caller{void_handler([progress](error_code ec) { progress->release_answered(ec); }),
+                    true});
   }
+  closed_ = true;
   // The releases just queued still go out, also those kept for a node whose link broke (which
   // takes a reconnect); then each connection closes.
   for (auto& conn : connections_)
     conn->close_when_idle(2 * options_.node_timeout + options_.connect_timeout);
+  if (progress->releases_pending == 0) progress->finish_waiters();
+}
+
+void client_impl::shutdown_progress::release_answered(error_code ec) {
+  // A key that is no longer ours on a quorum (it expired) is as gone as a released one.
+  if (ec && ec != error::not_held && !outcome) outcome = ec;
+  if (--releases_pending == 0) finish_waiters();
+}
+
+void client_impl::shutdown_progress::finish_waiters() {
+  auto done = std::move(waiters);
+  waiters.clear();
+  for (auto& waiter : done)
+    waiter->finish(outcome);
 }
 
 request_options client_impl::options_for(lock_request kind,
@@ -655,6 +696,13 @@ void initiate_ping(const std::shared_ptr<client_impl>& client, void_caller calle
   if (client->closed()) return op->finish(asio::error::operation_aborted);
   op->start();
   op->run();
+}
+
+void initiate_shutdown(const std::shared_ptr<client_impl>& client, void_caller caller) {
+  // Cancelling stops the waiting, not the shutdown.
+  client->shutdown(std::make_shared<user_operation>(
+      client, std::move(caller),
+      asio::cancellation_type::terminal | asio::cancellation_type::partial));
 }
 
 const asio::any_io_executor& executor_of(const client_impl& client) noexcept {

@@ -149,7 +149,12 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   const connection& connection_at(std::size_t i) const noexcept { return *connections_[i]; }
   connection& connection_at(std::size_t i) noexcept { return *connections_[i]; }
 
-  void shutdown();
+  // Ends the client: operations under way complete with operation_aborted and later ones fail
+  // with it, held leases are released, and the connections close once those releases are out.
+  // Without `waiter` (the destructor) the releases are best effort; with one (async_shutdown) they
+  // are the token-checked release operation, and `waiter` completes once all have answered, with
+  // the first failure. A waiter that comes while a shutdown is under way shares its outcome.
+  void shutdown(std::shared_ptr<user_operation> waiter = nullptr);
 
   static lease make_lease(std::shared_ptr<lease_state> state);
 
@@ -249,10 +254,21 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   // Map nodes of forgotten queues, reused with their key and vector storage: nearly every acquire
   // makes a queue and its release forgets it again.
   std::vector<std::unordered_map<std::string, resource_queue>::node_type> spare_queues_;
+  // The releases async_shutdown waits for. Shared with those releases' handlers, which may
+  // complete after the client is gone.
+  struct shutdown_progress {
+    std::size_t releases_pending = 0;
+    boost::system::error_code outcome;  // the first failure
+    std::vector<std::shared_ptr<user_operation>> waiters;
+    void release_answered(boost::system::error_code ec);
+    void finish_waiters();
+  };
+
   intrusive_list active_;  // of abortable
   intrusive_list held_;    // of lease_state
   std::minstd_rand random_;
   bool closed_ = false;
+  std::shared_ptr<shutdown_progress> shutdown_;  // set by the first shutdown
 };
 
 }  // namespace redlock::detail

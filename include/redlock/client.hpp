@@ -196,6 +196,32 @@ class REDLOCK_API client {
         detail::ping_initiation(impl_), token);
   }
 
+  // Shuts the client down gracefully, for a server that stops (SIGTERM) and wants its locks freed
+  // and confirmed before it exits. At once: every operation under way and every acquire waiting
+  // completes with operation_aborted, and every operation started later fails with it; each held
+  // lease is released (the token-checked script on every node) and its renewal stops, its
+  // async_wait_lost waiters completing with operation_aborted. Completion: void(error_code), once
+  // every release has been answered by the nodes or has failed, each within node_timeout:
+  // success when each lease was released on a quorum (or was no longer ours on one); else the
+  // first release's error (error::no_quorum, with the lease's diagnostics() naming the nodes).
+  // The connections close once those releases are out (kept ones delivered after a reconnect, for
+  // at most 2 x node_timeout + connect_timeout), after which io_context::run() returns if nothing
+  // else keeps it busy. A second call completes with the first one's outcome; a call after the
+  // shutdown finished completes at once with success. The destructor does the same without
+  // waiting for the nodes' answers.
+  //
+  // Cancellation (terminal, partial): stops waiting, completing with operation_aborted; the
+  // shutdown itself goes on.
+  //
+  // Handler and executor: as async_ping. Lifetimes: the client may be destroyed while the
+  // shutdown runs; the releases still complete it.
+  template <boost::asio::completion_token_for<void(boost::system::error_code)> CompletionToken =
+                boost::asio::default_completion_token_t<executor_type>>
+  auto async_shutdown(CompletionToken&& token = CompletionToken()) {
+    return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
+        detail::shutdown_initiation(impl_), token);
+  }
+
  private:
   // The compiled constructor; the tag makes a program built with other Asio settings fail to link
   // (redlock/config.hpp).

@@ -96,14 +96,12 @@ class run_session {
 
   asio::awaitable<int> run() {
     asio::co_spawn(signals_.get_executor(), watch_signals(), asio::detached);
-    if (const auto failed = co_await acquire()) co_return *failed;
-    if (const auto failed = co_await start_command()) co_return *failed;
-    while (!child_status_) {
-      co_await child_reaped_.async_wait(asio::as_tuple(asio::use_awaitable));
-    }
-    phase_ = phase::finishing;
-    grace_timer_.cancel();
-    co_return co_await finish();
+    const int code = co_await acquire_run_and_release();
+    // Every path above has released the lease and reported how; this ends anything still under
+    // way and closes the connections once the releases are out, so that the process exits
+    // without leaving a request unsent. Its outcome adds nothing to what was said.
+    co_await client_->async_shutdown(asio::as_tuple(asio::use_awaitable));
+    co_return code;
   }
 
   // Lets the io_context run out of work: closes the client (its connections stay until the last
@@ -117,6 +115,17 @@ class run_session {
 
  private:
   enum class phase { acquiring, starting, running, finishing };
+
+  asio::awaitable<int> acquire_run_and_release() {
+    if (const auto failed = co_await acquire()) co_return *failed;
+    if (const auto failed = co_await start_command()) co_return *failed;
+    while (!child_status_) {
+      co_await child_reaped_.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    phase_ = phase::finishing;
+    grace_timer_.cancel();
+    co_return co_await finish();
+  }
 
   // Empty when the lock is held, else the exit code.
   asio::awaitable<std::optional<int>> acquire() {

@@ -56,6 +56,7 @@ caller_handler<Signature> erase_handler(Handler&& handler, const boost::asio::an
 using void_caller = caller_handler<void(boost::system::error_code)>;
 
 REDLOCK_API void initiate_ping(const std::shared_ptr<client_impl>& client, void_caller caller);
+REDLOCK_API void initiate_shutdown(const std::shared_ptr<client_impl>& client, void_caller caller);
 REDLOCK_API void initiate_release(const std::shared_ptr<lease_state>& state, void_caller caller);
 REDLOCK_API void initiate_extend(const std::shared_ptr<lease_state>& state,
                                  std::chrono::milliseconds ttl, void_caller caller);
@@ -97,6 +98,15 @@ struct ping_initiation : client_initiation {
   void operator()(Handler&& handler) const {
     initiate_ping(client_, erase_handler<void(boost::system::error_code)>(
                                std::forward<Handler>(handler), executor_of(*client_)));
+  }
+};
+
+struct shutdown_initiation : client_initiation {
+  using client_initiation::client_initiation;
+  template <class Handler>
+  void operator()(Handler&& handler) const {
+    initiate_shutdown(client_, erase_handler<void(boost::system::error_code)>(
+                                   std::forward<Handler>(handler), executor_of(*client_)));
   }
 };
 
