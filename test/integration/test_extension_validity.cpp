@@ -172,38 +172,37 @@ BOOST_AUTO_TEST_CASE(late_replies_to_a_shortening_extend) {
 // (Before, renewal sent PEXPIRE 1000 at 0.5 s: the keys expired at 1.5 s while the lease said
 // 4 s.)
 BOOST_AUTO_TEST_CASE(late_replies_to_a_renewal_after_a_long_user_extend) {
-  const auto result = holder_and_rival([](asio::io_context& io, proxied_fleet& nodes,
-                                          inspector& servers, redlock::client& a_locks,
-                                          lock_recorder& a, redlock::client& b_locks,
-                                          lock_recorder& b) -> asio::awaitable<void> {
-    int losses = 0;
-    auto a_lease = co_await a.try_acquire(a_locks, renewed_lock(1s));
-    BOOST_TEST_REQUIRE(!a.last_error(), a_lease.diagnostics());
-    record_loss(io, a_lease, a, losses);
-    BOOST_TEST_REQUIRE(!co_await a.extend(a_lease, 4s));
-    const auto claimed = a_lease.valid_until();
+  const auto result = holder_and_rival(
+      [](asio::io_context& io, proxied_fleet& nodes, inspector& servers, redlock::client& a_locks,
+         lock_recorder& a, redlock::client& b_locks, lock_recorder& b) -> asio::awaitable<void> {
+        int losses = 0;
+        auto a_lease = co_await a.try_acquire(a_locks, renewed_lock(1s));
+        BOOST_TEST_REQUIRE(!a.last_error(), a_lease.diagnostics());
+        record_loss(io, a_lease, a, losses);
+        BOOST_TEST_REQUIRE(!co_await a.extend(a_lease, 4s));
+        const auto claimed = a_lease.valid_until();
 
-    // Replies late from now on; then the holder is cut off altogether.
-    for (auto& proxy : nodes.proxies)
-      proxy->set_latency(chaos_proxy::direction::downstream, 400ms);
-    co_await sleep_for(700ms);
-    for (auto& proxy : nodes.proxies)
-      proxy->set_blackhole(true);
-    // Whatever renewal sent, no node lets the key go before the validity the lease claimed. The
-    // time left is read after the PTTL, so a stall between the two only makes the test stricter;
-    // 1 ms is PTTL's rounding.
-    for (std::size_t i = 0; i < 5; ++i) {
-      const auto pttl = servers.pttl(i, "r");
-      const auto left = ms_between(steady_clock::now(), claimed);
-      BOOST_TEST(pttl >= left - 1, "node " << i << ": PTTL " << pttl << " ms, " << left
-                                           << " ms claimed");
-    }
+        // Replies late from now on; then the holder is cut off altogether.
+        for (auto& proxy : nodes.proxies)
+          proxy->set_latency(chaos_proxy::direction::downstream, 400ms);
+        co_await sleep_for(700ms);
+        for (auto& proxy : nodes.proxies)
+          proxy->set_blackhole(true);
+        // Whatever renewal sent, no node lets the key go before the validity the lease claimed. The
+        // time left is read after the PTTL, so a stall between the two only makes the test
+        // stricter; 1 ms is PTTL's rounding.
+        for (std::size_t i = 0; i < 5; ++i) {
+          const auto pttl = servers.pttl(i, "r");
+          const auto left = ms_between(steady_clock::now(), claimed);
+          BOOST_TEST(pttl >= left - 1,
+                     "node " << i << ": PTTL " << pttl << " ms, " << left << " ms claimed");
+        }
 
-    co_await rival_takes_the_lock(b_locks, b, 8s);
-    BOOST_TEST(losses == 1);
-    BOOST_TEST(!a_lease.held());
-    nodes.clear_toxics();
-  });
+        co_await rival_takes_the_lock(b_locks, b, 8s);
+        BOOST_TEST(losses == 1);
+        BOOST_TEST(!a_lease.held());
+        nodes.clear_toxics();
+      });
   BOOST_TEST(result.ok(), result.describe());
 }
 
