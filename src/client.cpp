@@ -407,11 +407,11 @@ lease client_impl::make_lease(std::shared_ptr<lease_state> state) {
 void client_impl::shutdown(std::shared_ptr<user_operation> waiter) {
   if (closed_) {
     if (!waiter) return;
-    if (shutdown_ && shutdown_->releases_pending > 0) {
+    if (auto progress = shutdown_in_progress_.lock()) {
       waiter->start();
-      shutdown_->waiters.push_back(std::move(waiter));
+      progress->waiters.push_back(std::move(waiter));
     } else {
-      waiter->finish(shutdown_ ? shutdown_->outcome : error_code{});
+      waiter->finish(shutdown_outcome_);
     }
     return;
   }
@@ -421,7 +421,8 @@ void client_impl::shutdown(std::shared_ptr<user_operation> waiter) {
     op->abort();
   // Started only now, or the loop above would have aborted it too.
   auto progress = std::make_shared<shutdown_progress>();
-  shutdown_ = progress;
+  progress->client = weak_from_this();
+  shutdown_in_progress_ = progress;
   if (waiter) {
     waiter->start();
     progress->waiters.push_back(std::move(waiter));
@@ -457,6 +458,7 @@ void client_impl::shutdown_progress::release_answered(error_code ec) {
 }
 
 void client_impl::shutdown_progress::finish_waiters() {
+  if (auto owner = client.lock()) owner->shutdown_outcome_ = outcome;
   auto done = std::move(waiters);
   waiters.clear();
   for (auto& waiter : done)

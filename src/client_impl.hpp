@@ -254,9 +254,11 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   // Map nodes of forgotten queues, reused with their key and vector storage: nearly every acquire
   // makes a queue and its release forgets it again.
   std::vector<std::unordered_map<std::string, resource_queue>::node_type> spare_queues_;
-  // The releases async_shutdown waits for. Shared with those releases' handlers, which may
-  // complete after the client is gone.
+  // The releases async_shutdown waits for, owned by those releases' handlers only: its waiters
+  // own the client, so a client that owned it too would never be freed if the io_context stopped
+  // before the nodes answered.
   struct shutdown_progress {
+    std::weak_ptr<client_impl> client;
     std::size_t releases_pending = 0;
     boost::system::error_code outcome;  // the first failure
     std::vector<std::shared_ptr<user_operation>> waiters;
@@ -268,7 +270,8 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   intrusive_list held_;    // of lease_state
   std::minstd_rand random_;
   bool closed_ = false;
-  std::shared_ptr<shutdown_progress> shutdown_;  // set by the first shutdown
+  std::weak_ptr<shutdown_progress> shutdown_in_progress_;
+  boost::system::error_code shutdown_outcome_;  // of the finished async_shutdown
 };
 
 }  // namespace redlock::detail
