@@ -1,7 +1,5 @@
 #include "bench_support.hpp"
 
-#include <sys/resource.h>
-#include <unistd.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -18,7 +16,9 @@
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <sys/resource.h>
 #include <thread>
+#include <unistd.h>
 
 namespace redlock::bench {
 

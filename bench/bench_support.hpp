@@ -3,10 +3,14 @@
 #ifndef REDLOCK_BENCH_SUPPORT_HPP
 #define REDLOCK_BENCH_SUPPORT_HPP
 
-#include <fmt/format.h>
-#include <sys/types.h>
+#include "net/connection.hpp"
+#include "redlock/client.hpp"
+#include "redlock/node_config.hpp"
+#include "redlock/options.hpp"
+
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
+#include <fmt/format.h>
 
 #include <chrono>
 #include <cstdint>
@@ -16,12 +20,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <sys/types.h>
 #include <vector>
-
-#include "net/connection.hpp"
-#include "redlock/client.hpp"
-#include "redlock/node_config.hpp"
-#include "redlock/options.hpp"
 
 namespace redlock::bench {
 

@@ -2,11 +2,11 @@
 #ifndef REDLOCK_BENCH_TABLE_HPP
 #define REDLOCK_BENCH_TABLE_HPP
 
+#include "bench_support.hpp"
+
 #include <cstddef>
 #include <string>
 #include <vector>
-
-#include "bench_support.hpp"
 
 namespace redlock::bench {
 

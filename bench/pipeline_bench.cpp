@@ -5,12 +5,15 @@
 //
 // Without --port it starts its own redis-server on a free loopback port (and stops it).
 
-#include <fmt/format.h>
+#include "net/connection.hpp"
+#include "support/redis_fleet.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -22,9 +25,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include "net/connection.hpp"
-#include "support/redis_fleet.hpp"
 
 namespace {
 

@@ -12,6 +12,12 @@
 // It is a measuring tool: nothing is asserted about the figures. A workload that stops making
 // progress (a hung operation) is stopped by a watchdog and reported on stderr.
 
+#include "bench_support.hpp"
+#include "bench_table.hpp"
+#include "redlock/node_config.hpp"
+#include "support/redis_fleet.hpp"
+#include "workloads/workloads.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -24,12 +30,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "bench_support.hpp"
-#include "bench_table.hpp"
-#include "redlock/node_config.hpp"
-#include "support/redis_fleet.hpp"
-#include "workloads/workloads.hpp"
 
 namespace {
 

@@ -17,10 +17,9 @@
 //
 // Exits 0 when all of the above held, 1 (with a message) when something did not.
 
-#include <redlock/redlock.hpp>
-
 #include "common/nodes.hpp"
 #include "common/run.hpp"
+#include <redlock/redlock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>

@@ -27,10 +27,9 @@
 //
 // Exits 0 when the body was cancelled and with_lock threw lock_lost, 1 (with a message) otherwise.
 
-#include <redlock/redlock.hpp>
-
 #include "common/nodes.hpp"
 #include "common/run.hpp"
+#include <redlock/redlock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>

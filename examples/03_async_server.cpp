@@ -23,10 +23,9 @@
 //
 // Exits 0 when every balance is right, 1 (with a message) otherwise.
 
-#include <redlock/redlock.hpp>
-
 #include "common/nodes.hpp"
 #include "common/run.hpp"
+#include <redlock/redlock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>

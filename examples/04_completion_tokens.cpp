@@ -21,9 +21,8 @@
 //
 // Exits 0 when all four styles acquired and released the lock, 1 (with a message) otherwise.
 
-#include <redlock/redlock.hpp>
-
 #include "common/nodes.hpp"
+#include <redlock/redlock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>

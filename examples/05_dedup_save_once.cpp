@@ -31,10 +31,9 @@
 // request could not be served because too few nodes answered, even after retrying for 10 s.
 // A release that too few nodes confirmed is reported but is not a failure: the save stands.
 
-#include <redlock/redlock.hpp>
-
 #include "common/nodes.hpp"
 #include "common/run.hpp"
+#include <redlock/redlock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>

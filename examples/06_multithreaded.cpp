@@ -29,10 +29,9 @@
 // Exits 0 when the counter is exact and every step ran on the strand, 1 (with a message)
 // otherwise.
 
-#include <redlock/redlock.hpp>
-
 #include "common/nodes.hpp"
 #include "common/run.hpp"
+#include <redlock/redlock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>

@@ -1,14 +1,5 @@
 #include "redlock/client.hpp"
 
-#include <fmt/format.h>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/system/system_error.hpp>
-
-#include <algorithm>
-#include <optional>
-#include <string>
-#include <vector>
-
 #include "algo/acquire_round.hpp"
 #include "algo/validity.hpp"
 #include "client_impl.hpp"
@@ -17,6 +8,15 @@
 #include "text.hpp"
 #include "token.hpp"
 #include "vote.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/system/system_error.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace redlock::detail {
 

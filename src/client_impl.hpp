@@ -1,21 +1,6 @@
 #ifndef REDLOCK_CLIENT_IMPL_HPP
 #define REDLOCK_CLIENT_IMPL_HPP
 
-#include <atomic>
-#include <chrono>
-#include <cstddef>
-#include <memory>
-#include <random>
-#include <span>
-#include <string>
-#include <string_view>
-#include <unordered_map>
-#include <vector>
-
-#include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/system/error_code.hpp>
-
 #include "algo/backoff.hpp"
 #include "algo/node_answer.hpp"
 #include "completion.hpp"
@@ -26,6 +11,21 @@
 #include "redlock/lease.hpp"
 #include "redlock/options.hpp"
 #include "scripts.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
 
 namespace redlock::detail {
 

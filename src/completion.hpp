@@ -1,8 +1,6 @@
 #ifndef REDLOCK_COMPLETION_HPP
 #define REDLOCK_COMPLETION_HPP
 
-#include <utility>
-
 #include <boost/asio/any_completion_executor.hpp>
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -10,6 +8,8 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
+
+#include <utility>
 
 namespace redlock::detail {
 

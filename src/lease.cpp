@@ -1,18 +1,18 @@
 #include "redlock/lease.hpp"
 
-#include <fmt/format.h>
-#include <boost/asio/bind_executor.hpp>
-#include <boost/asio/dispatch.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/system_executor.hpp>
-
-#include <algorithm>
-#include <cmath>
-
 #include "algo/validity.hpp"
 #include "client_impl.hpp"
 #include "text.hpp"
 #include "vote.hpp"
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/system_executor.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
 
 namespace redlock::detail {
 

@@ -1,13 +1,13 @@
 #ifndef REDLOCK_LOG_HPP
 #define REDLOCK_LOG_HPP
 
-#include <exception>
-#include <string_view>
+#include "redlock/options.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/post.hpp>
 
-#include "redlock/options.hpp"
+#include <exception>
+#include <string_view>
 
 namespace redlock::detail {
 

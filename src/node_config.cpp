@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <arpa/inet.h>
-
 #include <charconv>
 #include <cstdint>
 #include <limits>

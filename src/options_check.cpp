@@ -1,13 +1,13 @@
 #include "options_check.hpp"
 
+#include "algo/validity.hpp"
+
 #include <fmt/format.h>
 
 #include <chrono>
 #include <cstdint>
 #include <set>
 #include <utility>
-
-#include "algo/validity.hpp"
 
 namespace redlock::detail {
 

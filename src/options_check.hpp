@@ -1,11 +1,11 @@
 #ifndef REDLOCK_OPTIONS_CHECK_HPP
 #define REDLOCK_OPTIONS_CHECK_HPP
 
-#include <string>
-#include <vector>
-
 #include "redlock/node_config.hpp"
 #include "redlock/options.hpp"
+
+#include <string>
+#include <vector>
 
 namespace redlock::detail {
 

@@ -1,14 +1,14 @@
 #include "scripts.hpp"
 
+#include "resp/encoder.hpp"
+#include "token.hpp"
+
 #include <fmt/format.h>
 
 #include <initializer_list>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include "resp/encoder.hpp"
-#include "token.hpp"
 
 namespace redlock::detail {
 

@@ -1,14 +1,14 @@
 #ifndef REDLOCK_SCRIPTS_HPP
 #define REDLOCK_SCRIPTS_HPP
 
-#include <string>
-
-#include <boost/system/error_code.hpp>
-
 #include "algo/node_answer.hpp"
 #include "net/connection.hpp"
 #include "net/script.hpp"
 #include "resp/value.hpp"
+
+#include <boost/system/error_code.hpp>
+
+#include <string>
 
 namespace redlock::detail {
 

@@ -1,11 +1,11 @@
 #ifndef REDLOCK_TEXT_HPP
 #define REDLOCK_TEXT_HPP
 
+#include "redlock/detail/initiate.hpp"
+
 #include <cstddef>
 #include <string>
 #include <string_view>
-
-#include "redlock/detail/initiate.hpp"
 
 namespace redlock::detail {
 

@@ -1,14 +1,13 @@
 #include "token.hpp"
 
-#include <pthread.h>
-#include <sys/random.h>
-#include <unistd.h>
-
 #include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstddef>
+#include <pthread.h>
+#include <sys/random.h>
 #include <system_error>
+#include <unistd.h>
 
 namespace redlock::detail {
 namespace {

@@ -1,20 +1,20 @@
 #ifndef REDLOCK_VOTE_HPP
 #define REDLOCK_VOTE_HPP
 
-#include <memory>
-#include <optional>
-#include <string>
-#include <utility>
-#include <vector>
-
-#include <boost/asio/cancellation_type.hpp>
-#include <boost/system/error_code.hpp>
-
 #include "algo/node_answer.hpp"
 #include "algo/quorum.hpp"
 #include "client_impl.hpp"
 #include "completion.hpp"
 #include "redlock/error.hpp"
+
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace redlock::detail {
 

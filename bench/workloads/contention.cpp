@@ -1,11 +1,18 @@
 // Workload "contention" of redlock_bench.
 
-#include <fmt/format.h>
+#include "workloads/contention.hpp"
+
+#include "bench_support.hpp"
+#include "redlock/lease.hpp"
+#include "support/async_test.hpp"
+#include "workloads/workloads.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <fmt/format.h>
 
 #include <charconv>
 #include <chrono>
@@ -14,12 +21,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "bench_support.hpp"
-#include "redlock/lease.hpp"
-#include "support/async_test.hpp"
-#include "workloads/contention.hpp"
-#include "workloads/workloads.hpp"
 
 namespace redlock::bench {
 

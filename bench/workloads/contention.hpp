@@ -4,6 +4,10 @@
 #ifndef REDLOCK_BENCH_WORKLOADS_CONTENTION_HPP
 #define REDLOCK_BENCH_WORKLOADS_CONTENTION_HPP
 
+#include "bench_support.hpp"
+#include "redlock/client.hpp"
+#include "redlock/options.hpp"
+
 #include <boost/asio/awaitable.hpp>
 
 #include <cstddef>
@@ -11,10 +15,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-#include "bench_support.hpp"
-#include "redlock/client.hpp"
-#include "redlock/options.hpp"
 
 namespace redlock::bench {
 

@@ -3,17 +3,18 @@
 // processes. Reports throughput, waits and fairness: how the acquisitions spread over contenders
 // and over processes.
 
-#include <fmt/format.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include "bench_support.hpp"
+#include "support/async_test.hpp"
+#include "workloads/contention.hpp"
+#include "workloads/workloads.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -22,15 +23,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <poll.h>
+#include <signal.h>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
-
-#include "bench_support.hpp"
-#include "support/async_test.hpp"
-#include "workloads/contention.hpp"
-#include "workloads/workloads.hpp"
 
 namespace redlock::bench {
 

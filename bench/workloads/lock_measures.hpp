@@ -3,17 +3,17 @@
 #ifndef REDLOCK_BENCH_WORKLOADS_LOCK_MEASURES_HPP
 #define REDLOCK_BENCH_WORKLOADS_LOCK_MEASURES_HPP
 
-#include <sys/types.h>
+#include "bench_support.hpp"
+#include "redlock/node_config.hpp"
+
 #include <boost/asio/awaitable.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <sys/types.h>
 #include <vector>
-
-#include "bench_support.hpp"
-#include "redlock/node_config.hpp"
 
 namespace redlock::bench {
 

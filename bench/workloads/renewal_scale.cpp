@@ -1,27 +1,27 @@
 // Workload "renewal_scale" of redlock_bench.
 
-#include <fmt/format.h>
-#include <malloc.h>
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
-
-#include <charconv>
-#include <chrono>
-#include <cstdint>
-#include <fstream>
-#include <stdexcept>
-#include <string>
-#include <string_view>
-#include <vector>
-
 #include "bench_support.hpp"
 #include "redlock/error.hpp"
 #include "redlock/lease.hpp"
 #include "support/async_test.hpp"
 #include "workloads/workloads.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <fmt/format.h>
+
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <malloc.h>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace redlock::bench {
 

@@ -1,5 +1,10 @@
 // Workload "scale_curve" of redlock_bench.
 
+#include "bench_support.hpp"
+#include "support/redis_fleet.hpp"
+#include "workloads/lock_measures.hpp"
+#include "workloads/workloads.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -10,11 +15,6 @@
 #include <memory>
 #include <string>
 #include <vector>
-
-#include "bench_support.hpp"
-#include "support/redis_fleet.hpp"
-#include "workloads/lock_measures.hpp"
-#include "workloads/workloads.hpp"
 
 namespace redlock::bench {
 

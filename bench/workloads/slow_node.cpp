@@ -1,5 +1,10 @@
 // Workload "slow_node" of redlock_bench.
 
+#include "bench_support.hpp"
+#include "support/chaos_proxy.hpp"
+#include "workloads/lock_measures.hpp"
+#include "workloads/workloads.hpp"
+
 #include <fmt/format.h>
 
 #include <chrono>
@@ -8,11 +13,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include "bench_support.hpp"
-#include "support/chaos_proxy.hpp"
-#include "workloads/lock_measures.hpp"
-#include "workloads/workloads.hpp"
 
 namespace redlock::bench {
 

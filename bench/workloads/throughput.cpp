@@ -1,23 +1,23 @@
 // Workload "throughput" of redlock_bench.
 
-#include <fmt/format.h>
+#include "bench_support.hpp"
+#include "redlock/lease.hpp"
+#include "support/async_test.hpp"
+#include "workloads/lock_measures.hpp"
+#include "workloads/workloads.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <fmt/format.h>
 
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "bench_support.hpp"
-#include "redlock/lease.hpp"
-#include "support/async_test.hpp"
-#include "workloads/lock_measures.hpp"
-#include "workloads/workloads.hpp"
 
 namespace redlock::bench {
 

@@ -2,9 +2,9 @@
 #ifndef REDLOCK_BENCH_WORKLOADS_HPP
 #define REDLOCK_BENCH_WORKLOADS_HPP
 
-#include <string>
-
 #include "bench_support.hpp"
+
+#include <string>
 
 namespace redlock::bench {
 

@@ -1,13 +1,12 @@
 #ifndef REDLOCK_CLIENT_HPP
 #define REDLOCK_CLIENT_HPP
 
-#include <cstddef>
-#include <exception>
-#include <memory>
-#include <string>
-#include <type_traits>
-#include <utility>
-#include <vector>
+#include "redlock/config.hpp"
+#include "redlock/detail/initiate.hpp"
+#include "redlock/error.hpp"
+#include "redlock/lease.hpp"
+#include "redlock/node_config.hpp"
+#include "redlock/options.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -18,12 +17,13 @@
 #include <boost/system/error_code.hpp>
 #include <boost/system/system_error.hpp>
 
-#include "redlock/config.hpp"
-#include "redlock/detail/initiate.hpp"
-#include "redlock/error.hpp"
-#include "redlock/lease.hpp"
-#include "redlock/node_config.hpp"
-#include "redlock/options.hpp"
+#include <cstddef>
+#include <exception>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace redlock {
 

@@ -1,11 +1,11 @@
 #ifndef REDLOCK_ERROR_HPP
 #define REDLOCK_ERROR_HPP
 
-#include <type_traits>
+#include "redlock/config.hpp"
 
 #include <boost/system/error_code.hpp>
 
-#include "redlock/config.hpp"
+#include <type_traits>
 
 namespace redlock {
 

@@ -1,18 +1,18 @@
 #ifndef REDLOCK_LEASE_HPP
 #define REDLOCK_LEASE_HPP
 
-#include <chrono>
-#include <cstddef>
-#include <memory>
-#include <string>
+#include "redlock/config.hpp"
+#include "redlock/detail/initiate.hpp"
+#include "redlock/error.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/system/error_code.hpp>
 
-#include "redlock/config.hpp"
-#include "redlock/detail/initiate.hpp"
-#include "redlock/error.hpp"
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
 
 namespace redlock {
 

@@ -1,10 +1,10 @@
 #ifndef REDLOCK_MUTEX_HPP
 #define REDLOCK_MUTEX_HPP
 
-#include <exception>
-#include <string>
-#include <type_traits>
-#include <utility>
+#include "redlock/client.hpp"
+#include "redlock/error.hpp"
+#include "redlock/lease.hpp"
+#include "redlock/options.hpp"
 
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/compose.hpp>
@@ -12,10 +12,10 @@
 #include <boost/system/error_code.hpp>
 #include <boost/system/system_error.hpp>
 
-#include "redlock/client.hpp"
-#include "redlock/error.hpp"
-#include "redlock/lease.hpp"
-#include "redlock/options.hpp"
+#include <exception>
+#include <string>
+#include <type_traits>
+#include <utility>
 
 namespace redlock {
 

@@ -1,12 +1,12 @@
 #ifndef REDLOCK_NODE_CONFIG_HPP
 #define REDLOCK_NODE_CONFIG_HPP
 
+#include "redlock/config.hpp"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "redlock/config.hpp"
 
 namespace redlock {
 

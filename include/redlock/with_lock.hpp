@@ -1,11 +1,10 @@
 #ifndef REDLOCK_WITH_LOCK_HPP
 #define REDLOCK_WITH_LOCK_HPP
 
-#include <exception>
-#include <string>
-#include <type_traits>
-#include <utility>
-#include <variant>
+#include "redlock/client.hpp"
+#include "redlock/error.hpp"
+#include "redlock/lease.hpp"
+#include "redlock/options.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -16,10 +15,11 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
 
-#include "redlock/client.hpp"
-#include "redlock/error.hpp"
-#include "redlock/lease.hpp"
-#include "redlock/options.hpp"
+#include <exception>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
 
 namespace redlock {
 

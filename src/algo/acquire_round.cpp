@@ -1,12 +1,12 @@
 #include "algo/acquire_round.hpp"
 
+#include "algo/validity.hpp"
+#include "redlock/error.hpp"
+
 #include <boost/container/small_vector.hpp>
 
 #include <algorithm>
 #include <utility>
-
-#include "algo/validity.hpp"
-#include "redlock/error.hpp"
 
 namespace redlock::detail {
 

@@ -1,16 +1,16 @@
 #ifndef REDLOCK_ALGO_ACQUIRE_ROUND_HPP
 #define REDLOCK_ALGO_ACQUIRE_ROUND_HPP
 
+#include "algo/node_answer.hpp"
+#include "algo/quorum.hpp"
+
+#include <boost/system/error_code.hpp>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <vector>
-
-#include <boost/system/error_code.hpp>
-
-#include "algo/node_answer.hpp"
-#include "algo/quorum.hpp"
 
 namespace redlock::detail {
 

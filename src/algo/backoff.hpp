@@ -1,11 +1,11 @@
 #ifndef REDLOCK_ALGO_BACKOFF_HPP
 #define REDLOCK_ALGO_BACKOFF_HPP
 
+#include "redlock/options.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <random>
-
-#include "redlock/options.hpp"
 
 namespace redlock::detail {
 

@@ -1,13 +1,13 @@
 #ifndef REDLOCK_ALGO_NODE_ANSWER_HPP
 #define REDLOCK_ALGO_NODE_ANSWER_HPP
 
-#include <cstdint>
-#include <string>
+#include "algo/quorum.hpp"
 
 #include <boost/container/small_vector.hpp>
 #include <boost/system/error_code.hpp>
 
-#include "algo/quorum.hpp"
+#include <cstdint>
+#include <string>
 
 namespace redlock::detail {
 

@@ -1,6 +1,12 @@
 #include "net/connection.hpp"
 
-#include <fmt/format.h>
+#include "completion.hpp"
+#include "log.hpp"
+#include "net/script.hpp"
+#include "redlock/error.hpp"
+#include "resp/encoder.hpp"
+#include "text.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -9,18 +15,12 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <exception>
 #include <variant>
 #include <vector>
-
-#include "completion.hpp"
-#include "log.hpp"
-#include "net/script.hpp"
-#include "redlock/error.hpp"
-#include "resp/encoder.hpp"
-#include "text.hpp"
 
 namespace redlock::detail {
 

@@ -1,6 +1,22 @@
 #ifndef REDLOCK_NET_CONNECTION_HPP
 #define REDLOCK_NET_CONNECTION_HPP
 
+#include "algo/backoff.hpp"
+#include "net/multiplexer.hpp"
+#include "net/transport.hpp"
+#include "redlock/node_config.hpp"
+#include "redlock/options.hpp"
+#include "resp/parser.hpp"
+#include "resp/value.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/system/error_code.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -12,22 +28,6 @@
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <boost/asio/any_completion_handler.hpp>
-#include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/awaitable.hpp>
-#include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/system/error_code.hpp>
-
-#include "algo/backoff.hpp"
-#include "net/multiplexer.hpp"
-#include "net/transport.hpp"
-#include "redlock/node_config.hpp"
-#include "redlock/options.hpp"
-#include "resp/parser.hpp"
-#include "resp/value.hpp"
 
 namespace redlock::detail {
 

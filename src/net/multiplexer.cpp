@@ -1,15 +1,15 @@
 #include "net/multiplexer.hpp"
 
-#include <fmt/format.h>
-#include <boost/asio/error.hpp>
-#include <boost/container/small_vector.hpp>
-
-#include <algorithm>
-#include <iterator>
-
 #include "net/script.hpp"
 #include "redlock/error.hpp"
 #include "resp/encoder.hpp"
+
+#include <boost/asio/error.hpp>
+#include <boost/container/small_vector.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
 
 namespace redlock::detail {
 

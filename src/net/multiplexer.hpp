@@ -1,6 +1,12 @@
 #ifndef REDLOCK_NET_MULTIPLEXER_HPP
 #define REDLOCK_NET_MULTIPLEXER_HPP
 
+#include "completion.hpp"
+#include "resp/value.hpp"
+
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/system/error_code.hpp>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -12,12 +18,6 @@
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <boost/asio/cancellation_type.hpp>
-#include <boost/system/error_code.hpp>
-
-#include "completion.hpp"
-#include "resp/value.hpp"
 
 namespace redlock::detail {
 

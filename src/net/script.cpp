@@ -1,13 +1,13 @@
 #include "net/script.hpp"
 
+#include "net/sha1.hpp"
+#include "resp/encoder.hpp"
+
 #include <algorithm>
 #include <array>
 #include <charconv>
 #include <stdexcept>
 #include <vector>
-
-#include "net/sha1.hpp"
-#include "resp/encoder.hpp"
 
 namespace redlock::detail {
 

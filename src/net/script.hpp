@@ -1,13 +1,13 @@
 #ifndef REDLOCK_NET_SCRIPT_HPP
 #define REDLOCK_NET_SCRIPT_HPP
 
+#include "net/connection.hpp"
+
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <utility>
-
-#include "net/connection.hpp"
 
 namespace redlock::detail {
 

@@ -1,9 +1,7 @@
 #ifndef REDLOCK_NET_TRANSPORT_HPP
 #define REDLOCK_NET_TRANSPORT_HPP
 
-#include <cstddef>
-#include <string>
-#include <utility>
+#include "redlock/node_config.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -12,7 +10,9 @@
 #include <boost/asio/write.hpp>
 #include <boost/system/error_code.hpp>
 
-#include "redlock/node_config.hpp"
+#include <cstddef>
+#include <string>
+#include <utility>
 
 namespace redlock::detail {
 

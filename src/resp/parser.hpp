@@ -1,16 +1,16 @@
 #ifndef REDLOCK_RESP_PARSER_HPP
 #define REDLOCK_RESP_PARSER_HPP
 
+#include "resp/value.hpp"
+
+#include <boost/system/error_code.hpp>
+
 #include <cstddef>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <boost/system/error_code.hpp>
-
-#include "resp/value.hpp"
 
 namespace redlock::resp {
 

@@ -1,16 +1,14 @@
-#include "redlock/messages.hpp"
-
 #include "redlock/error.hpp"
 #include "redlock/exit_codes.hpp"
+#include "redlock/messages.hpp"
 
 #include <boost/test/unit_test.hpp>
 
-#include <signal.h>
-#include <sys/wait.h>
-
 #include <chrono>
+#include <signal.h>
 #include <string>
 #include <string_view>
+#include <sys/wait.h>
 #include <vector>
 
 namespace {

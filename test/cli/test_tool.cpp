@@ -8,23 +8,22 @@
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
 
-#include <fmt/format.h>
 #include <boost/test/unit_test.hpp>
+#include <fmt/format.h>
 
 #include <arpa/inet.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <netinet/in.h>
+#include <signal.h>
 #include <string>
 #include <string_view>
+#include <sys/socket.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace {

@@ -1,12 +1,11 @@
 #ifndef REDLOCK_TEST_CLI_TOOL_PROCESS_HPP
 #define REDLOCK_TEST_CLI_TOOL_PROCESS_HPP
 
-#include <sys/types.h>
-
 #include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 namespace redlock::test {

@@ -5,7 +5,6 @@
 // timer on the initiation's executor and cancels the operation when the timer fires.
 
 #include "redlock/redlock.hpp"
-
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
 #include "support/inspector.hpp"

@@ -3,32 +3,30 @@
 // connection that stays open, an RST versus a FIN, exact byte counts). Timing assertions are lower
 // bounds that sleeping guarantees, plus generous upper bounds only.
 
-#include "support/chaos_proxy.hpp"
-
 #include "resp/encoder.hpp"
 #include "support/async_test.hpp"
+#include "support/chaos_proxy.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
 
 #include <boost/test/unit_test.hpp>
 
 #include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <optional>
 #include <ostream>
+#include <poll.h>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <sys/socket.h>
 #include <thread>
+#include <unistd.h>
 
 // GCC 12 at -O3 reports a false -Wrestrict (a __builtin_memcpy of 2^63 bytes that "may overlap")
 // in std::string's _M_replace, inlined into `"literal" + std::string` (GCC bugs 105329 and

@@ -5,7 +5,6 @@
 // after the SET ran on 1 and on 3 of 5 nodes.
 
 #include "redlock/redlock.hpp"
-
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
 #include "support/inspector.hpp"
@@ -14,13 +13,13 @@
 #include "support/proxied_fleet.hpp"
 #include "support/sync_client.hpp"
 
-#include <fmt/format.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
+#include <fmt/format.h>
 
 #include <chrono>
 #include <memory>

@@ -1,6 +1,14 @@
 // The pipelined per-node connection against real redis-server processes.
 
-#include <fmt/format.h>
+#include "net/connection.hpp"
+#include "net/script.hpp"
+#include "redlock/error.hpp"
+#include "resp/encoder.hpp"
+#include "support/async_test.hpp"
+#include "support/printing.hpp"
+#include "support/redis_fleet.hpp"
+#include "support/sync_client.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -14,6 +22,7 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/test/unit_test.hpp>
+#include <fmt/format.h>
 
 #include <chrono>
 #include <functional>
@@ -25,15 +34,6 @@
 #include <thread>
 #include <tuple>
 #include <vector>
-
-#include "net/connection.hpp"
-#include "net/script.hpp"
-#include "redlock/error.hpp"
-#include "resp/encoder.hpp"
-#include "support/async_test.hpp"
-#include "support/printing.hpp"
-#include "support/redis_fleet.hpp"
-#include "support/sync_client.hpp"
 
 namespace {
 

@@ -5,7 +5,6 @@
 // saw, with the unsafe variant (a holder that keeps its old validity) shown to be caught.
 
 #include "redlock/redlock.hpp"
-
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
 #include "support/history.hpp"

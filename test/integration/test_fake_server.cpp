@@ -1,6 +1,17 @@
 // Malformed and unexpected replies, from a scripted fake server: first against one
 // redlock::detail::connection, then against a redlock::client whose majority is real Redis.
 
+#include "net/connection.hpp"
+#include "net/script.hpp"
+#include "redlock/client.hpp"
+#include "redlock/error.hpp"
+#include "resp/encoder.hpp"
+#include "support/async_test.hpp"
+#include "support/fake_server.hpp"
+#include "support/printing.hpp"
+#include "support/redis_fleet.hpp"
+#include "support/sync_client.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -16,17 +27,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include "net/connection.hpp"
-#include "net/script.hpp"
-#include "redlock/client.hpp"
-#include "redlock/error.hpp"
-#include "resp/encoder.hpp"
-#include "support/async_test.hpp"
-#include "support/fake_server.hpp"
-#include "support/printing.hpp"
-#include "support/redis_fleet.hpp"
-#include "support/sync_client.hpp"
 
 namespace {
 

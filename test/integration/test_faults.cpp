@@ -5,7 +5,6 @@
 // nothing.
 
 #include "redlock/redlock.hpp"
-
 #include "support/async_test.hpp"
 #include "support/chaos_proxy.hpp"
 #include "support/client_options.hpp"
@@ -18,7 +17,6 @@
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
 
-#include <fmt/format.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -27,9 +25,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
-
-#include <sys/wait.h>
-#include <unistd.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
@@ -46,7 +42,9 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace {

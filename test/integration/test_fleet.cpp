@@ -6,12 +6,11 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/test/unit_test.hpp>
 
-#include <signal.h>
-
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <set>
+#include <signal.h>
 #include <span>
 #include <stdexcept>
 #include <string>

@@ -4,7 +4,6 @@
 // again. On a plain io_context and on a strand run by several threads.
 
 #include "redlock/redlock.hpp"
-
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
 #include "support/printing.hpp"

@@ -2,9 +2,8 @@
 // order of its cleanup against the next local waiter, which cancellations an extension honours,
 // destruction off the client's executor, and extensions after the script cache was flushed.
 
-#include "redlock/redlock.hpp"
-
 #include "client_impl.hpp"
+#include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/chaos_proxy.hpp"
 #include "support/client_options.hpp"

@@ -12,7 +12,6 @@
 #endif
 
 #include "redlock/redlock.hpp"
-
 #include "support/async_test.hpp"
 #include "support/chaos_proxy.hpp"
 #include "support/client_options.hpp"
@@ -21,7 +20,6 @@
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
 
-#include <fmt/format.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -38,6 +36,7 @@
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>

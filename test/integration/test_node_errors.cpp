@@ -4,7 +4,6 @@
 // under two names. Also what the messages of ordinary outcomes say, and how many nodes granted.
 
 #include "redlock/redlock.hpp"
-
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
 #include "support/fake_server.hpp"

@@ -4,7 +4,6 @@
 // stop the shutdown.
 
 #include "redlock/redlock.hpp"
-
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
 #include "support/inspector.hpp"

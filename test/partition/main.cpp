@@ -3,9 +3,9 @@
 // 77, which ctest reports as "Not Run (skipped)" (SKIP_RETURN_CODE).
 #define BOOST_TEST_MODULE redlock_partition_tests
 #define BOOST_TEST_NO_MAIN
-#include <boost/test/unit_test.hpp>
-
 #include "support/netns.hpp"
+
+#include <boost/test/unit_test.hpp>
 
 #include <cstdio>
 #include <string>

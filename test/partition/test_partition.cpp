@@ -6,7 +6,6 @@
 // while the server is cut off from the client.
 
 #include "redlock/redlock.hpp"
-
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
 #include "support/netns.hpp"
@@ -14,13 +13,13 @@
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
 
-#include <fmt/format.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>

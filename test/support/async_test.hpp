@@ -1,14 +1,6 @@
 #ifndef REDLOCK_TEST_SUPPORT_ASYNC_TEST_HPP
 #define REDLOCK_TEST_SUPPORT_ASYNC_TEST_HPP
 
-#include <chrono>
-#include <cstddef>
-#include <exception>
-#include <memory>
-#include <stdexcept>
-#include <string>
-#include <thread>
-
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -17,6 +9,14 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <exception>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
 
 namespace redlock::test {
 

@@ -13,8 +13,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -23,6 +21,7 @@
 #include <future>
 #include <initializer_list>
 #include <random>
+#include <sys/socket.h>
 #include <utility>
 #include <vector>
 

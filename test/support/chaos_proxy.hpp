@@ -1,14 +1,14 @@
 #ifndef REDLOCK_TEST_SUPPORT_CHAOS_PROXY_HPP
 #define REDLOCK_TEST_SUPPORT_CHAOS_PROXY_HPP
 
+#include "redlock/node_config.hpp"
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <thread>
-
-#include "redlock/node_config.hpp"
 
 namespace redlock::test {
 

@@ -1,9 +1,9 @@
 #ifndef REDLOCK_TEST_SUPPORT_CLIENT_OPTIONS_HPP
 #define REDLOCK_TEST_SUPPORT_CLIENT_OPTIONS_HPP
 
-#include <chrono>
-
 #include "redlock/options.hpp"
+
+#include <chrono>
 
 namespace redlock::test {
 

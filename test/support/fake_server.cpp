@@ -1,5 +1,9 @@
 #include "support/fake_server.hpp"
 
+#include "net/sha1.hpp"
+#include "resp/parser.hpp"
+#include "resp/value.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -19,10 +23,6 @@
 #include <map>
 #include <mutex>
 #include <utility>
-
-#include "net/sha1.hpp"
-#include "resp/parser.hpp"
-#include "resp/value.hpp"
 
 namespace redlock::test {
 

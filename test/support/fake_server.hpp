@@ -1,6 +1,8 @@
 #ifndef REDLOCK_TEST_SUPPORT_FAKE_SERVER_HPP
 #define REDLOCK_TEST_SUPPORT_FAKE_SERVER_HPP
 
+#include "redlock/node_config.hpp"
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -11,8 +13,6 @@
 #include <string_view>
 #include <thread>
 #include <vector>
-
-#include "redlock/node_config.hpp"
 
 namespace redlock::test {
 

@@ -1,15 +1,15 @@
 #ifndef REDLOCK_TEST_SUPPORT_INSPECTOR_HPP
 #define REDLOCK_TEST_SUPPORT_INSPECTOR_HPP
 
+#include "support/redis_fleet.hpp"
+#include "support/sync_client.hpp"
+
 #include <chrono>
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "support/redis_fleet.hpp"
-#include "support/sync_client.hpp"
 
 namespace redlock::test {
 

@@ -1,20 +1,20 @@
 #ifndef REDLOCK_TEST_SUPPORT_LOCK_RECORDER_HPP
 #define REDLOCK_TEST_SUPPORT_LOCK_RECORDER_HPP
 
-#include <chrono>
-#include <string>
-#include <tuple>
-#include <utility>
+#include "redlock/client.hpp"
+#include "redlock/lease.hpp"
+#include "redlock/options.hpp"
+#include "support/history.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/error_code.hpp>
 
-#include "redlock/client.hpp"
-#include "redlock/lease.hpp"
-#include "redlock/options.hpp"
-#include "support/history.hpp"
+#include <chrono>
+#include <string>
+#include <tuple>
+#include <utility>
 
 namespace redlock::test {
 

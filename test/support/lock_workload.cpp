@@ -1,9 +1,13 @@
 #include "support/lock_workload.hpp"
 
-#include <fmt/format.h>
+#include "net/connection.hpp"
+#include "redlock/lease.hpp"
+#include "support/async_test.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
@@ -12,10 +16,6 @@
 #include <random>
 #include <span>
 #include <stdexcept>
-
-#include "net/connection.hpp"
-#include "redlock/lease.hpp"
-#include "support/async_test.hpp"
 
 namespace redlock::test {
 

@@ -1,19 +1,19 @@
 #ifndef REDLOCK_TEST_SUPPORT_LOCK_WORKLOAD_HPP
 #define REDLOCK_TEST_SUPPORT_LOCK_WORKLOAD_HPP
 
+#include "redlock/client.hpp"
+#include "redlock/node_config.hpp"
+#include "redlock/options.hpp"
+#include "support/history.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
-
-#include <boost/asio/awaitable.hpp>
-
-#include "redlock/client.hpp"
-#include "redlock/node_config.hpp"
-#include "redlock/options.hpp"
-#include "support/history.hpp"
 
 namespace redlock::test {
 

@@ -5,24 +5,23 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <fcntl.h>
-#include <sched.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fcntl.h>
 #include <filesystem>
 #include <optional>
+#include <sched.h>
+#include <signal.h>
 #include <stdexcept>
 #include <string_view>
+#include <sys/wait.h>
 #include <system_error>
 #include <thread>
+#include <unistd.h>
 #include <utility>
 
 namespace redlock::test {

@@ -4,10 +4,10 @@
 // Lets Boost.Test print the library's enums in failed assertions (found by argument-dependent
 // lookup).
 
-#include <ostream>
-
 #include "redlock/error.hpp"
 #include "resp/value.hpp"
+
+#include <ostream>
 
 namespace redlock {
 inline std::ostream& boost_test_print_type(std::ostream& os, error e) {

@@ -1,21 +1,21 @@
 #ifndef REDLOCK_TEST_SUPPORT_PROXIED_FLEET_HPP
 #define REDLOCK_TEST_SUPPORT_PROXIED_FLEET_HPP
 
-#include <chrono>
-#include <cstddef>
-#include <cstdint>
-#include <memory>
-#include <vector>
-
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/awaitable.hpp>
-#include <boost/asio/use_awaitable.hpp>
-
 #include "redlock/client.hpp"
 #include "redlock/node_config.hpp"
 #include "support/async_test.hpp"
 #include "support/chaos_proxy.hpp"
 #include "support/redis_fleet.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
 
 namespace redlock::test {
 

@@ -6,27 +6,26 @@
 
 #include <fmt/format.h>
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <sched.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
+#include <arpa/inet.h>
 #include <cerrno>
 #include <cstdlib>
 #include <deque>
+#include <fcntl.h>
 #include <fstream>
 #include <iterator>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <system_error>
 #include <thread>
+#include <unistd.h>
 #include <utility>
 
 namespace redlock::test {

@@ -1,16 +1,15 @@
 #ifndef REDLOCK_TEST_SUPPORT_REDIS_FLEET_HPP
 #define REDLOCK_TEST_SUPPORT_REDIS_FLEET_HPP
 
-#include <sys/types.h>
+#include "redlock/node_config.hpp"
 
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <sys/types.h>
 #include <vector>
-
-#include "redlock/node_config.hpp"
 
 namespace redlock::test {
 

@@ -9,10 +9,9 @@
 // ended. The servers also die if this process is killed (they are its children, with a parent-death
 // signal). Used by the examples' tests and by scripts/demo.sh.
 
-#include <fmt/format.h>
+#include "support/redis_fleet.hpp"
 
-#include <sys/wait.h>
-#include <unistd.h>
+#include <fmt/format.h>
 
 #include <cerrno>
 #include <csignal>
@@ -21,9 +20,9 @@
 #include <exception>
 #include <string>
 #include <string_view>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
-
-#include "support/redis_fleet.hpp"
 
 namespace {
 

@@ -6,7 +6,6 @@
 #include <boost/asio/error.hpp>
 #include <boost/asio/ip/address_v4.hpp>
 #include <boost/asio/write.hpp>
-
 #include <fmt/format.h>
 
 #include <stdexcept>

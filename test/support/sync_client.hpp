@@ -1,18 +1,18 @@
 #ifndef REDLOCK_TEST_SUPPORT_SYNC_CLIENT_HPP
 #define REDLOCK_TEST_SUPPORT_SYNC_CLIENT_HPP
 
+#include "resp/parser.hpp"
+#include "resp/value.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <initializer_list>
 #include <span>
 #include <string>
 #include <string_view>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-
-#include "resp/parser.hpp"
-#include "resp/value.hpp"
 
 namespace redlock::test {
 

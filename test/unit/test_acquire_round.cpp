@@ -1,6 +1,10 @@
 // One Redlock acquire round as a step function: when it decides, what it decides, which nodes it
 // cleans, and whether the acquire may try again. No sockets, no clock but the one it is given.
 
+#include "algo/acquire_round.hpp"
+#include "algo/validity.hpp"
+#include "support/printing.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -13,10 +17,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "algo/acquire_round.hpp"
-#include "algo/validity.hpp"
-#include "support/printing.hpp"
 
 namespace redlock::detail {
 // For Boost.Test's messages.

@@ -1,11 +1,11 @@
 // Exponential backoff with full jitter.
 
+#include "algo/backoff.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
 #include <random>
-
-#include "algo/backoff.hpp"
 
 using namespace std::chrono_literals;
 using redlock::detail::backoff;

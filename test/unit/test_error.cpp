@@ -1,14 +1,13 @@
 // The "redlock" error category: every enumerator has its own message and converts implicitly.
 
+#include "redlock/error.hpp"
+#include "support/printing.hpp"
+
+#include <boost/asio/error.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <set>
 #include <string>
-
-#include <boost/asio/error.hpp>
-
-#include "redlock/error.hpp"
-#include "support/printing.hpp"
 
 BOOST_AUTO_TEST_SUITE(error)
 

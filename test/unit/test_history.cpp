@@ -1,6 +1,8 @@
 // The mutual-exclusion checker over lock histories. It must find every real overlap (it is what
 // the fault scenarios rely on to fail), and it must not blame a history that is only ambiguous.
 
+#include "support/history.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
@@ -8,8 +10,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include "support/history.hpp"
 
 namespace {
 namespace rt = redlock::test;

@@ -3,6 +3,13 @@
 // across a reconnect, and when the node counts as unresponsive. Each rule the lock relies on is
 // named by a test case.
 
+#include "net/multiplexer.hpp"
+#include "net/script.hpp"
+#include "redlock/error.hpp"
+#include "resp/encoder.hpp"
+#include "resp/parser.hpp"
+#include "support/printing.hpp"
+
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/test/unit_test.hpp>
@@ -14,13 +21,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "net/multiplexer.hpp"
-#include "net/script.hpp"
-#include "redlock/error.hpp"
-#include "resp/encoder.hpp"
-#include "resp/parser.hpp"
-#include "support/printing.hpp"
 
 namespace {
 

@@ -1,17 +1,16 @@
 // Quorum tallies, validity and drift maths, lock tokens: pure logic behind every lock decision.
 
-#include <sys/wait.h>
-#include <unistd.h>
+#include "algo/quorum.hpp"
+#include "algo/validity.hpp"
+#include "token.hpp"
 
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
 #include <set>
 #include <string>
-
-#include "algo/quorum.hpp"
-#include "algo/validity.hpp"
-#include "token.hpp"
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 namespace rd = redlock::detail;

@@ -1,7 +1,6 @@
+#include "redlock/error.hpp"
 #include "resp/parser.hpp"
 #include "resp/value.hpp"
-
-#include "redlock/error.hpp"
 
 #include <boost/test/unit_test.hpp>
 

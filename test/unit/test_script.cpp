@@ -1,13 +1,13 @@
 // EVALSHA payloads and their EVAL fallback, byte for byte.
 
+#include "net/script.hpp"
+#include "net/sha1.hpp"
+#include "resp/encoder.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <string>
 #include <string_view>
-
-#include "net/script.hpp"
-#include "net/sha1.hpp"
-#include "resp/encoder.hpp"
 
 namespace {
 

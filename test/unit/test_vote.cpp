@@ -2,6 +2,9 @@
 // late answers of an earlier ballot ignored, kept alive exactly while requests may still answer;
 // and how a reply becomes a node's answer (failed unsent or not, with which code).
 
+#include "support/printing.hpp"
+#include "vote.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <functional>
@@ -11,9 +14,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include "support/printing.hpp"
-#include "vote.hpp"
 
 namespace redlock::detail {
 // For Boost.Test's messages.

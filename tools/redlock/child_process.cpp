@@ -2,15 +2,14 @@
 
 #include "exit_codes.hpp"
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
-#include <cstdlib>
 
 namespace redlock::cli {
 namespace {

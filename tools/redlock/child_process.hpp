@@ -1,11 +1,10 @@
 #ifndef REDLOCK_TOOLS_REDLOCK_CHILD_PROCESS_HPP
 #define REDLOCK_TOOLS_REDLOCK_CHILD_PROCESS_HPP
 
-#include <signal.h>
-#include <sys/types.h>
-
 #include <array>
+#include <signal.h>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 namespace redlock::cli {

@@ -4,11 +4,10 @@
 
 #include <fmt/format.h>
 
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <sys/wait.h>
 
 namespace redlock::cli {
 

@@ -4,7 +4,6 @@
 #include "messages.hpp"
 #include "redlock/redlock.hpp"
 
-#include <fmt/format.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -17,9 +16,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
-
-#include <signal.h>
-#include <sys/wait.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -28,8 +25,10 @@
 #include <cstring>
 #include <exception>
 #include <optional>
+#include <signal.h>
 #include <string>
 #include <string_view>
+#include <sys/wait.h>
 #include <tuple>
 
 namespace redlock::cli {

@@ -6,8 +6,8 @@
 #include "net/connection.hpp"
 #include "resp/value.hpp"
 
-#include <fmt/format.h>
 #include <boost/asio/io_context.hpp>
+#include <fmt/format.h>
 
 #include <cstddef>
 #include <cstdio>

@@ -4,20 +4,20 @@
 // The non-template entry points behind the public async_ functions. The public templates only
 // adapt completion tokens (asio::async_initiate); every operation is implemented once, in src/.
 
-#include <chrono>
-#include <memory>
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <utility>
+#include "redlock/config.hpp"
+#include "redlock/options.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/system/error_code.hpp>
 
-#include "redlock/config.hpp"
-#include "redlock/options.hpp"
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
 
 namespace redlock {
 class lease;
