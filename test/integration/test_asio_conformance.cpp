@@ -108,7 +108,7 @@ struct boost::asio::async_result<cancel_after_ms<Token>, Signatures...> {
 
 namespace {
 
-constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+using redlock::test::tuple_awaitable;
 
 template <class Token>
 cancel_after_ms<Token> cancel_after(milliseconds after, Token inner) {

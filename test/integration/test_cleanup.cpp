@@ -7,6 +7,7 @@
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
+#include "support/five_nodes.hpp"
 #include "support/inspector.hpp"
 #include "support/lock_recorder.hpp"
 #include "support/printing.hpp"
@@ -42,7 +43,7 @@ using redlock::test::proxied_fleet;
 using redlock::test::run_async;
 using std::chrono::milliseconds;
 
-constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+using redlock::test::tuple_awaitable;
 
 // How the acquire whose cleanup meets the broken link ends.
 enum class ending { round_fails, cancelled, client_destroyed };
@@ -176,11 +177,9 @@ BOOST_AUTO_TEST_CASE(a_release_reaches_a_node_that_was_down) {
 // round's SET waits there and times out, so that round's release is queued behind it; the next two
 // rounds skip node 4 and send it nothing. Once it runs again it has executed one release, not
 // three.
-BOOST_AUTO_TEST_CASE(no_release_where_the_set_was_never_sent) {
-  redlock::test::redis_fleet fleet(5);
-  inspector servers(fleet);
-  servers.set(2, "unsent", "rival", 60s);
-  servers.set(3, "unsent", "rival", 60s);
+BOOST_FIXTURE_TEST_CASE(no_release_where_the_set_was_never_sent, redlock::test::five_nodes) {
+  nodes.set(2, "unsent", "rival", 60s);
+  nodes.set(3, "unsent", "rival", 60s);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
     auto [ping_ec] = co_await locks.async_ping(tuple_awaitable);
@@ -207,7 +206,7 @@ BOOST_AUTO_TEST_CASE(no_release_where_the_set_was_never_sent) {
     co_await redlock::test::sleep_for(200ms);
     BOOST_TEST(calls("set") - sets_before == 1);
     BOOST_TEST(calls("evalsha") - evalshas_before == 1);
-    BOOST_TEST(servers.present_on({0, 1, 4}, "unsent") == 0u);
+    BOOST_TEST(nodes.present_on({0, 1, 4}, "unsent") == 0u);
   });
 }
 

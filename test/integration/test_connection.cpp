@@ -52,7 +52,7 @@ using redlock::test::run_async;
 using redlock::test::sleep_for;
 using std::chrono::steady_clock;
 
-constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+using redlock::test::tuple_awaitable;
 
 std::shared_ptr<rd::connection> make_connection(asio::io_context& io, redlock::node_config node,
                                                 rd::connection_options options = {}) {

@@ -7,6 +7,7 @@
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
+#include "support/five_nodes.hpp"
 #include "support/history.hpp"
 #include "support/inspector.hpp"
 #include "support/lock_recorder.hpp"
@@ -46,7 +47,7 @@ using redlock::test::to_mono_ns;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
-constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+using redlock::test::tuple_awaitable;
 
 redlock::lock_options renewed_lock(milliseconds ttl) {
   redlock::lock_options options;
@@ -208,9 +209,8 @@ BOOST_AUTO_TEST_CASE(late_replies_to_a_renewal_after_a_long_user_extend) {
 // A user extension shorter than the lease's TTL moves the next renewal before its end, and
 // renewal then keeps the lease with its own TTL: it is never lost. (Before, renewal stayed planned
 // at half of the original TTL, after the shorter validity had run out: lost at 0.2 s.)
-BOOST_AUTO_TEST_CASE(a_short_user_extend_then_renewal_keeps_the_lease) {
-  redlock::test::redis_fleet fleet(5);
-  inspector servers(fleet);
+BOOST_FIXTURE_TEST_CASE(a_short_user_extend_then_renewal_keeps_the_lease,
+                        redlock::test::five_nodes) {
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
     auto [ec, lease] = co_await locks.async_try_acquire("r", renewed_lock(1s), tuple_awaitable);
@@ -229,7 +229,7 @@ BOOST_AUTO_TEST_CASE(a_short_user_extend_then_renewal_keeps_the_lease) {
     co_await sleep_for(3s);
     BOOST_TEST(losses == 0, lease.diagnostics());
     BOOST_TEST(lease.held(), lease.diagnostics());
-    BOOST_TEST(servers.holding("r", lease.token()) == 5u);
+    BOOST_TEST(nodes.holding("r", lease.token()) == 5u);
     std::tie(ec) = co_await lease.async_release(tuple_awaitable);
     BOOST_TEST(!ec, ec.message());
   });
@@ -238,9 +238,7 @@ BOOST_AUTO_TEST_CASE(a_short_user_extend_then_renewal_keeps_the_lease) {
 // After a user extension longer than the TTL, renewal neither shortens the validity the lease
 // claims (before, the first renewal sent the 600 ms TTL and the 2.5 s became 0.6 s) nor lets any
 // node's key run out before it.
-BOOST_AUTO_TEST_CASE(renewal_never_shortens_a_long_user_extend) {
-  redlock::test::redis_fleet fleet(5);
-  inspector servers(fleet);
+BOOST_FIXTURE_TEST_CASE(renewal_never_shortens_a_long_user_extend, redlock::test::five_nodes) {
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
     auto [ec, lease] = co_await locks.async_try_acquire("r", renewed_lock(600ms), tuple_awaitable);
@@ -255,7 +253,7 @@ BOOST_AUTO_TEST_CASE(renewal_never_shortens_a_long_user_extend) {
                                                << ms_between(claimed, extended_to) << " ms");
       for (std::size_t i = 0; i < 5; ++i) {
         // Read after the PTTL: a stall between the two cannot fail the test (see above).
-        const auto pttl = servers.pttl(i, "r");
+        const auto pttl = nodes.pttl(i, "r");
         const auto left = ms_between(steady_clock::now(), claimed);
         BOOST_TEST(pttl >= left - 1,
                    "node " << i << ": PTTL " << pttl << " ms, " << left << " ms claimed");

@@ -44,7 +44,7 @@ using fake_node = redlock::test::fake_server;  // the suite below is named fake_
 using redlock::test::run_async;
 using redlock::test::sleep_for;
 
-constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+using redlock::test::tuple_awaitable;
 
 // Encodes a command. Built in its own call, not as a braced list inside a co_await expression:
 // g++ 12 cannot keep an initializer_list's array across a suspension.

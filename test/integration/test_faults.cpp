@@ -8,6 +8,7 @@
 #include "support/async_test.hpp"
 #include "support/chaos_proxy.hpp"
 #include "support/client_options.hpp"
+#include "support/five_nodes.hpp"
 #include "support/history.hpp"
 #include "support/inspector.hpp"
 #include "support/lock_recorder.hpp"
@@ -76,7 +77,7 @@ using redlock::test::to_mono_ns;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
-constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+using redlock::test::tuple_awaitable;
 
 using recorder = redlock::test::lock_recorder;
 using redlock::test::plain_lock;
@@ -119,9 +120,7 @@ BOOST_AUTO_TEST_SUITE(faults)
 // Scenario 1, dead nodes: every up/down combination of five. With a majority up the lock is
 // taken in about one node_timeout (dead nodes refuse at once, they cost no waiting); without one
 // the acquire fails with no_quorum just as fast and leaves no key on the nodes that are up.
-BOOST_AUTO_TEST_CASE(every_mask_of_dead_nodes) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(every_mask_of_dead_nodes, redlock::test::five_nodes) {
   for (unsigned mask = 0; mask < 32; ++mask) {
     const int down = std::popcount(mask);
     BOOST_TEST_CONTEXT("nodes down (bit mask) " << mask) {
@@ -296,9 +295,7 @@ BOOST_AUTO_TEST_CASE(restart_without_delay_breaks_exclusion_delayed_restart_does
 // Scenario 2: nodes stopped (SIGSTOP) during a hold. With one or two of five stopped, renewal
 // goes on through the others for several TTLs; with three stopped, the loss is signalled before
 // the validity ends and with_lock cancels its body.
-BOOST_AUTO_TEST_CASE(paused_nodes_during_a_hold) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(paused_nodes_during_a_hold, redlock::test::five_nodes) {
   redlock::test::history log;
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
@@ -360,9 +357,8 @@ BOOST_AUTO_TEST_CASE(paused_nodes_during_a_hold) {
 // trip and frees at once what it took there, instead of holding it for node_timeout while the next
 // rivals split the votes again. The round that did wait is cleaned up on the stopped nodes once
 // they resume, and they are used again as soon as they answer.
-BOOST_AUTO_TEST_CASE(split_rounds_do_not_wait_for_stopped_nodes_again) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(split_rounds_do_not_wait_for_stopped_nodes_again,
+                        redlock::test::five_nodes) {
   constexpr milliseconds node_timeout = 1000ms;  // long, so that "did not wait" is unambiguous
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options(node_timeout));
@@ -446,9 +442,7 @@ BOOST_AUTO_TEST_CASE(deadlines_on_a_silent_node_fire_on_time_behind_a_cleanup) {
 // Scenario 7: the renewal is delayed past the expiry (every node behind a 250 ms one-way delay,
 // TTL 300 ms) and a rival takes the lock meanwhile. The late token-checked PEXPIRE finds the
 // rival's key and changes nothing; the loss is signalled exactly once; no overlap.
-BOOST_AUTO_TEST_CASE(renewal_racing_expiry) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(renewal_racing_expiry, redlock::test::five_nodes) {
   redlock::test::history log;
   std::vector<std::unique_ptr<redlock::test::chaos_proxy>> proxies;
   std::vector<redlock::node_config> through_proxies;

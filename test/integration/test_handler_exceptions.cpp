@@ -39,7 +39,7 @@ using redlock::test::fast_client_options;
 using redlock::test::redis_server;
 using redlock::test::sync_client;
 
-constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+using redlock::test::tuple_awaitable;
 
 struct user_failure : std::runtime_error {
   using std::runtime_error::runtime_error;

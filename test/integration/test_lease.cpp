@@ -7,6 +7,7 @@
 #include "support/async_test.hpp"
 #include "support/chaos_proxy.hpp"
 #include "support/client_options.hpp"
+#include "support/five_nodes.hpp"
 #include "support/inspector.hpp"
 #include "support/lock_recorder.hpp"
 #include "support/printing.hpp"
@@ -51,7 +52,7 @@ using redlock::test::sync_client;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
-constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+using redlock::test::tuple_awaitable;
 
 std::size_t lost_waiters_of(const redlock::lease& lease) {
   return redlock::detail::client_impl::state_of(lease)->lost_waiters.size();
@@ -96,9 +97,8 @@ BOOST_AUTO_TEST_CASE(finished_lost_waiters_are_not_kept) {
 // every node the waiter finds the key gone. Here the holder loses the lock because a rival took
 // node 0 and nodes 1 and 2 lost the key; nodes 3 and 4 still hold it. The waiter may try only
 // once before its wait runs out: it must win on nodes 1 to 4 in that one round.
-BOOST_AUTO_TEST_CASE(a_lost_lease_frees_its_nodes_before_the_next_local_waiter_tries) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(a_lost_lease_frees_its_nodes_before_the_next_local_waiter_tries,
+                        redlock::test::five_nodes) {
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
     redlock::lock_options holder_options = plain_lock(600ms);

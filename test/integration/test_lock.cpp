@@ -15,6 +15,7 @@
 #include "support/async_test.hpp"
 #include "support/chaos_proxy.hpp"
 #include "support/client_options.hpp"
+#include "support/five_nodes.hpp"
 #include "support/inspector.hpp"
 #include "support/printing.hpp"
 #include "support/redis_fleet.hpp"
@@ -74,14 +75,9 @@ using redlock::test::sync_client;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
-constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+using redlock::test::tuple_awaitable;
 
-redlock::lock_options lock_for(milliseconds ttl) {
-  redlock::lock_options options;
-  options.ttl = ttl;
-  options.retry = {5ms, 50ms, 2.0};
-  return options;
-}
+using redlock::test::lock_for;
 
 bool is_hex_token(const std::string& token) {
   return token.size() == 40 &&
@@ -204,9 +200,7 @@ BOOST_DATA_TEST_CASE(acquire_and_release_on_n_nodes, bdata::make({1, 3, 5, 7}), 
   acquire_and_release_on(static_cast<std::size_t>(node_count));
 }
 
-BOOST_AUTO_TEST_CASE(mutual_exclusion_between_two_clients) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(mutual_exclusion_between_two_clients, redlock::test::five_nodes) {
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client first(io.get_executor(), fleet.configs(), fast_client_options());
     redlock::client second(io.get_executor(), fleet.configs(), fast_client_options());
@@ -252,9 +246,7 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_between_two_clients) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(try_acquire_reports_contention) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(try_acquire_reports_contention, redlock::test::five_nodes) {
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client owner(io.get_executor(), fleet.configs(), fast_client_options());
     redlock::client rival(io.get_executor(), fleet.configs(), fast_client_options());
@@ -306,9 +298,7 @@ BOOST_AUTO_TEST_CASE(try_acquire_reports_contention) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(local_waiters_are_served_in_fifo_order) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(local_waiters_are_served_in_fifo_order, redlock::test::five_nodes) {
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
     const auto options = lock_for(10000ms);
@@ -352,9 +342,8 @@ BOOST_AUTO_TEST_CASE(local_waiters_are_served_in_fifo_order) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(minority_down_still_acquires_majority_down_fails) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(minority_down_still_acquires_majority_down_fails,
+                        redlock::test::five_nodes) {
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options(100ms));
     co_await warm_up(locks);
@@ -397,9 +386,7 @@ BOOST_AUTO_TEST_CASE(minority_down_still_acquires_majority_down_fails) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(renewal_keeps_the_lock_past_its_ttl) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(renewal_keeps_the_lock_past_its_ttl, redlock::test::five_nodes) {
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options(100ms));
     co_await warm_up(locks);  // every node gets the SET at once, so every node is sampled from t0
@@ -452,9 +439,7 @@ BOOST_AUTO_TEST_CASE(renewal_keeps_the_lock_past_its_ttl) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(max_hold_ends_renewal) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(max_hold_ends_renewal, redlock::test::five_nodes) {
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options(100ms));
     auto options = lock_for(300ms);
@@ -503,9 +488,7 @@ BOOST_AUTO_TEST_CASE(lock_lost_when_majority_dies_while_held) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(renewal_never_touches_a_foreign_key) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(renewal_never_touches_a_foreign_key, redlock::test::five_nodes) {
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options(100ms));
     auto [ec, lease] = co_await locks.async_acquire("stolen", lock_for(600ms), tuple_awaitable);
@@ -534,9 +517,7 @@ BOOST_AUTO_TEST_CASE(renewal_never_touches_a_foreign_key) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(with_lock_returns_the_body_value_and_releases) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(with_lock_returns_the_body_value_and_releases, redlock::test::five_nodes) {
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
     std::size_t holding_inside = 0;
@@ -552,9 +533,8 @@ BOOST_AUTO_TEST_CASE(with_lock_returns_the_body_value_and_releases) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(with_lock_propagates_the_body_exception_and_releases) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(with_lock_propagates_the_body_exception_and_releases,
+                        redlock::test::five_nodes) {
   run_async(
       [&](asio::io_context& io) -> asio::awaitable<void> {
         redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
@@ -614,9 +594,7 @@ BOOST_AUTO_TEST_CASE(with_lock_cancels_the_body_when_the_lock_is_lost) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(mutex_lock_try_lock_unlock) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(mutex_lock_try_lock_unlock, redlock::test::five_nodes) {
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
     redlock::client elsewhere(io.get_executor(), fleet.configs(), fast_client_options());
@@ -662,9 +640,7 @@ BOOST_AUTO_TEST_CASE(mutex_lock_try_lock_unlock) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(validity_shrinks_with_network_latency) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(validity_shrinks_with_network_latency, redlock::test::five_nodes) {
   std::vector<std::unique_ptr<redlock::test::chaos_proxy>> proxies;
   std::vector<redlock::node_config> via_proxies;
   for (std::size_t i = 0; i < fleet.size(); ++i) {
@@ -714,9 +690,7 @@ BOOST_AUTO_TEST_CASE(validity_shrinks_with_network_latency) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(cancel_acquire_after_k_grants) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(cancel_acquire_after_k_grants, redlock::test::five_nodes) {
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     // Paused nodes must not time out before the cancellation does.
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options(2000ms));
@@ -777,9 +751,7 @@ BOOST_AUTO_TEST_CASE(cancel_acquire_after_k_grants) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(cancel_in_the_initiating_turn) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(cancel_in_the_initiating_turn, redlock::test::five_nodes) {
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
     co_await warm_up(locks);
@@ -802,9 +774,7 @@ BOOST_AUTO_TEST_CASE(cancel_in_the_initiating_turn) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(cancel_while_queued_behind_a_local_holder) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(cancel_while_queued_behind_a_local_holder, redlock::test::five_nodes) {
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
     const auto options = lock_for(30000ms);
@@ -841,9 +811,7 @@ BOOST_AUTO_TEST_CASE(cancel_while_queued_behind_a_local_holder) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(cancel_during_backoff) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(cancel_during_backoff, redlock::test::five_nodes) {
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client owner(io.get_executor(), fleet.configs(), fast_client_options());
     redlock::client waiter(io.get_executor(), fleet.configs(), fast_client_options());
@@ -884,9 +852,7 @@ BOOST_AUTO_TEST_CASE(cancel_during_backoff) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(destroying_the_client_aborts_what_is_in_flight) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(destroying_the_client_aborts_what_is_in_flight, redlock::test::five_nodes) {
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client owner(io.get_executor(), fleet.configs(), fast_client_options());
     auto [ec, foreign] = co_await owner.async_acquire("taken", lock_for(30000ms), tuple_awaitable);
@@ -940,9 +906,7 @@ BOOST_AUTO_TEST_CASE(destroying_the_client_aborts_what_is_in_flight) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(completion_tokens_on_one_thread) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(completion_tokens_on_one_thread, redlock::test::five_nodes) {
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
     redlock::client rival(io.get_executor(), fleet.configs(), fast_client_options());
@@ -1070,9 +1034,8 @@ BOOST_AUTO_TEST_CASE(completion_token_use_future_from_another_thread,
   });
 }
 
-BOOST_AUTO_TEST_CASE(strand_on_four_threads, *boost::unit_test::label("threaded")) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(strand_on_four_threads, redlock::test::five_nodes,
+                        *boost::unit_test::label("threaded")) {
   asio::io_context io(4);
   auto strand = asio::make_strand(io);
   auto locks =
@@ -1139,9 +1102,7 @@ BOOST_AUTO_TEST_CASE(strand_on_four_threads, *boost::unit_test::label("threaded"
   BOOST_TEST(eventually_blocking([&] { return nodes.total_keys() == 0; }, 2000ms));
 }
 
-BOOST_AUTO_TEST_CASE(invalid_arguments_are_rejected) {
-  redis_fleet fleet(5);
-  inspector nodes(fleet);
+BOOST_FIXTURE_TEST_CASE(invalid_arguments_are_rejected, redlock::test::five_nodes) {
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
 

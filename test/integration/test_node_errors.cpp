@@ -51,7 +51,7 @@ using redlock::test::sync_client;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
-constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+using redlock::test::tuple_awaitable;
 
 bool contains(const std::string& text, std::string_view part) {
   return text.find(part) != std::string::npos;

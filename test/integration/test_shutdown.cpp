@@ -6,6 +6,7 @@
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
+#include "support/five_nodes.hpp"
 #include "support/inspector.hpp"
 #include "support/printing.hpp"
 #include "support/proxied_fleet.hpp"
@@ -39,14 +40,10 @@ using redlock::test::sleep_for;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
-constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+using redlock::test::tuple_awaitable;
 
-redlock::lock_options lock_for(milliseconds ttl, bool renewed = false) {
-  redlock::lock_options options;
-  options.ttl = ttl;
-  options.auto_renew = renewed;
-  return options;
-}
+using redlock::test::lock_for;
+using redlock::test::renewal;
 
 }  // namespace
 
@@ -55,9 +52,7 @@ BOOST_AUTO_TEST_SUITE(client_shutdown)
 // Three held leases (one renewing), a local waiter behind one of them and a lost-waiter: the
 // shutdown releases all three on every node and says so, the waiters end with operation_aborted,
 // later operations fail with it, and io_context::run() returns on its own while the client lives.
-BOOST_AUTO_TEST_CASE(releases_held_leases_and_lets_run_return) {
-  redlock::test::redis_fleet fleet(5);
-  inspector servers(fleet);
+BOOST_FIXTURE_TEST_CASE(releases_held_leases_and_lets_run_return, redlock::test::five_nodes) {
   asio::io_context io;
   redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
 
@@ -69,13 +64,14 @@ BOOST_AUTO_TEST_CASE(releases_held_leases_and_lets_run_return) {
       [&]() -> asio::awaitable<void> {
         for (const char* resource : {"a", "b", "c"}) {
           auto [ec, lease] = co_await locks.async_try_acquire(
-              resource, lock_for(10s, resource == std::string("c")), tuple_awaitable);
+              resource, lock_for(10s, resource == std::string("c") ? renewal::on : renewal::off),
+              tuple_awaitable);
           BOOST_TEST_REQUIRE(!ec, lease.diagnostics());
           tokens.push_back(lease.token());
           held.push_back(std::move(lease));
         }
         // Waits behind "a", held by this client.
-        locks.async_acquire("a", lock_for(10s),
+        locks.async_acquire("a", lock_for(10s, renewal::off),
                             [&](error_code ec, redlock::lease) { waiter_result = ec; });
         held[2].async_wait_lost([&](error_code ec) { lost_result = ec; });
         co_await sleep_for(50ms);  // the waiter is queued, the lost-waiter registered
@@ -85,7 +81,7 @@ BOOST_AUTO_TEST_CASE(releases_held_leases_and_lets_run_return) {
         for (const auto& lease : held)
           BOOST_TEST(!lease.held());
         std::tie(ec, std::ignore) =
-            co_await locks.async_try_acquire("d", lock_for(10s), tuple_awaitable);
+            co_await locks.async_try_acquire("d", lock_for(10s, renewal::off), tuple_awaitable);
         acquire_after = ec;
         std::tie(ec) = co_await locks.async_ping(tuple_awaitable);
         ping_after = ec;
@@ -113,9 +109,9 @@ BOOST_AUTO_TEST_CASE(releases_held_leases_and_lets_run_return) {
   // Released, not left to expire.
   const char* resources[] = {"a", "b", "c"};
   for (std::size_t i = 0; i < tokens.size(); ++i) {
-    BOOST_TEST(servers.present(resources[i]) == 0u, resources[i]);
+    BOOST_TEST(nodes.present(resources[i]) == 0u, resources[i]);
   }
-  BOOST_TEST(servers.present("d") == 0u);
+  BOOST_TEST(nodes.present("d") == 0u);
 }
 
 // An acquire in flight when the shutdown starts completes with operation_aborted, and the keys its
@@ -131,7 +127,7 @@ BOOST_AUTO_TEST_CASE(aborts_an_acquire_in_flight_and_frees_its_keys) {
     for (auto& proxy : nodes.proxies)
       proxy->set_latency(redlock::test::chaos_proxy::direction::downstream, 300ms);
     std::optional<error_code> acquired;
-    locks.async_try_acquire("r", lock_for(10s),
+    locks.async_try_acquire("r", lock_for(10s, renewal::off),
                             [&](error_code ec, redlock::lease) { acquired = ec; });
     BOOST_TEST(co_await eventually([&] { return servers.present("r") == 5u; }, 2s));
 
@@ -152,7 +148,8 @@ BOOST_AUTO_TEST_CASE(reports_a_release_no_quorum_confirmed) {
     const auto executor = co_await asio::this_coro::executor;
     redlock::client locks(executor, nodes.configs(), fast_client_options(300ms));
     BOOST_TEST_REQUIRE(co_await nodes.connect(locks));
-    auto [ec, lease] = co_await locks.async_try_acquire("r", lock_for(10s), tuple_awaitable);
+    auto [ec, lease] =
+        co_await locks.async_try_acquire("r", lock_for(10s, renewal::off), tuple_awaitable);
     BOOST_TEST_REQUIRE(!ec, lease.diagnostics());
     for (std::size_t i = 0; i < 3; ++i)
       nodes.proxies[i]->set_blackhole(true);
@@ -170,18 +167,18 @@ BOOST_AUTO_TEST_CASE(reports_a_release_no_quorum_confirmed) {
 // A second async_shutdown while the first waits shares its outcome; one after it finished
 // completes at once with success. A lease whose key another owner holds now (it expired and was
 // taken) is no longer ours to release, and counts as released.
-BOOST_AUTO_TEST_CASE(later_calls_share_the_outcome) {
-  redlock::test::redis_fleet fleet(5);
-  inspector servers(fleet);
+BOOST_FIXTURE_TEST_CASE(later_calls_share_the_outcome, redlock::test::five_nodes) {
   run_async([&](asio::io_context&) -> asio::awaitable<void> {
     const auto executor = co_await asio::this_coro::executor;
     redlock::client locks(executor, fleet.configs(), fast_client_options());
-    auto [ec, taken] = co_await locks.async_try_acquire("taken", lock_for(10s), tuple_awaitable);
+    auto [ec, taken] =
+        co_await locks.async_try_acquire("taken", lock_for(10s, renewal::off), tuple_awaitable);
     BOOST_TEST_REQUIRE(!ec, taken.diagnostics());
-    auto [ec2, kept] = co_await locks.async_try_acquire("kept", lock_for(10s), tuple_awaitable);
+    auto [ec2, kept] =
+        co_await locks.async_try_acquire("kept", lock_for(10s, renewal::off), tuple_awaitable);
     BOOST_TEST_REQUIRE(!ec2, kept.diagnostics());
     for (std::size_t i = 0; i < 5; ++i)
-      servers.set(i, "taken", "another-owner", 10s);
+      nodes.set(i, "taken", "another-owner", 10s);
 
     std::optional<error_code> second;
     locks.async_shutdown([&](error_code e) { second = e; });
@@ -190,8 +187,8 @@ BOOST_AUTO_TEST_CASE(later_calls_share_the_outcome) {
     co_await sleep_for(10ms);  // the second handler is posted
     BOOST_TEST_REQUIRE(second.has_value());
     BOOST_TEST(!*second, second->message());
-    BOOST_TEST(servers.present("kept") == 0u);
-    BOOST_TEST(servers.holding("taken", "another-owner") == 5u);  // never someone else's key
+    BOOST_TEST(nodes.present("kept") == 0u);
+    BOOST_TEST(nodes.holding("taken", "another-owner") == 5u);  // never someone else's key
 
     std::tie(ec) = co_await locks.async_shutdown(tuple_awaitable);
     BOOST_TEST(!ec, ec.message());
@@ -207,7 +204,8 @@ BOOST_AUTO_TEST_CASE(cancelling_the_wait_does_not_stop_the_shutdown) {
     const auto executor = co_await asio::this_coro::executor;
     redlock::client locks(executor, nodes.configs(), fast_client_options(2s));
     BOOST_TEST_REQUIRE(co_await nodes.connect(locks));
-    auto [ec, lease] = co_await locks.async_try_acquire("r", lock_for(30s), tuple_awaitable);
+    auto [ec, lease] =
+        co_await locks.async_try_acquire("r", lock_for(30s, renewal::off), tuple_awaitable);
     BOOST_TEST_REQUIRE(!ec, lease.diagnostics());
     for (auto& proxy : nodes.proxies)
       proxy->set_latency(redlock::test::chaos_proxy::direction::downstream, 500ms);

@@ -49,7 +49,7 @@ using redlock::test::sync_client;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
-constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+using redlock::test::tuple_awaitable;
 constexpr std::size_t node_count = 5;
 constexpr auto node_timeout = 200ms;
 
@@ -70,13 +70,8 @@ redlock::client_options fast_options(const log_book& log) {
   return options;
 }
 
-redlock::lock_options lock_for(milliseconds ttl, bool auto_renew = false) {
-  redlock::lock_options options;
-  options.ttl = ttl;
-  options.retry = {5ms, 50ms, 2.0};
-  options.auto_renew = auto_renew;
-  return options;
-}
+using redlock::test::lock_for;
+using redlock::test::renewal;
 
 std::vector<std::size_t> except(const std::vector<std::size_t>& removed) {
   std::vector<std::size_t> kept;
@@ -208,7 +203,8 @@ BOOST_AUTO_TEST_CASE(acquire_with_a_minority_partitioned) {
       const std::string key = fmt::format("minority-{}", cut.size());
 
       const auto start = steady_clock::now();
-      auto [ec, lease] = co_await locks.async_acquire(key, lock_for(5000ms), tuple_awaitable);
+      auto [ec, lease] =
+          co_await locks.async_acquire(key, lock_for(5000ms, renewal::off), tuple_awaitable);
       const auto took = ms_since(start);
       BOOST_TEST_REQUIRE(!ec, cut.size()
                                   << " cut: " << ec.message() << ": " << lease.diagnostics());
@@ -251,7 +247,8 @@ BOOST_AUTO_TEST_CASE(no_quorum_with_a_majority_partitioned) {
     // not expired.
     const auto ttl = 3000ms;
     auto start = steady_clock::now();
-    auto [ec, lease] = co_await locks.async_try_acquire("majority", lock_for(ttl), tuple_awaitable);
+    auto [ec, lease] =
+        co_await locks.async_try_acquire("majority", lock_for(ttl, renewal::off), tuple_awaitable);
     auto took = ms_since(start);
     BOOST_TEST_MESSAGE("3 of 5 partitioned: try_acquire failed in " << took << " ms");
     BOOST_TEST(ec == error::no_quorum, ec.message() << ": " << lease.diagnostics());
@@ -262,7 +259,7 @@ BOOST_AUTO_TEST_CASE(no_quorum_with_a_majority_partitioned) {
         "the failed round was not cleaned up on the reachable nodes");
     BOOST_TEST(fleet.present(cut, "majority") == 0u, "a partitioned node got the SET");
 
-    redlock::lock_options waiting = lock_for(ttl);
+    redlock::lock_options waiting = lock_for(ttl, renewal::off);
     waiting.wait = 1000ms;
     start = steady_clock::now();
     std::tie(ec, lease) = co_await locks.async_acquire("majority", waiting, tuple_awaitable);
@@ -294,7 +291,7 @@ BOOST_AUTO_TEST_CASE(renewal_keeps_the_lock_until_a_majority_is_cut_off) {
 
     const auto ttl = 1000ms;
     auto [ec, lease] =
-        co_await locks.async_acquire("renewed", lock_for(ttl, true), tuple_awaitable);
+        co_await locks.async_acquire("renewed", lock_for(ttl, renewal::on), tuple_awaitable);
     BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
 
     bool lost = false;
@@ -361,7 +358,8 @@ BOOST_AUTO_TEST_CASE(heal_restores_every_vote) {
     fleet.partition(cut);
 
     // Requests left unanswered on the cut connections: what the health check notices.
-    auto [ec, lease] = co_await locks.async_acquire("healed", lock_for(5000ms), tuple_awaitable);
+    auto [ec, lease] =
+        co_await locks.async_acquire("healed", lock_for(5000ms, renewal::off), tuple_awaitable);
     BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
     auto [release_ec] = co_await lease.async_release(tuple_awaitable);
     BOOST_TEST(!release_ec, release_ec.message());
@@ -395,7 +393,7 @@ BOOST_AUTO_TEST_CASE(heal_restores_every_vote) {
                                    20ms));
 
     auto [again_ec, again] =
-        co_await locks.async_acquire("healed", lock_for(5000ms), tuple_awaitable);
+        co_await locks.async_acquire("healed", lock_for(5000ms, renewal::off), tuple_awaitable);
     BOOST_TEST_REQUIRE(!again_ec, again_ec.message() << ": " << again.diagnostics());
     const bool everywhere = co_await eventually(
         [&] { return fleet.holding(all_nodes, "healed", again.token()) == node_count; }, 3000ms);

@@ -20,6 +20,10 @@
 
 namespace redlock::test {
 
+// Completes an awaited operation with a tuple of its results instead of throwing:
+// `auto [ec, lease] = co_await locks.async_acquire(..., tuple_awaitable);`
+inline constexpr auto tuple_awaitable = boost::asio::as_tuple(boost::asio::use_awaitable);
+
 // Runs the coroutine `body(io)` on a fresh io_context until it finishes, rethrowing what it threw.
 // A body that does not finish within `limit` fails the test with a clear message instead of
 // hanging; the context is stopped either way, so background work (reconnect loops) cannot keep it

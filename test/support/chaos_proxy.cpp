@@ -1,5 +1,7 @@
 #include "support/chaos_proxy.hpp"
 
+#include "support/async_test.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -33,7 +35,6 @@ using asio::ip::tcp;
 using clock = std::chrono::steady_clock;
 using direction = chaos_proxy::direction;
 using toxics = chaos_proxy::toxics;
-constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t read_size = 16 * 1024;
 
 std::size_t index_of(direction d) {

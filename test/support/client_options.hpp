@@ -18,6 +18,19 @@ inline client_options fast_client_options(
   return options;
 }
 
+enum class renewal : bool { off, on };
+
+// A lock for tests: `ttl`, renewal as asked (on, as in the library, by default), and retries every
+// few milliseconds (5 ms doubling to 50 ms) instead of the library's pacing for production, so
+// that waiting tests do not wait long.
+inline lock_options lock_for(std::chrono::milliseconds ttl, renewal renew = renewal::on) {
+  lock_options options;
+  options.ttl = ttl;
+  options.retry = {std::chrono::milliseconds(5), std::chrono::milliseconds(50), 2.0};
+  options.auto_renew = renew == renewal::on;
+  return options;
+}
+
 }  // namespace redlock::test
 
 #endif

@@ -3,6 +3,7 @@
 #include "net/sha1.hpp"
 #include "resp/parser.hpp"
 #include "resp/value.hpp"
+#include "support/async_test.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/buffer.hpp>
@@ -31,7 +32,6 @@ using asio::ip::tcp;
 
 namespace {
 
-constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t read_chunk = 4096;
 
 std::string upper(std::string_view word) {

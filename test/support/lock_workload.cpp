@@ -24,7 +24,6 @@ using boost::system::error_code;
 
 namespace {
 
-constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 constexpr detail::request_options witness_timeout{std::chrono::milliseconds(2000), nullptr};
 
 std::int64_t to_integer(const resp::value& reply) {
