@@ -1144,58 +1144,6 @@ BOOST_FIXTURE_TEST_CASE(invalid_arguments_are_rejected, redlock::test::five_node
   });
 }
 
-BOOST_AUTO_TEST_CASE(client_rejects_bad_configuration) {
-  redis_fleet fleet(2);
-  asio::io_context io;
-  auto construct = [&](std::vector<redlock::node_config> nodes,
-                       redlock::client_options options) -> boost::system::system_error {
-    try {
-      redlock::client locks(io.get_executor(), std::move(nodes), options);
-    } catch (const boost::system::system_error& e) {
-      return e;
-    }
-    return boost::system::system_error(error_code{}, "no exception");
-  };
-
-  const auto none = construct({}, {});
-  BOOST_TEST(none.code() == error::invalid_argument, none.what());
-  BOOST_TEST(std::string(none.what()).size() > none.code().message().size());
-
-  std::vector<redlock::node_config> twice = {fleet[0].config(), fleet[1].config(),
-                                             fleet[0].config()};
-  const auto duplicate = construct(twice, {});
-  BOOST_TEST(duplicate.code() == error::invalid_argument, duplicate.what());
-
-  // Nodes that cannot be reached as written are refused at once, naming the node.
-  using breakage = void (*)(redlock::node_config&);
-  const breakage breakages[] = {[](redlock::node_config& n) { n.host.clear(); },
-                                [](redlock::node_config& n) { n.port = 0; },
-                                [](redlock::node_config& n) { n.database = -1; },
-                                [](redlock::node_config& n) { n.username = "alice"; }};
-  for (const breakage broken : breakages) {
-    auto nodes = fleet.configs();
-    broken(nodes[1]);
-    const auto refused = construct(nodes, {});
-    BOOST_TEST(refused.code() == error::invalid_argument, refused.what());
-    BOOST_TEST(std::string(refused.what()).find("node") != std::string::npos, refused.what());
-  }
-
-  auto zero_timeout = fast_client_options();
-  zero_timeout.node_timeout = 0ms;
-  BOOST_TEST(construct(fleet.configs(), zero_timeout).code() == error::invalid_argument);
-  auto huge_drift = fast_client_options();
-  huge_drift.drift_factor = 0.5;
-  BOOST_TEST(construct(fleet.configs(), huge_drift).code() == error::invalid_argument);
-
-  // A good configuration constructs and works.
-  BOOST_TEST(!construct(fleet.configs(), fast_client_options()).code());
-  run_async([&](asio::io_context& context) -> asio::awaitable<void> {
-    redlock::client locks(context.get_executor(), fleet.configs(), fast_client_options());
-    auto [ec] = co_await locks.async_ping(tuple_awaitable);
-    BOOST_TEST(!ec, ec.message());
-  });
-}
-
 BOOST_AUTO_TEST_SUITE_END()
 
 #if defined(__GNUC__) && !defined(__clang__)
