@@ -20,6 +20,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
+#include <fmt/format.h>
 
 #include <chrono>
 #include <memory>
@@ -188,15 +189,19 @@ BOOST_AUTO_TEST_CASE(late_replies_to_a_renewal_after_a_long_user_extend) {
         co_await sleep_for(700ms);
         for (auto& proxy : nodes.proxies)
           proxy->set_blackhole(true);
-        // Whatever renewal sent, no node lets the key go before the validity the lease claimed. The
-        // time left is read after the PTTL, so a stall between the two only makes the test
+        // Whatever renewal sent, no majority lets the key go before the validity the lease
+        // claimed (a claim rests on a quorum: a node whose extension answered late may hold less).
+        // The time left is read after the PTTL, so a stall between the two only makes the test
         // stricter; 1 ms is PTTL's rounding.
+        std::size_t keeping = 0;
+        std::string seen;
         for (std::size_t i = 0; i < 5; ++i) {
           const auto pttl = servers.pttl(i, "r");
           const auto left = ms_between(steady_clock::now(), claimed);
-          BOOST_TEST(pttl >= left - 1,
-                     "node " << i << ": PTTL " << pttl << " ms, " << left << " ms claimed");
+          if (pttl >= left - 1) ++keeping;
+          seen += fmt::format(" node {}: PTTL {} ms, {} ms claimed;", i, pttl, left);
         }
+        BOOST_TEST(keeping >= 3u, seen);
 
         co_await rival_takes_the_lock(b_locks, b, 8s);
         BOOST_TEST(losses == 1);
@@ -251,13 +256,18 @@ BOOST_FIXTURE_TEST_CASE(renewal_never_shortens_a_long_user_extend, redlock::test
       const auto claimed = lease.valid_until();
       BOOST_TEST((claimed >= extended_to), "the validity given by async_extend was shortened by "
                                                << ms_between(claimed, extended_to) << " ms");
+      // A majority keeps the key as long as claimed (see above: a node whose extension answered
+      // late, past node_timeout on a loaded host, may hold less, and the claim does not rest on
+      // it). Read after the PTTL: a stall between the two cannot fail the test.
+      std::size_t keeping = 0;
+      std::string seen;
       for (std::size_t i = 0; i < 5; ++i) {
-        // Read after the PTTL: a stall between the two cannot fail the test (see above).
         const auto pttl = nodes.pttl(i, "r");
         const auto left = ms_between(steady_clock::now(), claimed);
-        BOOST_TEST(pttl >= left - 1,
-                   "node " << i << ": PTTL " << pttl << " ms, " << left << " ms claimed");
+        if (pttl >= left - 1) ++keeping;
+        seen += fmt::format(" node {}: PTTL {} ms, {} ms claimed;", i, pttl, left);
       }
+      BOOST_TEST(keeping >= 3u, seen);
       co_await sleep_for(100ms);
     }
     BOOST_TEST(lease.held(), lease.diagnostics());
