@@ -591,7 +591,11 @@ BOOST_AUTO_TEST_CASE(noscript_resend_keeps_its_place_among_unwritten_requests) {
 BOOST_AUTO_TEST_CASE(noscript_resend_is_written_after_its_deadline) {
   fake_node server(fake::with_handshake([](const fake_command& cmd, std::size_t) -> fake_reply {
     if (fake::is(cmd, "EVALSHA")) return fake_reply(fake::noscript());
-    if (fake::is(cmd, "PING")) return fake::delayed(fake::pong(), 1000ms);  // stops reading
+    // Stops reading for a second. Not a PING: the handshake part of the script answers those.
+    if (fake::is(cmd, "ECHO") && cmd.at(1) == "stall") {
+      return fake::delayed(fake::bulk("stall"), 1000ms);
+    }
+    if (fake::is(cmd, "ECHO")) return fake_reply(fake::bulk(cmd.at(1)));
     if (fake::is(cmd, "SET")) return fake_reply(fake::ok());
     if (fake::is(cmd, "EVAL")) return fake_reply(fake::integer(1));
     return fake_reply(fake::error("ERR unexpected"));
@@ -602,20 +606,23 @@ BOOST_AUTO_TEST_CASE(noscript_resend_is_written_after_its_deadline) {
     const rd::script lua("return 1");
     const std::string_view keys[] = {"k"};
     const std::span<const std::string_view> args;
-    // One write: the call, a PING that makes the server stop reading for a second, and 32 MB
-    // that cannot all be written meanwhile; the NOSCRIPT comes back at once.
+    // One write: the call, an ECHO that makes the server stop reading for a second, and 32 MB
+    // that cannot all be written meanwhile (the fake server's receive buffer is fixed and small);
+    // the NOSCRIPT comes back at once.
     auto called = std::make_shared<outcome>();
     rd::async_eval(conn, lua, keys, args, {300ms}, [called](error_code ec, resp::value) {
       ++called->completions;
       called->ec = ec;
     });
-    auto pinged = issue(conn, command("PING"), 5000ms);
+    auto stalled = issue(conn, command("ECHO", "stall"), 5000ms);
     auto big = issue(conn, command("SET", "big", std::string(32 * 1024 * 1024, 'x')), 10000ms);
     co_await wait_for(called);
     BOOST_TEST(called->ec == error::request_timeout, called->ec.message());
     BOOST_TEST(server.commands_received("EVAL") == 0u);
     BOOST_TEST(co_await eventually([&] { return server.commands_received("EVAL") == 1; }, 8000ms),
                "the resent EVAL was never written");
+    co_await wait_for(stalled);
+    BOOST_TEST(!stalled->ec, stalled->ec.message());
     co_await wait_for(big);
     BOOST_TEST(!big->ec, big->ec.message());
     conn->close();

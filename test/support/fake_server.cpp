@@ -33,6 +33,8 @@ using asio::ip::tcp;
 namespace {
 
 constexpr std::size_t read_chunk = 4096;
+// What a connection of the fake server may hold unread in the kernel (Linux doubles it).
+constexpr int fixed_receive_buffer = 256 * 1024;
 
 std::string upper(std::string_view word) {
   std::string out(word);
@@ -236,6 +238,10 @@ struct fake_server::state {
       auto shared = std::make_shared<tcp::socket>(std::move(socket));
       boost::system::error_code ignored;
       shared->set_option(tcp::no_delay(true), ignored);
+      // A fixed receive buffer: Linux would otherwise grow it (up to tcp_rmem's maximum, 32 MB
+      // on some hosts), and a test whose server stops reading must be able to fill the path
+      // with a request of a size that does not depend on the host's settings.
+      shared->set_option(asio::socket_base::receive_buffer_size(fixed_receive_buffer), ignored);
       const auto where = sockets.insert(sockets.end(), shared);
       open.fetch_add(1);
       asio::co_spawn(
