@@ -76,7 +76,8 @@ fi
 if [ "${REDLOCK_SKIP_SANITIZE:-0}" != "1" ]; then
   # Under ThreadSanitizer: the tests that run the client on several threads (labelled "threaded":
   # a strand of several threads, futures waited for on other threads, leases destroyed off the
-  # executor), the lock, lease and shutdown suites (whose handlers and fixtures cross threads:
+  # executor), the lock-core suites (lock, renewal, with_lock_scope, cancellation,
+  # completion_tokens), the lease and shutdown suites (whose handlers and fixtures cross threads:
   # the chaos proxies and servers' helpers run on threads of their own), and the multithreaded
   # example. Only what they need is built.
   tsan_dir=build/tsan
@@ -87,8 +88,8 @@ if [ "${REDLOCK_SKIP_SANITIZE:-0}" != "1" ]; then
   cmake --build "$tsan_dir" -j "$jobs" --target integration_tests example_06_multithreaded redis_nodes
   echo "== test $tsan_dir"
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/test/tsan.supp"
-  "$tsan_dir/test/integration_tests" --run_test=@threaded:lock:lease:client_shutdown \
-    --log_level=message --report_level=short
+  tsan_suites=@threaded:lock:renewal:with_lock_scope:cancellation:completion_tokens:lease:client_shutdown
+  "$tsan_dir/test/integration_tests" --run_test="$tsan_suites" --log_level=message --report_level=short
   "$tsan_dir/test/support/redis_nodes" --count 5 --quiet -- "$tsan_dir/examples/06_multithreaded" >/dev/null
 fi
 

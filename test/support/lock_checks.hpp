@@ -1,0 +1,92 @@
+#ifndef REDLOCK_TEST_SUPPORT_LOCK_CHECKS_HPP
+#define REDLOCK_TEST_SUPPORT_LOCK_CHECKS_HPP
+
+// Checks shared by the lock-core suites (lock, renewal, with_lock, cancellation,
+// completion_tokens): what the servers hold once the library's stragglers have arrived, and a
+// record of how an operation completed.
+
+#include "redlock/client.hpp"
+#include "redlock/lease.hpp"
+#include "support/async_test.hpp"
+#include "support/inspector.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/system/error_code.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <string>
+#include <utility>
+
+namespace redlock::test {
+
+inline bool is_hex_token(const std::string& token) {
+  return token.size() == 40 &&
+         token.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos;
+}
+
+// Opens the connection to every node before a test pauses some of them: a PING round answered by
+// a quorum, then a moment for the slower connects to finish.
+inline boost::asio::awaitable<void> warm_up(redlock::client& locks) {
+  using namespace std::chrono_literals;
+  for (int i = 0; i < 3; ++i) {
+    auto [ec] = co_await locks.async_ping(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, "ping: " << ec.message());
+    co_await sleep_for(50ms);
+  }
+}
+
+// An acquire is decided as soon as a quorum granted it; the other SETs are still on their way (a
+// fresh client may still be connecting to some nodes). Waits until every running node holds it.
+inline boost::asio::awaitable<bool> settled_everywhere(inspector& nodes, std::string key,
+                                                       std::string token) {
+  co_return co_await eventually([&] { return nodes.holding(key, token) == nodes.running().size(); },
+                                std::chrono::milliseconds(3000));
+}
+
+// A release completes once a quorum answered; the remaining DELs may still be on their way.
+inline boost::asio::awaitable<bool> gone_everywhere(inspector& nodes, std::string key) {
+  co_return co_await eventually([&] { return nodes.present(key) == 0; },
+                                std::chrono::milliseconds(2000));
+}
+
+inline boost::asio::awaitable<bool> no_keys_anywhere(inspector& nodes) {
+  co_return co_await eventually([&] { return nodes.total_keys() == 0; },
+                                std::chrono::milliseconds(2000));
+}
+
+// Remembers how an acquire completed, and how often (it must be exactly once).
+struct acquire_outcome {
+  int completions = 0;
+  boost::system::error_code ec;
+  redlock::lease lease;
+  std::chrono::steady_clock::time_point at;
+};
+
+inline auto record(acquire_outcome& out) {
+  return [&out](boost::system::error_code ec, redlock::lease lease) {
+    ++out.completions;
+    out.ec = ec;
+    out.lease = std::move(lease);
+    out.at = std::chrono::steady_clock::now();
+  };
+}
+
+// The same for an operation that completes with an error code only.
+struct void_outcome {
+  int completions = 0;
+  boost::system::error_code ec;
+  std::chrono::steady_clock::time_point at;
+};
+
+inline auto record(void_outcome& out) {
+  return [&out](boost::system::error_code ec) {
+    ++out.completions;
+    out.ec = ec;
+    out.at = std::chrono::steady_clock::now();
+  };
+}
+
+}  // namespace redlock::test
+
+#endif
