@@ -32,13 +32,13 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/redlock
   FILES_MATCHING PATTERN "*.hpp")
 install(EXPORT redlockTargets NAMESPACE redlock:: DESTINATION ${redlock_config_dir})
 
-# fmt is linked privately, but a static library carries its private dependencies in its link
-# interface ($<LINK_ONLY:fmt::fmt>), so only then must consumers find fmt too.
+# fmt and OpenSSL are linked privately, but a static library carries its private dependencies in
+# its link interface ($<LINK_ONLY:fmt::fmt>), so only then must consumers find them too.
 get_target_property(redlock_library_type redlock TYPE)
 if(redlock_library_type STREQUAL "STATIC_LIBRARY")
-  set(REDLOCK_NEEDS_FMT ON)
+  set(REDLOCK_NEEDS_PRIVATE_DEPS ON)
 else()
-  set(REDLOCK_NEEDS_FMT OFF)
+  set(REDLOCK_NEEDS_PRIVATE_DEPS OFF)
 endif()
 
 # A 0.x project may break its API with any minor release (0.1 -> 0.2), so only the same major.minor
@@ -81,12 +81,12 @@ if(IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
 else()
   set(REDLOCK_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
 endif()
-# Static: `pkg-config --libs` must already name everything the archive needs (fmt, threads),
-# since most users do not pass --static. Shared: the library brings fmt itself.
-if(REDLOCK_NEEDS_FMT)
-  set(REDLOCK_PC_REQUIRES "Requires: fmt")
+# Static: `pkg-config --libs` must already name everything the archive needs (fmt, OpenSSL,
+# threads), since most users do not pass --static. Shared: the library brings them itself.
+if(REDLOCK_NEEDS_PRIVATE_DEPS)
+  set(REDLOCK_PC_REQUIRES "Requires: fmt, libssl, libcrypto")
 else()
-  set(REDLOCK_PC_REQUIRES "Requires.private: fmt")
+  set(REDLOCK_PC_REQUIRES "Requires.private: fmt, libssl, libcrypto")
 endif()
 # Two steps: configure_file for the variables above, file(GENERATE) for the library's file name,
 # which depends on the configuration (a debug postfix, for instance).

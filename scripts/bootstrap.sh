@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   cmake make g++ pkg-config
-  libboost1.81-dev libboost-test1.81-dev libfmt-dev
+  libboost1.81-dev libboost-test1.81-dev libfmt-dev libssl-dev openssl
   redis-server redis-tools
   clang-14 libclang-rt-14-dev clang-format-14
 )

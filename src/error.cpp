@@ -45,6 +45,10 @@ class category final : public boost::system::error_category {
         return "the node has not answered a request that timed out";
       case error::permission_denied:
         return "the node's ACL user may not run a command the lock needs";
+      case error::tls_handshake_failed:
+        return "the TLS connection to the node could not be set up";
+      case error::certificate_rejected:
+        return "the node's TLS certificate failed verification";
     }
     return "unknown redlock error " + std::to_string(ev);
   }
@@ -79,7 +83,8 @@ class conditions final : public boost::system::error_category {
 
   static bool is_node_failure(error e) noexcept {
     return e == error::auth_failed || e == error::select_failed || e == error::permission_denied ||
-           e == error::protocol_error;
+           e == error::protocol_error || e == error::tls_handshake_failed ||
+           e == error::certificate_rejected;
   }
 
   static bool is_not_acquired(error e) noexcept {

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace redlock {
@@ -82,22 +83,42 @@ class url_parser {
   node_config parse() const {
     node_config result;
 
-    if (!scheme_) fail("missing scheme, expected \"redis://\"");
-    if (iequals(*scheme_, "rediss")) fail("scheme \"rediss://\" (TLS) is not supported yet");
-    if (iequals(*scheme_, "unix")) fail("scheme \"unix://\" (Unix sockets) is not supported yet");
-    if (!iequals(*scheme_, "redis")) {
-      fail(fmt::format("scheme \"{}\" is not supported, expected \"redis://\"", prefix_));
+    if (!scheme_) fail("missing scheme, expected \"redis://\", \"rediss://\" or \"unix://\"");
+    if (iequals(*scheme_, "rediss+unix") || iequals(*scheme_, "unixs") ||
+        iequals(*scheme_, "unix+tls")) {
+      fail(tls_over_unix);
+    }
+    const bool tls = iequals(*scheme_, "rediss");
+    const bool local = iequals(*scheme_, "unix");
+    if (!tls && !local && !iequals(*scheme_, "redis")) {
+      fail(fmt::format(
+          "scheme \"{}\" is not supported, expected \"redis://\", \"rediss://\" or \"unix://\"",
+          prefix_));
     }
 
     if (userinfo_) parse_userinfo(*userinfo_, result);
 
-    if (const auto q = rest_.find_first_of("?#"); q != std::string_view::npos) {
-      fail(rest_[q] == '?' ? "query parameters are not supported" : "a fragment is not supported");
-    }
+    if (rest_.find('#') != std::string_view::npos) fail("a fragment is not supported");
+    const auto question = rest_.find('?');
+    const std::string_view location = rest_.substr(0, question);
+    const std::string_view query =
+        question == std::string_view::npos ? std::string_view{} : rest_.substr(question + 1);
 
-    const auto slash = rest_.find('/');
-    parse_host_port(rest_.substr(0, slash), result);
-    if (slash != std::string_view::npos) parse_database(rest_.substr(slash + 1), result);
+    if (local) {
+      parse_unix_path(location, result);
+      parse_unix_query(query, result);
+      return result;
+    }
+    if (question != std::string_view::npos && !tls) {
+      fail("query parameters are only accepted in \"rediss://\" and \"unix://\" URLs");
+    }
+    const auto slash = location.find('/');
+    parse_host_port(location.substr(0, slash), result);
+    if (slash != std::string_view::npos) parse_database(location.substr(slash + 1), result);
+    if (tls) {
+      result.tls.enabled = true;
+      parse_tls_query(query, result.tls);
+    }
     return result;
   }
 
@@ -219,6 +240,100 @@ class url_parser {
     result.database = value;
   }
 
+  static constexpr std::string_view tls_over_unix =
+      "TLS over a Unix socket is not supported; use \"unix://\" (a local socket needs no TLS) or "
+      "\"rediss://host:port\"";
+
+  // Calls `each(name, raw_value)` for every "name=value" of a query; empty parts ("a=1&&b=2", a
+  // trailing '&') are skipped. A name may appear once.
+  template <class Each>
+  void for_each_parameter(std::string_view query, Each each) const {
+    std::set<std::string_view> seen;
+    while (!query.empty()) {
+      const auto amp = query.find('&');
+      const std::string_view part = query.substr(0, amp);
+      query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+      if (part.empty()) continue;
+      const auto equals = part.find('=');
+      const std::string_view name = part.substr(0, equals);
+      if (equals == std::string_view::npos) {
+        fail(fmt::format("query parameter \"{}\" has no value (write {}=...)", name, name));
+      }
+      if (!seen.insert(name).second) fail(fmt::format("query parameter \"{}\" is repeated", name));
+      each(name, part.substr(equals + 1));
+    }
+  }
+
+  void parse_tls_query(std::string_view query, tls_options& tls) const {
+    for_each_parameter(query, [&](std::string_view name, std::string_view raw) {
+      std::string value = decode(raw, fmt::format("query parameter \"{}\"", name), false);
+      if (value.empty()) fail(fmt::format("query parameter \"{}\" is empty", name));
+      if (name == "ca") {
+        tls.ca_file = std::move(value);
+      } else if (name == "ca_dir") {
+        tls.ca_dir = std::move(value);
+      } else if (name == "cert") {
+        tls.cert_file = std::move(value);
+      } else if (name == "key") {
+        tls.key_file = std::move(value);
+      } else if (name == "sni") {
+        tls.server_name = std::move(value);
+      } else if (name == "verify") {
+        if (value == "yes" || value == "true" || value == "1") {
+          tls.verify_peer = true;
+        } else if (value == "no" || value == "false" || value == "0") {
+          tls.verify_peer = false;
+        } else {
+          fail(fmt::format("verify=\"{}\" is neither yes nor no", value));
+        }
+      } else if (name == "db") {
+        fail(
+            "the database of a \"rediss://\" URL is its path (\"rediss://host:6380/2\"), not ?db=");
+      } else {
+        fail(fmt::format(
+            "unknown query parameter \"{}\"; a \"rediss://\" URL takes ca, ca_dir, cert, key, sni "
+            "and verify",
+            name));
+      }
+    });
+    if (tls.cert_file.empty() != tls.key_file.empty()) {
+      fail("a client certificate needs both cert= and key=");
+    }
+  }
+
+  void parse_unix_path(std::string_view location, node_config& result) const {
+    if (location.empty())
+      fail("the Unix socket path is empty (write \"unix:///path/to/redis.sock\")");
+    if (location.front() != '/') {
+      fail("the Unix socket path must be absolute (write \"unix:///path/to/redis.sock\")");
+    }
+    std::string path = decode(location, "socket path", false);
+    // sockaddr_un::sun_path holds 108 bytes on Linux, the terminating zero included.
+    constexpr std::size_t longest_path = 107;
+    if (path.size() > longest_path) {
+      fail(fmt::format("the Unix socket path is {} bytes long; at most {} fit in a socket address",
+                       path.size(), longest_path));
+    }
+    if (path.find('\0') != std::string::npos) fail("the Unix socket path contains a zero byte");
+    result.unix_path = std::move(path);
+    result.host.clear();
+    result.port = 0;
+  }
+
+  void parse_unix_query(std::string_view query, node_config& result) const {
+    for_each_parameter(query, [&](std::string_view name, std::string_view raw) {
+      if (name == "db") {
+        if (raw.empty()) fail("query parameter \"db\" is empty");
+        parse_database(raw, result);
+      } else if (name == "ca" || name == "ca_dir" || name == "cert" || name == "key" ||
+                 name == "sni" || name == "verify") {
+        fail(tls_over_unix);
+      } else {
+        fail(fmt::format("unknown query parameter \"{}\"; a \"unix://\" URL takes db", name));
+      }
+    });
+  }
+
   std::string_view url_;
   std::optional<std::string_view> scheme_;    // without "://"
   std::string_view prefix_;                   // the scheme with "://", or empty
@@ -264,6 +379,7 @@ std::vector<node_config> node_config::from_url_list(std::string_view urls) {
 }
 
 std::string node_config::address() const {
+  if (!unix_path.empty()) return "unix:" + unix_path;
   if (host.find(':') != std::string::npos) return fmt::format("[{}]:{}", host, port);
   return fmt::format("{}:{}", host, port);
 }

@@ -5,9 +5,8 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <cstdint>
 #include <set>
-#include <utility>
+#include <string>
 
 namespace redlock::detail {
 
@@ -26,10 +25,28 @@ std::string check_client_options(const std::vector<node_config>& nodes,
                        options.replies.max_reply_memory);
   }
   if (options.replies.max_depth < 1) return "replies.max_depth must be at least 1";
-  std::set<std::pair<std::string, std::uint16_t>> seen;
+  std::set<std::string> seen;
   for (const auto& node : nodes) {
-    if (node.host.empty()) return "a node has an empty host name";
-    if (node.port == 0) return fmt::format("node {} has port 0", node.address());
+    if (!node.unix_path.empty()) {
+      if (node.unix_path.front() != '/') {
+        return fmt::format("node {}: the Unix socket path must be absolute", node.address());
+      }
+      if (node.unix_path.size() > 107) {
+        return fmt::format(
+            "node {}: the Unix socket path is longer than the 107 bytes a socket "
+            "address holds",
+            node.address());
+      }
+      if (node.tls.enabled) {
+        return fmt::format(
+            "node {}: TLS over a Unix socket is not supported; turn tls off for "
+            "the local socket, or reach the node over TCP",
+            node.address());
+      }
+    } else {
+      if (node.host.empty()) return "a node has an empty host name";
+      if (node.port == 0) return fmt::format("node {} has port 0", node.address());
+    }
     if (node.database < 0) {
       return fmt::format("node {} has a negative database index {}", node.address(), node.database);
     }
@@ -37,8 +54,12 @@ std::string check_client_options(const std::vector<node_config>& nodes,
       return fmt::format("node {} names ACL user \"{}\" without a password", node.address(),
                          node.username);
     }
+    if (node.tls.enabled && node.tls.cert_file.empty() != node.tls.key_file.empty()) {
+      return fmt::format("node {}: a TLS client certificate needs both cert_file and key_file",
+                         node.address());
+    }
     // As written: client_impl compares what the names resolve to once connected.
-    if (!seen.emplace(node.host, node.port).second) {
+    if (!seen.insert(node.address()).second) {
       return fmt::format("node {} is listed twice; Redlock needs independent nodes",
                          node.address());
     }

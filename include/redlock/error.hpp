@@ -35,14 +35,19 @@ enum class error {
   select_failed,      // SELECT of the configured database was refused (e.g. index out of range)
   node_unresponsive,  // a request to the node timed out and is still unanswered; not sent
   permission_denied,  // the node's ACL user may not run a command the lock needs (NOPERM)
+  // TLS (rediss://) could not be set up: unreadable CA, certificate or key files, a server that
+  // does not speak TLS, a TLS alert (e.g. the server requires a client certificate).
+  tls_handshake_failed,
+  certificate_rejected,  // the server's certificate failed verification: CA, name, expiry
 };
 
 // Conditions that group the codes above (and others) by what a caller can do about them.
 // Compare with ==: `if (ec == redlock::condition::node_failure)`.
 enum class condition {
   // A node is set up so that the lock cannot work with it, and retrying will not change that until
-  // someone fixes the configuration: error::auth_failed, select_failed, permission_denied, and
-  // protocol_error (the server does not speak RESP, or sent what the client refuses to parse).
+  // someone fixes the configuration: error::auth_failed, select_failed, permission_denied,
+  // protocol_error (the server does not speak RESP, or sent what the client refuses to parse),
+  // tls_handshake_failed and certificate_rejected.
   // An acquire fails with one of these at once, without retrying, when such nodes alone make a
   // quorum impossible; the message names them.
   node_failure = 1,

@@ -10,6 +10,32 @@
 
 namespace redlock {
 
+// How to speak TLS to a node (a "rediss://" URL). A fresh TLS session is made for every connect,
+// including reconnects; nothing of an earlier session is reused.
+struct tls_options {
+  bool enabled = false;
+
+  // Trusted certificate authorities, PEM: a file and/or an OpenSSL hashed directory (c_rehash).
+  // Both empty: the system's default CA paths.
+  std::string ca_file{};
+  std::string ca_dir{};
+
+  // The client's certificate chain and private key, PEM, for servers that require one
+  // (tls-auth-clients). Both or neither.
+  std::string cert_file{};
+  std::string key_file{};
+
+  // The name the server's certificate must match, and the SNI sent. Empty: the node's host. SNI is
+  // not sent for an IP literal (RFC 6066); the certificate is then checked against the address.
+  std::string server_name{};
+
+  // Peer verification (chain and name). Turning it off accepts any server, including an attacker
+  // in the middle; the client then logs a warning on every connect.
+  bool verify_peer = true;
+
+  friend bool operator==(const tls_options&, const tls_options&) = default;
+};
+
 // Where one Redis master lives and how to log in to it.
 struct REDLOCK_API node_config {
   std::string host = "127.0.0.1";
@@ -18,19 +44,31 @@ struct REDLOCK_API node_config {
   std::string password{};  // empty means no AUTH is sent
   int database = 0;        // SELECTed after AUTH when not 0
 
-  // Parses "redis://[[user]:password@]host[:port][/db]". Percent-escapes (%XX) are decoded in user
-  // and password; an IPv6 host is written in brackets ("redis://[::1]:6380"). Throws
-  // std::invalid_argument whose message names the bad part (scheme, host, port, database, escape).
+  using tls_options = redlock::tls_options;
+  tls_options tls{};  // TLS over TCP when tls.enabled; not with unix_path
+
+  // When not empty, the node is reached through this Unix-domain socket and host/port are unused.
+  std::string unix_path{};
+
+  // Parses one of
+  //   redis://[[user]:password@]host[:port][/db]
+  //   rediss://[[user]:password@]host[:port][/db][?ca=FILE&ca_dir=DIR&cert=FILE&key=FILE&sni=NAME
+  //            &verify=no]
+  //   unix://[[user]:password@]/path/to/redis.sock[?db=N]
+  // Percent-escapes (%XX) are decoded in user, password and query values; an IPv6 host is written
+  // in brackets ("redis://[::1]:6380"). Throws std::invalid_argument whose message names the bad
+  // part (scheme, host, port, database, escape, query parameter) and never shows the password.
   static node_config from_url(std::string_view url);
 
   // Parses a comma-separated list of such URLs, the form a setting such as REDLOCK_NODES takes:
   // "redis://10.0.0.1,redis://10.0.0.2:6380,redis://10.0.0.3". Blanks around a URL are ignored.
   // Throws std::invalid_argument naming the problem: an empty list, an empty entry (by its
-  // position), a bad URL (as from_url), or a node whose host:port is listed twice. Messages never
+  // position), a bad URL (as from_url), or a node whose address() is listed twice. Messages never
   // contain a password.
   static std::vector<node_config> from_url_list(std::string_view urls);
 
-  // "host:port" (IPv6 in brackets), used to name the node in messages. Never contains credentials.
+  // "host:port" (IPv6 in brackets), or "unix:PATH" for a Unix socket; names the node in messages.
+  // Never contains credentials.
   std::string address() const;
 
   friend bool operator==(const node_config&, const node_config&) = default;

@@ -42,7 +42,8 @@ long long to_ms(std::chrono::milliseconds d) {
 // Connect failures that the same attempt would meet again until someone changes a configuration.
 bool is_permanent(error_code ec) {
   return ec == error::auth_failed || ec == error::select_failed || ec == error::permission_denied ||
-         ec == error::protocol_error || ec == error::invalid_argument;
+         ec == error::protocol_error || ec == error::invalid_argument ||
+         ec == error::tls_handshake_failed || ec == error::certificate_rejected;
 }
 
 constexpr std::size_t handshake_head_size = 24;
@@ -107,7 +108,7 @@ connection::connection(executor_type executor, node_config node, connection_opti
       node_(std::move(node)),
       options_(std::move(options)),
       name_(node_.address()),
-      transport_(executor_),
+      transport_(executor_, node_),
       parser_(options_.limits),
       mux_(
           name_, options_.max_pending_cleanups,
@@ -364,17 +365,27 @@ asio::awaitable<error_code> connection::connect_with_timeout() {
   auto outcome = co_await (connect_and_handshake() || timer.async_wait(use_tuple));
   if (outcome.index() == 0) co_return std::get<0>(outcome);
   transport_.close();
+  // A plain Redis port never answers a ClientHello (it waits for the end of an inline command).
+  const std::string_view hint =
+      node_.tls.enabled && connect_stage_ == "performing the TLS handshake"
+          ? " (no TLS answer: is it a plain redis:// port?)"
+          : "";
   set_last_error(error::connect_timeout,
-                 fmt::format("connect timed out after {} ms while {}",
-                             to_ms(options_.connect_timeout), connect_stage_));
+                 fmt::format("connect timed out after {} ms while {}{}",
+                             to_ms(options_.connect_timeout), connect_stage_, hint));
   co_return error::connect_timeout;
 }
 
 asio::awaitable<error_code> connection::connect_and_handshake() {
-  connect_stage_ = "connecting";
-  if (auto ec = co_await transport_.connect(node_)) {
-    set_last_error(ec, fmt::format("connect failed: {}", ec.message()));
-    co_return ec;
+  if (auto failure = co_await transport_.connect(connect_stage_)) {
+    set_last_error(failure.code, failure.what);
+    co_return failure.code;
+  }
+  if (node_.tls.enabled && !node_.tls.verify_peer) {
+    log(log_level::warning,
+        fmt::format("{}: TLS peer verification is off (verify=no): the server is not "
+                    "authenticated, and anyone in the path can read and change the traffic",
+                    name_));
   }
   parser_.reset();
   handshake_head_.clear();
@@ -429,12 +440,33 @@ asio::awaitable<error_code> connection::connect_and_handshake() {
   auto [write_error, written] = co_await transport_.async_write(asio::buffer(out), use_tuple);
   (void)written;
   if (write_error) {
+    if (transport::is_tls_protocol_error(write_error)) {
+      set_last_error(error::tls_handshake_failed,
+                     fmt::format("TLS failed: {}", transport::tls_reason(write_error)));
+      co_return error::tls_handshake_failed;
+    }
     set_last_error(write_error, fmt::format("handshake write failed: {}", write_error.message()));
     co_return write_error;
   }
   for (const auto& s : steps) {
     resp::value reply;
     if (auto ec = co_await read_reply(reply)) {
+      if (transport::is_tls_protocol_error(ec)) {
+        // A TLS 1.3 server judges the client's certificate after the client has finished its side
+        // of the handshake: a refusal arrives as an alert in place of the first reply.
+        set_last_error(error::tls_handshake_failed,
+                       fmt::format("TLS failed: {}", transport::tls_reason(ec)));
+        co_return error::tls_handshake_failed;
+      }
+      if (!node_.tls.enabled && handshake_head_.empty() &&
+          (ec == asio::error::eof || ec == asio::error::connection_reset)) {
+        // What a Redis TLS port does with plain RESP: it drops the connection without a byte.
+        // Also what a proxy without a backend may do, so it stays a passing failure.
+        set_last_error(ec, fmt::format("the server closed the connection without answering the "
+                                       "handshake ({}; a TLS port? use rediss://)",
+                                       ec.message()));
+        co_return ec;
+      }
       if (ec == error::protocol_error) {
         // Not a reply that went wrong: the first bytes were not RESP at all.
         set_last_error(
@@ -510,9 +542,10 @@ asio::awaitable<error_code> connection::read_more() {
   auto [read_error, n] =
       co_await transport_.async_read_some(asio::buffer(space.data(), space.size()), use_tuple);
   if (read_error) {
-    set_last_error(read_error, read_error == asio::error::eof
-                                   ? std::string("connection closed by the server")
-                                   : fmt::format("read failed: {}", read_error.message()));
+    set_last_error(read_error,
+                   read_error == asio::error::eof
+                       ? std::string("connection closed by the server")
+                       : fmt::format("read failed: {}", transport_.describe(read_error)));
     co_return read_error;
   }
   if (state_ == state::connecting && handshake_head_.size() < handshake_head_size) {

@@ -191,6 +191,10 @@ class connection : public std::enable_shared_from_this<connection> {
   // reconnects with backoff, and clears it when a connect succeeds.
   boost::system::error_code permanent_failure() const noexcept { return permanent_failure_; }
 
+  // For a TLS node: the name the server's certificate was verified against on the current (or
+  // last) connection; empty when not verified or not TLS.
+  const std::string& tls_verified_name() const noexcept { return transport_.verified_name(); }
+
  private:
   using request = multiplexer::request;
   using request_ptr = multiplexer::request_ptr;

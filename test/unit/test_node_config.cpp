@@ -104,8 +104,6 @@ BOOST_AUTO_TEST_CASE(invalid_urls_name_the_bad_part) {
       {"", "missing scheme"},
       {"localhost:6379", "missing scheme"},
       {"http://h", "scheme \"http://\" is not supported"},
-      {"rediss://h", "\"rediss://\" (TLS) is not supported yet"},
-      {"unix:///tmp/redis.sock", "\"unix://\" (Unix sockets) is not supported yet"},
       {"redis://", "host is empty"},
       {"redis://:6379", "host is empty"},
       {"redis:///0", "host is empty"},
@@ -130,7 +128,8 @@ BOOST_AUTO_TEST_CASE(invalid_urls_name_the_bad_part) {
       {"redis://h/one", "database \"one\" is not a non-negative decimal number"},
       {"redis://h/1/2", "database \"1/2\" is not a non-negative decimal number"},
       {"redis://h/2147483648", "database 2147483648 is out of range 0-2147483647"},
-      {"redis://h?timeout=1", "query parameters are not supported"},
+      {"redis://h?timeout=1", "query parameters are only accepted in \"rediss://\" and"},
+      {"redis://h?ca=/x", "query parameters are only accepted in \"rediss://\" and"},
       {"redis://h#x", "a fragment is not supported"},
       {"redis://alice@h", "user info without ':' is ambiguous"},
       {"redis://alice:@h", "user \"alice\" is given without a password"},
@@ -147,6 +146,101 @@ BOOST_AUTO_TEST_CASE(invalid_urls_name_the_bad_part) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(tls_urls) {
+  auto node = redlock::node_config::from_url("rediss://alice:pw@redis.example:6380/2");
+  BOOST_TEST(node.tls.enabled);
+  BOOST_TEST(node.tls.verify_peer);
+  BOOST_TEST(node.host == "redis.example");
+  BOOST_TEST(node.port == 6380);
+  BOOST_TEST(node.database == 2);
+  BOOST_TEST(node.username == "alice");
+  BOOST_TEST(node.tls.ca_file.empty());
+  BOOST_TEST(node.unix_path.empty());
+  BOOST_TEST(node.address() == "redis.example:6380");
+  BOOST_TEST(!redlock::node_config::from_url("REDIS://h").tls.enabled);
+  BOOST_TEST(redlock::node_config::from_url("RedisS://h").tls.enabled);
+
+  node = redlock::node_config::from_url(
+      "rediss://h/1?ca=/etc/ca%20dir/ca.pem&ca_dir=/etc/certs&cert=/c.pem&key=/k.pem&sni=redis.int"
+      "&verify=no");
+  BOOST_TEST(node.tls.ca_file == "/etc/ca dir/ca.pem");
+  BOOST_TEST(node.tls.ca_dir == "/etc/certs");
+  BOOST_TEST(node.tls.cert_file == "/c.pem");
+  BOOST_TEST(node.tls.key_file == "/k.pem");
+  BOOST_TEST(node.tls.server_name == "redis.int");
+  BOOST_TEST(!node.tls.verify_peer);
+  BOOST_TEST(node.database == 1);
+  // Empty parts of a query are skipped; verify=yes is the default spelled out.
+  node = redlock::node_config::from_url("rediss://[::1]:7000?&verify=yes&");
+  BOOST_TEST(node.tls.verify_peer);
+  BOOST_TEST(node.host == "::1");
+}
+
+BOOST_AUTO_TEST_CASE(unix_socket_urls) {
+  auto node = redlock::node_config::from_url("unix:///run/redis/redis.sock");
+  BOOST_TEST(node.unix_path == "/run/redis/redis.sock");
+  BOOST_TEST(!node.tls.enabled);
+  BOOST_TEST(node.database == 0);
+  BOOST_TEST(node.address() == "unix:/run/redis/redis.sock");
+
+  node = redlock::node_config::from_url("unix://bob:se%40cret@/tmp/my%20redis.sock?db=3");
+  BOOST_TEST(node.unix_path == "/tmp/my redis.sock");
+  BOOST_TEST(node.username == "bob");
+  BOOST_TEST(node.password == "se@cret");
+  BOOST_TEST(node.database == 3);
+}
+
+BOOST_AUTO_TEST_CASE(bad_tls_and_unix_urls_name_the_problem) {
+  const std::string too_long = "unix:///" + std::string(107, 'x');
+  const struct {
+    std::string url;
+    std::string_view message_part;
+  } cases[] = {
+      {"rediss://h?ca=", "query parameter \"ca\" is empty"},
+      {"rediss://h?ca", "query parameter \"ca\" has no value"},
+      {"rediss://h?ca=/a&ca=/b", "query parameter \"ca\" is repeated"},
+      {"rediss://h?verify=maybe", "verify=\"maybe\" is neither yes nor no"},
+      {"rediss://h?cert=/c.pem", "a client certificate needs both cert= and key="},
+      {"rediss://h?key=/k.pem", "a client certificate needs both cert= and key="},
+      {"rediss://h?db=2", "the database of a \"rediss://\" URL is its path"},
+      {"rediss://h?timeout=1", "unknown query parameter \"timeout\"; a \"rediss://\" URL takes"},
+      {"rediss://h?ca=%zz", "bad percent-escape \"%zz\" in the query parameter \"ca\""},
+      {"rediss://h#x", "a fragment is not supported"},
+      {"rediss+unix:///tmp/r.sock", "TLS over a Unix socket is not supported"},
+      {"unix:///tmp/r.sock?ca=/ca.pem", "TLS over a Unix socket is not supported"},
+      {"unix:///tmp/r.sock?verify=no", "TLS over a Unix socket is not supported"},
+      {"unix://", "the Unix socket path is empty"},
+      {"unix://relative/r.sock", "the Unix socket path must be absolute"},
+      {"unix:///tmp/r.sock?db=x", "database \"x\" is not a non-negative decimal number"},
+      {"unix:///tmp/r.sock?db=", "query parameter \"db\" is empty"},
+      {"unix:///tmp/r.sock?port=1", "unknown query parameter \"port\"; a \"unix://\" URL takes db"},
+      {"unix:///tmp/r%00.sock", "contains a zero byte"},
+      {too_long, "the Unix socket path is 108 bytes long; at most 107 fit"},
+      {"ftp://h", "expected \"redis://\", \"rediss://\" or \"unix://\""},
+  };
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.url) {
+      const std::string message = error_of(c.url);
+      BOOST_TEST(message.starts_with("redlock: bad node URL \""));
+      BOOST_TEST(message.find(c.message_part) != std::string::npos, message);
+    }
+  }
+  // The password stays hidden in these messages too.
+  const std::string message = error_of("unix://bob:hunter2@/tmp/r.sock?ca=/x");
+  BOOST_TEST(message.find("hunter2") == std::string::npos, message);
+}
+
+BOOST_AUTO_TEST_CASE(unix_and_tcp_nodes_in_one_list) {
+  const auto nodes = redlock::node_config::from_url_list(
+      "unix:///tmp/a.sock, rediss://h:6380?ca=/ca.pem, redis://h:6379");
+  BOOST_TEST_REQUIRE(nodes.size() == 3u);
+  BOOST_TEST(nodes[0].unix_path == "/tmp/a.sock");
+  BOOST_TEST(nodes[1].tls.enabled);
+  BOOST_TEST(!nodes[2].tls.enabled);
+  BOOST_TEST(list_error_of("unix:///tmp/a.sock,unix:///tmp/a.sock?db=1") ==
+             "redlock: node unix:/tmp/a.sock is listed twice in the node list");
+}
+
 BOOST_AUTO_TEST_CASE(message_quotes_the_url) {
   BOOST_TEST(error_of("redis://h:99999") ==
              "redlock: bad node URL \"redis://h:99999\": port 99999 is out of range 1-65535");
@@ -160,7 +254,8 @@ BOOST_AUTO_TEST_CASE(messages_never_contain_the_password) {
   } cases[] = {
       {"redis://alice:hunter2@h:99999", "redis://alice:***@h:99999"},
       {"redis://:hunter2@h:99999", "redis://:***@h:99999"},
-      {"rediss://alice:hunter2@h", "rediss://alice:***@h"},
+      {"rediss://alice:hunter2@h?verify=maybe", "rediss://alice:***@h?verify=maybe"},
+      {"unix://alice:hunter2@relative", "unix://alice:***@relative"},
       {"http://:hunter2@h", "http://:***@h"},
       {"redis://alice:hunter2@", "redis://alice:***@"},
       {"redis://alice:hunter2@h/x", "redis://alice:***@h/x"},
@@ -232,7 +327,8 @@ BOOST_AUTO_TEST_CASE(url_lists) {
       // The same node under another spelling of its port is still the same node.
       {"redis://a,redis://a:6379", "redlock: node a:6379 is listed twice in the node list"},
       {"redis://a,127.0.0.1:6379",
-       "redlock: bad node URL \"127.0.0.1:6379\": missing scheme, expected \"redis://\""},
+       "redlock: bad node URL \"127.0.0.1:6379\": missing scheme, expected \"redis://\", "
+       "\"rediss://\" or \"unix://\""},
   };
   for (const auto& c : cases) {
     BOOST_TEST_CONTEXT("\"" << c.urls << "\"") {

@@ -65,6 +65,28 @@ const client_case client_cases[] = {
      "node 127.0.0.1:7003 names ACL user \"alice\" without a password"},
     {"one node twice", [](auto& nodes, auto&) { nodes[2] = nodes[0]; },
      "node 127.0.0.1:7001 is listed twice"},
+    {"relative unix path", [](auto& nodes, auto&) { nodes[0].unix_path = "run/r.sock"; },
+     "node unix:run/r.sock: the Unix socket path must be absolute"},
+    {"long unix path", [](auto& nodes, auto&) { nodes[0].unix_path = "/" + std::string(107, 'x'); },
+     "longer than the 107 bytes a socket address holds"},
+    {"tls over unix",
+     [](auto& nodes, auto&) {
+       nodes[0].unix_path = "/run/r.sock";
+       nodes[0].tls.enabled = true;
+     },
+     "node unix:/run/r.sock: TLS over a Unix socket is not supported"},
+    {"client certificate without key",
+     [](auto& nodes, auto&) {
+       nodes[1].tls.enabled = true;
+       nodes[1].tls.cert_file = "/c.pem";
+     },
+     "node 127.0.0.1:7002: a TLS client certificate needs both cert_file and key_file"},
+    {"one socket twice",
+     [](auto& nodes, auto&) {
+       nodes[0].unix_path = "/run/r.sock";
+       nodes[1].unix_path = "/run/r.sock";
+     },
+     "node unix:/run/r.sock is listed twice"},
 };
 
 struct lock_case {
