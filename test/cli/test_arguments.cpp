@@ -274,4 +274,46 @@ BOOST_AUTO_TEST_CASE(status_options) {
   BOOST_TEST(std::get<cli::status_options>(parse({"status", "job"})).timeout.count() == 1000);
 }
 
+// The --tls-* flags fill in what the rediss:// URLs leave unset, on every TLS node and only there.
+BOOST_AUTO_TEST_CASE(tls_flags_apply_to_every_tls_node) {
+  const auto run = parse_run(
+      {"--nodes", "rediss://a:1,rediss://b:2?ca=/own.pem&sni=own.name,redis://c:3,unix:///s.sock",
+       "--tls-ca", "/ca.pem", "--tls-cert", "/c.pem", "--tls-key=/k.pem", "--tls-server-name",
+       "redis.internal", "--tls-insecure", "job", "--", "true"});
+  BOOST_TEST_REQUIRE(run.nodes.size() == 4u);
+  const auto& a = run.nodes[0].tls;
+  BOOST_TEST(a.enabled);
+  BOOST_TEST(a.ca_file == "/ca.pem");
+  BOOST_TEST(a.cert_file == "/c.pem");
+  BOOST_TEST(a.key_file == "/k.pem");
+  BOOST_TEST(a.server_name == "redis.internal");
+  BOOST_TEST(!a.verify_peer);
+  const auto& b = run.nodes[1].tls;
+  BOOST_TEST(b.ca_file == "/own.pem");
+  BOOST_TEST(b.server_name == "own.name");
+  BOOST_TEST(!run.nodes[2].tls.enabled);
+  BOOST_TEST(run.nodes[2].tls.ca_file.empty());
+  BOOST_TEST(run.nodes[3].unix_path == "/s.sock");
+
+  const auto parsed = parse({"status", "--tls-ca", "/ca.pem", "job"}, "rediss://a:1");
+  BOOST_TEST_REQUIRE(std::holds_alternative<cli::status_options>(parsed));
+  BOOST_TEST(std::get<cli::status_options>(parsed).nodes[0].tls.ca_file == "/ca.pem");
+}
+
+BOOST_AUTO_TEST_CASE(tls_flag_mistakes) {
+  BOOST_TEST(contains(
+      usage_error({"run", "--nodes", "redis://a:1", "--tls-ca", "/ca.pem", "job", "--", "true"}),
+      "--tls-* options apply to rediss:// nodes, and none is given"));
+  BOOST_TEST(
+      contains(usage_error({"status", "--nodes", "rediss://a:1", "--tls-cert", "/c.pem", "job"}),
+               "--tls-cert and --tls-key go together"));
+  BOOST_TEST(contains(usage_error({"status", "--nodes", "rediss://a:1", "--tls-ca=", "job"}),
+                      "--tls-ca needs a value"));
+  BOOST_TEST(
+      contains(usage_error({"status", "--nodes", "rediss://a:1", "--tls-insecure=yes", "job"}),
+               "--tls-insecure"));
+  BOOST_TEST(contains(usage_error({"status", "--nodes", "unix:///s.sock?verify=no", "job"}),
+                      "TLS over a Unix socket is not supported"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

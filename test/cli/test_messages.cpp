@@ -188,6 +188,14 @@ BOOST_AUTO_TEST_CASE(node_lines) {
   BOOST_TEST(cli::format_node_report(misconfigured("127.0.0.1:7005")) ==
              "127.0.0.1:7005        misconfigured permission denied: ACL user \"bob\" may not run "
              "EVALSHA, which the lock needs");
+  // How a node was reached, when not plain TCP, ends its line.
+  auto over_tls = node("127.0.0.1:7006", false);
+  over_tls.link = "tls, verified as localhost";
+  BOOST_TEST(cli::format_node_report(over_tls) ==
+             "127.0.0.1:7006        reachable    free  (tls, verified as localhost)");
+  auto local = down("unix:/run/redis.sock");
+  local.link = "unix socket";
+  BOOST_TEST(cli::format_node_report(local).ends_with("  (unix socket)"));
 }
 
 BOOST_AUTO_TEST_CASE(node_failure_reasons) {

@@ -144,6 +144,30 @@ std::vector<node_config> choose_nodes(const std::optional<std::string>& flag,
   return parse_node_list(default_nodes, "the default node");
 }
 
+// Takes the option `name` when it is one of the --tls-* flags; false when it is not.
+bool take_tls_flag(option_cursor& cursor, std::string_view name, tls_flags& flags) {
+  const auto file = [&](std::optional<std::string>& into) {
+    const std::string_view value = cursor.value();
+    if (value.empty()) throw usage_error(fmt::format("{} needs a value", name));
+    into = std::string(value);
+  };
+  if (name == "--tls-ca") {
+    file(flags.ca_file);
+  } else if (name == "--tls-cert") {
+    file(flags.cert_file);
+  } else if (name == "--tls-key") {
+    file(flags.key_file);
+  } else if (name == "--tls-server-name") {
+    file(flags.server_name);
+  } else if (name == "--tls-insecure") {
+    cursor.no_value();
+    flags.insecure = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 void check_resource(const std::optional<std::string>& resource, std::string_view usage) {
   if (!resource) throw usage_error(fmt::format("missing RESOURCE (usage: {})", usage));
   if (resource->empty()) throw usage_error("RESOURCE must not be empty");
@@ -151,6 +175,7 @@ void check_resource(const std::optional<std::string>& resource, std::string_view
 
 invocation parse_run(std::span<const std::string> args, std::optional<std::string_view> env) {
   run_options options;
+  tls_flags tls;
   std::optional<std::string> nodes;
   std::optional<std::string> resource;
   bool separator = false;
@@ -188,7 +213,7 @@ invocation parse_run(std::span<const std::string> args, std::optional<std::strin
       options.grace = duration_option(cursor, {}, {}, true);
     } else if (name == "--conflict-exit-code") {
       options.conflict_exit_code = exit_code_option(cursor);
-    } else {
+    } else if (!take_tls_flag(cursor, name, tls)) {
       unknown_option(name, "run");
     }
   }
@@ -200,11 +225,13 @@ invocation parse_run(std::span<const std::string> args, std::optional<std::strin
   if (options.command.empty()) throw usage_error("missing COMMAND after \"--\"");
   options.resource = std::move(*resource);
   options.nodes = choose_nodes(nodes, env);
+  apply_tls_flags(tls, options.nodes);
   return options;
 }
 
 invocation parse_status(std::span<const std::string> args, std::optional<std::string_view> env) {
   status_options options;
+  tls_flags tls;
   std::optional<std::string> nodes;
   std::optional<std::string> resource;
   option_cursor cursor(args);
@@ -224,17 +251,43 @@ invocation parse_status(std::span<const std::string> args, std::optional<std::st
       nodes = std::string(cursor.value());
     } else if (name == "--timeout") {
       options.timeout = duration_option(cursor);
-    } else {
+    } else if (!take_tls_flag(cursor, name, tls)) {
       unknown_option(name, "status");
     }
   }
   check_resource(resource, status_usage);
   options.resource = std::move(*resource);
   options.nodes = choose_nodes(nodes, env);
+  apply_tls_flags(tls, options.nodes);
   return options;
 }
 
 }  // namespace
+
+void apply_tls_flags(const tls_flags& flags, std::vector<node_config>& nodes) {
+  if (!flags.any()) return;
+  if (flags.cert_file.has_value() != flags.key_file.has_value()) {
+    throw usage_error("--tls-cert and --tls-key go together: a client certificate needs its key");
+  }
+  bool any_tls = false;
+  for (auto& node : nodes) {
+    if (!node.tls.enabled) continue;
+    any_tls = true;
+    auto& tls = node.tls;
+    if (flags.ca_file && tls.ca_file.empty() && tls.ca_dir.empty()) tls.ca_file = *flags.ca_file;
+    if (flags.cert_file && tls.cert_file.empty()) {
+      tls.cert_file = *flags.cert_file;
+      tls.key_file = *flags.key_file;
+    }
+    if (flags.server_name && tls.server_name.empty()) tls.server_name = *flags.server_name;
+    if (flags.insecure) tls.verify_peer = false;
+  }
+  if (!any_tls) {
+    throw usage_error(
+        "--tls-* options apply to rediss:// nodes, and none is given (write the nodes as "
+        "rediss://host:port)");
+  }
+}
 
 std::chrono::milliseconds parse_duration(std::string_view text, bool zero_allowed) {
   auto fail = [text](std::string_view why) {

@@ -49,6 +49,24 @@ std::chrono::milliseconds parse_duration(std::string_view text, bool zero_allowe
 // or entry, a bad URL (with from_url's reason) or the same host:port twice.
 std::vector<node_config> parse_node_list(std::string_view list, std::string_view source);
 
+// --tls-ca FILE, --tls-cert FILE, --tls-key FILE, --tls-server-name NAME and --tls-insecure, as
+// given: applied by apply_tls_flags to every rediss:// node of the list.
+struct tls_flags {
+  std::optional<std::string> ca_file;
+  std::optional<std::string> cert_file;
+  std::optional<std::string> key_file;
+  std::optional<std::string> server_name;
+  bool insecure = false;
+
+  bool any() const noexcept { return ca_file || cert_file || key_file || server_name || insecure; }
+};
+
+// Sets what the flags give on every TLS node; what a node's URL sets itself (?ca=, ?sni=, ...)
+// stays, being the more specific. --tls-insecure turns verification off on every TLS node. Throws
+// usage_error when a flag is given but no node is rediss://, or --tls-cert without --tls-key (or
+// the reverse).
+void apply_tls_flags(const tls_flags& flags, std::vector<node_config>& nodes);
+
 struct run_options {
   std::vector<node_config> nodes;
   std::chrono::milliseconds ttl = default_ttl;

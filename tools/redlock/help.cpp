@@ -33,6 +33,8 @@ redlock run [OPTIONS] RESOURCE -- COMMAND [ARGS...]
   Options:
     --nodes URL,...   the Redis masters: comma-separated URLs
                       redis://[[user]:password@]host[:port][/db]
+                      rediss://...same...[?ca=FILE&cert=FILE&key=FILE&sni=NAME&verify=no]
+                      unix://[[user]:password@]/path/to/redis.sock[?db=N]
                       (default: $REDLOCK_NODES, else redis://127.0.0.1:6379)
     --ttl DURATION    lifetime of the lock on each node, renewed at half-life while COMMAND runs;
                       at least 500ms (default 30s)
@@ -49,6 +51,7 @@ redlock run [OPTIONS] RESOURCE -- COMMAND [ARGS...]
                       nodes answering still exits 75; misconfigured nodes exit 1
     -q, --quiet       no "acquired", "released" and warning lines on stderr (errors are still
                       printed)
+    TLS options       see below
     -h, --help        this help
 
   Unless --quiet, stderr gets one line when the lock is acquired and one when it is released:
@@ -83,11 +86,22 @@ redlock status [OPTIONS] RESOURCE
     --nodes URL,...     the Redis masters, as for run (default: $REDLOCK_NODES, else
                         redis://127.0.0.1:6379)
     --timeout DURATION  how long to wait for each node, connecting included (default 1s)
+    TLS options         see below
     -h, --help          this help
+  A TLS node's line ends in "tls, verified as NAME" (or "tls, NOT verified"), a Unix socket's in
+  "unix socket".
 
 )";
 
 constexpr std::string_view common_section = R"(
+TLS options (run and status), for every rediss:// node; what a node's URL sets itself wins:
+  --tls-ca FILE           trusted CA certificates, PEM (default: the system's CA store)
+  --tls-cert FILE         client certificate chain, PEM, for servers that require one
+  --tls-key FILE          its private key, PEM (with --tls-cert)
+  --tls-server-name NAME  the name the certificate must carry and the SNI sent (default: the host)
+  --tls-insecure          do not verify the server (anyone in the path can read and change the
+                          traffic); a warning is printed on every connect
+
 Durations: 500ms, 30s, 2m, 1h, or a bare number of seconds (1.5 = 1500ms); at least 1ms,
 at most 7 days.
 

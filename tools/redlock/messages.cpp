@@ -129,17 +129,19 @@ std::string node_failure_reason(error_code ec, std::string_view text) {
 }
 
 std::string format_node_report(const node_report& report) {
+  const std::string link = report.link.empty() ? std::string() : fmt::format("  ({})", report.link);
   if (report.error) {
     // "misconfigured" is one character wider than the state column; the reason follows it.
-    return fmt::format("{:<21} {}{}", report.address,
-                       report.misconfigured ? "misconfigured " : "unreachable  ", *report.error);
+    return fmt::format("{:<21} {}{}{}", report.address,
+                       report.misconfigured ? "misconfigured " : "unreachable  ", *report.error,
+                       link);
   }
-  if (!report.held) return fmt::format("{:<21} reachable    free", report.address);
+  if (!report.held) return fmt::format("{:<21} reachable    free{}", report.address, link);
   const std::string held = fmt::format("{:<21} reachable    held  ", report.address);
-  if (!report.note.empty()) return held + report.note;
+  if (!report.note.empty()) return held + report.note + link;
   const std::string ttl =
       report.pttl_ms >= 0 ? fmt::format("ttl {} ms", report.pttl_ms) : std::string("no ttl");
-  return held + fmt::format("{}  token {}", ttl, token_prefix(report.value));
+  return held + fmt::format("{}  token {}{}", ttl, token_prefix(report.value), link);
 }
 
 status_verdict judge_status(std::string_view resource, std::span<const node_report> reports) {

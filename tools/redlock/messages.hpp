@@ -68,6 +68,9 @@ struct node_report {
   std::string value;       // its content: the owner's token for a lock key
   long long pttl_ms = -2;  // PTTL: -1 no expiry, -2 no key
   std::string note;        // set when the key is not a plain string (not a lock)
+  // How the node was reached when not plain TCP: "tls, verified as NAME", "tls, NOT verified",
+  // "unix socket"; shown at the end of the line.
+  std::string link;
 };
 
 // The first 8 characters of a token (or any value), unprintable bytes shown as '?'.

@@ -69,6 +69,16 @@ node_report interpret(const node_config& node, error_code ec, const resp::value&
   return report;
 }
 
+// For a TLS node the name its certificate was verified against on this connection, so that a
+// node reached with verification off, or not reached at all, does not claim it.
+std::string describe_link(const node_config& node, const detail::connection& connection) {
+  if (!node.unix_path.empty()) return "unix socket";
+  if (!node.tls.enabled) return {};
+  const std::string& verified = connection.tls_verified_name();
+  if (!verified.empty()) return "tls, verified as " + verified;
+  return node.tls.verify_peer ? "tls" : "tls, NOT verified";
+}
+
 }  // namespace
 
 int status_command(const status_options& options) {
@@ -92,6 +102,7 @@ int status_command(const status_options& options) {
     connections.back()->async_exec({"EVAL", read_script, "1", options.resource}, request,
                                    [&, i](error_code ec, resp::value reply) {
                                      reports[i] = interpret(nodes[i], ec, reply);
+                                     reports[i].link = describe_link(nodes[i], *connections[i]);
                                      // Each request has its deadline, so this is reached within the
                                      // timeout; closing the connections then lets the io_context
                                      // run out of work.
