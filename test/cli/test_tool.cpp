@@ -7,6 +7,7 @@
 #include "support/inspector.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
+#include "support/test_pki.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <fmt/format.h>
@@ -453,6 +454,47 @@ BOOST_AUTO_TEST_CASE(status_without_a_quorum_of_nodes_fails) {
   BOOST_TEST(result.exit_code == 1, result.out);
   BOOST_TEST(contains(result.out, "unknown: only 1 of 3 nodes reachable"), result.out);
   BOOST_TEST(contains(result.out, "unreachable nodes: 2"), result.out);
+}
+
+// The same URLs and --tls-* flags as the library: a command run under a lock taken over TLS and a
+// Unix socket, and status saying how each node was reached and under which name it was verified.
+BOOST_AUTO_TEST_CASE(tls_and_unix_socket_nodes) {
+  const redlock::test::test_pki pki;
+  redlock::test::redis_server_options tls;
+  tls.tls = redlock::test::redis_server_options::tls_listener{
+      pki.server().cert.string(), pki.server().key.string(), pki.ca().string(), false};
+  redlock::test::redis_fleet tls_nodes(2, tls);
+  redlock::test::redis_server_options local;
+  local.unix_socket = true;
+  redlock::test::redis_server socket_node(local);
+  const std::string urls =
+      fmt::format("rediss://127.0.0.1:{},rediss://localhost:{},unix://{}", tls_nodes[0].tls_port(),
+                  tls_nodes[1].tls_port(), socket_node.unix_path().string());
+  const std::string ca = pki.ca().string();
+
+  const auto ran = run_tool({"run", "--nodes", urls, "--tls-ca", ca, resource, "--", "true"}, {},
+                            scratch.path());
+  BOOST_TEST(ran.exit_code == 0, ran.err);
+  BOOST_TEST(contains(ran.err, "redlock: acquired " + resource), ran.err);
+
+  const auto status =
+      run_tool({"status", "--nodes", urls, "--tls-ca", ca, resource}, {}, scratch.path());
+  BOOST_TEST(status.exit_code == 0, status.err);
+  const auto lines = lines_of(status.out);
+  BOOST_TEST_REQUIRE(lines.size() == 4u, status.out);
+  BOOST_TEST(contains(lines[0], "free  (tls, verified as 127.0.0.1)"), lines[0]);
+  BOOST_TEST(contains(lines[1], "free  (tls, verified as localhost)"), lines[1]);
+  BOOST_TEST(contains(lines[2], "free  (unix socket)"), lines[2]);
+
+  // Without the CA the servers' certificates are refused, and status says why.
+  const auto refused = run_tool({"status", "--nodes", urls, resource}, {}, scratch.path());
+  BOOST_TEST(refused.exit_code == 1, refused.out);
+  BOOST_TEST(contains(refused.out, "misconfigured the server's TLS certificate was rejected"),
+             refused.out);
+  const auto insecure =
+      run_tool({"status", "--nodes", urls, "--tls-insecure", resource}, {}, scratch.path());
+  BOOST_TEST(insecure.exit_code == 0, insecure.out);
+  BOOST_TEST(contains(insecure.out, "(tls, NOT verified)"), insecure.out);
 }
 
 BOOST_AUTO_TEST_CASE(signal_while_waiting_cancels_the_acquire) {

@@ -4,6 +4,7 @@
 // under two names. Also what the messages of ordinary outcomes say, and how many nodes granted.
 
 #include "redlock/redlock.hpp"
+#include "support/acquire_once.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
 #include "support/fake_server.hpp"
@@ -37,10 +38,15 @@ using namespace std::chrono_literals;
 using boost::system::error_code;
 using redlock::condition;
 using redlock::error;
+using redlock::test::acquire_once;
+using redlock::test::check_fails_at_once;
+using redlock::test::contains;
+using redlock::test::default_wait;
 using redlock::test::fake_command;
 using redlock::test::fake_server;
 using redlock::test::fast_client_options;
 using redlock::test::inspector;
+using redlock::test::long_wait;
 using redlock::test::ms_since;
 using redlock::test::redis_fleet;
 using redlock::test::redis_server;
@@ -53,75 +59,11 @@ using std::chrono::steady_clock;
 
 using redlock::test::tuple_awaitable;
 
-bool contains(const std::string& text, std::string_view part) {
-  return text.find(part) != std::string::npos;
-}
-
-// With `wait` unset an acquire retries until cancelled: a permanent error must end it anyway.
-redlock::lock_options default_wait() {
-  redlock::lock_options options;
-  options.ttl = 5s;
-  return options;
-}
-
-redlock::lock_options long_wait() {
-  auto options = default_wait();
-  options.wait = 30s;
-  return options;
-}
-
-struct outcome {
-  error_code ec;
-  std::string diagnostics;
-  long long took_ms = 0;
-  std::size_t granted = 0;
-};
-
-// One async_acquire (or try) on fresh client; the test's own time limit stops a hang.
-outcome acquire_once(std::vector<redlock::node_config> nodes, const redlock::lock_options& options,
-                     bool try_only = false, std::string resource = "orders:42") {
-  outcome result;
-  run_async(
-      [&](asio::io_context& io) -> asio::awaitable<void> {
-        redlock::client locks(io.get_executor(), nodes, fast_client_options());
-        const auto start = steady_clock::now();
-        // Not a ?: of two co_awaits: GCC 12 destroys the result of such an expression too early.
-        std::tuple<error_code, redlock::lease> done;
-        if (try_only) {
-          done = co_await locks.async_try_acquire(resource, options, tuple_awaitable);
-        } else {
-          done = co_await locks.async_acquire(resource, options, tuple_awaitable);
-        }
-        auto& [ec, lease] = done;
-        result.took_ms = ms_since(start);
-        result.ec = ec;
-        result.diagnostics = lease.diagnostics();
-        result.granted = lease.granted_nodes();
-        if (lease.held()) co_await lease.async_release(tuple_awaitable);
-      },
-      20s);
-  BOOST_TEST_MESSAGE(result.ec.message()
-                     << " after " << result.took_ms << " ms: " << result.diagnostics);
-  return result;
-}
-
 std::vector<redlock::node_config> with_password(std::vector<redlock::node_config> nodes,
                                                 const std::string& password) {
   for (auto& node : nodes)
     node.password = password;
   return nodes;
-}
-
-// Completed with `code` at once (no retry until `wait`), as a node failure, naming `node`.
-void check_fails_at_once(const outcome& result, error code, const std::string& node,
-                         std::string_view says) {
-  BOOST_TEST(result.ec == code, result.ec.message());
-  BOOST_TEST((result.ec == condition::node_failure));
-  BOOST_TEST(result.took_ms < 5000);
-  BOOST_TEST(contains(result.diagnostics, node), result.diagnostics);
-  BOOST_TEST(contains(result.diagnostics, says), result.diagnostics);
-  BOOST_TEST(contains(result.diagnostics, "not retried"), result.diagnostics);
-  BOOST_TEST(result.granted == 0u);
 }
 
 }  // namespace

@@ -242,40 +242,45 @@ BOOST_AUTO_TEST_CASE(deadlines_on_a_silent_node_fire_on_time_behind_a_cleanup) {
 // connections are reset. A blackholed node costs one node_timeout to the round, not one per node;
 // without a majority the acquire fails with no_quorum and leaves nothing on any node.
 BOOST_AUTO_TEST_CASE(every_mask_of_blackholed_or_reset_nodes) {
-  proxied_fleet nodes;
-  inspector servers(nodes.fleet);
-  constexpr milliseconds node_timeout = 150ms;
-  for (const bool reset : {false, true}) {
-    for (unsigned mask = 0; mask < 32; ++mask) {
-      const int down = std::popcount(mask);
-      BOOST_TEST_CONTEXT((reset ? "reset" : "blackholed") << " nodes (bit mask) " << mask) {
-        for (std::size_t i = 0; i < 5; ++i) {
-          if (((mask >> i) & 1U) == 0) continue;
-          reset ? nodes.proxies[i]->set_reset_peer(true) : nodes.proxies[i]->set_blackhole(true);
-        }
-        const std::string resource = fmt::format("{}-{}", reset ? "reset" : "hole", mask);
-        run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-          redlock::client locks(io.get_executor(), nodes.configs(),
-                                fast_client_options(node_timeout));
-          const auto start = steady_clock::now();
-          auto [ec, lease] =
-              co_await locks.async_try_acquire(resource, plain_lock(10s), tuple_awaitable);
-          const auto took = ms_since(start);
-          // One node_timeout at most, plus scheduling slack; never one per bad node.
-          BOOST_TEST(took < node_timeout.count() + 400, "took " << took << " ms");
-          if (down <= 2) {
-            BOOST_TEST(!ec, ec.message() << ": " << lease.diagnostics());
-            auto [release_ec] = co_await lease.async_release(tuple_awaitable);
-            BOOST_TEST(!release_ec, release_ec.message());
-          } else {
-            BOOST_TEST(ec == error::no_quorum, ec.message() << ": " << lease.diagnostics());
+  for (const auto kind : redlock::test::every_link) {
+    BOOST_TEST_CONTEXT(redlock::test::name_of(kind)) {
+      proxied_fleet nodes(5, kind);
+      inspector servers(nodes.fleet);
+      constexpr milliseconds node_timeout = 150ms;
+      for (const bool reset : {false, true}) {
+        for (unsigned mask = 0; mask < 32; ++mask) {
+          const int down = std::popcount(mask);
+          BOOST_TEST_CONTEXT((reset ? "reset" : "blackholed") << " nodes (bit mask) " << mask) {
+            for (std::size_t i = 0; i < 5; ++i) {
+              if (((mask >> i) & 1U) == 0) continue;
+              reset ? nodes.proxies[i]->set_reset_peer(true)
+                    : nodes.proxies[i]->set_blackhole(true);
+            }
+            const std::string resource = fmt::format("{}-{}", reset ? "reset" : "hole", mask);
+            run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+              redlock::client locks(io.get_executor(), nodes.configs(),
+                                    fast_client_options(node_timeout));
+              const auto start = steady_clock::now();
+              auto [ec, lease] =
+                  co_await locks.async_try_acquire(resource, plain_lock(10s), tuple_awaitable);
+              const auto took = ms_since(start);
+              // One node_timeout at most, plus scheduling slack; never one per bad node.
+              BOOST_TEST(took < node_timeout.count() + 400, "took " << took << " ms");
+              if (down <= 2) {
+                BOOST_TEST(!ec, ec.message() << ": " << lease.diagnostics());
+                auto [release_ec] = co_await lease.async_release(tuple_awaitable);
+                BOOST_TEST(!release_ec, release_ec.message());
+              } else {
+                BOOST_TEST(ec == error::no_quorum, ec.message() << ": " << lease.diagnostics());
+              }
+              const bool clean =
+                  co_await eventually([&] { return servers.present(resource) == 0; }, 2s);
+              BOOST_TEST(clean, "a key is left on a node");
+            });
+            for (auto& proxy : nodes.proxies)
+              proxy->clear();
           }
-          const bool clean =
-              co_await eventually([&] { return servers.present(resource) == 0; }, 2s);
-          BOOST_TEST(clean, "a key is left on a node");
-        });
-        for (auto& proxy : nodes.proxies)
-          proxy->clear();
+        }
       }
     }
   }
@@ -286,63 +291,70 @@ BOOST_AUTO_TEST_CASE(every_mask_of_blackholed_or_reset_nodes) {
 // +OK is matched to the SET it answers and dropped, never to a later command: the next acquire on
 // the same connection works, and the late SET was undone by the round's own cleanup.
 BOOST_AUTO_TEST_CASE(slow_node_is_a_no_vote_and_its_late_reply_pairs_correctly) {
-  proxied_fleet nodes;
-  inspector servers(nodes.fleet);
-  constexpr milliseconds node_timeout = 100ms;
-  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client five(io.get_executor(), nodes.configs(), fast_client_options(node_timeout));
-    std::vector<redlock::node_config> slow_only = {nodes.proxies[0]->config()};
-    redlock::client single(io.get_executor(), slow_only, fast_client_options(node_timeout));
-    BOOST_TEST_REQUIRE(co_await nodes.connect(five));
-    BOOST_TEST_REQUIRE(!std::get<0>(co_await single.async_ping(tuple_awaitable)));
+  for (const auto kind : redlock::test::every_link) {
+    BOOST_TEST_CONTEXT(redlock::test::name_of(kind)) {
+      proxied_fleet nodes(5, kind);
+      inspector servers(nodes.fleet);
+      constexpr milliseconds node_timeout = 100ms;
+      run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+        redlock::client five(io.get_executor(), nodes.configs(), fast_client_options(node_timeout));
+        std::vector<redlock::node_config> slow_only = {nodes.config(0)};
+        redlock::client single(io.get_executor(), slow_only, fast_client_options(node_timeout));
+        BOOST_TEST_REQUIRE(co_await nodes.connect(five));
+        BOOST_TEST_REQUIRE(!std::get<0>(co_await single.async_ping(tuple_awaitable)));
 
-    enum class slowness { latency, client_pause, debug_sleep };
-    for (const auto how : {slowness::latency, slowness::client_pause, slowness::debug_sleep}) {
-      BOOST_TEST_CONTEXT("slowness " << static_cast<int>(how)) {
-        std::thread sleeper;
-        switch (how) {
-          case slowness::latency:
-            nodes.proxies[0]->set_latency(redlock::test::chaos_proxy::direction::downstream, 400ms);
-            break;
-          case slowness::client_pause: {
-            sync_client admin(nodes.fleet[0].port());
-            admin.command({"CLIENT", "PAUSE", "400", "WRITE"});
-            break;
+        enum class slowness { latency, client_pause, debug_sleep };
+        for (const auto how : {slowness::latency, slowness::client_pause, slowness::debug_sleep}) {
+          BOOST_TEST_CONTEXT("slowness " << static_cast<int>(how)) {
+            std::thread sleeper;
+            switch (how) {
+              case slowness::latency:
+                nodes.proxies[0]->set_latency(redlock::test::chaos_proxy::direction::downstream,
+                                              400ms);
+                break;
+              case slowness::client_pause: {
+                sync_client admin(nodes.fleet[0].port());
+                admin.command({"CLIENT", "PAUSE", "400", "WRITE"});
+                break;
+              }
+              case slowness::debug_sleep:
+                sleeper = std::thread([&] {
+                  sync_client admin(nodes.fleet[0].port(), {}, {}, 5s);
+                  admin.command({"DEBUG", "SLEEP", "0.4"});
+                });
+                std::this_thread::sleep_for(50ms);  // the sleep has begun
+                break;
+            }
+            const std::string key = fmt::format("slow-{}", static_cast<int>(how));
+            const auto start = steady_clock::now();
+            auto [ec, lease] =
+                co_await five.async_try_acquire(key, plain_lock(10s), tuple_awaitable);
+            BOOST_TEST(!ec, lease.diagnostics());
+            BOOST_TEST(ms_since(start) < node_timeout.count() + 300);
+            auto [single_ec, single_lease] = co_await single.async_try_acquire(
+                key + "-single", plain_lock(10s), tuple_awaitable);
+            BOOST_TEST(single_ec == error::no_quorum, single_lease.diagnostics());
+
+            co_await sleep_for(600ms);  // the late replies arrive
+            if (sleeper.joinable()) sleeper.join();
+            nodes.proxies[0]->clear();
+            auto [release_ec] = co_await lease.async_release(tuple_awaitable);
+            BOOST_TEST(!release_ec, release_ec.message());
+            // The late SET of the single-node round was deleted by that round's cleanup, which
+            // travelled behind it on the same connection.
+            BOOST_TEST(
+                co_await eventually([&] { return servers.present(key + "-single") == 0; }, 2s));
+            // The connection is still in step: a fresh acquire gets its own +OK.
+            auto [again_ec, again] =
+                co_await single.async_try_acquire(key + "-again", plain_lock(10s), tuple_awaitable);
+            BOOST_TEST(!again_ec, again.diagnostics());
+            auto [again_release] = co_await again.async_release(tuple_awaitable);
+            BOOST_TEST(!again_release);
           }
-          case slowness::debug_sleep:
-            sleeper = std::thread([&] {
-              sync_client admin(nodes.fleet[0].port(), {}, {}, 5s);
-              admin.command({"DEBUG", "SLEEP", "0.4"});
-            });
-            std::this_thread::sleep_for(50ms);  // the sleep has begun
-            break;
         }
-        const std::string key = fmt::format("slow-{}", static_cast<int>(how));
-        const auto start = steady_clock::now();
-        auto [ec, lease] = co_await five.async_try_acquire(key, plain_lock(10s), tuple_awaitable);
-        BOOST_TEST(!ec, lease.diagnostics());
-        BOOST_TEST(ms_since(start) < node_timeout.count() + 300);
-        auto [single_ec, single_lease] =
-            co_await single.async_try_acquire(key + "-single", plain_lock(10s), tuple_awaitable);
-        BOOST_TEST(single_ec == error::no_quorum, single_lease.diagnostics());
-
-        co_await sleep_for(600ms);  // the late replies arrive
-        if (sleeper.joinable()) sleeper.join();
-        nodes.proxies[0]->clear();
-        auto [release_ec] = co_await lease.async_release(tuple_awaitable);
-        BOOST_TEST(!release_ec, release_ec.message());
-        // The late SET of the single-node round was deleted by that round's cleanup, which
-        // travelled behind it on the same connection.
-        BOOST_TEST(co_await eventually([&] { return servers.present(key + "-single") == 0; }, 2s));
-        // The connection is still in step: a fresh acquire gets its own +OK.
-        auto [again_ec, again] =
-            co_await single.async_try_acquire(key + "-again", plain_lock(10s), tuple_awaitable);
-        BOOST_TEST(!again_ec, again.diagnostics());
-        auto [again_release] = co_await again.async_release(tuple_awaitable);
-        BOOST_TEST(!again_release);
-      }
+      });
     }
-  });
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -6,11 +6,13 @@
 #include "support/async_test.hpp"
 #include "support/chaos_proxy.hpp"
 #include "support/redis_fleet.hpp"
+#include "support/test_pki.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -19,21 +21,44 @@
 
 namespace redlock::test {
 
+// How the client's bytes travel through the proxies: plain RESP, or TLS that the proxies pass on
+// without looking (the servers' certificates come from shared_test_pki() and name 127.0.0.1, where
+// the proxies listen).
+enum class link { plain, tls };
+inline constexpr std::array<link, 2> every_link = {link::plain, link::tls};
+inline const char* name_of(link kind) {
+  return kind == link::tls ? "over TLS" : "over plain TCP";
+}
+
 // Redis servers, each behind its own chaos proxy; a client given configs() meets every fault the
 // proxies make.
 struct proxied_fleet {
+  link kind;
   redis_fleet fleet;
   std::vector<std::unique_ptr<chaos_proxy>> proxies;
 
-  explicit proxied_fleet(std::size_t count = 5) : fleet(count) {
-    for (std::size_t i = 0; i < count; ++i)
-      proxies.push_back(std::make_unique<chaos_proxy>(fleet[i].port()));
+  explicit proxied_fleet(std::size_t count = 5, link how = link::plain)
+      : kind(how), fleet(count, server_options(how)) {
+    for (std::size_t i = 0; i < count; ++i) {
+      proxies.push_back(
+          std::make_unique<chaos_proxy>(kind == link::tls ? fleet[i].tls_port() : fleet[i].port()));
+    }
+  }
+
+  // Node i as a client should see it: through its proxy.
+  node_config config(std::size_t i) const {
+    node_config node = proxies.at(i)->config();
+    if (kind == link::tls) {
+      node.tls.enabled = true;
+      node.tls.ca_file = shared_test_pki().ca().string();
+    }
+    return node;
   }
 
   std::vector<node_config> configs() const {
     std::vector<node_config> out;
-    for (const auto& proxy : proxies)
-      out.push_back(proxy->config());
+    for (std::size_t i = 0; i < proxies.size(); ++i)
+      out.push_back(config(i));
     return out;
   }
 
@@ -43,6 +68,16 @@ struct proxied_fleet {
   void stagger_replies(std::chrono::milliseconds step) {
     for (std::size_t i = 0; i < proxies.size(); ++i)
       proxies[i]->set_latency(step * static_cast<int>(i) / 2);
+  }
+
+  static redis_server_options server_options(link how) {
+    redis_server_options options;
+    if (how == link::tls) {
+      const auto& pki = shared_test_pki();
+      options.tls = redis_server_options::tls_listener{
+          pki.server().cert.string(), pki.server().key.string(), pki.ca().string(), false};
+    }
+    return options;
   }
 
   void clear_toxics() {

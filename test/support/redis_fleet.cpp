@@ -157,6 +157,11 @@ redis_server::redis_server(redis_server_options options)
         // Sockets belong to the namespace of the thread that creates them.
         const netns::guard inside(options_.network_namespace);
         port_ = pick_free_port();
+        if (options_.tls) {
+          do {
+            tls_port_ = pick_free_port();
+          } while (tls_port_ == port_);
+        }
       }
       if (spawn_and_wait_ready() == start_result::ready) return;
       if (attempt == max_port_attempts) {
@@ -186,6 +191,35 @@ node_config redis_server::config() const {
   config.port = port_;
   config.password = options_.password;
   return config;
+}
+
+node_config redis_server::tls_config(const std::string& ca_file, const std::string& host) const {
+  if (!options_.tls) throw std::logic_error("redis_server: tls_config() of a server without TLS");
+  node_config config;
+  config.host = host;
+  config.port = tls_port_;
+  config.password = options_.password;
+  config.tls.enabled = true;
+  config.tls.ca_file = ca_file;
+  return config;
+}
+
+node_config redis_server::unix_config() const {
+  if (!options_.unix_socket) {
+    throw std::logic_error("redis_server: unix_config() of a server without a Unix socket");
+  }
+  node_config config;
+  config.unix_path = unix_path().string();
+  config.host.clear();
+  config.port = 0;
+  config.password = options_.password;
+  return config;
+}
+
+void redis_server::set_tls_certificate(std::string cert_file, std::string key_file) {
+  if (!options_.tls) throw std::logic_error("redis_server: a certificate for a server without TLS");
+  options_.tls->cert_file = std::move(cert_file);
+  options_.tls->key_file = std::move(key_file);
 }
 
 void redis_server::kill9() {
@@ -298,6 +332,22 @@ pid_t redis_server::spawn() const {
     for (auto& word : split_words(rule)) {
       args.push_back(std::move(word));
     }
+  }
+  if (options_.tls) {
+    const auto& tls = *options_.tls;
+    for (std::string word :
+         {std::string("--tls-port"), std::to_string(tls_port_), std::string("--tls-cert-file"),
+          tls.cert_file, std::string("--tls-key-file"), tls.key_file,
+          std::string("--tls-ca-cert-file"), tls.ca_file, std::string("--tls-auth-clients"),
+          std::string(tls.require_client_certificate ? "yes" : "no")}) {
+      args.push_back(std::move(word));
+    }
+  }
+  if (options_.unix_socket) {
+    args.push_back("--unixsocket");
+    args.push_back(unix_path().string());
+    args.push_back("--unixsocketperm");
+    args.push_back(options_.unix_socket_permissions);
   }
   for (const std::string& extra : options_.extra_args) {
     for (auto& word : split_words(extra)) {
@@ -449,6 +499,15 @@ std::vector<node_config> redis_fleet::configs() const {
   configs.reserve(servers_.size());
   for (const auto& server : servers_) {
     configs.push_back(server->config());
+  }
+  return configs;
+}
+
+std::vector<node_config> redis_fleet::tls_configs(const std::string& ca_file) const {
+  std::vector<node_config> configs;
+  configs.reserve(servers_.size());
+  for (const auto& server : servers_) {
+    configs.push_back(server->tls_config(ca_file));
   }
   return configs;
 }

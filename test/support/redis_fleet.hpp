@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -24,6 +25,21 @@ struct redis_server_options {
   // An address to listen on besides 127.0.0.1, listed first (so the process title shows it);
   // returned by config(). Empty: 127.0.0.1 only.
   std::string bind_address;
+
+  // TLS: the server also listens for TLS on tls_port(), with this certificate and key, and
+  // trusts `ca_file` for client certificates, which it demands when `require_client_certificate`.
+  // port() stays plain, for the readiness check and the tests' inspectors.
+  struct tls_listener {
+    std::string cert_file;
+    std::string key_file;
+    std::string ca_file;
+    bool require_client_certificate = false;
+  };
+  std::optional<tls_listener> tls;
+
+  // The server also listens on a Unix socket, unix_path(), with these permission bits.
+  bool unix_socket = false;
+  std::string unix_socket_permissions = "700";
 };
 
 // One redis-server child process on a free loopback port, with no persistence, started as a
@@ -39,12 +55,21 @@ class redis_server {
   redis_server& operator=(const redis_server&) = delete;
 
   std::uint16_t port() const noexcept { return port_; }
+  std::uint16_t tls_port() const noexcept { return tls_port_; }  // 0 without options.tls
+  std::filesystem::path unix_path() const { return dir_ / "redis.sock"; }
   pid_t pid() const noexcept { return pid_; }
   bool running() const noexcept { return pid_ > 0; }
 
   // The bind address (127.0.0.1 unless options.bind_address), the port, and the default user's
   // password (if any).
   node_config config() const;
+  // A rediss:// node on tls_port() at `host` (which the certificate must name), trusting `ca_file`.
+  node_config tls_config(const std::string& ca_file, const std::string& host = "127.0.0.1") const;
+  // A unix:// node on unix_path(), with the default user's password.
+  node_config unix_config() const;
+
+  // The certificate and key the next start() or restart() uses (options.tls must be set).
+  void set_tls_certificate(std::string cert_file, std::string key_file);
 
   void kill9();  // SIGKILL and reap; the port stays reserved for start()
   void start();  // (re)starts on the same port with the same options, waits for PING
@@ -67,6 +92,7 @@ class redis_server {
   redis_server_options options_;
   std::filesystem::path dir_;
   std::uint16_t port_ = 0;
+  std::uint16_t tls_port_ = 0;
   pid_t pid_ = -1;
   bool paused_ = false;  // stopped by pause(); its stop report has been collected by waitpid
 };
@@ -79,6 +105,7 @@ class redis_fleet {
   std::size_t size() const noexcept { return servers_.size(); }
   redis_server& operator[](std::size_t i) { return *servers_.at(i); }
   std::vector<node_config> configs() const;
+  std::vector<node_config> tls_configs(const std::string& ca_file) const;
 
  private:
   std::vector<std::unique_ptr<redis_server>> servers_;
