@@ -37,6 +37,11 @@ std::string renewal_scale_params(bool quick);
 run_result run_contention_procs(const run_context& context);
 std::string contention_procs_params(bool quick);
 
+// latency, throughput and connect time over plain TCP and over TLS, on five servers of its own
+// that listen for both.
+run_result run_tls(const run_context& context);
+std::string tls_params(bool quick);
+
 }  // namespace redlock::bench
 
 #endif
