@@ -1,5 +1,7 @@
 #include "redlock/node_config.hpp"
 
+#include "options_check.hpp"
+
 #include <fmt/format.h>
 
 #include <arpa/inet.h>
@@ -308,11 +310,9 @@ class url_parser {
       fail("the Unix socket path must be absolute (write \"unix:///path/to/redis.sock\")");
     }
     std::string path = decode(location, "socket path", false);
-    // sockaddr_un::sun_path holds 108 bytes on Linux, the terminating zero included.
-    constexpr std::size_t longest_path = 107;
-    if (path.size() > longest_path) {
+    if (path.size() > detail::longest_unix_path) {
       fail(fmt::format("the Unix socket path is {} bytes long; at most {} fit in a socket address",
-                       path.size(), longest_path));
+                       path.size(), detail::longest_unix_path));
     }
     if (path.find('\0') != std::string::npos) fail("the Unix socket path contains a zero byte");
     result.unix_path = std::move(path);

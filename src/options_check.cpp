@@ -31,11 +31,10 @@ std::string check_client_options(const std::vector<node_config>& nodes,
       if (node.unix_path.front() != '/') {
         return fmt::format("node {}: the Unix socket path must be absolute", node.address());
       }
-      if (node.unix_path.size() > 107) {
+      if (node.unix_path.size() > longest_unix_path) {
         return fmt::format(
-            "node {}: the Unix socket path is longer than the 107 bytes a socket "
-            "address holds",
-            node.address());
+            "node {}: the Unix socket path is longer than the {} bytes a socket address holds",
+            node.address(), longest_unix_path);
       }
       if (node.tls.enabled) {
         return fmt::format(

@@ -4,10 +4,15 @@
 #include "redlock/node_config.hpp"
 #include "redlock/options.hpp"
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
 namespace redlock::detail {
+
+// The longest Unix socket path a socket address holds: sockaddr_un::sun_path is 108 bytes on Linux,
+// the terminating zero included.
+inline constexpr std::size_t longest_unix_path = 107;
 
 // Why a client cannot be built on `nodes` with `options`: an empty text when it can, else the
 // reason without the "redlock: " prefix ("node_timeout must be positive").
