@@ -10,6 +10,7 @@
 #include "support/redis_fleet.hpp"
 #include "support/test_pki.hpp"
 #include "workloads/lock_measures.hpp"
+#include "workloads/raw_fanout.hpp"
 #include "workloads/workloads.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -100,6 +101,7 @@ run_result run_tls(const run_context& context) {
 
   struct side {
     lock_latency_state latency;
+    std::vector<double> raw_fanout_us;
     throughput_measure throughput;
     double connect_us = 0;
   } plain, tls;
@@ -110,6 +112,11 @@ run_result run_tls(const run_context& context) {
     into.latency =
         measure_lock_latency(nodes, latency, key_prefix("tls-" + link, run) + "lock",
                              fmt::format("tls run {} latency {}", run, link), r.errors, link + " ");
+    // The floor for the same nodes, right after the lock's latency loop and the same size.
+    auto raw = measure_raw_fanout(nodes, key_prefix("tls-" + link, run) + "raw-",
+                                  latency.iterations, latency.warmup);
+    if (!raw.error.empty()) r.errors.add("raw fan-out " + link, {}, raw.error);
+    into.raw_fanout_us = std::move(raw.decided_us);
     into.throughput = measure_throughput(
         nodes, own.pids, throughput, key_prefix("tls-" + link, run),
         fmt::format("tls run {} throughput {}", run, link), r.errors, link + " ");
@@ -128,6 +135,13 @@ run_result run_tls(const run_context& context) {
     r.figures.push_back(std::move(f));
   const auto p50 = [](const lock_latency_state& st) { return percentile(st.acquire_us, 0.5); };
   r.figures.push_back({"acquire_p50_tls_vs_plain", p50(tls.latency) / p50(plain.latency), 2});
+  // The same ratio for the bare fan-out: what TLS costs on this machine before any library code.
+  const double raw_plain = percentile(plain.raw_fanout_us, 0.5);
+  const double raw_tls = percentile(tls.raw_fanout_us, 0.5);
+  r.figures.push_back({"raw_fanout_p50_us_plain", raw_plain, 1});
+  r.figures.push_back({"raw_fanout_p50_us_tls", raw_tls, 1});
+  r.figures.push_back(
+      {"raw_fanout_p50_tls_vs_plain", raw_plain > 0 ? raw_tls / raw_plain : 0.0, 2});
   for (auto& f : throughput_figures(plain.throughput, "_plain"))
     r.figures.push_back(std::move(f));
   for (auto& f : throughput_figures(tls.throughput, "_tls"))
