@@ -1,6 +1,7 @@
 #include "redlock/client.hpp"
 
 #include "algo/acquire_round.hpp"
+#include "algo/release_watch.hpp"
 #include "algo/validity.hpp"
 #include "client_impl.hpp"
 #include "options_check.hpp"
@@ -40,19 +41,35 @@ node_answer::kind classify_set_reply(error_code ec, const resp::value& reply, st
 
 }  // namespace
 
-// One async_acquire or async_try_acquire, from the local queue through rounds and backoff to one
-// completion. What a round's answers mean is acquire_round's; this is the plumbing around it.
+// One async_acquire or async_try_acquire, from the local queue through rounds and waits to one
+// completion. What a round's answers mean is acquire_round's, when the lock can be free
+// release_watch's; this is the plumbing around them.
 //
 // Stages: queued (behind a local holder or waiter; nothing sent), in_round (SETs in flight),
-// sleeping (backoff between rounds), finished. Invariant: an op that is in its resource queue is
-// not finished, and the queue's first op is the only one that may be in_round or sleeping.
+// subscribing (after the first refusal: until the release announcements are subscribed),
+// sleeping (until the lock can be free), finished. Invariant: an op that is in its resource queue
+// is not finished, and the queue's first op is the only one that may be in_round, subscribing or
+// sleeping.
+//
+// How a waiting acquire learns that the lock is free (client_options::release_channel):
+//  - From its first refusal on, the op holds an interest in release announcements, so the client
+//    subscribes on every node. Its second round waits until that subscription is in place (or its
+//    node known down): a release between the refusal and the subscription would be missed, and
+//    the second round sees its effect instead. No lost wake-up.
+//  - Every round after the first also asks each node for the key's PTTL (in the same write as the
+//    SET), so a refused round knows when the holder's key expires at the latest.
+//  - Sleeping, it wakes on an announcement that may free a quorum (after client_impl::wake_jitter),
+//    or when a quorum can have expired (release_watch::free_by), or at its deadline. Its backoff
+//    only matters when that is not enough: announcements off or a node not subscribed, or no
+//    expiry known (a key without TTL, failing nodes).
+//  - A subscription that comes back after a reconnect wakes it: announcements may have been lost.
 class acquire_op final : public abortable,
                          public ballot_sink,
                          public std::enable_shared_from_this<acquire_op> {
  public:
   acquire_op(std::shared_ptr<client_impl> client, std::string resource, const lock_options& options,
              bool single_round, caller_handler<acquire_signature>&& caller)
-      : ballot_sink(client->size()),
+      : ballot_sink(client->size(), 2),
         client_(std::move(client)),
         lease_(std::make_shared<lease_state>(client_, std::move(resource), options)),
         single_round_(single_round),
@@ -77,6 +94,7 @@ class acquire_op final : public abortable,
     }
     lease_->token = make_lock_token();
     encode_set(set_command_);
+    if (!single_round_) resp::encode_command(pttl_command_, {"PTTL", lease_->resource});
     if (lease_->options.wait) deadline_ = steady_clock::now() + *lease_->options.wait;
 
     if (single_round_) {
@@ -99,6 +117,8 @@ class acquire_op final : public abortable,
       begin_round();
     } else {
       stage_ = stage::queued;
+      // Subscribed by the time a hand-off limit makes it compete with other processes.
+      listen();
       arm_timer(deadline_);
     }
   }
@@ -108,10 +128,46 @@ class acquire_op final : public abortable,
     if (stage_ == stage::queued) begin_round();
   }
 
+  // The local holder released after its hand-off limit, announcing it: wait for that announcement
+  // like a waiter in another process would. The key is gone by `key_gone_by` at the latest.
+  void compete(steady_clock::time_point key_gone_by) {
+    if (stage_ != stage::queued) return;
+    const auto now = steady_clock::now();
+    watch_.reset_all_held(client_->size(), client_->quorum(), key_gone_by);
+    sleep(now);
+  }
+
+  // `node` announced that `resource` was released there.
+  void announced(std::size_t node) {
+    if (stage_ != stage::sleeping || woken_) return;
+    watch_.released(node);
+    // The first announcement that may free a quorum wakes the op; the other copies of the same
+    // release find it woken.
+    if (watch_.may_be_free()) wake_soon();
+  }
+
+  // The subscription on `node` is now in place (`subscribed`) or not.
+  void subscription_changed(bool subscribed) {
+    if (stage_ == stage::subscribing) {
+      if (client_->listener() == nullptr || client_->listener()->all_settled()) wake_soon();
+      return;
+    }
+    if (stage_ != stage::sleeping || woken_) return;
+    // Back after a reconnect: whatever was announced meanwhile is lost, so look again.
+    if (subscribed) return wake_soon();
+    // Announcements from that node no longer arrive: the backoff matters again.
+    plan_wake(steady_clock::now());
+  }
+
   void abort() override { cancel(asio::cancellation_type::terminal); }
 
  private:
-  enum class stage : std::uint8_t { idle, queued, in_round, sleeping, finished };
+  enum class stage : std::uint8_t { idle, queued, in_round, subscribing, sleeping, finished };
+
+  struct holder_ttl {
+    long long pttl_ms;
+    steady_clock::time_point at;
+  };
 
   lease make_lease() { return client_impl::make_lease(lease_); }
 
@@ -130,8 +186,12 @@ class acquire_op final : public abortable,
   // The first round sends set_command_, which the op owns; later rounds do not rewrite it (requests
   // of earlier rounds may still be queued with a view of it) but give their requests their own
   // copy.
+  //
+  // Rounds after the first also send PTTL behind each SET (slot 1 of the ballot): what a refusal
+  // needs to bound the wait. The first round of an uncontended lock does not pay for it.
   void begin_round() {
     stage_ = stage::in_round;
+    woken_ = false;
     const auto per_node = client_->options_for(lock_request::set);
     if (rounds_++ == 0) {
       open_round();
@@ -142,7 +202,9 @@ class acquire_op final : public abortable,
     auto command = std::make_shared<std::string>();
     encode_set(*command);
     open_round();
-    client_->fan_out(std::move(command), *this, open_ballot(), per_node);
+    const auto first_tag = open_ballot();
+    client_->fan_out(std::move(command), *this, first_tag, per_node);
+    client_->fan_out(pttl_command_, *this, first_tag + client_->size(), per_node);
   }
 
   void open_round() {
@@ -150,6 +212,20 @@ class acquire_op final : public abortable,
                                            .ttl = lease_->options.ttl,
                                            .drift_factor = client_->options().drift_factor,
                                            .start = steady_clock::now()});
+    holder_ttls_.assign(client_->size(), std::nullopt);
+  }
+
+  // A PTTL reply (slot 1) of the current round. It arrives right behind its node's SET reply, so
+  // usually after the round was decided: a sleeping op takes it into its plan at once.
+  void on_other_answer(std::size_t /*slot*/, std::size_t node, error_code ec,
+                       const resp::value& reply) override {
+    if (ec || reply.kind != resp::type::integer) return;
+    const auto now = steady_clock::now();
+    holder_ttls_[node] = holder_ttl{reply.integer, now};
+    if (stage_ != stage::sleeping || woken_ || watch_round_ != rounds_) return;
+    watch_.holder_ttl(node, reply.integer, now, client_->options().drift_factor);
+    if (watch_.may_be_free()) return wake_soon();
+    plan_wake(now);
   }
 
   std::shared_ptr<void> owner() override { return shared_from_this(); }
@@ -176,6 +252,7 @@ class acquire_op final : public abortable,
 
   void decided(steady_clock::time_point now) {
     if (stage_ != stage::in_round) return;  // cancelled meanwhile
+    client_->note_round_trip(now - round_->start());
     const acquire_round::decision& round = round_->result();
     if (round.what == acquire_round::outcome::held) return succeed(round.valid_until);
     release_where(round.clean);
@@ -189,8 +266,76 @@ class acquire_op final : public abortable,
     lease_->diagnostics = explain(round.code, now);
     client_->log(log_level::debug, lease_->diagnostics);
     if (const auto code = acquire_ends(round, single_round_, deadline_, now)) return finish(*code);
+    watch_.reset(round_->answers(), client_->quorum());
+    watch_round_ = rounds_;
+    for (std::size_t i = 0; i < holder_ttls_.size(); ++i) {
+      if (holder_ttls_[i] && round_->answers()[i].what == node_answer::kind::no) {
+        watch_.holder_ttl(i, holder_ttls_[i]->pttl_ms, holder_ttls_[i]->at,
+                          client_->options().drift_factor);
+      }
+    }
+    listen();
+    if (rounds_ == 1) {
+      // Known neither when the key expires nor whether a release would be heard: once subscribed,
+      // try again (asking PTTL this time).
+      stage_ = stage::subscribing;
+      const auto* listener = client_->listener();
+      if (listener == nullptr || listener->all_settled()) return wake_soon();
+      // The subscribers report within connect_timeout; this is only a backstop.
+      return arm_timer(clamp_to_deadline(now + client_->options().connect_timeout));
+    }
+    sleep(now);
+  }
+
+  // Waits, from `now`, for the lock to become free as watch_ describes it.
+  void sleep(steady_clock::time_point now) {
     stage_ = stage::sleeping;
-    arm_timer(next_round_at(retry_.next(client_->random()), deadline_, now));
+    woken_ = false;
+    watch_round_ = rounds_;
+    backoff_until_ = now + retry_.next(client_->random());
+    plan_wake(now);
+  }
+
+  // Arms the timer for the earliest moment the next round is worth it, see the class comment.
+  void plan_wake(steady_clock::time_point now) {
+    const auto bound = watch_.free_by();
+    const auto* listener = client_->listener();
+    const bool announcements_cover = listener != nullptr && listener->all_subscribed();
+    steady_clock::time_point at = backoff_until_;
+    if (bound && !watch_.may_be_free()) {
+      at = announcements_cover ? *bound : std::min(*bound, backoff_until_);
+    }
+    arm_timer(clamp_to_deadline(std::max(at, now)));
+  }
+
+  // The next round after a short random delay (client_impl::wake_jitter). Rounds lost after the
+  // first two (the refusal that made the op wait, and the one that followed its subscription) are
+  // competitions lost to waiters elsewhere: each halves the delay, so that a waiter that keeps
+  // losing goes first next time, whichever process it is in.
+  void wake_soon() {
+    woken_ = true;
+    const unsigned lost = rounds_ > 2 ? rounds_ - 2 : 0;
+    arm_timer(clamp_to_deadline(steady_clock::now() + client_->wake_jitter(lost)));
+  }
+
+  steady_clock::time_point clamp_to_deadline(steady_clock::time_point at) const {
+    return deadline_ ? std::min(at, *deadline_) : at;
+  }
+
+  // From the first refusal (or queueing) until the op ends, the client keeps its release
+  // subscriptions open.
+  void listen() {
+    if (listening_ || single_round_) return;
+    if (auto* listener = client_->listener()) {
+      listening_ = true;
+      listener->retain();
+    }
+  }
+
+  void stop_listening() {
+    if (!listening_) return;
+    listening_ = false;
+    if (auto* listener = client_->listener()) listener->release();
   }
 
   std::string explain(error_code ec, steady_clock::time_point now, bool lasting = false) const {
@@ -226,7 +371,8 @@ class acquire_op final : public abortable,
   // On each node the release runs after our SET: both travel on that node's one connection.
   void release_where(const std::vector<bool>& targets) {
     if (std::find(targets.begin(), targets.end(), true) == targets.end()) return;
-    client_->release_best_effort(lease_->resource, lease_->token, lease_->options.ttl, &targets);
+    client_->release_best_effort(lease_->resource, lease_->token, client_->release_channel(),
+                                 lease_->options.ttl, &targets);
   }
 
   void succeed(steady_clock::time_point valid_until) {
@@ -234,6 +380,7 @@ class acquire_op final : public abortable,
     stage_ = stage::finished;
     if (timer_) timer_->cancel();
     client_->untrack(this);
+    stop_listening();
     drop_from_waiters();
     queue_->holder = lease_.get();
     lease_->queue = queue_;
@@ -269,6 +416,7 @@ class acquire_op final : public abortable,
     stage_ = stage::finished;
     if (timer_) timer_->cancel();
     client_->untrack(this);
+    stop_listening();
     leave_queue();
     done_.complete(ec, make_lease());
   }
@@ -290,6 +438,7 @@ class acquire_op final : public abortable,
     using ct = asio::cancellation_type;
     switch (stage_) {
       case stage::queued:
+      case stage::subscribing:
       case stage::sleeping:
         // Nothing of ours is on the nodes (a failed round was cleaned up before sleeping).
         lease_->diagnostics = "redlock: acquire cancelled while waiting";
@@ -305,8 +454,8 @@ class acquire_op final : public abortable,
     }
   }
 
-  // One timer serves the wait deadline while queued and the backoff sleep; a generation number
-  // tells a stale expiry (already queued when the timer was re-armed) from the current one.
+  // One timer serves the wait deadline while queued and the waits between rounds; a generation
+  // number tells a stale expiry (already queued when the timer was re-armed) from the current one.
   void arm_timer(std::optional<steady_clock::time_point> at) {
     ++timer_generation_;
     if (!at) return;
@@ -326,7 +475,7 @@ class acquire_op final : public abortable,
           fmt::format("redlock: {} still held by another lease of this client after {} ms",
                       quoted_resource(lease_->resource), lease_->options.wait->count());
       finish(error::wait_timeout);
-    } else if (stage_ == stage::sleeping) {
+    } else if (stage_ == stage::sleeping || stage_ == stage::subscribing) {
       if (timed_out) return finish(error::wait_timeout);
       begin_round();
     }
@@ -343,9 +492,17 @@ class acquire_op final : public abortable,
   stage stage_ = stage::idle;
   std::optional<acquire_round> round_;  // the current or last round
   resource_queue* queue_ = nullptr;     // set while this op is in it
-  std::string set_command_;  // the first round's SET key token NX PX ttl; read by the connections
+  std::string set_command_;   // the first round's SET key token NX PX ttl; read by the connections
+  std::string pttl_command_;  // PTTL key, the same for every round; read by the connections
   unsigned rounds_ = 0;
   bool acquired_ = false;  // the last round won
+  // Waiting: where the lock is held and until when, as of round watch_round_.
+  release_watch watch_;
+  unsigned watch_round_ = 0;
+  std::vector<std::optional<holder_ttl>> holder_ttls_;  // the current round's PTTL replies
+  steady_clock::time_point backoff_until_{};
+  bool woken_ = false;      // the next round is due after wake_jitter; later news changes nothing
+  bool listening_ = false;  // holds an interest in release announcements
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -444,6 +601,7 @@ void client_impl::shutdown(std::shared_ptr<user_operation> waiter) {
                     true});
   }
   closed_ = true;
+  if (listener_) listener_->close();
   // The releases just queued still go out, also those kept for a node whose link broke (which
   // takes a reconnect); then each connection closes.
   for (auto& conn : connections_)
@@ -517,10 +675,10 @@ void client_impl::fan_out_extend(std::string_view key, std::string_view token,
 }
 
 void client_impl::fan_out_release(std::string_view key, std::string_view token,
-                                  std::chrono::milliseconds key_lifetime, std::string& payload,
-                                  reply_sink& sink, std::size_t first_tag) {
+                                  std::string_view channel, std::chrono::milliseconds key_lifetime,
+                                  std::string& payload, reply_sink& sink, std::size_t first_tag) {
   const std::string_view keys[] = {key};
-  const std::string_view args[] = {token};
+  const std::string_view args[] = {token, channel};
   payload = encode_evalsha(release_script(), keys, args);
   fan_out(payload, sink, first_tag, options_for(lock_request::release, key_lifetime));
 }
@@ -544,14 +702,36 @@ ignored_replies& ignore_replies() {
 }  // namespace
 
 void client_impl::release_best_effort(const std::string& resource, const std::string& token,
+                                      std::string_view channel,
                                       std::chrono::milliseconds key_lifetime,
                                       const std::vector<bool>* only) {
   const std::string_view keys[] = {resource};
-  const std::string_view args[] = {token};
+  const std::string_view args[] = {token, channel};
   // Shared by the requests: nobody else owns these bytes.
   const auto payload =
       std::make_shared<const std::string>(encode_evalsha(release_script(), keys, args));
   fan_out(payload, ignore_replies(), 0, options_for(lock_request::release, key_lifetime), only);
+}
+
+std::string_view client_impl::release_channel_for(lease_state& state) {
+  resource_queue* queue = state.queue;
+  if (queue == nullptr || queue->holder != &state || queue->waiters.empty()) {
+    return options_.release_channel;
+  }
+  if (queue->handoffs_in_a_row < state.options.local_handoffs) {
+    ++queue->handoffs_in_a_row;
+    queue->next_competes = false;
+    return {};
+  }
+  queue->handoffs_in_a_row = 0;
+  queue->next_competes = true;
+  // Every request of the lease was sent before now and gave the key longest_ttl at most, by the
+  // server's clock.
+  const auto longest = std::chrono::duration<double, std::milli>(
+      static_cast<double>(state.longest_ttl.count()) * (1.0 + options_.drift_factor) + 1.0);
+  queue->released_key_gone_by =
+      steady_clock::now() + std::chrono::duration_cast<steady_clock::duration>(longest);
+  return options_.release_channel;
 }
 
 void client_impl::holder_gone(lease_state& state) {
@@ -563,9 +743,67 @@ void client_impl::holder_gone(lease_state& state) {
 }
 
 void client_impl::start_next_waiter(resource_queue& queue) {
+  const bool competes = std::exchange(queue.next_competes, false);
   if (queue.waiters.empty()) return;
   auto next = queue.waiters.front();  // keeps it alive while it starts
-  next->wake();
+  if (competes) {
+    next->compete(queue.released_key_gone_by);
+  } else {
+    next->wake();
+  }
+}
+
+release_listener* client_impl::listener() {
+  if (options_.release_channel.empty() || closed_) return nullptr;
+  if (!listener_) {
+    std::vector<node_config> nodes;
+    nodes.reserve(connections_.size());
+    for (const auto& conn : connections_)
+      nodes.push_back(conn->node());
+    std::weak_ptr<client_impl> weak = weak_from_this();
+    release_listener::events on;
+    on.released = [weak](std::size_t node, std::string_view resource) {
+      if (auto self = weak.lock()) self->on_release_announced(node, resource);
+    };
+    on.link_changed = [weak](std::size_t node, bool subscribed) {
+      if (auto self = weak.lock()) self->on_subscription_changed(node, subscribed);
+    };
+    listener_ =
+        release_listener::create(executor_, std::move(nodes), connection_options::from(options_),
+                                 options_.release_channel, std::move(on));
+  }
+  return listener_.get();
+}
+
+void client_impl::on_release_announced(std::size_t node, std::string_view resource) {
+  auto* queue = find_queue(std::string(resource));
+  if (queue == nullptr || queue->waiters.empty()) return;
+  auto head = queue->waiters.front();  // keeps it alive while it reacts
+  head->announced(node);
+}
+
+void client_impl::on_subscription_changed(std::size_t /*node*/, bool subscribed) {
+  std::vector<std::shared_ptr<acquire_op>> heads;
+  for (auto& [resource, queue] : queues_) {
+    if (!queue.waiters.empty()) heads.push_back(queue.waiters.front());
+  }
+  for (auto& head : heads)
+    head->subscription_changed(subscribed);
+}
+
+void client_impl::note_round_trip(steady_clock::duration took) noexcept {
+  // The first round replaces the guess; later ones move the average by an eighth.
+  round_trip_ = round_trip_known_ ? (round_trip_ * 7 + took) / 8 : took;
+  round_trip_known_ = true;
+}
+
+steady_clock::duration client_impl::wake_jitter(unsigned competitions_lost) {
+  const auto ceiling =
+      std::clamp<steady_clock::duration>(round_trip_, std::chrono::microseconds(50),
+                                         std::chrono::milliseconds(20)) /
+      (1 << std::min(competitions_lost, 6u));
+  std::uniform_int_distribution<steady_clock::duration::rep> pick(0, ceiling.count());
+  return steady_clock::duration(pick(random_));
 }
 
 resource_queue* client_impl::find_queue(const std::string& resource) {

@@ -10,6 +10,7 @@
 #include "redlock/client.hpp"
 #include "redlock/lease.hpp"
 #include "redlock/options.hpp"
+#include "release_listener.hpp"
 #include "scripts.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -46,9 +47,20 @@ class user_operation;
 // Per resource: the lease of this client holding it (if any) and the acquires waiting, oldest
 // first. Only the first waiter sends anything to the nodes, and only while no local lease holds
 // the resource.
+//
+// Hand-off: when the holder releases while others wait, the first waiter's SET normally follows
+// the release in the same write (the release announces nothing). After
+// lock_options::local_handoffs of those in a row the release is announced instead, and the first
+// waiter competes: it waits for the announcement like waiters in other processes
+// (client_impl::release_channel_for decides, holder_gone carries it out).
 struct resource_queue {
   lease_state* holder = nullptr;
   std::vector<std::shared_ptr<acquire_op>> waiters;  // short; a deque would allocate when empty
+  unsigned handoffs_in_a_row = 0;
+  // Set by release_channel_for for the holder_gone that follows: the first waiter competes, and
+  // the released key is gone by `released_key_gone_by` at the latest.
+  bool next_competes = false;
+  steady_clock::time_point released_key_gone_by{};
 };
 
 // Everything behind a redlock::lease. Lives on the client's executor.
@@ -131,7 +143,8 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
                     std::shared_ptr<user_operation> caller);
   // The extension `id` was confirmed by a quorum at `now`. Returns false if that came too late.
   bool confirm_extension(std::uint64_t id, steady_clock::time_point now);
-  // Token-checked DEL on every node (or those in `only`), nobody waiting for it.
+  // Token-checked DEL on every node (or those in `only`), nobody waiting for it, announced unless
+  // it hands the resource to a local waiter (client_impl::release_channel_for).
   void release_on_nodes(const std::vector<bool>* only = nullptr);
 };
 
@@ -183,12 +196,25 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   void fan_out(const shared_payload& payload, reply_sink& sink, std::size_t first_tag,
                const request_options& per_node, const std::vector<bool>* only = nullptr);
 
+  // The channel a release of `key` announces itself on (client_options::release_channel): empty
+  // when nothing is announced.
+  //  - Releases of failed rounds and cancelled acquires announce: their keys may be what blocked
+  //    a rival's round (see release_watch for why that cannot make two losers wake each other).
+  //  - A lease's release consults release_channel_for.
+  std::string_view release_channel() const noexcept { return options_.release_channel; }
+
+  // Called right before a held lease's release is sent: whether it announces itself, i.e. whether
+  // the resource is handed to a local waiter (no) or everyone may compete for it (yes). See
+  // resource_queue.
+  std::string_view release_channel_for(lease_state& state);
+
   // The extend script's call (token, ttl) for `key`, encoded into `payload`, on every node.
   void fan_out_extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl,
                       std::string& payload, reply_sink& sink, std::size_t first_tag);
-  // The release script's call (token) for `key` on every node (or those in `only`), encoded into
-  // `payload`, which the sink owns.
-  void fan_out_release(std::string_view key, std::string_view token,
+  // The release script's call (token, channel) for `key` on every node (or those in `only`),
+  // encoded into `payload`, which the sink owns. `channel`: where a deletion is announced (empty:
+  // nowhere).
+  void fan_out_release(std::string_view key, std::string_view token, std::string_view channel,
                        std::chrono::milliseconds key_lifetime, std::string& payload,
                        reply_sink& sink, std::size_t first_tag);
 
@@ -196,8 +222,18 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   // run in order, so a release queued after a SET on that connection executes after it.
   // `key_lifetime`: the longest TTL the key may have been given (see lock_request::release).
   void release_best_effort(const std::string& resource, const std::string& token,
-                           std::chrono::milliseconds key_lifetime,
+                           std::string_view channel, std::chrono::milliseconds key_lifetime,
                            const std::vector<bool>* only = nullptr);
+
+  // Release announcements (client_options::release_channel), for acquires that wait. Null when
+  // announcements are off. Created on first use.
+  release_listener* listener();
+  // How long one round took lately (a moving average), and a random delay of up to that long,
+  // halved for every competition the waiter has lost: how long a waiter woken by an announcement
+  // waits before its round, so that the waiters of all processes woken by one release do not all
+  // send at the same instant, none has a head start, and one that keeps losing comes first.
+  void note_round_trip(steady_clock::duration took) noexcept;
+  steady_clock::duration wake_jitter(unsigned competitions_lost);
 
   // Local queueing of acquires, see resource_queue. A queue stays at its address until it is
   // forgotten, which happens only once it has neither holder nor waiters.
@@ -265,6 +301,13 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
     void release_answered(boost::system::error_code ec);
     void finish_waiters();
   };
+
+  void on_release_announced(std::size_t node, std::string_view resource);
+  void on_subscription_changed(std::size_t node, bool subscribed);
+
+  std::shared_ptr<release_listener> listener_;
+  steady_clock::duration round_trip_ = std::chrono::milliseconds(1);  // a guess until measured
+  bool round_trip_known_ = false;
 
   intrusive_list active_;  // of abortable
   intrusive_list held_;    // of lease_state

@@ -134,7 +134,8 @@ void lease_state::renew() {
 }
 
 void lease_state::release_on_nodes(const std::vector<bool>* only) {
-  client->release_best_effort(resource, token, longest_ttl, only);
+  client->release_best_effort(resource, token, client->release_channel_for(*this), longest_ttl,
+                              only);
 }
 
 bool lease_state::confirm_extension(std::uint64_t id, steady_clock::time_point now) {
@@ -303,8 +304,9 @@ class release_op final : public operation_vote {
       : operation_vote(state->client, std::move(caller)), state_(std::move(state)) {}
 
   void run() {
-    state_->client->fan_out_release(state_->resource, state_->token, state_->longest_ttl, payload_,
-                                    *this, open_ballot());
+    const auto channel = state_->client->release_channel_for(*state_);
+    state_->client->fan_out_release(state_->resource, state_->token, channel, state_->longest_ttl,
+                                    payload_, *this, open_ballot());
   }
 
  private:

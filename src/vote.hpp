@@ -70,7 +70,9 @@ class user_operation : public abortable, public std::enable_shared_from_this<use
 };
 
 // The sink of one fan-out at a time: each fan-out opens a ballot, whose requests are tagged
-// ballot * nodes + node, so that a late reply to an earlier ballot is told apart and dropped.
+// ballot * width + slot * nodes + node (width = nodes * slots), so that a late reply to an earlier
+// ballot is told apart and dropped. Slot 0 is the vote itself; a sink may send further requests per
+// node in the same ballot (slot 1, ...), whose replies go to on_other_answer.
 //
 // The derived operation is the reply sink itself, so a fan-out allocates nothing for its replies.
 // It must be owned by a shared_ptr: while any request may still answer, the sink keeps its owner
@@ -78,8 +80,11 @@ class user_operation : public abortable, public std::enable_shared_from_this<use
 class ballot_sink : public reply_sink {
  public:
   void on_reply(std::size_t tag, boost::system::error_code ec, const resp::value& reply) final {
-    if (tag / nodes_ != ballot_) return;  // a late answer to an earlier ballot
-    on_answer(tag % nodes_, ec, reply);
+    const std::size_t width = nodes_ * slots_;
+    if (tag / width != ballot_) return;  // a late answer to an earlier ballot
+    const std::size_t within = tag % width;
+    if (within < nodes_) return on_answer(within, ec, reply);
+    on_other_answer(within / nodes_, within % nodes_, ec, reply);
   }
 
   // References held by the requests that may still answer.
@@ -93,20 +98,24 @@ class ballot_sink : public reply_sink {
   }
 
  protected:
-  explicit ballot_sink(std::size_t nodes) : nodes_(nodes) {}
+  explicit ballot_sink(std::size_t nodes, std::size_t slots = 1) : nodes_(nodes), slots_(slots) {}
   ~ballot_sink() = default;
 
   // Starts a new ballot; replies of the previous one are dropped from now on. Returns the tag of
-  // node 0 for client_impl::fan_out.
-  std::size_t open_ballot() { return ++ballot_ * nodes_; }
+  // node 0 in slot 0 for client_impl::fan_out; slot k's node 0 is that + k * nodes.
+  std::size_t open_ballot() { return ++ballot_ * nodes_ * slots_; }
 
   virtual std::shared_ptr<void> owner() = 0;  // shared_from_this()
   // A reply of the current ballot from `node`.
   virtual void on_answer(std::size_t node, boost::system::error_code ec,
                          const resp::value& reply) = 0;
+  // A reply of the current ballot to a request in slot `slot` (>= 1) from `node`.
+  virtual void on_other_answer(std::size_t /*slot*/, std::size_t /*node*/,
+                               boost::system::error_code /*ec*/, const resp::value& /*reply*/) {}
 
  private:
   std::size_t nodes_;
+  std::size_t slots_;
   std::size_t ballot_ = 0;
   unsigned pins_ = 0;
   std::shared_ptr<void> pinned_;

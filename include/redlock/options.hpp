@@ -72,6 +72,17 @@ struct client_options {
 
   // See reply_limits.
   reply_limits replies{};
+
+  // Where releases are announced, so that waiters in other processes wake at once instead of at
+  // their next retry. Every release (and every cleanup of a failed round) that deletes a key also
+  // PUBLISHes the resource name on this channel of that node; a client whose acquires wait for a
+  // lock held elsewhere subscribes to it on every node (one extra connection per node, only while
+  // something waits). Every client of one lock must use the same channel. A refused round also
+  // learns the holder's remaining TTL (PTTL), so a waiter never sleeps past the moment the key can
+  // have expired on a quorum: a missed announcement (expiry, an operator's DEL, a holder with
+  // announcements off) costs latency, never the lock. Empty: nothing is announced or subscribed,
+  // and waiters retry after their backoff (still bounded by the TTL they learned).
+  std::string release_channel = "redlock:released";
 };
 
 // How one lock is taken and held.
@@ -95,6 +106,16 @@ struct lock_options {
   // Renewal never keeps the lock past this long after it was acquired: its last extension ends
   // there, then the lock expires and the lease is lost. Unset: renewed until released.
   std::optional<std::chrono::milliseconds> max_hold{};
+
+  // Fairness between processes. When a lease of this client releases a resource that other
+  // acquires of the same client are waiting for, the next one may take it over directly: its SET
+  // goes out in the same write as the release, before waiters in other processes can even learn
+  // that the lock was free. That is fast, but a busy process would keep the lock for itself. After
+  // this many such hand-offs in a row, the release is announced instead (client_options::
+  // release_channel) and the local waiter competes with the others on equal terms: it waits for
+  // the same announcement, with the same small random delay. 0: always compete. Set by the
+  // releasing lease's options.
+  unsigned local_handoffs = 4;
 };
 
 }  // namespace redlock

@@ -325,6 +325,7 @@ asio::awaitable<void> connection::run(run_owner /*owner*/) {
         // The kept cleanups go first, ahead of everything queued while the node was down.
         mux_.on_handshake_done(now);
         log(log_level::info, fmt::format("{}: connected", name_));
+        if (options_.on_link) options_.on_link(true);
         auto outcome = co_await (reader_loop() || writer_loop() || health_check_loop());
         if (state_ == state::closed) break;
         // Whatever broke the link, callers see one code: their request may or may not have run.
@@ -335,6 +336,8 @@ asio::awaitable<void> connection::run(run_owner /*owner*/) {
       transport_.close();
       parser_.reset();
       state_ = state::backoff;
+      if (options_.on_link) options_.on_link(false);
+      if (state_ == state::closed) break;
       const auto delay = reconnect_backoff_.next(jitter_);
       // Answers are posted: whoever they set off (a failed round's cleanup) finds the node down
       // and its cleanup kept for the next connection.
@@ -426,6 +429,13 @@ asio::awaitable<error_code> connection::connect_and_handshake() {
   } else {
     resp::encode_command(out, {"PING"});
     steps.push_back({"PING", error::server_error});
+  }
+  if (!options_.subscribe_channel.empty()) {
+    // RESP3, so that messages (pushes) cannot be mistaken for replies to requests.
+    resp::encode_command(out, {"HELLO", "3"});
+    steps.push_back({"HELLO 3", error::server_error});
+    resp::encode_command(out, {"SUBSCRIBE", options_.subscribe_channel});
+    steps.push_back({"SUBSCRIBE", error::server_error});
   }
   for (const script* lua : options_.preload) {
     resp::encode_command(out, {"SCRIPT", "LOAD", lua->source()});
@@ -563,6 +573,10 @@ asio::awaitable<error_code> connection::reader_loop() {
     // coroutine call per reply: one read typically brings a whole pipelined batch.
     error_code ec;
     while (parser_.next(reply, ec)) {
+      if (reply.kind == resp::type::push && options_.on_push) {
+        options_.on_push(reply);
+        continue;
+      }
       if (!mux_.consume_reply(reply)) {
         set_last_error(error::protocol_error,
                        fmt::format("unsolicited reply {}", resp::to_debug_string(reply)));

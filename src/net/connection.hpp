@@ -61,6 +61,20 @@ struct connection_options {
   // error::invalid_argument and that text. How a client refuses two nodes that are one server.
   std::function<std::string(const std::string& peer)> admit_peer;
 
+  // A subscriber connection: when not empty, every handshake ends with HELLO 3 and SUBSCRIBE of
+  // this channel. The server then sends the channel's messages as RESP3 pushes, which go to
+  // on_push, while requests (PING) still get ordinary replies. The connection opens on start() or
+  // its first request like any other; a NOPERM for the channel fails the connect with
+  // error::permission_denied.
+  std::string subscribe_channel;
+  // Every push the server sends (the subscribe confirmation is read by the handshake), on the
+  // connection's executor, inside its read loop: it must not throw, and must not close() it.
+  std::function<void(const resp::value& push)> on_push;
+  // Told `true` after every successful handshake (for a subscriber: the subscription is in place)
+  // and `false` when a connect attempt fails or an established link breaks; not on close(). On the
+  // connection's executor, inside its run loop, with the same rules as on_push.
+  std::function<void(bool up)> on_link;
+
   static connection_options from(const client_options& options);
 };
 

@@ -193,8 +193,8 @@ void multiplexer::commit_write(std::size_t requests, std::size_t bytes) noexcept
 }
 
 bool multiplexer::consume_reply(resp::value& reply) {
-  // RESP3 out-of-band data belongs to no request. The handshake stays on RESP2, so none is
-  // expected.
+  // RESP3 out-of-band data belongs to no request. Only subscriber connections switch to RESP3, and
+  // they hand pushes to their own handler before this.
   if (reply.kind == resp::type::push) return true;
   if (in_flight_.empty()) return false;
   auto req = std::move(in_flight_.front());

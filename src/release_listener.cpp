@@ -1,0 +1,117 @@
+#include "release_listener.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+#include <utility>
+
+namespace redlock::detail {
+
+namespace asio = boost::asio;
+
+std::shared_ptr<release_listener> release_listener::create(asio::any_io_executor executor,
+                                                           std::vector<node_config> nodes,
+                                                           connection_options settings,
+                                                           std::string channel, events on) {
+  return std::shared_ptr<release_listener>(
+      new release_listener(std::move(executor), std::move(nodes), std::move(settings),
+                           std::move(channel), std::move(on)));
+}
+
+release_listener::release_listener(asio::any_io_executor executor, std::vector<node_config> nodes,
+                                   connection_options settings, std::string channel, events on)
+    : executor_(std::move(executor)),
+      settings_(std::move(settings)),
+      channel_(std::move(channel)),
+      on_(std::move(on)) {
+  // A subscriber runs no scripts and needs no permission probes: its handshake is AUTH, SELECT,
+  // the name, HELLO 3 and SUBSCRIBE.
+  settings_.preload.clear();
+  settings_.permission_probes.clear();
+  settings_.subscribe_channel = channel_;
+  nodes_.reserve(nodes.size());
+  for (auto& node : nodes) {
+    nodes_.emplace_back();
+    nodes_.back().config = std::move(node);
+  }
+}
+
+void release_listener::retain() {
+  if (closed_) return;
+  if (interest_++ != 0) return;
+  for (std::size_t i = 0; i < nodes_.size(); ++i)
+    open(i);
+}
+
+void release_listener::release() {
+  if (interest_ == 0) return;
+  if (--interest_ == 0) close_all();
+}
+
+bool release_listener::all_subscribed() const noexcept {
+  return std::all_of(nodes_.begin(), nodes_.end(),
+                     [](const node_link& n) { return n.state == link::subscribed; });
+}
+
+bool release_listener::all_settled() const noexcept {
+  return std::none_of(nodes_.begin(), nodes_.end(),
+                      [](const node_link& n) { return n.state == link::connecting; });
+}
+
+void release_listener::close() {
+  closed_ = true;
+  interest_ = 0;
+  close_all();
+}
+
+void release_listener::open(std::size_t node) {
+  auto& n = nodes_[node];
+  n.generation = ++generations_;
+  n.state = link::connecting;
+  auto settings = settings_;
+  std::weak_ptr<release_listener> weak = weak_from_this();
+  const auto generation = n.generation;
+  settings.on_push = [weak, node, generation](const resp::value& push) {
+    if (auto self = weak.lock()) self->on_push(node, generation, push);
+  };
+  settings.on_link = [weak, node, generation](bool up) {
+    if (auto self = weak.lock()) self->on_link(node, generation, up);
+  };
+  n.conn = connection::create(executor_, n.config, std::move(settings));
+  n.conn->start();
+}
+
+void release_listener::close_all() {
+  for (auto& n : nodes_) {
+    if (n.conn) n.conn->close();
+    n.conn.reset();
+    n.state = link::off;
+    n.generation = ++generations_;  // events of the closed connection are ignored
+  }
+}
+
+void release_listener::on_push(std::size_t node, std::uint64_t generation,
+                               const resp::value& push) {
+  // ["message", channel, resource]; confirmations and anything else are not announcements.
+  if (push.elements.size() != 3 || push.elements[0].text != "message" ||
+      push.elements[1].text != channel_) {
+    return;
+  }
+  asio::post(executor_,
+             [weak = weak_from_this(), node, generation, resource = push.elements[2].text] {
+               auto self = weak.lock();
+               if (!self || self->nodes_[node].generation != generation) return;
+               if (self->on_.released) self->on_.released(node, resource);
+             });
+}
+
+void release_listener::on_link(std::size_t node, std::uint64_t generation, bool up) {
+  asio::post(executor_, [weak = weak_from_this(), node, generation, up] {
+    auto self = weak.lock();
+    if (!self || self->nodes_[node].generation != generation) return;
+    self->nodes_[node].state = up ? link::subscribed : link::down;
+    if (self->on_.link_changed) self->on_.link_changed(node, up);
+  });
+}
+
+}  // namespace redlock::detail
