@@ -196,6 +196,11 @@ BOOST_AUTO_TEST_CASE(node_lines) {
   auto local = down("unix:/run/redis.sock");
   local.link = "unix socket";
   BOOST_TEST(cli::format_node_report(local).ends_with("  (unix socket)"));
+  auto watched = node("127.0.0.1:7008", false);
+  watched.subscribers = 2;
+  watched.link = "unix socket";
+  BOOST_TEST(cli::format_node_report(watched) ==
+             "127.0.0.1:7008        reachable    free  subscribers 2  (unix socket)");
 }
 
 BOOST_AUTO_TEST_CASE(node_failure_reasons) {

@@ -422,6 +422,26 @@ BOOST_AUTO_TEST_CASE(status_while_held_and_with_nodes_down) {
     BOOST_TEST(contains(lines[i], prefix), lines[i]);
   }
   BOOST_TEST(contains(lines[5], ": held on 5 of 5 nodes (quorum 3): locked"), lines[5]);
+  for (std::size_t i = 0; i < 5; ++i)
+    BOOST_TEST(contains(lines[i], "subscribers 0"), lines[i]);
+
+  // A second run waits for the lock: subscribed to release announcements on every node, which
+  // status counts; then it gives up, and the subscriptions go with it.
+  {
+    tool_process waiter({"run", "--wait", "30s", resource, "--", "true"}, nodes, scratch.path());
+    const auto waiting_everywhere = [&] {
+      const auto seen = run({"status", resource});
+      const auto seen_lines = lines_of(seen.out);
+      if (seen_lines.size() != 6u) return false;
+      for (std::size_t i = 0; i < 5; ++i) {
+        if (!contains(seen_lines[i], "subscribers 1")) return false;
+      }
+      return true;
+    };
+    BOOST_TEST(eventually_blocking(waiting_everywhere, 10000ms), "status shows the waiter");
+    waiter.signal(SIGTERM);
+    waiter.wait(10s);
+  }
 
   fleet()[3].kill9();
   fleet()[4].kill9();
@@ -482,9 +502,9 @@ BOOST_AUTO_TEST_CASE(tls_and_unix_socket_nodes) {
   BOOST_TEST(status.exit_code == 0, status.err);
   const auto lines = lines_of(status.out);
   BOOST_TEST_REQUIRE(lines.size() == 4u, status.out);
-  BOOST_TEST(contains(lines[0], "free  (tls, verified as 127.0.0.1)"), lines[0]);
-  BOOST_TEST(contains(lines[1], "free  (tls, verified as localhost)"), lines[1]);
-  BOOST_TEST(contains(lines[2], "free  (unix socket)"), lines[2]);
+  BOOST_TEST(contains(lines[0], "free  subscribers 0  (tls, verified as 127.0.0.1)"), lines[0]);
+  BOOST_TEST(contains(lines[1], "free  subscribers 0  (tls, verified as localhost)"), lines[1]);
+  BOOST_TEST(contains(lines[2], "free  subscribers 0  (unix socket)"), lines[2]);
 
   // Without the CA the servers' certificates are refused, and status says why.
   const auto refused = run_tool({"status", "--nodes", urls, resource}, {}, scratch.path());

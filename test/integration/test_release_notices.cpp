@@ -1,0 +1,327 @@
+// Waiters in other clients (other processes, as far as the servers can tell): releases announced
+// on client_options::release_channel wake them, the holder's TTL bounds their sleep when nothing is
+// announced, subscriptions come and go with the waiters, and a busy client hands the lock to its
+// own waiters only a bounded number of times in a row. Every waiter here has a backoff of seconds,
+// so acquiring within a fraction of that shows it was woken, not polling.
+
+#include "redlock/redlock.hpp"
+#include "support/async_test.hpp"
+#include "support/client_options.hpp"
+#include "support/printing.hpp"
+#include "support/redis_fleet.hpp"
+#include "support/sync_client.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using redlock::test::eventually;
+using redlock::test::fast_client_options;
+using redlock::test::lock_for;
+using redlock::test::ms_since;
+using redlock::test::redis_fleet;
+using redlock::test::renewal;
+using redlock::test::run_async;
+using redlock::test::sleep_for;
+using redlock::test::sync_client;
+using redlock::test::tuple_awaitable;
+using std::chrono::steady_clock;
+
+const std::string channel = "redlock:released";
+
+// A waiter that would sleep for seconds between rounds if nothing woke it.
+redlock::lock_options patient_lock(std::chrono::milliseconds ttl = 10s) {
+  auto options = lock_for(ttl);
+  options.retry = {5s, 5s, 1.0};
+  options.wait = 20s;
+  return options;
+}
+
+// Subscribers of the release channel on node `i` (PUBSUB NUMSUB).
+long long subscribers(redis_fleet& fleet, std::size_t i) {
+  sync_client c(fleet[i].port());
+  const auto reply = c.command({"PUBSUB", "NUMSUB", channel});
+  return reply.elements.size() == 2 ? reply.elements[1].integer : -1;
+}
+
+bool subscribed_everywhere(redis_fleet& fleet, long long expected) {
+  for (std::size_t i = 0; i < fleet.size(); ++i) {
+    if (subscribers(fleet, i) != expected) return false;
+  }
+  return true;
+}
+
+void on_every_node(redis_fleet& fleet, std::initializer_list<std::string_view> command) {
+  for (std::size_t i = 0; i < fleet.size(); ++i) {
+    sync_client c(fleet[i].port());
+    c.command(command);
+  }
+}
+
+// Acquires `resource` on `locks` in the background; `took` gets the milliseconds from now until
+// the lease was granted, and `lease` the lease.
+struct background_acquire {
+  std::optional<long long> took;
+  redlock::error_code ec;
+  redlock::lease lease;
+  asio::cancellation_signal cancel;
+  bool done = false;
+
+  void start(redlock::client& locks, const std::string& resource,
+             const redlock::lock_options& options) {
+    const auto started = steady_clock::now();
+    locks.async_acquire(
+        resource, options,
+        asio::bind_cancellation_slot(cancel.slot(),
+                                     [this, started](redlock::error_code e, redlock::lease l) {
+                                       ec = e;
+                                       lease = std::move(l);
+                                       took = ms_since(started);
+                                       done = true;
+                                     }));
+  }
+};
+
+// Holds "r" through `holder`, then has `waiter` wait for it until it is subscribed on every node.
+asio::awaitable<redlock::lease> hold_while_waited_for(redis_fleet& fleet, redlock::client& holder,
+                                                      redlock::client& waiter,
+                                                      background_acquire& b) {
+  auto [ec, held] = co_await holder.async_acquire("r", lock_for(10s), tuple_awaitable);
+  BOOST_TEST_REQUIRE(!ec, held.diagnostics());
+  b.start(waiter, "r", patient_lock());
+  BOOST_TEST_REQUIRE(co_await eventually([&] { return subscribed_everywhere(fleet, 1); }, 3s, 20ms),
+                     "the waiting client subscribes on every node");
+  co_return std::move(held);
+}
+
+// Releases `held` and checks that the sleeping waiter `b` got the lock within a few round trips:
+// a backoff of 5 s would have it wait seconds. Then releases the waiter's lease.
+asio::awaitable<void> release_and_check_prompt_wake(redlock::lease& held, background_acquire& b) {
+  co_await sleep_for(300ms);  // well into its sleep
+  BOOST_TEST_REQUIRE(!b.done);
+  const auto released = steady_clock::now();
+  co_await held.async_release(tuple_awaitable);
+  BOOST_TEST(co_await eventually([&] { return b.done; }, 4s));
+  BOOST_TEST_REQUIRE(!b.ec, b.ec.message() << ": " << b.lease.diagnostics());
+  BOOST_TEST(ms_since(released) < 1000, "acquired " << ms_since(released) << " ms after");
+  co_await b.lease.async_release(tuple_awaitable);
+}
+
+}  // namespace
+
+// g++ 12 inlines Asio's frame allocator (aligned_alloc) into these tests' coroutines and then
+// mistakes the frame's matching operator delete for a mismatch; the pair is Asio's own.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+BOOST_AUTO_TEST_SUITE(release_notices)
+
+BOOST_AUTO_TEST_CASE(a_release_wakes_a_waiter_of_another_client_at_once) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client holder(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client waiter(io.get_executor(), fleet.configs(), fast_client_options());
+    background_acquire b;
+    auto held = co_await hold_while_waited_for(fleet, holder, waiter, b);
+    co_await release_and_check_prompt_wake(held, b);
+    BOOST_TEST(co_await eventually([&] { return subscribed_everywhere(fleet, 0); }, 3s, 20ms),
+               "no subscription is left once nobody waits");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(expiry_and_a_plain_del_announce_nothing_and_the_ttl_bounds_the_wait) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client holder(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client waiter(io.get_executor(), fleet.configs(), fast_client_options());
+
+    // Expiry: the holder stops renewing and vanishes; the waiter's backoff is 5 s.
+    {
+      auto [ec, held] =
+          co_await holder.async_acquire("expires", lock_for(1500ms, renewal::off), tuple_awaitable);
+      BOOST_TEST_REQUIRE(!ec, held.diagnostics());
+      const auto acquired = steady_clock::now();
+      background_acquire b;
+      b.start(waiter, "expires", patient_lock());
+      BOOST_TEST(co_await eventually([&] { return b.done; }, 6s));
+      BOOST_TEST_REQUIRE(!b.ec, b.ec.message() << ": " << b.lease.diagnostics());
+      const auto after = ms_since(acquired);
+      BOOST_TEST(after >= 1400, "acquired only " << after << " ms after the holder");
+      BOOST_TEST(after < 3000, "acquired " << after << " ms after the holder, TTL 1500 ms");
+      co_await b.lease.async_release(tuple_awaitable);
+    }
+    // An operator's DEL while the waiter sleeps: found by the TTL bound, not the backoff.
+    {
+      auto [ec, held] =
+          co_await holder.async_acquire("deleted", lock_for(2000ms, renewal::off), tuple_awaitable);
+      BOOST_TEST_REQUIRE(!ec, held.diagnostics());
+      const auto acquired = steady_clock::now();
+      background_acquire b;
+      b.start(waiter, "deleted", patient_lock());
+      co_await sleep_for(300ms);
+      on_every_node(fleet, {"DEL", "deleted"});
+      BOOST_TEST(co_await eventually([&] { return b.done; }, 6s));
+      BOOST_TEST_REQUIRE(!b.ec, b.ec.message() << ": " << b.lease.diagnostics());
+      BOOST_TEST(ms_since(acquired) < 3500, "acquired " << ms_since(acquired) << " ms after");
+      co_await b.lease.async_release(tuple_awaitable);
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_release_between_the_refusal_and_the_subscription_is_not_lost) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client holder(io.get_executor(), fleet.configs(), fast_client_options());
+    auto [ec, held] = co_await holder.async_acquire("r", lock_for(10s), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, held.diagnostics());
+
+    // The waiter's first refusal is logged before it subscribes: the key goes right then, by a
+    // DEL that announces nothing.
+    bool deleted = false;
+    auto options = fast_client_options();
+    options.logger = [&](redlock::log_level, std::string_view message) {
+      if (!deleted && message.find("not acquired") != std::string_view::npos) {
+        deleted = true;
+        on_every_node(fleet, {"DEL", "r"});
+      }
+    };
+    redlock::client waiter(io.get_executor(), fleet.configs(), options);
+    const auto started = steady_clock::now();
+    auto [wait_ec, lease] = co_await waiter.async_acquire("r", patient_lock(), tuple_awaitable);
+    BOOST_TEST_REQUIRE(deleted);
+    BOOST_TEST_REQUIRE(!wait_ec, wait_ec.message() << ": " << lease.diagnostics());
+    BOOST_TEST(ms_since(started) < 2000, "acquired after " << ms_since(started) << " ms");
+    co_await lease.async_release(tuple_awaitable);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(killed_subscriptions_come_back_and_wake_the_waiter) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client holder(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client waiter(io.get_executor(), fleet.configs(), fast_client_options());
+    background_acquire b;
+    auto held = co_await hold_while_waited_for(fleet, holder, waiter, b);
+    on_every_node(fleet, {"CLIENT", "KILL", "TYPE", "pubsub"});
+    BOOST_TEST(co_await eventually([&] { return subscribed_everywhere(fleet, 1); }, 3s, 20ms),
+               "the waiter subscribes again");
+    co_await release_and_check_prompt_wake(held, b);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_node_restarted_while_waiting_is_subscribed_again) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client holder(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client waiter(io.get_executor(), fleet.configs(), fast_client_options());
+    background_acquire b;
+    auto held = co_await hold_while_waited_for(fleet, holder, waiter, b);
+    fleet[0].restart();  // the key is gone there (no persistence); the others still hold it
+    BOOST_TEST(co_await eventually([&] { return subscribers(fleet, 0) == 1; }, 3s, 20ms),
+               "subscribed again on the restarted node");
+    // Still held on 2 of 3 nodes: only the release frees it.
+    co_await release_and_check_prompt_wake(held, b);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(cancelled_and_timed_out_waits_leave_no_subscription) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client holder(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client waiter(io.get_executor(), fleet.configs(), fast_client_options());
+    auto [ec, held] = co_await holder.async_acquire("r", lock_for(10s), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, held.diagnostics());
+
+    // Several waiters of one client share one subscription per node.
+    background_acquire first, second;
+    first.start(waiter, "r", patient_lock());
+    second.start(waiter, "r", patient_lock());
+    BOOST_TEST_REQUIRE(
+        co_await eventually([&] { return subscribed_everywhere(fleet, 1); }, 3s, 20ms));
+    first.cancel.emit(asio::cancellation_type::terminal);
+    BOOST_TEST(co_await eventually([&] { return first.done; }, 2s));
+    BOOST_TEST((first.ec == asio::error::operation_aborted), first.ec.message());
+    co_await sleep_for(200ms);
+    BOOST_TEST(subscribed_everywhere(fleet, 1), "the other waiter still listens");
+    second.cancel.emit(asio::cancellation_type::terminal);
+    BOOST_TEST(co_await eventually([&] { return second.done; }, 2s));
+    BOOST_TEST(co_await eventually([&] { return subscribed_everywhere(fleet, 0); }, 3s, 20ms),
+               "no subscription is left");
+
+    // A wait that runs out.
+    auto options = patient_lock();
+    options.wait = 700ms;
+    auto [timeout_ec, none] = co_await waiter.async_acquire("r", options, tuple_awaitable);
+    BOOST_TEST((timeout_ec == redlock::error::wait_timeout), timeout_ec.message());
+    BOOST_TEST(co_await eventually([&] { return subscribed_everywhere(fleet, 0); }, 3s, 20ms));
+    co_await held.async_release(tuple_awaitable);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_busy_client_hands_off_locally_only_a_bounded_number_of_times) {
+  // Client `busy` has two coroutines that take turns on the lock forever; client `other` waits
+  // once. With the bound, the lock leaves `busy` after local_handoffs hand-offs; without it (a
+  // bound of "never compete"), `other` starves while the lock passes between the two.
+  for (const unsigned handoffs : {4u, 1'000'000u}) {
+    redis_fleet fleet(3);
+    run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+      redlock::client busy(io.get_executor(), fleet.configs(), fast_client_options());
+      redlock::client other(io.get_executor(), fleet.configs(), fast_client_options());
+      auto options = lock_for(10s);
+      options.local_handoffs = handoffs;
+      bool stop = false;
+      int turns = 0;
+      auto taker = [&]() -> asio::awaitable<void> {
+        while (!stop) {
+          auto [ec, lease] = co_await busy.async_acquire("r", options, tuple_awaitable);
+          if (ec) continue;
+          ++turns;
+          co_await sleep_for(20ms);
+          co_await lease.async_release(tuple_awaitable);
+        }
+      };
+      asio::co_spawn(io, taker(), asio::detached);
+      asio::co_spawn(io, taker(), asio::detached);
+      BOOST_TEST_REQUIRE(co_await eventually([&] { return turns >= 2; }, 2s));
+
+      background_acquire b;
+      auto waiting = patient_lock();
+      waiting.wait = 1500ms;
+      b.start(other, "r", waiting);
+      BOOST_TEST(co_await eventually([&] { return b.done; }, 3s));
+      if (handoffs == 4) {
+        BOOST_TEST(!b.ec, "with the bound: " << b.ec.message());
+        // At most 5 holds of 20 ms, then one competition.
+        BOOST_TEST(*b.took < 1000, "acquired after " << *b.took << " ms");
+      } else {
+        BOOST_TEST((b.ec == redlock::error::wait_timeout),
+                   "without the bound the other client starves: " << b.ec.message());
+      }
+      if (!b.ec) co_await b.lease.async_release(tuple_awaitable);
+      stop = true;
+      co_await sleep_for(100ms);
+    });
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
