@@ -5,9 +5,9 @@
 //                 [--table]
 //
 // NAME is one of the workloads in the table below (latency, throughput, contention,
-// contention_procs, slow_node, renewal_scale, scale_curve, tls) or all. Without --nodes it starts
-// five redis-server children on free loopback ports (and stops them). --quick: one run with tiny
-// sizes.
+// contention_procs, slow_node, renewal_scale, scale_curve, tls, wake_latency) or all. Without
+// --nodes it starts five redis-server children on free loopback ports (and stops them). --quick:
+// one run with tiny sizes.
 // --table: after the JSON lines, a readable table of the medians. bench/run.sh runs them all.
 //
 // It is a measuring tool: nothing is asserted about the figures. A workload that stops making
@@ -45,6 +45,7 @@ constexpr workload workloads[] = {
     {"renewal_scale", run_renewal_scale, renewal_scale_params},
     {"scale_curve", run_scale_curve, scale_curve_params},
     {"tls", run_tls, tls_params},
+    {"wake_latency", run_wake_latency, wake_latency_params},
 };
 
 constexpr std::string_view usage =

@@ -5,6 +5,7 @@
 
 #include "bench_support.hpp"
 #include "support/async_test.hpp"
+#include "support/sync_client.hpp"
 #include "workloads/contention.hpp"
 #include "workloads/workloads.hpp"
 
@@ -110,12 +111,15 @@ class report_reader {
 // mistakes the frame's matching operator delete for a mismatch; the pair is Asio's own.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-asio::awaitable<void> child_work(const std::vector<redlock::node_config>& nodes, int go_fd,
-                                 int report_fd, clock_type::duration length, contention_state& st) {
+asio::awaitable<void> child_work(const std::vector<redlock::node_config>& nodes, bool announce,
+                                 int go_fd, int report_fd, clock_type::duration length,
+                                 contention_state& st) {
   const auto ex = co_await asio::this_coro::executor;
   const std::vector<redlock::node_config> witness_node(1, nodes.front());
   connection_set witness(ex, witness_node);
-  redlock::client client(ex, nodes, bench_client_options);
+  auto options = bench_client_options;
+  if (!announce) options.release_channel.clear();
+  redlock::client client(ex, nodes, options);
   st.quorum = client.quorum();
   co_await must_ping(client);
   const std::string_view ping[] = {"PING"};
@@ -137,7 +141,7 @@ asio::awaitable<void> child_work(const std::vector<redlock::node_config>& nodes,
 
 // The body of one forked contender process. It must never return into the parent's code (which
 // owns the node fleet), so it ends with _Exit, skipping every destructor it inherited.
-[[noreturn]] void run_child(const std::vector<redlock::node_config>& nodes,
+[[noreturn]] void run_child(const std::vector<redlock::node_config>& nodes, bool announce,
                             const contention_state& prototype, int go_fd, int report_fd,
                             clock_type::duration length) {
   int code = 0;
@@ -145,7 +149,7 @@ asio::awaitable<void> child_work(const std::vector<redlock::node_config>& nodes,
     contention_state st = prototype;
     st.per_contender.assign(contenders_per_process, 0);
     asio::io_context io(1);
-    drive(io, child_work(nodes, go_fd, report_fd, length, st), hang_limit + length,
+    drive(io, child_work(nodes, announce, go_fd, report_fd, length, st), hang_limit + length,
           "contention_procs child",
           [&] { return fmt::format("stage '{}', acquisitions {}", st.stage, st.acquisitions); });
     write_value<std::uint64_t>(report_fd, st.quorum);
@@ -186,11 +190,28 @@ std::int64_t witness_command(const std::vector<redlock::node_config>& nodes,
   return value;
 }
 
-}  // namespace
+// Commands the nodes have processed so far, summed (INFO stats); 0 when a node cannot tell.
+double commands_processed(const std::vector<redlock::node_config>& nodes) {
+  double total = 0;
+  for (const auto& node : nodes) {
+    if (node.tls.enabled || !node.unix_path.empty()) return 0;
+    try {
+      redlock::test::sync_client c(node.port, node.password, node.username);
+      const auto info = c.command({"INFO", "stats"}).text;
+      const std::string_view field = "total_commands_processed:";
+      const auto at = info.find(field);
+      if (at == std::string::npos) return 0;
+      total += std::stod(info.substr(at + field.size()));
+    } catch (const std::exception&) {
+      return 0;
+    }
+  }
+  return total;
+}
 
-run_result run_contention_procs(const run_context& context) {
+// One measurement: 4 processes with release announcements on or off.
+run_result measure_procs(const run_context& context, bool announce, const std::string& prefix) {
   const auto length = run_length(context.quick);
-  const std::string prefix = key_prefix("contention_procs", context.run);
   contention_state prototype;
   prototype.key = prefix + "lock";
   prototype.witness_key = prefix + "counter";
@@ -232,7 +253,7 @@ run_result run_contention_procs(const run_context& context) {
       ::close(go_pipe[1]);
       for (const int fd : reports)
         ::close(fd);
-      run_child(context.nodes, prototype, go_pipe[0], report_pipe[1], length);
+      run_child(context.nodes, announce, prototype, go_pipe[0], report_pipe[1], length);
     }
     ::close(report_pipe[1]);
     children.push_back(child);
@@ -241,11 +262,13 @@ run_result run_contention_procs(const run_context& context) {
 
   std::vector<child_report> results(processes);
   double seconds = 0;
+  double commands_before = 0;
   try {
     const auto setup_deadline = clock_type::now() + hang_limit;
     for (const int fd : reports) {
       report_reader(fd, setup_deadline).value<char>();
     }
+    commands_before = commands_processed(context.nodes);
     const std::string go(processes, 'g');
     write_all(go_pipe[1], go.data(), go.size());
     const auto start = clock_type::now();
@@ -279,6 +302,7 @@ run_result run_contention_procs(const run_context& context) {
   ::close(go_pipe[1]);
   if (failed > 0) throw std::runtime_error(fmt::format("{} contender processes failed", failed));
 
+  const double commands_after = commands_processed(context.nodes);
   const auto counter = witness_command(context.nodes, {"GET", prototype.witness_key});
   witness_command(context.nodes, {"DEL", prototype.witness_key});
 
@@ -320,8 +344,43 @@ run_result run_contention_procs(const run_context& context) {
       {"fairness_processes", *max_p > 0 ? *min_p / *max_p : 0, 3},
       {"gave_up", static_cast<double>(gave_up), 0},
       {"lost_updates", total - static_cast<double>(counter), 0},
+      // Everything the nodes ran during the measurement but the witness's GET and SET: the
+      // lock's rounds, PTTLs, cleanups, releases, and the subscribers' handshakes.
+      {"commands_per_acquisition",
+       total > 0 && commands_before > 0 ? (commands_after - commands_before) / total - 2 : 0, 1},
       {"errors", static_cast<double>(errors), 0},
   };
+  return out;
+}
+
+}  // namespace
+
+// With announcements (the default) and without (client_options::release_channel empty), in
+// alternating order from run to run; the second's figures carry the suffix "_no_notify".
+run_result run_contention_procs(const run_context& context) {
+  const std::string prefix = key_prefix("contention_procs", context.run);
+  run_result with, without;
+  if (context.run % 2 == 0) {
+    with = measure_procs(context, true, prefix + "on-");
+    without = measure_procs(context, false, prefix + "off-");
+  } else {
+    without = measure_procs(context, false, prefix + "off-");
+    with = measure_procs(context, true, prefix + "on-");
+  }
+  run_result out = std::move(with);
+  const auto errors_at = std::find_if(out.figures.begin(), out.figures.end(),
+                                      [](const auto& f) { return f.name == "errors"; });
+  double errors = errors_at != out.figures.end() ? errors_at->value : 0;
+  if (errors_at != out.figures.end()) out.figures.erase(errors_at);
+  for (auto& f : without.figures) {
+    if (f.name == "errors") {
+      errors += f.value;
+      continue;
+    }
+    f.name += "_no_notify";
+    out.figures.push_back(std::move(f));
+  }
+  out.figures.push_back({"errors", errors, 0});
   return out;
 }
 

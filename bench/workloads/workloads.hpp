@@ -42,6 +42,11 @@ std::string contention_procs_params(bool quick);
 run_result run_tls(const run_context& context);
 std::string tls_params(bool quick);
 
+// A release in one client, the acquisition of its waiter in another: with release announcements
+// and without, against one uncontended acquire.
+run_result run_wake_latency(const run_context& context);
+std::string wake_latency_params(bool quick);
+
 }  // namespace redlock::bench
 
 #endif

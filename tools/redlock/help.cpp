@@ -89,7 +89,8 @@ redlock status [OPTIONS] RESOURCE
     TLS options         see below
     -h, --help          this help
   A TLS node's line ends in "tls, verified as NAME" (or "tls, NOT verified"), a Unix socket's in
-  "unix socket".
+  "unix socket". "subscribers N" counts the clients that wait for some lock on that node: lock
+  clients subscribe to release announcements (channel redlock:released) while they wait.
 
 )";
 

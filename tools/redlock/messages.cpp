@@ -129,7 +129,10 @@ std::string node_failure_reason(error_code ec, std::string_view text) {
 }
 
 std::string format_node_report(const node_report& report) {
-  const std::string link = report.link.empty() ? std::string() : fmt::format("  ({})", report.link);
+  std::string link = report.link.empty() ? std::string() : fmt::format("  ({})", report.link);
+  if (report.subscribers && !report.error) {
+    link = fmt::format("  subscribers {}", *report.subscribers) + link;
+  }
   if (report.error) {
     // "misconfigured" is one character wider than the state column; the reason follows it.
     return fmt::format("{:<21} {}{}{}", report.address,

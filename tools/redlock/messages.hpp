@@ -71,6 +71,9 @@ struct node_report {
   // How the node was reached when not plain TCP: "tls, verified as NAME", "tls, NOT verified",
   // "unix socket"; shown at the end of the line.
   std::string link;
+  // Clients subscribed to release announcements on this node (PUBSUB NUMSUB of the default
+  // release channel): lock clients with acquires waiting for some lock. Unset: not asked.
+  std::optional<long long> subscribers;
 };
 
 // The first 8 characters of a token (or any value), unprintable bytes shown as '?'.

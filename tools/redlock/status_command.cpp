@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -95,24 +96,38 @@ int status_command(const status_options& options) {
 
   const auto& nodes = options.nodes;
   std::vector<node_report> reports(nodes.size());
+  std::vector<std::optional<long long>> subscribers(nodes.size());
   std::vector<std::shared_ptr<detail::connection>> connections;
-  std::size_t pending = nodes.size();
+  std::size_t pending = 2 * nodes.size();
+  const auto answered = [&] {
+    // Each request has its deadline, so this is reached within the timeout; closing the
+    // connections then lets the io_context run out of work.
+    if (--pending == 0) {
+      for (const auto& connection : connections)
+        connection->close();
+    }
+  };
+  const std::string channel = client_options{}.release_channel;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     connections.push_back(detail::connection::create(io.get_executor(), nodes[i], settings));
     connections.back()->async_exec({"EVAL", read_script, "1", options.resource}, request,
                                    [&, i](error_code ec, resp::value reply) {
                                      reports[i] = interpret(nodes[i], ec, reply);
                                      reports[i].link = describe_link(nodes[i], *connections[i]);
-                                     // Each request has its deadline, so this is reached within the
-                                     // timeout; closing the connections then lets the io_context
-                                     // run out of work.
-                                     if (--pending == 0) {
-                                       for (const auto& connection : connections)
-                                         connection->close();
-                                     }
+                                     answered();
                                    });
+    // ["redlock:released", N]: how many clients wait for some lock on this node.
+    connections.back()->async_exec(
+        {"PUBSUB", "NUMSUB", channel}, request, [&, i](error_code ec, resp::value reply) {
+          if (!ec && reply.elements.size() == 2 && reply.elements[1].kind == resp::type::integer) {
+            subscribers[i] = reply.elements[1].integer;
+          }
+          answered();
+        });
   }
   io.run();
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    reports[i].subscribers = subscribers[i];
 
   for (const auto& report : reports)
     fmt::print("{}\n", format_node_report(report));
