@@ -133,6 +133,7 @@ class acquire_op final : public abortable,
   void compete(steady_clock::time_point key_gone_by) {
     if (stage_ != stage::queued) return;
     const auto now = steady_clock::now();
+    competing_ = true;
     watch_.reset_all_held(client_->size(), client_->quorum(), key_gone_by);
     sleep(now);
   }
@@ -188,14 +189,20 @@ class acquire_op final : public abortable,
   // copy.
   //
   // Rounds after the first also send PTTL behind each SET (slot 1 of the ballot): what a refusal
-  // needs to bound the wait. The first round of an uncontended lock does not pay for it.
+  // needs to bound the wait. The first round of an uncontended lock, or of a local hand-off, does
+  // not pay for it; that of an op competing after a hand-off limit does, and if every node was
+  // subscribed when it was sent, a refusal needs no second look (see decided).
   void begin_round() {
     stage_ = stage::in_round;
     woken_ = false;
     const auto per_node = client_->options_for(lock_request::set);
+    const auto* listener = client_->listener();
+    covered_round_ = competing_ && listening_ && listener != nullptr && listener->all_subscribed();
     if (rounds_++ == 0) {
       open_round();
-      client_->fan_out(set_command_, *this, open_ballot(), per_node);
+      const auto first_tag = open_ballot();
+      client_->fan_out(set_command_, *this, first_tag, per_node);
+      if (competing_) client_->fan_out(pttl_command_, *this, first_tag + client_->size(), per_node);
       return;
     }
     lease_->token = make_lock_token();
@@ -274,8 +281,9 @@ class acquire_op final : public abortable,
                           client_->options().drift_factor);
       }
     }
+    const bool first_look = rounds_ == 1 && !covered_round_;
     listen();
-    if (rounds_ == 1) {
+    if (first_look) {
       // Known neither when the key expires nor whether a release would be heard: once subscribed,
       // try again (asking PTTL this time).
       stage_ = stage::subscribing;
@@ -502,6 +510,10 @@ class acquire_op final : public abortable,
   std::vector<std::optional<holder_ttl>> holder_ttls_;  // the current round's PTTL replies
   steady_clock::time_point backoff_until_{};
   bool woken_ = false;      // the next round is due after wake_jitter; later news changes nothing
+  // The current round was sent while every node was subscribed for this op: a release after it is
+  // heard.
+  bool covered_round_ = false;
+  bool competing_ = false;  // became first in line through compete(), not a hand-off
   bool listening_ = false;  // holds an interest in release announcements
 };
 
