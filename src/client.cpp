@@ -509,7 +509,7 @@ class acquire_op final : public abortable,
   unsigned watch_round_ = 0;
   std::vector<std::optional<holder_ttl>> holder_ttls_;  // the current round's PTTL replies
   steady_clock::time_point backoff_until_{};
-  bool woken_ = false;      // the next round is due after wake_jitter; later news changes nothing
+  bool woken_ = false;  // the next round is due after wake_jitter; later news changes nothing
   // The current round was sent while every node was subscribed for this op: a release after it is
   // heard.
   bool covered_round_ = false;
