@@ -196,13 +196,19 @@ class acquire_op final : public abortable,
     stage_ = stage::in_round;
     woken_ = false;
     const auto per_node = client_->options_for(lock_request::set);
-    const auto* listener = client_->listener();
-    covered_round_ = competing_ && listening_ && listener != nullptr && listener->all_subscribed();
+    // Only an op that listens can be covered, so an uncontended acquire never touches the
+    // listener.
+    if (competing_ && listening_) {
+      const auto* listener = client_->listener();
+      covered_round_ = listener != nullptr && listener->all_subscribed();
+    } else {
+      covered_round_ = false;
+    }
     if (rounds_++ == 0) {
       open_round();
       const auto first_tag = open_ballot();
       client_->fan_out(set_command_, *this, first_tag, per_node);
-      if (competing_) client_->fan_out(pttl_command_, *this, first_tag + client_->size(), per_node);
+      if (competing_) ask_holder_ttls(first_tag, per_node);
       return;
     }
     lease_->token = make_lock_token();
@@ -211,6 +217,12 @@ class acquire_op final : public abortable,
     open_round();
     const auto first_tag = open_ballot();
     client_->fan_out(std::move(command), *this, first_tag, per_node);
+    ask_holder_ttls(first_tag, per_node);
+  }
+
+  // PTTL behind this round's SET on every node (slot 1 of the ballot).
+  void ask_holder_ttls(std::size_t first_tag, const request_options& per_node) {
+    holder_ttls_.assign(client_->size(), std::nullopt);
     client_->fan_out(pttl_command_, *this, first_tag + client_->size(), per_node);
   }
 
@@ -219,7 +231,7 @@ class acquire_op final : public abortable,
                                            .ttl = lease_->options.ttl,
                                            .drift_factor = client_->options().drift_factor,
                                            .start = steady_clock::now()});
-    holder_ttls_.assign(client_->size(), std::nullopt);
+    holder_ttls_.clear();  // no allocation: most rounds ask no PTTL
   }
 
   // A PTTL reply (slot 1) of the current round. It arrives right behind its node's SET reply, so
