@@ -555,16 +555,20 @@ BOOST_AUTO_TEST_CASE(noscript_resend_keeps_its_place_among_unwritten_requests) {
     if (fake::is(cmd, "ECHO")) return fake_reply(fake::bulk(cmd.at(1)));
     return fake_reply(fake::error("ERR unexpected"));
   }));
+  // The sinks outlive the io_context: closing the connection may post a failure to them, and a
+  // posted handler that is never run still drops its reference when the context is destroyed.
+  const std::string first = command("ECHO", "first");
+  const std::string later = command("ECHO", "later");
+  std::function<void()> issue_later_now;
+  chaining_sink ignore(nullptr);
+  chaining_sink issue_later([&] { issue_later_now(); });
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     auto conn = connect_to(io, server);
     co_await exec(conn, command("ECHO", "warm"));
-    static const std::string first = command("ECHO", "first");
-    static const std::string later = command("ECHO", "later");
-    chaining_sink ignore(nullptr);
-    chaining_sink issue_later([&] {
+    issue_later_now = [&] {
       conn->exec_direct(later, rd::request_options{2000ms}, ignore, 0,
                         std::chrono::steady_clock::now());
-    });
+    };
     const rd::script lua("return 1");
     const std::string_view keys[] = {"k"};
     const std::span<const std::string_view> args;
