@@ -52,6 +52,7 @@ constexpr std::string_view usage =
     "usage: redlock_bench --workload NAME|all\n"
     "                     [--nodes redis://h:p,redis://h:p,...] [--runs R] [--quick]\n"
     "                     [--node-timeout-ms N]   (default 100; raise it under valgrind)\n"
+    "                     [--release-channel NAME]   ('' turns release announcements off)\n"
     "                     [--table]   (then a readable table of the medians)\n";
 constexpr std::size_t own_node_count = 5;
 
@@ -111,6 +112,8 @@ settings parse(int argc, char** argv) {
       s.quick = true;
     } else if (arg == "--node-timeout-ms") {
       bench_client_options.node_timeout = std::chrono::milliseconds(parse_positive(arg, value()));
+    } else if (arg == "--release-channel") {
+      bench_client_options.release_channel = value();  // empty: releases announce nothing
     } else {
       throw usage_error(fmt::format("unknown argument '{}'", arg));
     }
