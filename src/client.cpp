@@ -28,13 +28,18 @@ using lock_request = client_impl::lock_request;
 namespace {
 
 // An acquire's answer from one node to SET NX PX: OK = granted, null = held by someone else.
-node_answer::kind classify_set_reply(error_code ec, const resp::value& reply, std::string& detail) {
+// `asked_ttl`: the round used acquire_script, whose refusal is the holder's PTTL (an integer).
+node_answer::kind classify_set_reply(error_code ec, const resp::value& reply, bool asked_ttl,
+                                     std::string& detail) {
   if (ec) {
     detail = reply.text;
     return node_answer::kind::failed;
   }
   if (reply.kind == resp::type::simple_string && reply.text == "OK") return node_answer::kind::yes;
-  if (reply.is_null()) return node_answer::kind::no;
+  // nil from SET NX; the holder's PTTL from the acquire script.
+  if (reply.is_null() || (asked_ttl && reply.kind == resp::type::integer)) {
+    return node_answer::kind::no;
+  }
   detail = fmt::format("unexpected reply {}", resp::to_debug_string(reply));
   return node_answer::kind::failed;
 }
@@ -56,8 +61,8 @@ node_answer::kind classify_set_reply(error_code ec, const resp::value& reply, st
 //    subscribes on every node. Its second round waits until that subscription is in place (or its
 //    node known down): a release between the refusal and the subscription would be missed, and
 //    the second round sees its effect instead. No lost wake-up.
-//  - Every round after the first also asks each node for the key's PTTL (in the same write as the
-//    SET), so a refused round knows when the holder's key expires at the latest.
+//  - Every round after the first sets the key with acquire_script, which answers a refusal with
+//    the key's PTTL, so a refused round knows when the holder's key expires at the latest.
 //  - Sleeping, it wakes on an announcement that may free a quorum (after client_impl::wake_jitter),
 //    or when a quorum can have expired (release_watch::free_by), or at its deadline. Its backoff
 //    only matters when that is not enough: announcements off or a node not subscribed, or no
@@ -69,7 +74,7 @@ class acquire_op final : public abortable,
  public:
   acquire_op(std::shared_ptr<client_impl> client, std::string resource, const lock_options& options,
              bool single_round, caller_handler<acquire_signature>&& caller)
-      : ballot_sink(client->size(), 2),
+      : ballot_sink(client->size()),
         client_(std::move(client)),
         lease_(std::make_shared<lease_state>(client_, std::move(resource), options)),
         single_round_(single_round),
@@ -94,7 +99,6 @@ class acquire_op final : public abortable,
     }
     lease_->token = make_lock_token();
     encode_set(set_command_);
-    if (!single_round_) resp::encode_command(pttl_command_, {"PTTL", lease_->resource});
     if (lease_->options.wait) deadline_ = steady_clock::now() + *lease_->options.wait;
 
     if (single_round_) {
@@ -177,6 +181,14 @@ class acquire_op final : public abortable,
     resp::encode_command(out, {"SET", lease_->resource, lease_->token, "NX", "PX", ttl});
   }
 
+  // The same SET through acquire_script, which also answers a refusal with the holder's PTTL.
+  std::string encode_set_asking_ttl() const {
+    const std::string ttl = std::to_string(lease_->options.ttl.count());
+    const std::string_view keys[] = {lease_->resource};
+    const std::string_view args[] = {lease_->token, ttl};
+    return encode_evalsha(acquire_script(), keys, args);
+  }
+
   // Every round has a token of its own. A request of an earlier round can still run on a node
   // after this round's SET: a cleanup release that met NOSCRIPT is resent as EVAL behind the
   // requests issued meanwhile, and a SET can sit in a slow node's queue. Were the token shared,
@@ -188,14 +200,14 @@ class acquire_op final : public abortable,
   // of earlier rounds may still be queued with a view of it) but give their requests their own
   // copy.
   //
-  // Rounds after the first also send PTTL behind each SET (slot 1 of the ballot): what a refusal
-  // needs to bound the wait. The first round of an uncontended lock, or of a local hand-off, does
-  // not pay for it; that of an op competing after a hand-off limit does, and if every node was
-  // subscribed when it was sent, a refusal needs no second look (see decided).
+  // Rounds after the first set the key through acquire_script, whose refusal carries the holder's
+  // PTTL: what a refusal needs to bound the wait, in one request per node. The first round of an
+  // uncontended lock, or of a local hand-off, sends a plain SET (no script to run); that of an op
+  // competing after a hand-off limit asks, and if every node was subscribed when it was sent, a
+  // refusal needs no second look (see decided).
   void begin_round() {
     stage_ = stage::in_round;
     woken_ = false;
-    const auto per_node = client_->options_for(lock_request::set);
     // Only an op that listens can be covered, so an uncontended acquire never touches the
     // listener.
     if (competing_ && listening_) {
@@ -204,26 +216,16 @@ class acquire_op final : public abortable,
     } else {
       covered_round_ = false;
     }
-    if (rounds_++ == 0) {
+    if (rounds_++ == 0 && !competing_) {
       open_round();
-      const auto first_tag = open_ballot();
-      client_->fan_out(set_command_, *this, first_tag, per_node);
-      if (competing_) ask_holder_ttls(first_tag, per_node);
+      client_->fan_out(set_command_, *this, open_ballot(), client_->options_for(lock_request::set));
       return;
     }
-    lease_->token = make_lock_token();
-    auto command = std::make_shared<std::string>();
-    encode_set(*command);
+    if (rounds_ > 1) lease_->token = make_lock_token();
     open_round();
-    const auto first_tag = open_ballot();
-    client_->fan_out(std::move(command), *this, first_tag, per_node);
-    ask_holder_ttls(first_tag, per_node);
-  }
-
-  // PTTL behind this round's SET on every node (slot 1 of the ballot).
-  void ask_holder_ttls(std::size_t first_tag, const request_options& per_node) {
     holder_ttls_.assign(client_->size(), std::nullopt);
-    client_->fan_out(pttl_command_, *this, first_tag + client_->size(), per_node);
+    client_->fan_out(std::make_shared<const std::string>(encode_set_asking_ttl()), *this,
+                     open_ballot(), client_->options_for(lock_request::set_asking_ttl));
   }
 
   void open_round() {
@@ -234,15 +236,12 @@ class acquire_op final : public abortable,
     holder_ttls_.clear();  // no allocation: most rounds ask no PTTL
   }
 
-  // A PTTL reply (slot 1) of the current round. It arrives right behind its node's SET reply, so
-  // usually after the round was decided: a sleeping op takes it into its plan at once.
-  void on_other_answer(std::size_t /*slot*/, std::size_t node, error_code ec,
-                       const resp::value& reply) override {
-    if (ec || reply.kind != resp::type::integer) return;
-    const auto now = steady_clock::now();
-    holder_ttls_[node] = holder_ttl{reply.integer, now};
+  // A refusal that carries the holder's PTTL. One that answers after the round was decided is
+  // taken into a sleeping op's plan at once.
+  void note_holder_ttl(std::size_t node, long long pttl_ms, steady_clock::time_point now) {
+    holder_ttls_[node] = holder_ttl{pttl_ms, now};
     if (stage_ != stage::sleeping || woken_ || watch_round_ != rounds_) return;
-    watch_.holder_ttl(node, reply.integer, now, client_->options().drift_factor);
+    watch_.holder_ttl(node, pttl_ms, now, client_->options().drift_factor);
     if (watch_.may_be_free()) return wake_soon();
     plan_wake(now);
   }
@@ -251,7 +250,8 @@ class acquire_op final : public abortable,
 
   void on_answer(std::size_t node, error_code ec, const resp::value& reply) override {
     std::string detail;
-    const auto what = classify_set_reply(ec, reply, detail);
+    const bool asked_ttl = !holder_ttls_.empty();
+    const auto what = classify_set_reply(ec, reply, asked_ttl, detail);
     // Any answer may decide the round, and the decision reads what is known of the nodes then.
     if (!round_->decided()) {
       for (std::size_t i = 0; i < client_->size(); ++i)
@@ -259,10 +259,15 @@ class acquire_op final : public abortable,
       if (!client_->duplicate_nodes().empty()) round_->set_nodes_not_independent();
     }
     const auto now = steady_clock::now();
+    const bool carries_ttl = asked_ttl && !ec && reply.kind == resp::type::integer;
+    if (carries_ttl && !round_->decided()) {
+      holder_ttls_[node] = holder_ttl{reply.integer, now};
+    }
     switch (round_->answer(node, make_answer(what, ec, reply, std::move(detail)), now)) {
       case acquire_round::step::decided_now:
         return decided(now);
       case acquire_round::step::decided_before:
+        if (carries_ttl) note_holder_ttl(node, reply.integer, now);
         return answered_after_decision(node);
       case acquire_round::step::undecided:
         return;
@@ -512,8 +517,7 @@ class acquire_op final : public abortable,
   stage stage_ = stage::idle;
   std::optional<acquire_round> round_;  // the current or last round
   resource_queue* queue_ = nullptr;     // set while this op is in it
-  std::string set_command_;   // the first round's SET key token NX PX ttl; read by the connections
-  std::string pttl_command_;  // PTTL key, the same for every round; read by the connections
+  std::string set_command_;  // the first round's SET key token NX PX ttl; read by the connections
   unsigned rounds_ = 0;
   bool acquired_ = false;  // the last round won
   // Waiting: where the lock is held and until when, as of round watch_round_.
@@ -655,6 +659,13 @@ request_options client_impl::options_for(lock_request kind,
     case lock_request::set:
     case lock_request::ping:
       per_node.skip_if_unresponsive = true;
+      break;
+    case lock_request::set_asking_ttl:
+      per_node.skip_if_unresponsive = true;
+      per_node.eval_fallback = &acquire_script();
+      // Not resent as EVAL: a SET that ran after its round's cleanup release would leave a key
+      // behind. The node's vote is lost for this round, and the script is loaded again.
+      per_node.noscript_is_final = true;
       break;
     case lock_request::extend:
       per_node.skip_if_unresponsive = true;

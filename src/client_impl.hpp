@@ -182,7 +182,7 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   //  - release: always sent, in order behind every SET it may have to undo; written also after its
   //    deadline, and kept for a node that is down until its next handshake (for at most the key's
   //    longest lifetime, given as `key_lifetime`), so that a broken link does not leave the key.
-  enum class lock_request : std::uint8_t { set, extend, release, ping };
+  enum class lock_request : std::uint8_t { set, set_asking_ttl, extend, release, ping };
 
   request_options options_for(lock_request kind,
                               std::chrono::milliseconds key_lifetime = {}) const noexcept;

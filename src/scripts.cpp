@@ -26,6 +26,19 @@ const script& release_script() {
   return lua;
 }
 
+// SET NX PX, and on refusal the holder's remaining TTL: one request per node for the rounds that
+// need both. PTTL through pcall, so that a user whose ACL does not allow it still acquires (its
+// refusals then carry no TTL, and waiting falls back to the backoff).
+const script& acquire_script() {
+  static const script lua(
+      "local granted = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) "
+      "if granted then return granted end "
+      "local left = redis.pcall('PTTL', KEYS[1]) "
+      "if type(left) == 'number' then return left end "
+      "return false");
+  return lua;
+}
+
 const script& extend_script() {
   static const script lua(
       "if redis.call('GET', KEYS[1]) == ARGV[1] then "
@@ -78,7 +91,7 @@ std::vector<connection_options::probe> permission_probes() {
 void prepare_for_lock(connection_options& settings) {
   // Loaded at every connect: an extension is never resent after NOSCRIPT (see extend_op), so its
   // script must be in the cache before the first one is written.
-  settings.preload = {&release_script(), &extend_script()};
+  settings.preload = {&release_script(), &extend_script(), &acquire_script()};
   settings.permission_probes = permission_probes();
 }
 

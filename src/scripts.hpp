@@ -19,6 +19,11 @@ namespace redlock::detail {
 const script& release_script();
 const script& extend_script();
 
+// acquire: KEYS[1] = resource, ARGV[1] = token, ARGV[2] = ttl in milliseconds. SET NX PX; returns
+// SET's +OK when granted, else the key's PTTL (an integer: ms left, or -1 for no expiry), or nil
+// when the PTTL could not be read.
+const script& acquire_script();
+
 // Classifies a script reply that is 1 for "done", 0 for "not our key".
 node_answer::kind classify_script_reply(boost::system::error_code ec, const resp::value& reply,
                                         std::string& detail);

@@ -5,8 +5,10 @@
 // so acquiring within a fraction of that shows it was woken, not polling.
 
 #include "redlock/redlock.hpp"
+#include "scripts.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
+#include "support/fake_server.hpp"
 #include "support/printing.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
@@ -18,8 +20,10 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -318,6 +322,102 @@ BOOST_AUTO_TEST_CASE(a_busy_client_hands_off_locally_only_a_bounded_number_of_ti
       co_await sleep_for(100ms);
     });
   }
+}
+
+// A refused round after the first asks for the holder's TTL in the same request as its SET (the
+// acquire script): no separate PTTL is sent, and the integer a refusal carries bounds the wait.
+// Three fake nodes refuse a plain SET and answer the script's first call with a PTTL of 300 ms,
+// then grant: the waiter, whose backoff is 5 s, acquires at about 300 ms.
+BOOST_AUTO_TEST_CASE(a_refusal_carries_the_holders_ttl_in_the_same_request) {
+  using redlock::test::fake_command;
+  using redlock::test::fake_reply;
+  namespace fake = redlock::test::fake;
+  std::vector<std::unique_ptr<redlock::test::fake_server>> nodes;
+  for (int i = 0; i < 3; ++i) {
+    auto script_calls = std::make_shared<std::atomic<int>>(0);
+    // Without with_handshake's translation: the script must arrive as EVALSHA.
+    nodes.push_back(std::make_unique<redlock::test::fake_server>(
+        [script_calls](const fake_command& cmd, std::size_t) -> fake_reply {
+          if (auto reply = fake::handshake_reply(cmd)) return *reply;
+          if (fake::is(cmd, "SET")) return fake_reply(fake::null_bulk());
+          if (fake::is(cmd, "EVALSHA") && cmd[1] == redlock::detail::acquire_script().sha1()) {
+            if (script_calls->fetch_add(1) == 0) return fake_reply(fake::integer(300));
+            return fake_reply(fake::ok());
+          }
+          if (fake::is(cmd, "EVALSHA")) return fake_reply(fake::integer(1));  // the release
+          return fake_reply(fake::error("ERR unexpected"));
+        }));
+  }
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    std::vector<redlock::node_config> configs;
+    for (const auto& node : nodes)
+      configs.push_back(node->config());
+    auto options = fast_client_options();
+    options.release_channel.clear();  // the fake nodes do not subscribe
+    redlock::client waiter(io.get_executor(), configs, options);
+    auto lock = patient_lock();
+    lock.wait = 4s;
+    const auto started = steady_clock::now();
+    auto [ec, lease] = co_await waiter.async_acquire("r", lock, tuple_awaitable);
+    const auto took = ms_since(started);
+    BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
+    BOOST_TEST(took >= 250, "acquired after " << took << " ms, before the holder's TTL ran out");
+    BOOST_TEST(took < 2500, "acquired after " << took << " ms: the PTTL did not bound the wait");
+    for (const auto& node : nodes) {
+      BOOST_TEST(node->commands_received("PTTL") == 0u);
+      BOOST_TEST(node->commands_received("SET") == 1u);
+      BOOST_TEST(node->commands_received("EVALSHA") >= 2u);
+    }
+    co_await lease.async_release(tuple_awaitable);
+  });
+}
+
+// A user whose ACL denies PTTL still acquires: the acquire script reads the TTL through pcall,
+// and its refusals then carry none, so the waiter relies on its backoff.
+BOOST_AUTO_TEST_CASE(a_user_who_may_not_run_pttl_still_waits_and_acquires) {
+  redlock::test::redis_server_options server_options;
+  server_options.acl_users = {"nopttl on >pw ~* &* +@all -pttl"};
+  redis_fleet fleet(3, server_options);
+  auto nodes = fleet.configs();
+  for (auto& node : nodes) {
+    node.username = "nopttl";
+    node.password = "pw";
+  }
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client holder(io.get_executor(), nodes, fast_client_options());
+    redlock::client waiter(io.get_executor(), nodes, fast_client_options());
+    // Never released: the key expires, which nobody announces.
+    auto [held_ec, held] =
+        co_await holder.async_acquire("r", lock_for(400ms, renewal::off), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!held_ec, held.diagnostics());
+    auto lock = lock_for(10s);
+    lock.wait = 5s;
+    auto [ec, lease] = co_await waiter.async_acquire("r", lock, tuple_awaitable);
+    BOOST_TEST(!ec, ec.message() << ": " << lease.diagnostics());
+    if (!ec) co_await lease.async_release(tuple_awaitable);
+  });
+}
+
+// SCRIPT FLUSH while a waiter waits: its next round's scripts are answered NOSCRIPT, which costs
+// that round the nodes' votes (never resent: a late SET could outlive its round's cleanup), and the
+// script is loaded again, so a later round acquires and no stray key is left.
+BOOST_AUTO_TEST_CASE(a_flushed_script_cache_costs_a_round_not_the_lock) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client holder(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client waiter(io.get_executor(), fleet.configs(), fast_client_options());
+    background_acquire b;
+    auto held = co_await hold_while_waited_for(fleet, holder, waiter, b);
+    on_every_node(fleet, {"SCRIPT", "FLUSH"});
+    co_await held.async_release(tuple_awaitable);
+    BOOST_TEST(co_await eventually([&] { return b.done; }, 8s));
+    BOOST_TEST_REQUIRE(!b.ec, b.ec.message() << ": " << b.lease.diagnostics());
+    for (std::size_t i = 0; i < fleet.size(); ++i) {
+      sync_client c(fleet[i].port());
+      BOOST_TEST(c.command({"GET", "r"}).text == b.lease.token());
+    }
+    co_await b.lease.async_release(tuple_awaitable);
+  });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

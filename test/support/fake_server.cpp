@@ -3,6 +3,7 @@
 #include "net/sha1.hpp"
 #include "resp/parser.hpp"
 #include "resp/value.hpp"
+#include "scripts.hpp"
 #include "support/async_test.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -184,10 +185,21 @@ bool is_permission_probe(const fake_command& command) {
   });
 }
 
+// EVALSHA sha 1 key token ttl (or EVAL source ...) of the client's acquire script, as the SET it
+// makes: "SET key token NX PX ttl". Anything else is returned as it is.
+fake_command as_acquire_set(const fake_command& command) {
+  const auto& lua = redlock::detail::acquire_script();
+  const bool calls_it = command.size() == 6 && command[2] == "1" &&
+                        ((is(command, "EVALSHA") && command[1] == lua.sha1()) ||
+                         (is(command, "EVAL") && command[1] == lua.source()));
+  if (!calls_it) return command;
+  return {"SET", command[3], command[4], "NX", "PX", command[5]};
+}
+
 fake_script with_handshake(fake_script rest) {
   return [rest = std::move(rest)](const fake_command& command, std::size_t connection) {
     if (auto reply = handshake_reply(command)) return *reply;
-    if (rest) return rest(command, connection);
+    if (rest) return rest(as_acquire_set(command), connection);
     return fake_reply(error("ERR unknown command '" + command.front() + "'"));
   };
 }

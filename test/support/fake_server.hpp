@@ -110,6 +110,9 @@ bool is_permission_probe(const fake_command& command);
 
 // A script that answers the handshake as handshake_reply() does and passes every other command
 // to `rest`. Without `rest`, other commands get "-ERR unknown command".
+// The client's acquire script (a SET NX PX that answers a refusal with the key's PTTL) reaches
+// `rest` as the SET it makes, so that a node modelled on SET answers it: +OK, nil and errors mean
+// the same from either.
 fake_script with_handshake(fake_script rest = {});
 
 // Case-insensitive comparison of a command's name (its first word) with `name`.
