@@ -327,7 +327,8 @@ BOOST_AUTO_TEST_CASE(a_busy_client_hands_off_locally_only_a_bounded_number_of_ti
 // A refused round after the first asks for the holder's TTL in the same request as its SET (the
 // acquire script): no separate PTTL is sent, and the integer a refusal carries bounds the wait.
 // Three fake nodes refuse a plain SET and answer the script's first call with a PTTL of 300 ms,
-// then grant: the waiter, whose backoff is 5 s, acquires at about 300 ms.
+// then grant. The waiter's backoff is drawn from up to 5 s; the TTL it learned makes it try again
+// by about 300 ms at the latest.
 BOOST_AUTO_TEST_CASE(a_refusal_carries_the_holders_ttl_in_the_same_request) {
   using redlock::test::fake_command;
   using redlock::test::fake_reply;
@@ -361,7 +362,6 @@ BOOST_AUTO_TEST_CASE(a_refusal_carries_the_holders_ttl_in_the_same_request) {
     auto [ec, lease] = co_await waiter.async_acquire("r", lock, tuple_awaitable);
     const auto took = ms_since(started);
     BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
-    BOOST_TEST(took >= 250, "acquired after " << took << " ms, before the holder's TTL ran out");
     BOOST_TEST(took < 2500, "acquired after " << took << " ms: the PTTL did not bound the wait");
     for (const auto& node : nodes) {
       BOOST_TEST(node->commands_received("PTTL") == 0u);
