@@ -1,5 +1,7 @@
 #include "bench_support.hpp"
 
+#include "support/sync_client.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -212,6 +214,29 @@ void drive(asio::io_context& io, asio::awaitable<void> work, clock_type::duratio
 
 std::string key_prefix(std::string_view workload, int run) {
   return fmt::format("redlock-bench:{}:{}:{}:", getpid(), workload, run);
+}
+
+// Requests the lock sends that the nodes have run so far, summed over the nodes; 0 when a node
+// cannot tell. INFO commandstats also counts the commands a script calls, so requests are counted
+// by what each one runs exactly once: a plain SET and the acquire script one SET, the release and
+// extend scripts one GET. The witness's GET and SET are among them, two per acquisition.
+double lock_requests_run(const std::vector<redlock::node_config>& nodes) {
+  double total = 0;
+  for (const auto& node : nodes) {
+    if (node.tls.enabled || !node.unix_path.empty()) return 0;
+    try {
+      redlock::test::sync_client c(node.port, node.password, node.username);
+      const auto info = c.command({"INFO", "commandstats"}).text;
+      for (const std::string_view name : {"set", "get"}) {
+        const std::string field = fmt::format("cmdstat_{}:calls=", name);
+        const auto at = info.find(field);
+        if (at != std::string::npos) total += std::stod(info.substr(at + field.size()));
+      }
+    } catch (const std::exception&) {
+      return 0;
+    }
+  }
+  return total;
 }
 
 }  // namespace redlock::bench

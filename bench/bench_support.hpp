@@ -48,6 +48,10 @@ double cpu_seconds();
 // User + system CPU seconds of other processes on this machine (our own redis-server children),
 // from /proc; 0 for a process that is gone.
 double cpu_seconds_of(const std::vector<pid_t>& pids);
+// Requests of the lock (SETs and scripts) that `nodes` have run so far, summed; 0 when a node
+// cannot tell (TLS, Unix socket, INFO refused). Every other command run meanwhile with SET or GET
+// counts too.
+double lock_requests_run(const std::vector<redlock::node_config>& nodes);
 
 // Failed operations grouped by what failed and why; the first diagnostics text of each group is
 // kept, so that a misbehaving library can be described precisely.

@@ -190,29 +190,6 @@ std::int64_t witness_command(const std::vector<redlock::node_config>& nodes,
   return value;
 }
 
-// Requests the lock sends that the nodes have run so far, summed over the nodes; 0 when a node
-// cannot tell. INFO commandstats also counts the commands a script calls, so requests are counted
-// by what each one runs exactly once: a plain SET and the acquire script one SET, the release and
-// extend scripts one GET. The witness's GET and SET are among them, two per acquisition.
-double lock_requests_run(const std::vector<redlock::node_config>& nodes) {
-  double total = 0;
-  for (const auto& node : nodes) {
-    if (node.tls.enabled || !node.unix_path.empty()) return 0;
-    try {
-      redlock::test::sync_client c(node.port, node.password, node.username);
-      const auto info = c.command({"INFO", "commandstats"}).text;
-      for (const std::string_view name : {"set", "get"}) {
-        const std::string field = fmt::format("cmdstat_{}:calls=", name);
-        const auto at = info.find(field);
-        if (at != std::string::npos) total += std::stod(info.substr(at + field.size()));
-      }
-    } catch (const std::exception&) {
-      return 0;
-    }
-  }
-  return total;
-}
-
 // One measurement: 4 processes with release announcements on or off.
 run_result measure_procs(const run_context& context, bool announce, const std::string& prefix) {
   const auto length = run_length(context.quick);

@@ -4,7 +4,8 @@
 // sample is the time from the release's start to B's lease. Measured with release announcements
 // (client_options::release_channel, the default) and without, alternating from run to run, next
 // to the holder's release: one fan-out round trip under the same conditions, the unit the figure
-// is judged in.
+// is judged in. Then a few long waits (the lock held for a second): the requests the waiter sends
+// meanwhile, with announcements and without.
 
 #include "bench_support.hpp"
 #include "workloads/workloads.hpp"
@@ -30,17 +31,21 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 struct wake_sizes {
   int samples;
-  int reference;  // uncontended acquires
+  int reference;   // uncontended acquires
+  int idle_waits;  // waits through a long hold
 };
 
+constexpr auto idle_hold = 1s;
+
 wake_sizes sizes_for(bool quick) {
-  return quick ? wake_sizes{20, 50} : wake_sizes{200, 500};
+  return quick ? wake_sizes{20, 50, 2} : wake_sizes{200, 500, 5};
 }
 
 struct wake_state {
   std::vector<double> wake_us;
   std::vector<double> acquire_us;
   std::vector<double> release_us;  // the holder's release: one fan-out after the same idle time
+  std::vector<double> idle_wait_requests;  // over all nodes, per wait through idle_hold
   int done = 0;
   error_tally errors;
 };
@@ -113,6 +118,40 @@ asio::awaitable<void> wake_work(const std::vector<redlock::node_config>& nodes, 
     }
     ++st.done;
   }
+
+  // The nodes' count of lock requests, taken once the holder has the lock and again once the
+  // waiter has it, less the holder's release (one request per node), is what the waiter sent: its
+  // rounds, the one that acquired included.
+  for (int i = 0; i < sizes.idle_waits; ++i) {
+    const std::string key = prefix + "idle" + std::to_string(i);
+    auto [ec, held] = co_await holder.async_acquire(key, lock, use_tuple);
+    if (ec) {
+      st.errors.add("holder acquire", ec, held.diagnostics());
+      continue;
+    }
+    const double before = lock_requests_run(nodes);
+    std::optional<clock_type::time_point> granted;
+    redlock::lease got;
+    auto wait_options = lock;
+    wait_options.wait = idle_hold + 5s;
+    waiter.async_acquire(key, wait_options, [&](redlock::error_code wait_ec, redlock::lease l) {
+      if (wait_ec) st.errors.add("waiter acquire", wait_ec, l.diagnostics());
+      got = std::move(l);
+      granted = clock_type::now();
+    });
+    co_await pause_for(idle_hold);
+    auto [release_ec] = co_await held.async_release(use_tuple);
+    if (release_ec) st.errors.add("holder release", release_ec, held.diagnostics());
+    while (!granted)
+      co_await pause_for(50us);
+    const double after = lock_requests_run(nodes);
+    if (got.held()) {
+      if (before > 0 && after > 0) {
+        st.idle_wait_requests.push_back(after - before - static_cast<double>(nodes.size()));
+      }
+      co_await got.async_release(use_tuple);
+    }
+  }
 }
 #pragma GCC diagnostic pop
 
@@ -128,8 +167,8 @@ run_result run_wake_latency(const run_context& context) {
     asio::io_context io(1);
     drive(io,
           wake_work(context.nodes, announce, key_prefix("wake-" + name, context.run), sizes, st),
-          hang_limit + std::chrono::seconds(sizes.samples / 5), "wake_latency " + name,
-          [&] { return fmt::format("{} samples done", st.done); });
+          hang_limit + std::chrono::seconds(sizes.samples / 5) + sizes.idle_waits * idle_hold,
+          "wake_latency " + name, [&] { return fmt::format("{} samples done", st.done); });
   };
   measure(context.run % 2 == 0);
   measure(context.run % 2 != 0);
@@ -146,6 +185,9 @@ run_result run_wake_latency(const run_context& context) {
       {"release_p50_us", round_trip, 1},
       {"wake_p50_vs_release", round_trip > 0 ? wake_p50 / round_trip : 0, 2},
       {"acquire_p50_us_hot", percentile(on.acquire_us, 0.5), 1},
+      // Requests over all nodes from a waiter through a hold of idle_hold.
+      {"idle_wait_requests", median(on.idle_wait_requests), 1},
+      {"idle_wait_requests_no_notify", median(off.idle_wait_requests), 1},
       {"errors", static_cast<double>(on.errors.total() + off.errors.total()), 0},
   };
   r.quorum = context.nodes.size() / 2 + 1;
@@ -154,8 +196,11 @@ run_result run_wake_latency(const run_context& context) {
 
 std::string wake_latency_params(bool quick) {
   const auto sizes = sizes_for(quick);
-  return fmt::format("\"samples\":{},\"reference_acquires\":{},\"asleep_ms\":30", sizes.samples,
-                     sizes.reference);
+  return fmt::format(
+      "\"samples\":{},\"reference_acquires\":{},\"asleep_ms\":30,\"idle_waits\":{},"
+      "\"idle_hold_ms\":{}",
+      sizes.samples, sizes.reference, sizes.idle_waits,
+      std::chrono::duration_cast<std::chrono::milliseconds>(idle_hold).count());
 }
 
 }  // namespace redlock::bench
