@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -279,7 +280,7 @@ class acquire_op final : public abortable,
     client_->note_round_trip(now - round_->start());
     const acquire_round::decision& round = round_->result();
     if (round.what == acquire_round::outcome::held) return succeed(round.valid_until);
-    release_where(round.clean);
+    clean_up_failed_round(round.clean);
     if (!round.retry) {
       // Misconfigured nodes (a wrong password, a missing permission, two names of one server)
       // make every later round fail the same way: say so now instead of retrying until `wait`.
@@ -394,10 +395,74 @@ class acquire_op final : public abortable,
   }
 
   // On each node the release runs after our SET: both travel on that node's one connection.
-  void release_where(const std::vector<bool>& targets) {
+  void release_where(const std::vector<bool>& targets, const std::string& token) {
     if (std::find(targets.begin(), targets.end(), true) == targets.end()) return;
-    client_->release_best_effort(lease_->resource, lease_->token, client_->release_channel(),
+    client_->release_best_effort(lease_->resource, token, client_->release_channel(),
                                  lease_->options.ttl, &targets);
+  }
+
+  // A failed round's keys are released where the node granted or may have (it failed): at once
+  // where it answered, and where its answer is still to come, once it comes, if it is not a
+  // refusal. In a contended round the nodes that answer after the decision have almost always
+  // refused, and a release sent to each of them would double the requests of a lost round. Those
+  // answers reach answered_after_decision, or on_earlier_answer once a later round has opened its
+  // ballot. Every request is answered in the end (a reply, an error, or the connection's failure),
+  // so a deferral is settled or, at the latest, sent unconditionally when the op finishes or when
+  // more than max_deferred_rounds rounds wait (a node that stopped answering for a while).
+  void clean_up_failed_round(const std::vector<bool>& targets) {
+    std::vector<bool> now = targets;
+    deferred_cleanup later{ballot(), lease_->token, !holder_ttls_.empty(),
+                           std::vector<bool>(targets.size(), false)};
+    bool any_later = false;
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+      if (targets[i] && round_->answers()[i].what == node_answer::kind::pending) {
+        now[i] = false;
+        later.nodes[i] = true;
+        any_later = true;
+      }
+    }
+    release_where(now, lease_->token);
+    if (!any_later) return;
+    if (deferred_.size() == max_deferred_rounds) {
+      release_where(deferred_.front().nodes, deferred_.front().token);
+      deferred_.pop_front();
+    }
+    deferred_.push_back(std::move(later));
+  }
+
+  void on_earlier_answer(std::size_t of_ballot, std::size_t node, error_code ec,
+                         const resp::value& reply) override {
+    for (const auto& waiting : deferred_) {
+      if (waiting.ballot != of_ballot) continue;
+      std::string detail;
+      const auto what = classify_set_reply(ec, reply, waiting.asked_ttl, detail);
+      return settle_deferred_cleanup(of_ballot, node,
+                                     make_answer(what, ec, reply, std::move(detail)));
+    }
+  }
+
+  // `node` answered `answer` to the failed round of ballot `of_ballot`.
+  void settle_deferred_cleanup(std::size_t of_ballot, std::size_t node, const node_answer& answer) {
+    const auto waiting =
+        std::find_if(deferred_.begin(), deferred_.end(),
+                     [&](const deferred_cleanup& d) { return d.ballot == of_ballot; });
+    if (waiting == deferred_.end() || node >= waiting->nodes.size() || !waiting->nodes[node])
+      return;
+    waiting->nodes[node] = false;
+    if (answer.what != node_answer::kind::no && !answer.unsent) {
+      std::vector<bool> only(client_->size(), false);
+      only[node] = true;
+      release_where(only, waiting->token);
+    }
+    if (std::find(waiting->nodes.begin(), waiting->nodes.end(), true) == waiting->nodes.end()) {
+      deferred_.erase(waiting);
+    }
+  }
+
+  void send_deferred_cleanups() {
+    for (const auto& waiting : deferred_)
+      release_where(waiting.nodes, waiting.token);
+    deferred_.clear();
   }
 
   void succeed(steady_clock::time_point valid_until) {
@@ -417,9 +482,10 @@ class acquire_op final : public abortable,
     done_.complete(error_code{}, make_lease());
   }
 
-  // The SETs of a successful round that answer after the decision: grants still count.
+  // The SETs of a round that answer after the decision: grants still count for a successful
+  // round, and a failed one's are released.
   void answered_after_decision(std::size_t node) {
-    if (!acquired_) return;
+    if (!acquired_) return settle_deferred_cleanup(ballot(), node, round_->answers()[node]);
     if (round_->answers()[node].what == node_answer::kind::yes) ++lease_->granted_nodes;
     note_if_degraded();
   }
@@ -438,6 +504,7 @@ class acquire_op final : public abortable,
 
   void finish(error_code ec) {
     const auto keep_alive = shared_from_this();  // leaving the queue may drop the last owner
+    send_deferred_cleanups();
     stage_ = stage::finished;
     if (timer_) timer_->cancel();
     client_->untrack(this);
@@ -465,12 +532,13 @@ class acquire_op final : public abortable,
       case stage::queued:
       case stage::subscribing:
       case stage::sleeping:
-        // Nothing of ours is on the nodes (a failed round was cleaned up before sleeping).
+        // Nothing of ours is on the nodes: a failed round was cleaned up before sleeping, but for
+        // the cleanups that wait for their node's answer, which finish sends now.
         lease_->diagnostics = "redlock: acquire cancelled while waiting";
         return finish(asio::error::operation_aborted);
       case stage::in_round:
         if ((type & (ct::terminal | ct::partial)) == ct::none) return;
-        release_where(round_->cleanup_targets());
+        release_where(round_->cleanup_targets(), lease_->token);
         lease_->diagnostics = "redlock: acquire cancelled during a round; released what it set";
         return finish(asio::error::operation_aborted);
       case stage::idle:
@@ -518,6 +586,15 @@ class acquire_op final : public abortable,
   std::optional<acquire_round> round_;  // the current or last round
   resource_queue* queue_ = nullptr;     // set while this op is in it
   std::string set_command_;  // the first round's SET key token NX PX ttl; read by the connections
+  // Failed rounds whose cleanup waits for some nodes' answers, oldest first.
+  struct deferred_cleanup {
+    std::size_t ballot;
+    std::string token;        // that round's
+    bool asked_ttl;           // how to read its answers (classify_set_reply)
+    std::vector<bool> nodes;  // still to answer
+  };
+  static constexpr std::size_t max_deferred_rounds = 32;
+  std::deque<deferred_cleanup> deferred_;
   unsigned rounds_ = 0;
   bool acquired_ = false;  // the last round won
   // Waiting: where the lock is held and until when, as of round watch_round_.

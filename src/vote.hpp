@@ -81,8 +81,12 @@ class ballot_sink : public reply_sink {
  public:
   void on_reply(std::size_t tag, boost::system::error_code ec, const resp::value& reply) final {
     const std::size_t width = nodes_ * slots_;
-    if (tag / width != ballot_) return;  // a late answer to an earlier ballot
     const std::size_t within = tag % width;
+    const std::size_t of_ballot = tag / width;
+    if (of_ballot != ballot_) {  // a late answer to an earlier ballot
+      if (within < nodes_) on_earlier_answer(of_ballot, within, ec, reply);
+      return;
+    }
     if (within < nodes_) return on_answer(within, ec, reply);
     on_other_answer(within / nodes_, within % nodes_, ec, reply);
   }
@@ -101,14 +105,20 @@ class ballot_sink : public reply_sink {
   explicit ballot_sink(std::size_t nodes, std::size_t slots = 1) : nodes_(nodes), slots_(slots) {}
   ~ballot_sink() = default;
 
-  // Starts a new ballot; replies of the previous one are dropped from now on. Returns the tag of
-  // node 0 in slot 0 for client_impl::fan_out; slot k's node 0 is that + k * nodes.
+  // Starts a new ballot; replies of earlier ones go to on_earlier_answer from now on. Returns the
+  // tag of node 0 in slot 0 for client_impl::fan_out; slot k's node 0 is that + k * nodes.
   std::size_t open_ballot() { return ++ballot_ * nodes_ * slots_; }
+  // The current ballot's number (0 before the first).
+  std::size_t ballot() const noexcept { return ballot_; }
 
   virtual std::shared_ptr<void> owner() = 0;  // shared_from_this()
   // A reply of the current ballot from `node`.
   virtual void on_answer(std::size_t node, boost::system::error_code ec,
                          const resp::value& reply) = 0;
+  // A slot-0 reply from `node` to the earlier ballot `ballot`, which arrived after a later ballot
+  // was opened. Most sinks ignore these.
+  virtual void on_earlier_answer(std::size_t /*ballot*/, std::size_t /*node*/,
+                                 boost::system::error_code /*ec*/, const resp::value& /*reply*/) {}
   // A reply of the current ballot to a request in slot `slot` (>= 1) from `node`.
   virtual void on_other_answer(std::size_t /*slot*/, std::size_t /*node*/,
                                boost::system::error_code /*ec*/, const resp::value& /*reply*/) {}

@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -962,6 +963,118 @@ BOOST_AUTO_TEST_CASE(a_stale_cleanup_never_deletes_a_later_rounds_key) {
     auto [release_ec] = co_await lease.async_release(tuple_awaitable);
     BOOST_TEST(!release_ec, release_ec.message());
   });
+}
+
+// A fake node that refuses every SET but the ones `answer_set` answers (given how many SETs it
+// has seen, this one included) and grants every release, logging the tokens of both.
+struct token_log {
+  std::mutex mutex;
+  std::vector<std::string> set_tokens;
+  std::vector<std::string> release_tokens;
+};
+
+std::unique_ptr<fake_node> token_logging_node(
+    std::shared_ptr<token_log> log,
+    std::function<std::optional<fake_reply>(std::size_t)> answer_set = {}) {
+  return std::make_unique<fake_node>(
+      fake::with_handshake([log, answer_set](const fake_command& cmd, std::size_t) -> fake_reply {
+        const std::lock_guard lock(log->mutex);
+        if (fake::is(cmd, "SET") && cmd.size() >= 3) {
+          log->set_tokens.push_back(cmd[2]);
+          if (answer_set) {
+            if (auto reply = answer_set(log->set_tokens.size())) return *reply;
+          }
+          return fake_reply(fake::null_bulk());
+        }
+        if (fake::is(cmd, "EVALSHA") && cmd.size() >= 5) {  // EVALSHA sha 1 key token ...
+          log->release_tokens.push_back(cmd[4]);
+          return fake_reply(fake::integer(1));
+        }
+        return fake_reply(fake::error("ERR unexpected"));
+      }));
+}
+
+// Three token-logging nodes (their logs in `logs`); node 2 answers its SETs through `answer_set`.
+std::vector<std::unique_ptr<fake_node>> nodes_with_a_slow_third(
+    std::vector<std::shared_ptr<token_log>>& logs,
+    std::function<std::optional<fake_reply>(std::size_t)> answer_set) {
+  std::vector<std::unique_ptr<fake_node>> nodes;
+  for (std::size_t i = 0; i < 3; ++i) {
+    logs.push_back(std::make_shared<token_log>());
+    nodes.push_back(token_logging_node(logs.back(), i == 2 ? answer_set : nullptr));
+  }
+  return nodes;
+}
+
+// An acquire of "late" on `nodes` that must time out after `wait`, then 50 ms for the cleanups
+// still under way.
+void acquire_until_the_wait_ends(const std::vector<std::unique_ptr<fake_node>>& nodes,
+                                 redlock::retry_policy retry, std::chrono::milliseconds wait) {
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    std::vector<redlock::node_config> configs;
+    for (const auto& node : nodes)
+      configs.push_back(node->config());
+    auto options = fault_client_options();
+    options.release_channel.clear();  // the fake nodes do not subscribe
+    redlock::client locks(io.get_executor(), configs, options);
+    auto lock = test_lock();
+    lock.retry = retry;
+    lock.wait = wait;
+    auto [ec, lease] = co_await locks.async_acquire("late", lock, tuple_awaitable);
+    BOOST_TEST(ec == error::wait_timeout, ec.message() << ": " << lease.diagnostics());
+    co_await sleep_for(50ms);
+  });
+}
+
+// A failed round's node that has not answered when the round is decided is released only once it
+// answers, and only if it did not refuse: a late grant is undone with that round's token, and a
+// late refusal costs no release at all. Nodes 0 and 1 refuse at once; node 2 answers the second
+// round's SET 100 ms late. The waiter's backoff (up to a minute) keeps it asleep meanwhile, and
+// its wait ends at 1.5 s.
+BOOST_AUTO_TEST_CASE(a_late_answer_decides_whether_a_failed_round_is_cleaned_up) {
+  for (const bool late_grant : {true, false}) {
+    BOOST_TEST_CONTEXT((late_grant ? "late grant" : "late refusal")) {
+      std::vector<std::shared_ptr<token_log>> logs;
+      const auto nodes = nodes_with_a_slow_third(
+          logs, [late_grant](std::size_t sets) -> std::optional<fake_reply> {
+            if (sets != 2) return std::nullopt;
+            return fake::delayed(late_grant ? fake::ok() : fake::null_bulk(), 100ms);
+          });
+      acquire_until_the_wait_ends(nodes, {60s, 60s, 1.0}, 1500ms);
+      for (std::size_t i = 0; i < 3; ++i) {
+        const std::lock_guard lock_log(logs[i]->mutex);
+        BOOST_TEST_CONTEXT("node " << i) {
+          BOOST_TEST_REQUIRE(logs[i]->set_tokens.size() >= 2u);
+          if (i == 2 && late_grant) {
+            const std::vector<std::string> expected = {logs[i]->set_tokens[1]};
+            BOOST_TEST(logs[i]->release_tokens == expected, boost::test_tools::per_element());
+          } else {
+            BOOST_TEST(logs[i]->release_tokens.empty());
+          }
+        }
+      }
+    }
+  }
+}
+
+// A node whose answers stall behind a slow one stays owed a cleanup for every round it missed,
+// and each is settled by its own answer: refusals that arrive several rounds late cost nothing.
+// Node 2 answers its first SET 150 ms late, so the SETs of the rounds after it queue behind it.
+// Only the last round's cleanup may be sent without its answer, when the acquire ends first.
+BOOST_AUTO_TEST_CASE(refusals_several_rounds_late_cost_no_release) {
+  std::vector<std::shared_ptr<token_log>> logs;
+  const auto nodes =
+      nodes_with_a_slow_third(logs, [](std::size_t sets) -> std::optional<fake_reply> {
+        if (sets != 1) return std::nullopt;
+        return fake::delayed(fake::null_bulk(), 150ms);
+      });
+  acquire_until_the_wait_ends(nodes, {100ms, 100ms, 1.0}, 400ms);
+  const std::lock_guard lock_log(logs[2]->mutex);
+  const auto& log = *logs[2];
+  BOOST_TEST_REQUIRE(log.set_tokens.size() >= 3u);
+  BOOST_TEST(log.release_tokens.size() <= 1u);
+  for (const auto& token : log.release_tokens)
+    BOOST_TEST(token == log.set_tokens.back(), "a release for a round that was refused late");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
