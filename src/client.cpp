@@ -6,6 +6,7 @@
 #include "client_impl.hpp"
 #include "options_check.hpp"
 #include "resp/encoder.hpp"
+#include "test_hooks.hpp"
 #include "text.hpp"
 #include "token.hpp"
 #include "vote.hpp"
@@ -15,12 +16,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace redlock::detail {
+
+std::atomic<bool> skip_fence_write_back_for_tests{false};
 
 namespace asio = boost::asio;
 using boost::system::error_code;
@@ -28,8 +33,17 @@ using lock_request = client_impl::lock_request;
 
 namespace {
 
+// A grant of fenced_acquire_script: {counter}, the fencing counter after its increment.
+std::optional<std::uint64_t> fencing_counter_of(const resp::value& reply) {
+  if (reply.kind != resp::type::array || reply.elements.size() != 1) return std::nullopt;
+  const resp::value& counter = reply.elements.front();
+  if (counter.kind != resp::type::integer || counter.integer < 1) return std::nullopt;
+  return static_cast<std::uint64_t>(counter.integer);
+}
+
 // An acquire's answer from one node to SET NX PX: OK = granted, null = held by someone else.
-// `asked_ttl`: the round used acquire_script, whose refusal is the holder's PTTL (an integer).
+// `asked_ttl`: the round used acquire_script or fenced_acquire_script, whose refusal is the
+// holder's PTTL (an integer); the latter's grant is {counter}.
 node_answer::kind classify_set_reply(error_code ec, const resp::value& reply, bool asked_ttl,
                                      std::string& detail) {
   if (ec) {
@@ -37,6 +51,7 @@ node_answer::kind classify_set_reply(error_code ec, const resp::value& reply, bo
     return node_answer::kind::failed;
   }
   if (reply.kind == resp::type::simple_string && reply.text == "OK") return node_answer::kind::yes;
+  if (asked_ttl && fencing_counter_of(reply)) return node_answer::kind::yes;  // fenced_acquire
   // nil from SET NX; the holder's PTTL from the acquire script.
   if (reply.is_null() || (asked_ttl && reply.kind == resp::type::integer)) {
     return node_answer::kind::no;
@@ -47,11 +62,123 @@ node_answer::kind classify_set_reply(error_code ec, const resp::value& reply, bo
 
 }  // namespace
 
+// The fencing write-back of a held round: fence_write_back_script on the granting nodes whose
+// counter is below the lease's fencing token, raising it to the token. A granting node whose own
+// increment already reached the token needs none (its counter was the token while our key lived
+// there, and counters never go down): it counts as confirmed from the start, so when every grant
+// returned the same counter, as on an uncontended resource, nothing is sent at all. The round's
+// grants that arrive after its decision join in the same way (late_answer), so that a quorum can
+// be made of the first to confirm among all granting nodes, not only of those that decided the
+// round. Confirmed once a quorum of all the client's nodes is; failed as soon as too few nodes are
+// left to make one. A sink of its own, kept alive by its requests and by the acquire.
+class fence_write_back final : public ballot_sink,
+                               public std::enable_shared_from_this<fence_write_back> {
+ public:
+  using on_decided = std::function<void(bool confirmed, const node_answers& answers)>;
+
+  fence_write_back(std::shared_ptr<client_impl> client, on_decided done)
+      : ballot_sink(client->size()),
+        client_(std::move(client)),
+        done_(std::move(done)),
+        answers_(client_->size()) {}
+
+  // `counters[i]`: node i's counter as its grant returned it; unset where it did not grant (yet:
+  // `still_pending` nodes may grant later and are then given to late_answer).
+  void send(const std::string& resource, const std::string& token, std::uint64_t fence,
+            const std::vector<std::optional<std::uint64_t>>& counters, std::size_t still_pending) {
+    fence_ = fence;
+    pending_ = still_pending;
+    const std::string counter = fencing_counter_key(resource);
+    const std::string fence_text = std::to_string(fence);
+    const std::string_view keys[] = {resource, counter};
+    const std::string_view args[] = {token, fence_text};
+    payload_ = encode_evalsha(fence_write_back_script(), keys, args);
+    first_tag_ = open_ballot();
+    std::vector<bool> targets(counters.size(), false);
+    for (std::size_t i = 0; i < counters.size(); ++i) {
+      answers_[i] = not_asked("it did not grant");
+      if (counters[i]) targets[i] = needs_raising(i, *counters[i]);
+    }
+    if (decide() || awaited_ == 0) return;
+    client_->fan_out(payload_, *this, first_tag_,
+                     client_->options_for(lock_request::fence_write_back), &targets);
+  }
+
+  // A node's answer to the round, after its decision: `counter` if it granted.
+  void late_answer(std::size_t node, std::optional<std::uint64_t> counter) {
+    if (decided_) return;
+    --pending_;
+    if (counter && needs_raising(node, *counter)) {
+      std::vector<bool> only(answers_.size(), false);
+      only[node] = true;
+      client_->fan_out(payload_, *this, first_tag_,
+                       client_->options_for(lock_request::fence_write_back), &only);
+    }
+    decide();
+  }
+
+ private:
+  static node_answer not_asked(const char* why) {
+    node_answer answer;
+    answer.what = node_answer::kind::failed;
+    answer.unsent = true;
+    answer.detail = fmt::format("not asked: {}", why);
+    return answer;
+  }
+
+  // For a granting node: counts it as confirmed if its counter is at the token, else as awaited
+  // and returns true (a request is to be sent to it).
+  bool needs_raising(std::size_t node, std::uint64_t counter) {
+    if (counter >= fence_) {
+      answers_[node].what = node_answer::kind::yes;
+      answers_[node].detail = "its grant's increment reached the token";
+      ++confirmed_;
+      return false;
+    }
+    answers_[node] = node_answer{};  // pending
+    ++awaited_;
+    return true;
+  }
+
+  // Calls done_ once the outcome is certain; true once it has been.
+  bool decide() {
+    if (decided_) return true;
+    const std::size_t quorum = client_->quorum();
+    if (confirmed_ < quorum && confirmed_ + awaited_ + pending_ >= quorum) return false;
+    decided_ = true;
+    done_(confirmed_ >= quorum, answers_);
+    return true;
+  }
+
+  std::shared_ptr<void> owner() override { return shared_from_this(); }
+
+  void on_answer(std::size_t node, error_code ec, const resp::value& reply) override {
+    std::string detail;
+    const auto what = classify_script_reply(ec, reply, detail);
+    answers_[node] = make_answer(what, ec, reply, std::move(detail));
+    --awaited_;
+    if (what == node_answer::kind::yes) ++confirmed_;
+    decide();
+  }
+
+  std::shared_ptr<client_impl> client_;
+  on_decided done_;
+  node_answers answers_;
+  std::string payload_;  // read by the connections until every request is answered
+  std::size_t first_tag_ = 0;
+  std::uint64_t fence_ = 0;
+  std::size_t awaited_ = 0;    // write-backs sent and not answered
+  std::size_t pending_ = 0;    // nodes whose answer to the round has not arrived
+  std::size_t confirmed_ = 0;  // at the token: by their grant, or by the write-back
+  bool decided_ = false;
+};
+
 // One async_acquire or async_try_acquire, from the local queue through rounds and waits to one
 // completion. What a round's answers mean is acquire_round's, when the lock can be free
 // release_watch's; this is the plumbing around them.
 //
 // Stages: queued (behind a local holder or waiter; nothing sent), in_round (SETs in flight),
+// fencing (with lock_options::fencing: a held round's write-back in flight, see write_back_fence),
 // subscribing (after the first refusal: until the release announcements are subscribed),
 // sleeping (until the lock can be free), finished. Invariant: an op that is in its resource queue
 // is not finished, and the queue's first op is the only one that may be in_round, subscribing or
@@ -168,7 +295,15 @@ class acquire_op final : public abortable,
   void abort() override { cancel(asio::cancellation_type::terminal); }
 
  private:
-  enum class stage : std::uint8_t { idle, queued, in_round, subscribing, sleeping, finished };
+  enum class stage : std::uint8_t {
+    idle,
+    queued,
+    in_round,
+    fencing,  // a held round's fencing write-back in flight
+    subscribing,
+    sleeping,
+    finished
+  };
 
   struct holder_ttl {
     long long pttl_ms;
@@ -188,6 +323,15 @@ class acquire_op final : public abortable,
     const std::string_view keys[] = {lease_->resource};
     const std::string_view args[] = {lease_->token, ttl};
     return encode_evalsha(acquire_script(), keys, args);
+  }
+
+  // acquire_script's fencing variant, which also increments the fencing counter where it grants.
+  std::string encode_fenced_set() const {
+    const std::string ttl = std::to_string(lease_->options.ttl.count());
+    const std::string counter = fencing_counter_key(lease_->resource);
+    const std::string_view keys[] = {lease_->resource, counter};
+    const std::string_view args[] = {lease_->token, ttl};
+    return encode_evalsha(fenced_acquire_script(), keys, args);
   }
 
   // Every round has a token of its own. A request of an earlier round can still run on a node
@@ -216,6 +360,17 @@ class acquire_op final : public abortable,
       covered_round_ = listener != nullptr && listener->all_subscribed();
     } else {
       covered_round_ = false;
+    }
+    if (lease_->options.fencing) {
+      // Every round, the first included: the counter must be incremented by the SET's own
+      // script, where nothing can run between the grant and the increment.
+      if (rounds_++ > 0) lease_->token = make_lock_token();
+      open_round();
+      holder_ttls_.assign(client_->size(), std::nullopt);
+      fences_.assign(client_->size(), std::nullopt);
+      client_->fan_out(std::make_shared<const std::string>(encode_fenced_set()), *this,
+                       open_ballot(), client_->options_for(lock_request::fenced_set));
+      return;
     }
     if (rounds_++ == 0 && !competing_) {
       open_round();
@@ -264,11 +419,20 @@ class acquire_op final : public abortable,
     if (carries_ttl && !round_->decided()) {
       holder_ttls_[node] = holder_ttl{reply.integer, now};
     }
+    if (!fences_.empty() && !round_->decided() && what == node_answer::kind::yes) {
+      fences_[node] = fencing_counter_of(reply);
+    }
     switch (round_->answer(node, make_answer(what, ec, reply, std::move(detail)), now)) {
       case acquire_round::step::decided_now:
         return decided(now);
       case acquire_round::step::decided_before:
         if (carries_ttl) note_holder_ttl(node, reply.integer, now);
+        if (stage_ == stage::fencing && write_back_) {
+          // A copy: late_answer may complete the acquire, which drops write_back_.
+          const auto write_back = write_back_;
+          write_back->late_answer(
+              node, what == node_answer::kind::yes ? fencing_counter_of(reply) : std::nullopt);
+        }
         return answered_after_decision(node);
       case acquire_round::step::undecided:
         return;
@@ -279,7 +443,10 @@ class acquire_op final : public abortable,
     if (stage_ != stage::in_round) return;  // cancelled meanwhile
     client_->note_round_trip(now - round_->start());
     const acquire_round::decision& round = round_->result();
-    if (round.what == acquire_round::outcome::held) return succeed(round.valid_until);
+    if (round.what == acquire_round::outcome::held) {
+      if (lease_->options.fencing) return write_back_fence(round.valid_until);
+      return succeed(round.valid_until);
+    }
     clean_up_failed_round(round.clean);
     if (!round.retry) {
       // Misconfigured nodes (a wrong password, a missing permission, two names of one server)
@@ -310,6 +477,74 @@ class acquire_op final : public abortable,
       // The subscribers report within connect_timeout; this is only a backstop.
       return arm_timer(clamp_to_deadline(now + client_->options().connect_timeout));
     }
+    sleep(now);
+  }
+
+  // A held round of a fenced acquire: the token is the highest counter of the nodes that granted
+  // by the decision, and those of them below it are raised to it before the lease is handed out.
+  // Why that makes tokens increase in lock order: on a quorum W the counter was at our token or
+  // above while our key lived there (raised by the write-back, or by our grant's own increment).
+  // A later lease's grants G are a quorum too, so some node of W is in G; there the later SET NX
+  // succeeded only after our key was gone, and its increment starts from our token or more. Late
+  // grants are not asked: a higher counter elsewhere does not matter, and their keys are released
+  // with the lease.
+  void write_back_fence(steady_clock::time_point valid_until) {
+    std::uint64_t fence = 0;
+    std::size_t pending = 0;
+    std::vector<std::optional<std::uint64_t>> counters(client_->size());
+    for (std::size_t i = 0; i < client_->size(); ++i) {
+      const auto what = round_->answers()[i].what;
+      if (what == node_answer::kind::pending) ++pending;
+      if (what != node_answer::kind::yes) continue;
+      counters[i] = fences_[i].value_or(0);  // a grant always carries its counter (>= 1)
+      fence = std::max(fence, *counters[i]);
+    }
+    stage_ = stage::fencing;
+    fence_ = fence;
+    if (skip_fence_write_back_for_tests)
+      return fence_written_back(true, {}, valid_until);  // unsafe
+    write_back_ = std::make_shared<fence_write_back>(
+        client_,
+        [weak = weak_from_this(), valid_until](bool confirmed, const node_answers& answers) {
+          if (const auto self = weak.lock())
+            self->fence_written_back(confirmed, answers, valid_until);
+        });
+    // A copy: send() may complete the acquire, which drops write_back_.
+    const auto write_back = write_back_;
+    write_back->send(lease_->resource, lease_->token, fence, counters, pending);
+  }
+
+  void fence_written_back(bool confirmed, const node_answers& answers,
+                          steady_clock::time_point valid_until) {
+    if (stage_ != stage::fencing) return;  // cancelled meanwhile
+    write_back_.reset();
+    const auto now = steady_clock::now();
+    if (confirmed && now < valid_until) {
+      lease_->fencing_token = fence_;
+      return succeed(valid_until);
+    }
+    // Like a failed round: release what this round may have set, then try again or end.
+    release_where(round_->cleanup_targets(), lease_->token);
+    const error_code code =
+        confirmed ? make_error_code(error::validity_expired) : make_error_code(error::no_quorum);
+    lease_->diagnostics =
+        confirmed ? fmt::format(
+                        "redlock: {}: the fencing write-back was confirmed after the validity "
+                        "ran out ({} ms after the round started)",
+                        quoted_resource(lease_->resource),
+                        std::chrono::duration_cast<std::chrono::milliseconds>(now - round_->start())
+                            .count())
+                  : fmt::format(
+                        "redlock: {}: the fencing write-back was confirmed by fewer than {} of "
+                        "{} nodes: {}",
+                        quoted_resource(lease_->resource), client_->quorum(), client_->size(),
+                        client_->describe(answers, "raised", "the key was no longer ours"));
+    client_->log(log_level::debug, lease_->diagnostics);
+    if (single_round_) return finish(code);
+    if (deadline_ && now >= *deadline_) return finish(error::wait_timeout);
+    watch_.reset(round_->answers(), client_->quorum());
+    watch_round_ = rounds_;
+    listen();
     sleep(now);
   }
 
@@ -537,6 +772,7 @@ class acquire_op final : public abortable,
         lease_->diagnostics = "redlock: acquire cancelled while waiting";
         return finish(asio::error::operation_aborted);
       case stage::in_round:
+      case stage::fencing:
         if ((type & (ct::terminal | ct::partial)) == ct::none) return;
         release_where(round_->cleanup_targets(), lease_->token);
         lease_->diagnostics = "redlock: acquire cancelled during a round; released what it set";
@@ -586,6 +822,10 @@ class acquire_op final : public abortable,
   std::optional<acquire_round> round_;  // the current or last round
   resource_queue* queue_ = nullptr;     // set while this op is in it
   std::string set_command_;  // the first round's SET key token NX PX ttl; read by the connections
+  // Fenced rounds: each granting node's counter, as its grant answered before the decision.
+  std::vector<std::optional<std::uint64_t>> fences_;
+  std::uint64_t fence_ = 0;  // the held round's fencing token, while it is written back
+  std::shared_ptr<fence_write_back> write_back_;  // in stage fencing: the round's late grants join
   // Failed rounds whose cleanup waits for some nodes' answers, oldest first.
   struct deferred_cleanup {
     std::size_t ballot;
@@ -743,6 +983,17 @@ request_options client_impl::options_for(lock_request kind,
       // Not resent as EVAL: a SET that ran after its round's cleanup release would leave a key
       // behind. The node's vote is lost for this round, and the script is loaded again.
       per_node.noscript_is_final = true;
+      break;
+    case lock_request::fenced_set:
+      per_node.skip_if_unresponsive = true;
+      per_node.eval_fallback = &fenced_acquire_script();
+      per_node.noscript_is_final = true;  // as set_asking_ttl
+      break;
+    case lock_request::fence_write_back:
+      // Token-checked, so running late does no harm; but its answer is wanted within the
+      // validity, and the acquire fails (and releases) when a quorum does not confirm in time.
+      per_node.skip_if_unresponsive = true;
+      per_node.eval_fallback = &fence_write_back_script();
       break;
     case lock_request::extend:
       per_node.skip_if_unresponsive = true;

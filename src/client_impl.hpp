@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -94,6 +95,8 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   std::shared_ptr<client_impl> client;
   std::string resource;
   std::string token;
+  // With lock_options::fencing, set by the acquire before the lease is handed out; then fixed.
+  std::optional<std::uint64_t> fencing_token;
   lock_options options;
   // Changed only on the client's executor, read anywhere: ~lease may run on any thread. Once not
   // held it never is again (never_held -> held -> released | lost), so a reader that sees
@@ -182,7 +185,15 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   //  - release: always sent, in order behind every SET it may have to undo; written also after its
   //    deadline, and kept for a node that is down until its next handshake (for at most the key's
   //    longest lifetime, given as `key_lifetime`), so that a broken link does not leave the key.
-  enum class lock_request : std::uint8_t { set, set_asking_ttl, extend, release, ping };
+  enum class lock_request : std::uint8_t {
+    set,
+    set_asking_ttl,
+    fenced_set,
+    fence_write_back,
+    extend,
+    release,
+    ping
+  };
 
   request_options options_for(lock_request kind,
                               std::chrono::milliseconds key_lifetime = {}) const noexcept;

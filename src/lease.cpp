@@ -477,6 +477,11 @@ const std::string& lease::diagnostics() const noexcept {
   return state_ ? state_->diagnostics : none;
 }
 
+std::optional<std::uint64_t> lease::fencing_token() const noexcept {
+  if (!state_ || state_->current == detail::lease_state::phase::never_held) return std::nullopt;
+  return state_->fencing_token;
+}
+
 std::size_t lease::granted_nodes() const noexcept {
   return state_ ? state_->granted_nodes.load() : 0;
 }

@@ -39,6 +39,40 @@ const script& acquire_script() {
   return lua;
 }
 
+const script& fenced_acquire_script() {
+  static const script lua(
+      "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then "
+      "return {redis.call('INCR', KEYS[2])} end "
+      "local left = redis.pcall('PTTL', KEYS[1]) "
+      "if type(left) == 'number' then return left end "
+      "return false");
+  return lua;
+}
+
+// Counters are compared as decimal strings (no leading zeros: INCR and this script write them),
+// by length first: Lua's numbers are doubles, exact only up to 2^53.
+const script& fence_write_back_script() {
+  static const script lua(
+      "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end "
+      "local current = redis.call('GET', KEYS[2]) or '0' "
+      "if #current < #ARGV[2] or (#current == #ARGV[2] and current < ARGV[2]) then "
+      "redis.call('SET', KEYS[2], ARGV[2]) end "
+      "return 1");
+  return lua;
+}
+
+std::string fencing_counter_key(std::string_view resource) {
+  const auto open = resource.find('{');
+  if (open != std::string_view::npos) {
+    const auto close = resource.find('}', open + 1);
+    if (close != std::string_view::npos && close > open + 1) {
+      return fmt::format("{}:fence", resource);  // its hash tag decides the slot
+    }
+  }
+  if (resource.find('}') == std::string_view::npos) return fmt::format("{{{}}}:fence", resource);
+  return fmt::format("{}:fence", resource);
+}
+
 const script& extend_script() {
   static const script lua(
       "if redis.call('GET', KEYS[1]) == ARGV[1] then "
@@ -91,7 +125,8 @@ std::vector<connection_options::probe> permission_probes() {
 void prepare_for_lock(connection_options& settings) {
   // Loaded at every connect: an extension is never resent after NOSCRIPT (see extend_op), so its
   // script must be in the cache before the first one is written.
-  settings.preload = {&release_script(), &extend_script(), &acquire_script()};
+  settings.preload = {&release_script(), &extend_script(), &acquire_script(),
+                      &fenced_acquire_script(), &fence_write_back_script()};
   settings.permission_probes = permission_probes();
 }
 

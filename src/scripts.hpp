@@ -9,6 +9,7 @@
 #include <boost/system/error_code.hpp>
 
 #include <string>
+#include <string_view>
 
 namespace redlock::detail {
 
@@ -23,6 +24,21 @@ const script& extend_script();
 // SET's +OK when granted, else the key's PTTL (an integer: ms left, or -1 for no expiry), or nil
 // when the PTTL could not be read.
 const script& acquire_script();
+
+// fenced_acquire: acquire_script's SET NX PX, and when it is granted the fencing counter
+// (KEYS[2], see fencing_counter_key) is incremented: the grant is answered as a one-element array
+// holding the counter's new value. A refusal is answered as by acquire_script.
+// KEYS[1] = resource, KEYS[2] = counter, ARGV[1] = token, ARGV[2] = ttl in milliseconds.
+const script& fenced_acquire_script();
+
+// fence_write_back: while the key still holds our token, raises the counter to at least ARGV[2]
+// (a decimal, compared exactly, never lowered) and returns 1; else changes nothing and returns 0.
+// KEYS[1] = resource, KEYS[2] = counter, ARGV[1] = token, ARGV[2] = the lease's fencing token.
+const script& fence_write_back_script();
+
+// The key of `resource`'s fencing counter on each node: in the same hash slot as the lock key
+// (its hash tag, or the whole name made one), unless the name has a '}' outside a hash tag.
+std::string fencing_counter_key(std::string_view resource);
 
 // Classifies a script reply that is 1 for "done", 0 for "not our key".
 node_answer::kind classify_script_reply(boost::system::error_code ec, const resp::value& reply,

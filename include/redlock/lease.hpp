@@ -11,7 +11,9 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace redlock {
@@ -59,6 +61,13 @@ class REDLOCK_API lease {
 
   // The random value stored in the lock key on each node (40 hex digits); empty if never held.
   const std::string& token() const noexcept;
+
+  // The fencing token of this lease, when it was acquired with lock_options::fencing: greater
+  // than that of every lease of the resource acquired before it with fencing, on any client
+  // (given counters that survive restarts). Extensions keep it. Unset without fencing or if never
+  // held. Pass it to the storage the lock guards, which keeps the highest token it has seen and
+  // rejects writes that carry a lower one.
+  std::optional<std::uint64_t> fencing_token() const noexcept;
 
   // Until when (steady_clock) the lock is guaranteed to be ours, given the TTL, the time the
   // acquire or the last confirmed extension took, the drift allowance, and every extension sent

@@ -116,6 +116,17 @@ struct lock_options {
   // the same announcement, with the same small random delay. 0: always compete. Set by the
   // releasing lease's options.
   unsigned local_handoffs = 4;
+
+  // Fencing tokens (lease::fencing_token()): a number that strictly increases from one lease of
+  // the resource to the next, for a storage to reject writes of a holder that lost the lock
+  // without knowing (paused past its TTL). Each node keeps a counter beside the lock key (same
+  // hash slot, no TTL, never lowered) that the acquire increments where its SET is granted; the
+  // token is the highest of the granting nodes' counters, and before the acquire completes a
+  // second request raises the counter to the token on those nodes, which a quorum must confirm
+  // while the lock is valid (else the acquire releases and tries again like a failed round).
+  // Costs one more round trip per acquire. Needs counters that survive a restart (appendonly yes,
+  // appendfsync always) and are never evicted. Off: no counter key, no extra round trip.
+  bool fencing = false;
 };
 
 }  // namespace redlock
