@@ -153,6 +153,8 @@ BOOST_AUTO_TEST_CASE(run_with_every_option) {
              boost::test_tools::per_element());
   // Options may also follow RESOURCE, as long as they come before "--".
   BOOST_TEST(parse_run({"job", "--quiet", "--", "true"}).quiet);
+  BOOST_TEST(!run.fencing);
+  BOOST_TEST(parse_run({"--fencing", "job", "--", "true"}).fencing);
 }
 
 BOOST_AUTO_TEST_CASE(zero_durations_where_zero_has_a_meaning) {

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <netinet/in.h>
@@ -272,6 +273,31 @@ BOOST_AUTO_TEST_CASE(exit_code_of_the_command_passes_through) {
   const auto result = run({"run", "--quiet", resource, "--", "sh", "-c", "exit 3"});
   BOOST_TEST(result.exit_code == 3, result.err);
   BOOST_TEST(result.err.empty(), result.err);  // --quiet: no status lines
+  check_nothing_left();
+}
+
+// COMMAND gets the lock's random value, and with --fencing its fencing token, which grows from
+// one run to the next. Without --fencing a token inherited from an enclosing run is removed.
+BOOST_AUTO_TEST_CASE(command_gets_the_token_and_with_fencing_the_fencing_token) {
+  ::setenv("REDLOCK_FENCING_TOKEN", "17", 1);
+  const auto plain = run({"run", "--quiet", resource, "--", "sh", "-c",
+                          "echo \"token=$REDLOCK_TOKEN fence=${REDLOCK_FENCING_TOKEN-none}\" >&2"});
+  ::unsetenv("REDLOCK_FENCING_TOKEN");
+  BOOST_TEST(plain.exit_code == 0, plain.err);
+  BOOST_TEST(contains(plain.err, "fence=none"), plain.err);
+  BOOST_TEST(plain.err.find("token=") != std::string::npos);
+  BOOST_TEST(plain.err.size() >= std::string("token=").size() + 40, plain.err);
+  std::vector<unsigned long long> fences;
+  for (int i = 0; i < 2; ++i) {
+    const auto fenced = run({"run", "--fencing", resource, "--", "sh", "-c",
+                             "echo \"fence=$REDLOCK_FENCING_TOKEN\" >&2"});
+    BOOST_TEST_REQUIRE(fenced.exit_code == 0, fenced.err);
+    BOOST_TEST(contains(fenced.err, "fencing token"), fenced.err);  // the acquired line says it
+    const auto at = fenced.err.find("fence=");
+    BOOST_TEST_REQUIRE(at != std::string::npos, fenced.err);
+    fences.push_back(std::stoull(fenced.err.substr(at + 6)));
+  }
+  BOOST_TEST(fences[1] > fences[0]);
   check_nothing_left();
 }
 

@@ -202,6 +202,9 @@ invocation parse_run(std::span<const std::string> args, std::optional<std::strin
     if (name == "-q" || name == "--quiet") {
       cursor.no_value();
       options.quiet = true;
+    } else if (name == "--fencing") {
+      cursor.no_value();
+      options.fencing = true;
     } else if (name == "--nodes") {
       nodes = std::string(cursor.value());
     } else if (name == "--ttl") {

@@ -77,6 +77,8 @@ struct run_options {
   // The exit code when the lock is held elsewhere or --wait ran out (flock -E).
   int conflict_exit_code = exit_code::not_acquired;
   bool quiet = false;
+  // lock_options::fencing; COMMAND then gets the lease's token in REDLOCK_FENCING_TOKEN.
+  bool fencing = false;
   std::string resource;
   std::vector<std::string> command;  // never empty
 };

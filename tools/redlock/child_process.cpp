@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <dirent.h>
 #include <fcntl.h>
+#include <string>
+#include <string_view>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,11 +74,26 @@ bool inheritance::ignored(int signal) const noexcept {
 }
 
 spawn_result spawn_command(const std::vector<std::string>& command, const inheritance& inherited,
-                           int death_signal) {
+                           const std::vector<std::string>& environment, int death_signal) {
   std::vector<char*> argv;
   for (const auto& word : command)
     argv.push_back(const_cast<char*>(word.c_str()));
   argv.push_back(nullptr);
+  // Built before the fork: setenv in the child is not async-signal-safe.
+  const auto name_of = [](std::string_view entry) { return entry.substr(0, entry.find('=')); };
+  const auto replaced = [&](std::string_view inherited_entry) {
+    return std::any_of(environment.begin(), environment.end(), [&](const std::string& ours) {
+      return name_of(ours) == name_of(inherited_entry);
+    });
+  };
+  std::vector<char*> envp;
+  for (char** inherited_entry = environ; *inherited_entry != nullptr; ++inherited_entry) {
+    if (!replaced(*inherited_entry)) envp.push_back(*inherited_entry);
+  }
+  for (const auto& entry : environment) {
+    if (entry.find('=') != std::string::npos) envp.push_back(const_cast<char*>(entry.c_str()));
+  }
+  envp.push_back(nullptr);
   inherited.close_own_descriptors_on_exec();
 
   int report[2];
@@ -95,7 +112,7 @@ spawn_result spawn_command(const std::vector<std::string>& command, const inheri
     inherited.restore_signals();
     ::prctl(PR_SET_PDEATHSIG, death_signal);
     if (::getppid() != parent) ::_exit(exit_code::failure);  // redlock died before prctl
-    ::execvp(argv[0], argv.data());
+    ::execvpe(argv[0], argv.data(), envp.data());
     const int error = errno;
     [[maybe_unused]] const auto written = ::write(report[1], &error, sizeof error);
     ::_exit(error == ENOENT ? exit_code::not_found : exit_code::cannot_execute);

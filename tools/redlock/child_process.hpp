@@ -44,12 +44,14 @@ struct spawn_result {
   bool exec_failed = false;  // COMMAND could not be executed (the child was reaped already)
 };
 
-// Forks and runs `command` (non-empty; PATH search as execvp) with the inherited signal state.
+// Forks and runs `command` (non-empty; PATH search as execvp) with the inherited signal state,
+// and with this process's environment changed by `environment`: a "NAME=value" entry sets NAME,
+// a bare "NAME" removes it.
 // Returns once COMMAND runs or its exec has failed, which a close-on-exec pipe reports. COMMAND
 // gets `death_signal` if redlock dies first (PR_SET_PDEATHSIG): its lock is no longer renewed
 // then. SIGTERM, or SIGKILL with --grace 0.
 spawn_result spawn_command(const std::vector<std::string>& command, const inheritance& inherited,
-                           int death_signal = SIGTERM);
+                           const std::vector<std::string>& environment, int death_signal = SIGTERM);
 
 }  // namespace redlock::cli
 

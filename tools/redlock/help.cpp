@@ -49,6 +49,9 @@ redlock run [OPTIONS] RESOURCE -- COMMAND [ARGS...]
                       at once with --wait 0, or when --wait ran out while it was held (like
                       flock -E); e.g. 0 to skip quietly while another run has the lock. Too few
                       nodes answering still exits 75; misconfigured nodes exit 1
+    --fencing         acquire with a fencing token, a number that grows from one holder of
+                      RESOURCE to the next (one more round trip); COMMAND gets it in
+                      $REDLOCK_FENCING_TOKEN, to pass to a storage that rejects lower ones
     -q, --quiet       no "acquired", "released" and warning lines on stderr (errors are still
                       printed)
     TLS options       see below
@@ -109,6 +112,10 @@ at most 7 days.
 Environment:
   REDLOCK_NODES   comma-separated redis:// URLs of the nodes, used when --nodes is not given
                   (e.g. redis://redis-a:6379,redis://redis-b:6379,redis://redis-c:6379).
+  Set for COMMAND by run:
+  REDLOCK_TOKEN   the lock's random value on the nodes (40 hex digits), e.g. for logs.
+  REDLOCK_FENCING_TOKEN
+                  with --fencing: the lease's fencing token (a decimal number).
 
 Exit codes:
   0..255       run: COMMAND's own exit code; 128+N if COMMAND was killed by signal N

@@ -130,6 +130,7 @@ class run_session {
   asio::awaitable<std::optional<int>> acquire() {
     lock_options lock;
     lock.ttl = options_.ttl;
+    lock.fencing = options_.fencing;
     auto token = [this] {
       return asio::bind_cancellation_slot(acquire_cancel_.slot(),
                                           asio::as_tuple(asio::use_awaitable));
@@ -193,10 +194,12 @@ class run_session {
       co_await poll.async_wait(asio::as_tuple(asio::use_awaitable));
     }
     const auto now = steady_clock::now();
-    say(fmt::format("redlock: acquired {} (valid {} ms, granted by {} of {} nodes{}, quorum {})",
+    const auto fence = lease_.fencing_token();
+    say(fmt::format("redlock: acquired {} (valid {} ms, granted by {} of {} nodes{}, quorum {}{})",
                     options_.resource, ms_between(now, lease_.valid_until()),
                     lease_.granted_nodes(), client_->size(), all_nodes_answered() ? "" : " so far",
-                    client_->quorum()));
+                    client_->quorum(),
+                    fence ? fmt::format(", fencing token {}", *fence) : std::string()));
     announced_ = true;
     // Once every node has answered and fewer than all granted, the library says which nodes
     // failed and how (the same text is logged as a warning, which was held back until now).
@@ -234,8 +237,13 @@ class run_session {
     // Added only now, so that a stray SIGCHLD (a child of whoever exec'd us) cannot matter
     // earlier; added before the fork, so that COMMAND's cannot be missed.
     signals_.add(SIGCHLD);
+    std::vector<std::string> environment = {"REDLOCK_TOKEN=" + lease_.token()};
+    // Without --fencing, one inherited from an enclosing run is removed: it is not this lock's.
+    const auto fence = lease_.fencing_token();
+    environment.push_back(fence ? fmt::format("REDLOCK_FENCING_TOKEN={}", *fence)
+                                : std::string("REDLOCK_FENCING_TOKEN"));
     const auto spawned =
-        spawn_command(options_.command, inherited_,
+        spawn_command(options_.command, inherited_, environment,
                       options_.grace == std::chrono::milliseconds::zero() ? SIGKILL : SIGTERM);
     if (spawned.pid > 0) {
       child_ = spawned.pid;
