@@ -3,6 +3,7 @@
 #include "net/script.hpp"
 #include "net/sha1.hpp"
 #include "resp/encoder.hpp"
+#include "scripts.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -41,6 +42,17 @@ BOOST_AUTO_TEST_CASE(no_keys_no_args) {
   const std::string evalsha = rd::encode_evalsha(lua, {}, {});
   BOOST_TEST(evalsha == encoded({"EVALSHA", lua.sha1(), "0"}));
   BOOST_TEST(rd::evalsha_to_eval(lua, evalsha) == encoded({"EVAL", "return 1", "0"}));
+}
+
+// The fencing counter lives in the lock key's hash slot: the slot is hashed from the hash tag (the
+// text between the first '{' and the next '}', if not empty), else from the whole key.
+BOOST_AUTO_TEST_CASE(the_fencing_counter_shares_the_lock_keys_hash_slot) {
+  BOOST_TEST(rd::fencing_counter_key("orders") == "{orders}:fence");
+  BOOST_TEST(rd::fencing_counter_key("{tenant-7}:orders") == "{tenant-7}:orders:fence");
+  BOOST_TEST(rd::fencing_counter_key("a{b") == "{a{b}:fence");  // no tag: the whole name is one
+  // A '}' outside a tag cannot be kept out of a new tag: the counter gets a key of its own.
+  BOOST_TEST(rd::fencing_counter_key("a}b") == "a}b:fence");
+  BOOST_TEST(rd::fencing_counter_key("{}x") == "{}x:fence");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
