@@ -25,6 +25,7 @@
 namespace redlock::bench {
 
 redlock::client_options bench_client_options;
+bool bench_fencing = false;
 
 double micros(clock_type::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();

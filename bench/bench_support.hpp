@@ -38,6 +38,8 @@ inline constexpr std::chrono::seconds wind_down_limit{5};
 
 // The client options of every workload; --node-timeout-ms changes the per-node deadline.
 extern redlock::client_options bench_client_options;
+// --fencing: the latency and throughput workloads acquire with lock_options::fencing.
+extern bool bench_fencing;
 
 double micros(clock_type::duration d);
 // Nearest-rank percentile (p in (0, 1]); 0 for an empty sample.

@@ -53,6 +53,7 @@ constexpr std::string_view usage =
     "                     [--nodes redis://h:p,redis://h:p,...] [--runs R] [--quick]\n"
     "                     [--node-timeout-ms N]   (default 100; raise it under valgrind)\n"
     "                     [--release-channel NAME]   ('' turns release announcements off)\n"
+    "                     [--fencing]   (latency and throughput acquire with fencing tokens)\n"
     "                     [--table]   (then a readable table of the medians)\n";
 constexpr std::size_t own_node_count = 5;
 
@@ -112,6 +113,8 @@ settings parse(int argc, char** argv) {
       s.quick = true;
     } else if (arg == "--node-timeout-ms") {
       bench_client_options.node_timeout = std::chrono::milliseconds(parse_positive(arg, value()));
+    } else if (arg == "--fencing") {
+      bench_fencing = true;
     } else if (arg == "--release-channel") {
       bench_client_options.release_channel = value();  // empty: releases announce nothing
     } else {
@@ -128,8 +131,8 @@ settings parse(int argc, char** argv) {
 std::string line_start(std::string_view workload, std::size_t nodes, std::size_t quorum) {
   return fmt::format(
       "{{\"schema\":\"redlock-bench/1\",\"lib\":\"redlock-asio\",\"workload\":\"{}\","
-      "\"nodes\":{},\"quorum\":{},\"ttl_ms\":{}",
-      workload, nodes, quorum, lock_ttl.count());
+      "\"nodes\":{},\"quorum\":{},\"ttl_ms\":{}{}",
+      workload, nodes, quorum, lock_ttl.count(), bench_fencing ? ",\"fencing\":true" : "");
 }
 
 std::string figures_json(const std::vector<figure>& figures) {

@@ -2,6 +2,7 @@
 
 #include "bench_support.hpp"
 #include "redlock/lease.hpp"
+#include "scripts.hpp"
 #include "support/async_test.hpp"
 #include "workloads/lock_measures.hpp"
 #include "workloads/workloads.hpp"
@@ -29,14 +30,60 @@ using namespace std::chrono_literals;
 
 struct latency_state : lock_latency_state {
   std::vector<double> set_us, fanout_us;
+  std::vector<double> write_back_acquire_us;  // --fencing: acquires that had to write back
   error_tally errors;
 };
+
+// --fencing: acquires whose grants disagree on the counter, so that the token must be written
+// back (a second round trip). Before each acquire, untimed, node i's counter is raised by i + 1:
+// any quorum of grants then holds at least two different counters.
+asio::awaitable<void> write_back_latency_loop(const std::vector<redlock::node_config>& nodes,
+                                              latency_sizes sizes, std::string key,
+                                              latency_state& st) {
+  const auto ex = co_await asio::this_coro::executor;
+  const int total = sizes.warmup + sizes.iterations;
+  redlock::client client(ex, nodes, bench_client_options);
+  co_await must_ping(client);
+  connection_set conns(ex, nodes);
+  const std::string counter = redlock::detail::fencing_counter_key(key);
+  std::vector<std::string> steps;
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    steps.push_back(std::to_string(i + 1));
+  redlock::lock_options options;
+  options.ttl = lock_ttl;
+  options.fencing = true;
+  for (st.iteration = 0; st.iteration < total; ++st.iteration) {
+    st.stage = "skewing the counters";
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const std::string_view incrby[] = {"INCRBY", counter, steps[i]};
+      co_await must_exec(*conns.all[i], incrby);
+    }
+    st.stage = "acquire with write-back";
+    const auto t0 = clock_type::now();
+    auto [ec, lease] =
+        co_await client.async_acquire(key, options, asio::as_tuple(asio::use_awaitable));
+    const auto t1 = clock_type::now();
+    if (ec) {
+      st.errors.add("fenced acquire", ec, lease.diagnostics());
+      continue;
+    }
+    auto [release_ec] = co_await lease.async_release(asio::as_tuple(asio::use_awaitable));
+    if (release_ec) st.errors.add("fenced release", release_ec, lease.diagnostics());
+    if (st.iteration >= sizes.warmup) st.write_back_acquire_us.push_back(micros(t1 - t0));
+  }
+  st.stage = "clean-up";
+  for (const auto& conn : conns.all) {
+    const std::string_view del[] = {"DEL", counter};
+    co_await must_exec(*conn, del);
+  }
+}
 
 asio::awaitable<void> latency_work(const std::vector<redlock::node_config>& nodes,
                                    latency_sizes sizes, std::string prefix, latency_state& st) {
   const auto ex = co_await asio::this_coro::executor;
   const int total = sizes.warmup + sizes.iterations;
   co_await lock_latency_loop(nodes, sizes, prefix + "lock", st, st.errors);
+  if (bench_fencing) co_await write_back_latency_loop(nodes, sizes, prefix + "fenced", st);
 
   connection_set conns(ex, nodes);
   const std::string key = prefix + "set";
@@ -81,6 +128,7 @@ asio::awaitable<void> lock_latency_loop(const std::vector<redlock::node_config>&
   co_await must_ping(client);
   redlock::lock_options options;
   options.ttl = lock_ttl;
+  options.fencing = bench_fencing;
   for (st.iteration = 0; st.iteration < total; ++st.iteration) {
     st.stage = "acquire";
     const auto t0 = clock_type::now();
@@ -165,6 +213,17 @@ run_result run_latency(const run_context& context) {
           {"release_vs_fanout", ratio(release_p50, fanout_p50), 2},
           {"errors", static_cast<double>(st.errors.total()), 0},
       });
+  if (bench_fencing) {
+    // acquire_p50_us is then the fenced acquire on an uncontended key, whose grants agree.
+    const double write_back_p50 = percentile(st.write_back_acquire_us, 0.50);
+    r.figures.insert(
+        r.figures.end(),
+        {
+            {"acquire_with_write_back_p50_us", write_back_p50, 1},
+            {"acquire_with_write_back_p99_us", percentile(st.write_back_acquire_us, 0.99), 1},
+            {"write_back_vs_fanout", ratio(write_back_p50, fanout_p50), 2},
+        });
+  }
   r.errors = std::move(st.errors);
   return r;
 }

@@ -64,6 +64,7 @@ asio::awaitable<void> throughput_work(const std::vector<redlock::node_config>& n
   co_await must_ping(client);
   redlock::lock_options options;
   options.ttl = lock_ttl;
+  options.fencing = bench_fencing;
   st.stage = "pairs";
   const double cpu0 = cpu_seconds();
   const double server_cpu0 = cpu_seconds_of(server_pids);
