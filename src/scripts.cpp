@@ -61,16 +61,41 @@ const script& fence_write_back_script() {
   return lua;
 }
 
-std::string fencing_counter_key(std::string_view resource) {
-  const auto open = resource.find('{');
+std::string key_in_hash_slot_of(std::string_view name, std::string_view suffix) {
+  const auto open = name.find('{');
   if (open != std::string_view::npos) {
-    const auto close = resource.find('}', open + 1);
+    const auto close = name.find('}', open + 1);
     if (close != std::string_view::npos && close > open + 1) {
-      return fmt::format("{}:fence", resource);  // its hash tag decides the slot
+      return fmt::format("{}{}", name, suffix);  // its hash tag decides the slot
     }
   }
-  if (resource.find('}') == std::string_view::npos) return fmt::format("{{{}}}:fence", resource);
-  return fmt::format("{}:fence", resource);
+  if (name.find('}') == std::string_view::npos) return fmt::format("{{{}}}{}", name, suffix);
+  return fmt::format("{}{}", name, suffix);
+}
+
+std::string fencing_counter_key(std::string_view resource) {
+  return key_in_hash_slot_of(resource, ":fence");
+}
+
+std::string semaphore_slot_key(std::string_view name, std::size_t slot) {
+  return key_in_hash_slot_of(name, fmt::format(":slot:{}", slot));
+}
+
+const script& semaphore_acquire_script() {
+  static const script lua(
+      "local fenced = ARGV[4] == '1' "
+      "if redis.call('SET', KEYS[tonumber(ARGV[1])], ARGV[2], 'NX', 'PX', ARGV[3]) then "
+      "if fenced then return redis.call('INCR', KEYS[#KEYS]) end "
+      "return redis.status_reply('OK') end "
+      "local slots = #KEYS "
+      "if fenced then slots = slots - 1 end "
+      "local left = {} "
+      "for i = 1, slots do "
+      "local ttl = redis.pcall('PTTL', KEYS[i]) "
+      "if type(ttl) ~= 'number' then ttl = -3 end "
+      "left[i] = ttl end "
+      "return left");
+  return lua;
 }
 
 const script& extend_script() {

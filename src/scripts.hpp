@@ -8,6 +8,7 @@
 
 #include <boost/system/error_code.hpp>
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -36,9 +37,25 @@ const script& fenced_acquire_script();
 // KEYS[1] = resource, KEYS[2] = counter, ARGV[1] = token, ARGV[2] = the lease's fencing token.
 const script& fence_write_back_script();
 
-// The key of `resource`'s fencing counter on each node: in the same hash slot as the lock key
-// (its hash tag, or the whole name made one), unless the name has a '}' outside a hash tag.
+// `name` followed by `suffix`, in the hash slot of `name` as a key: when `name` has a hash tag
+// ("{...}", not empty) it decides the slot already; otherwise the whole name is made one, unless
+// it holds a '}' that would end the tag early, and then the key is simply name + suffix.
+std::string key_in_hash_slot_of(std::string_view name, std::string_view suffix);
+
+// The key of `resource`'s fencing counter on each node: `resource` + ":fence", in its hash slot.
 std::string fencing_counter_key(std::string_view resource);
+
+// The lock key of slot `slot` (from 0) of the semaphore `name`: `name` + ":slot:N", every slot of
+// one semaphore in the same hash slot.
+std::string semaphore_slot_key(std::string_view name, std::size_t slot);
+
+// semaphore_acquire: SET NX PX of one slot; where it is refused, the PTTL of every slot.
+// KEYS[1..P] = the slot keys, then with fencing the tried slot's fencing counter; ARGV[1] = the
+// tried slot (1-based), ARGV[2] = token, ARGV[3] = ttl in milliseconds, ARGV[4] = "1" with
+// fencing. A grant is answered OK, or with fencing the counter after its increment (an integer);
+// a refusal with an array of P integers, each a PTTL reply (-2: free) or -3 when it could not be
+// read (an ACL without PTTL).
+const script& semaphore_acquire_script();
 
 // Classifies a script reply that is 1 for "done", 0 for "not our key".
 node_answer::kind classify_script_reply(boost::system::error_code ec, const resp::value& reply,

@@ -1,6 +1,7 @@
 // When a waiting acquire may find the lock free: release announcements and the holders' TTLs.
 
 #include "algo/release_watch.hpp"
+#include "unit/answers_of.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -8,21 +9,11 @@
 
 using namespace std::chrono_literals;
 using redlock::detail::node_answer;
-using redlock::detail::node_answers;
 using redlock::detail::release_watch;
 using redlock::detail::steady_clock;
+using redlock::test::answers_of;
 
 namespace {
-
-node_answers answers(std::initializer_list<node_answer::kind> kinds) {
-  node_answers out;
-  for (auto k : kinds) {
-    node_answer a;
-    a.what = k;
-    out.push_back(a);
-  }
-  return out;
-}
 
 constexpr auto yes = node_answer::kind::yes;
 constexpr auto no = node_answer::kind::no;
@@ -35,7 +26,7 @@ BOOST_AUTO_TEST_SUITE(release_watch_rules)
 
 BOOST_AUTO_TEST_CASE(a_holder_on_every_node_needs_a_quorum_of_announcements) {
   release_watch w;
-  w.reset(answers({no, no, no, no, no}), 3);
+  w.reset(answers_of({no, no, no, no, no}), 3);
   BOOST_TEST(w.needed() == 3u);
   w.released(0);
   w.released(0);  // the same node twice counts once
@@ -50,7 +41,7 @@ BOOST_AUTO_TEST_CASE(announcements_from_nodes_that_granted_us_change_nothing) {
   // The split the rule exists for: we hold nodes 3 and 4 (and deleted our keys there), a third
   // party holds 0..2. Another loser's cleanup announced on 3 and 4 must not wake us.
   release_watch w;
-  w.reset(answers({no, no, no, yes, yes}), 3);
+  w.reset(answers_of({no, no, no, yes, yes}), 3);
   BOOST_TEST(w.needed() == 1u);
   w.released(3);
   w.released(4);
@@ -61,7 +52,7 @@ BOOST_AUTO_TEST_CASE(announcements_from_nodes_that_granted_us_change_nothing) {
 
 BOOST_AUTO_TEST_CASE(failed_and_unanswered_nodes_stay_blocked) {
   release_watch w;
-  w.reset(answers({no, no, no, failed, pending}), 3);
+  w.reset(answers_of({no, no, no, failed, pending}), 3);
   BOOST_TEST(w.needed() == 3u);
   BOOST_TEST(w.blocked(3));
   BOOST_TEST(w.blocked(4));
@@ -71,7 +62,7 @@ BOOST_AUTO_TEST_CASE(failed_and_unanswered_nodes_stay_blocked) {
 BOOST_AUTO_TEST_CASE(the_ttl_bound_is_the_needed_th_earliest_expiry) {
   const auto t = steady_clock::now();
   release_watch w;
-  w.reset(answers({no, no, no, no, yes}), 3);
+  w.reset(answers_of({no, no, no, no, yes}), 3);
   BOOST_TEST(w.needed() == 2u);
   w.holder_ttl(0, 5000, t, 0.0);
   BOOST_TEST(!w.free_by().has_value());  // one known expiry, two needed
@@ -88,7 +79,7 @@ BOOST_AUTO_TEST_CASE(the_ttl_bound_is_the_needed_th_earliest_expiry) {
 BOOST_AUTO_TEST_CASE(the_drift_factor_lengthens_the_bound) {
   const auto t = steady_clock::now();
   release_watch w;
-  w.reset(answers({no, no, no}), 2);
+  w.reset(answers_of({no, no, no}), 2);
   w.holder_ttl(0, 1000, t, 0.01);
   w.holder_ttl(1, 1000, t, 0.01);
   BOOST_TEST((*w.free_by() - t == std::chrono::duration_cast<steady_clock::duration>(1011ms)));
@@ -97,7 +88,7 @@ BOOST_AUTO_TEST_CASE(the_drift_factor_lengthens_the_bound) {
 BOOST_AUTO_TEST_CASE(no_key_frees_the_node_and_no_expiry_never_does) {
   const auto t = steady_clock::now();
   release_watch w;
-  w.reset(answers({no, no, no}), 2);
+  w.reset(answers_of({no, no, no}), 2);
   w.holder_ttl(0, -2, t, 0.0);  // gone between our SET and PTTL
   BOOST_TEST(!w.blocked(0));
   w.holder_ttl(1, -1, t, 0.0);  // a key without TTL: only a release frees it

@@ -55,4 +55,12 @@ BOOST_AUTO_TEST_CASE(the_fencing_counter_shares_the_lock_keys_hash_slot) {
   BOOST_TEST(rd::fencing_counter_key("{}x") == "{}x:fence");
 }
 
+// Every slot of a semaphore is in one hash slot, and a slot's fencing counter is in it too.
+BOOST_AUTO_TEST_CASE(a_semaphores_slots_share_one_hash_slot) {
+  BOOST_TEST(rd::semaphore_slot_key("jobs", 0) == "{jobs}:slot:0");
+  BOOST_TEST(rd::semaphore_slot_key("jobs", 17) == "{jobs}:slot:17");
+  BOOST_TEST(rd::semaphore_slot_key("{t}:jobs", 2) == "{t}:jobs:slot:2");
+  BOOST_TEST(rd::fencing_counter_key(rd::semaphore_slot_key("jobs", 3)) == "{jobs}:slot:3:fence");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
