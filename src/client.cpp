@@ -2,9 +2,11 @@
 
 #include "algo/acquire_round.hpp"
 #include "algo/release_watch.hpp"
+#include "algo/slot_watch.hpp"
 #include "algo/validity.hpp"
 #include "client_impl.hpp"
 #include "options_check.hpp"
+#include "redlock/semaphore.hpp"
 #include "resp/encoder.hpp"
 #include "test_hooks.hpp"
 #include "text.hpp"
@@ -33,28 +35,60 @@ using lock_request = client_impl::lock_request;
 
 namespace {
 
-// A grant of fenced_acquire_script: {counter}, the fencing counter after its increment.
-std::optional<std::uint64_t> fencing_counter_of(const resp::value& reply) {
-  if (reply.kind != resp::type::array || reply.elements.size() != 1) return std::nullopt;
-  const resp::value& counter = reply.elements.front();
-  if (counter.kind != resp::type::integer || counter.integer < 1) return std::nullopt;
-  return static_cast<std::uint64_t>(counter.integer);
+// How a round asked for the key, which decides how its answers read.
+enum class set_form : std::uint8_t {
+  plain,       // SET NX PX: OK or nil
+  asking_ttl,  // acquire_script (OK, or the holder's PTTL), fenced_acquire_script ({counter})
+  slot,        // semaphore_acquire_script: OK or the counter; a refusal is every slot's PTTL
+};
+
+// The fencing counter a grant carries, if any: {counter} from fenced_acquire_script, the counter
+// itself from semaphore_acquire_script.
+std::optional<std::uint64_t> granted_counter(const resp::value& reply, set_form form) {
+  const resp::value* counter = &reply;
+  if (form == set_form::asking_ttl) {
+    if (reply.kind != resp::type::array || reply.elements.size() != 1) return std::nullopt;
+    counter = &reply.elements.front();
+  } else if (form != set_form::slot) {
+    return std::nullopt;
+  }
+  if (counter->kind != resp::type::integer || counter->integer < 1) return std::nullopt;
+  return static_cast<std::uint64_t>(counter->integer);
 }
 
-// An acquire's answer from one node to SET NX PX: OK = granted, null = held by someone else.
-// `asked_ttl`: the round used acquire_script or fenced_acquire_script, whose refusal is the
-// holder's PTTL (an integer); the latter's grant is {counter}.
-node_answer::kind classify_set_reply(error_code ec, const resp::value& reply, bool asked_ttl,
+// A semaphore round's refusal: the PTTL reply of every slot on that node, or empty when `reply`
+// is not one (a grant, an error).
+std::vector<long long> slot_ttls_of(const resp::value& reply) {
+  std::vector<long long> ttls;
+  if (reply.kind != resp::type::array) return ttls;
+  ttls.reserve(reply.elements.size());
+  for (const auto& element : reply.elements) {
+    if (element.kind != resp::type::integer) return {};
+    ttls.push_back(element.integer);
+  }
+  return ttls;
+}
+
+// An acquire's answer from one node: granted, held by someone else, or failed.
+node_answer::kind classify_set_reply(error_code ec, const resp::value& reply, set_form form,
                                      std::string& detail) {
   if (ec) {
     detail = reply.text;
     return node_answer::kind::failed;
   }
   if (reply.kind == resp::type::simple_string && reply.text == "OK") return node_answer::kind::yes;
-  if (asked_ttl && fencing_counter_of(reply)) return node_answer::kind::yes;  // fenced_acquire
-  // nil from SET NX; the holder's PTTL from the acquire script.
-  if (reply.is_null() || (asked_ttl && reply.kind == resp::type::integer)) {
-    return node_answer::kind::no;
+  if (granted_counter(reply, form)) return node_answer::kind::yes;  // a fenced grant
+  switch (form) {
+    case set_form::plain:
+      if (reply.is_null()) return node_answer::kind::no;
+      break;
+    case set_form::asking_ttl:
+      // The holder's PTTL, or nil when it could not be read.
+      if (reply.is_null() || reply.kind == resp::type::integer) return node_answer::kind::no;
+      break;
+    case set_form::slot:
+      if (reply.kind == resp::type::array) return node_answer::kind::no;
+      break;
   }
   detail = fmt::format("unexpected reply {}", resp::to_debug_string(reply));
   return node_answer::kind::failed;
@@ -209,32 +243,57 @@ class acquire_op final : public abortable,
         done_(std::move(caller.handler), client_->executor(), caller.on_client_executor),
         retry_(options.retry) {}
 
+  // A semaphore's acquire instead of a lock's: each round tries one of `permits` slot locks; see
+  // permit_plan. Called before start().
+  void for_semaphore(std::string name, std::size_t permits) {
+    auto& plan = permits_.emplace();
+    plan.name = std::move(name);
+    plan.count = permits;
+    plan.queue_key = permit_queue_key(plan.name);
+    if (permits <= semaphore::max_permits) {
+      plan.watch.reset_unknown(permits);
+      plan.tried_in_this_try.assign(permits, false);
+    }
+    lease_->resource = plan.queue_key + "0";  // each round sets the slot it tries
+  }
+
   void start() {
     if (client_->closed()) {
       lease_->diagnostics = "the client is shut down";
       return done_.complete(asio::error::operation_aborted, make_lease());
     }
+    if (permits_) {
+      if (auto problem = check_semaphore(); !problem.empty()) {
+        lease_->diagnostics = fmt::format("redlock: cannot acquire a permit of semaphore {}: {}",
+                                          quoted_resource(permits_->name), problem);
+        return done_.complete(error::invalid_argument, make_lease());
+      }
+    }
     if (auto problem = check_lock_options(lease_->resource, lease_->options, client_->options());
         !problem.empty()) {
-      lease_->diagnostics =
-          fmt::format("redlock: cannot lock {}: {}", quoted_resource(lease_->resource), problem);
+      lease_->diagnostics = fmt::format("redlock: cannot acquire {}: {}", subject(), problem);
       return done_.complete(error::invalid_argument, make_lease());
     }
     if (const auto& duplicates = client_->duplicate_nodes(); !duplicates.empty()) {
-      lease_->diagnostics =
-          fmt::format("redlock: cannot lock {}: {}", quoted_resource(lease_->resource), duplicates);
+      lease_->diagnostics = fmt::format("redlock: cannot acquire {}: {}", subject(), duplicates);
       return done_.complete(error::invalid_argument, make_lease());
     }
     lease_->token = make_lock_token();
     encode_set(set_command_);
     if (lease_->options.wait) deadline_ = steady_clock::now() + *lease_->options.wait;
 
+    const std::string& queue_key = permits_ ? permits_->queue_key : lease_->resource;
     if (single_round_) {
-      const resource_queue* busy = client_->find_queue(lease_->resource);
+      const resource_queue* busy = client_->find_queue(queue_key);
+      // A semaphore's own leases do not make it busy: a try skips the slots they hold.
+      if (permits_ && busy != nullptr && busy->waiters.empty()) busy = nullptr;
       if (busy != nullptr && (busy->holder != nullptr || !busy->waiters.empty())) {
         lease_->diagnostics =
-            fmt::format("redlock: {} is held or awaited by another lease of this client",
-                        quoted_resource(lease_->resource));
+            permits_
+                ? fmt::format("redlock: another acquire of this client waits for a permit of {}",
+                              quoted_resource(permits_->name))
+                : fmt::format("redlock: {} is held or awaited by another lease of this client",
+                              subject());
         return done_.complete(error::contended, make_lease());
       }
     }
@@ -243,7 +302,12 @@ class acquire_op final : public abortable,
     done_.on_cancel([weak = weak_from_this()](asio::cancellation_type type) {
       if (auto self = weak.lock()) self->cancel(type);
     });
-    queue_ = &client_->queue_for(lease_->resource);
+    queue_ = &client_->queue_for(queue_key);
+    if (permits_) {
+      queue_->semaphore = true;
+      if (queue_->slot_holders.size() < permits_->count)
+        queue_->slot_holders.resize(permits_->count, nullptr);
+    }
     queue_->waiters.push_back(shared_from_this());
     if (queue_->holder == nullptr && queue_->waiters.size() == 1) {
       begin_round();
@@ -270,13 +334,31 @@ class acquire_op final : public abortable,
     sleep(now);
   }
 
-  // `node` announced that `resource` was released there.
-  void announced(std::size_t node) {
+  // `node` announced that `resource` (of a semaphore: slot `slot` of it) was released there.
+  void announced(std::size_t node, std::size_t slot = 0) {
     if (stage_ != stage::sleeping || woken_) return;
-    watch_.released(node);
+    if (permits_) {
+      permits_->watch.released(slot, node);
+    } else {
+      watch_.released(node);
+    }
     // The first announcement that may free a quorum wakes the op; the other copies of the same
     // release find it woken.
-    if (watch_.may_be_free()) wake_soon();
+    if (may_be_free()) wake_soon();
+  }
+
+  // A semaphore's lease of this client released slot `slot`: its DEL is queued on every node
+  // ahead of anything this op sends now, so the slot is free for our next round.
+  void permit_released_here(std::size_t slot) {
+    if (!permits_) return;
+    if (stage_ == stage::in_round || stage_ == stage::fencing) {
+      permits_->freed_here.push_back(slot);  // applied if this round fails
+      return;
+    }
+    for (std::size_t node = 0; node < client_->size(); ++node)
+      permits_->watch.released(slot, node);
+    if (stage_ == stage::queued || stage_ == stage::sleeping || stage_ == stage::subscribing)
+      begin_round();
   }
 
   // The subscription on `node` is now in place (`subscribed`) or not.
@@ -309,6 +391,74 @@ class acquire_op final : public abortable,
     long long pttl_ms;
     steady_clock::time_point at;
   };
+
+  // A semaphore acquire (for_semaphore): which slot the current round tries and what is known of
+  // the others. A slot lease is a lock lease of the slot's key: the lease's resource is set to the
+  // tried slot's key each round, with a fresh token, and everything after the acquire (renewal,
+  // loss, release, fencing with the slot's own counter) is the lock's.
+  struct permit_plan {
+    std::string name;
+    std::size_t count = 0;
+    std::string queue_key;  // permit_queue_key(name); slot i's key is this + i
+    slot_watch watch;
+    std::size_t tried = 0;
+    std::vector<slot_watch::slot_ttls> reports;  // the current round's refusals, by node
+    std::vector<std::size_t> freed_here;         // slots our own leases released during the round
+    std::vector<bool> tried_in_this_try;         // async_try_acquire tries each slot once at most
+  };
+
+  // What the diagnostics name: the lock's resource, or the semaphore and the slot last tried.
+  std::string subject() const {
+    if (!permits_) return quoted_resource(lease_->resource);
+    return fmt::format("semaphore {} (slot {} of {})", quoted_resource(permits_->name),
+                       permits_->tried, permits_->count);
+  }
+
+  // Why a semaphore cannot be used; empty when it can.
+  std::string check_semaphore() const {
+    if (permits_->name.empty()) return "its name is empty";
+    if (permits_->count == 0 || permits_->count > semaphore::max_permits) {
+      return fmt::format("permits must be between 1 and {}, not {}", semaphore::max_permits,
+                         permits_->count);
+    }
+    return {};
+  }
+
+  // The slots not to try: those this client's leases hold, and in a try those it has tried.
+  std::vector<bool> held_here() const {
+    std::vector<bool> held(permits_->count, false);
+    for (std::size_t slot = 0; slot < held.size() && slot < queue_->slot_holders.size(); ++slot)
+      held[slot] = queue_->slot_holders[slot] != nullptr || permits_->tried_in_this_try[slot];
+    return held;
+  }
+
+  // Whether trying again may succeed now, as far as the last round and announcements tell.
+  bool may_be_free() const {
+    if (!permits_) return watch_.may_be_free();
+    const auto held = held_here();
+    for (std::size_t slot = 0; slot < held.size(); ++slot) {
+      if (!held[slot] && permits_->watch.may_be_free(slot)) return true;
+    }
+    return false;
+  }
+
+  // When trying again succeeds at the latest unless holders extend; see release_watch::free_by.
+  std::optional<steady_clock::time_point> free_by() const {
+    return permits_ ? permits_->watch.free_by(held_here()) : watch_.free_by();
+  }
+
+  // After a semaphore round that was not held: what its refusals tell of every slot.
+  void learn_from_slot_round(steady_clock::time_point now) {
+    auto& plan = *permits_;
+    plan.watch.reset(plan.tried, round_->answers(), plan.reports, client_->quorum(), now,
+                     client_->options().drift_factor);
+    for (const std::size_t slot : plan.freed_here) {
+      for (std::size_t node = 0; node < client_->size(); ++node)
+        plan.watch.released(slot, node);
+    }
+    plan.freed_here.clear();
+    watch_round_ = rounds_;
+  }
 
   lease make_lease() { return client_impl::make_lease(lease_); }
 
@@ -351,6 +501,7 @@ class acquire_op final : public abortable,
   // competing after a hand-off limit asks, and if every node was subscribed when it was sent, a
   // refusal needs no second look (see decided).
   void begin_round() {
+    if (permits_) return begin_slot_round();
     stage_ = stage::in_round;
     woken_ = false;
     // Only an op that listens can be covered, so an uncontended acquire never touches the
@@ -365,7 +516,7 @@ class acquire_op final : public abortable,
       // Every round, the first included: the counter must be incremented by the SET's own
       // script, where nothing can run between the grant and the increment.
       if (rounds_++ > 0) lease_->token = make_lock_token();
-      open_round();
+      open_round(set_form::asking_ttl);
       holder_ttls_.assign(client_->size(), std::nullopt);
       fences_.assign(client_->size(), std::nullopt);
       client_->fan_out(std::make_shared<const std::string>(encode_fenced_set()), *this,
@@ -373,23 +524,85 @@ class acquire_op final : public abortable,
       return;
     }
     if (rounds_++ == 0 && !competing_) {
-      open_round();
+      open_round(set_form::plain);
       client_->fan_out(set_command_, *this, open_ballot(), client_->options_for(lock_request::set));
       return;
     }
     if (rounds_ > 1) lease_->token = make_lock_token();
-    open_round();
+    open_round(set_form::asking_ttl);
     holder_ttls_.assign(client_->size(), std::nullopt);
     client_->fan_out(std::make_shared<const std::string>(encode_set_asking_ttl()), *this,
                      open_ballot(), client_->options_for(lock_request::set_asking_ttl));
   }
 
-  void open_round() {
+  void open_round(set_form form) {
     round_.emplace(acquire_round::settings{.nodes = client_->size(),
                                            .ttl = lease_->options.ttl,
                                            .drift_factor = client_->options().drift_factor,
                                            .start = steady_clock::now()});
+    form_ = form;
     holder_ttls_.clear();  // no allocation: most rounds ask no PTTL
+  }
+
+  // A semaphore round: semaphore_acquire_script on one slot that no lease of this client holds,
+  // drawn as slot_watch::choose says (before the first refusal: any of those). When the last
+  // refusals show every slot held, a random one is tried anyway: the wait before this round was
+  // bounded by the backoff or the holders' TTLs, and a round is how to look again.
+  void begin_slot_round() {
+    auto& plan = *permits_;
+    const auto held = held_here();
+    auto slot = plan.watch.choose(held, client_->random());
+    if (!slot) {
+      slot_watch any;
+      any.reset_unknown(plan.count);
+      slot = any.choose(held, client_->random());
+    }
+    if (!slot) {
+      // Every slot is held by this client (only one of its releases can help), or in a try was
+      // tried already (not reached: a try goes on only while an untried slot may be free).
+      if (single_round_) {
+        lease_->diagnostics = fmt::format(
+            "redlock: every one of the {} permits of semaphore {} is held by this client",
+            plan.count, quoted_resource(plan.name));
+        return finish(error::contended);
+      }
+      stage_ = stage::queued;
+      return arm_timer(deadline_);
+    }
+    stage_ = stage::in_round;
+    woken_ = false;
+    covered_round_ = false;
+    plan.tried = *slot;
+    if (single_round_) plan.tried_in_this_try[*slot] = true;
+    lease_->resource = plan.queue_key + std::to_string(*slot);
+    if (rounds_++ > 0) lease_->token = make_lock_token();
+    open_round(set_form::slot);
+    plan.reports.assign(client_->size(), {});
+    if (lease_->options.fencing) fences_.assign(client_->size(), std::nullopt);
+
+    std::vector<std::string> keys;
+    keys.reserve(plan.count + 1);
+    for (std::size_t i = 0; i < plan.count; ++i)
+      keys.push_back(plan.queue_key + std::to_string(i));
+    if (lease_->options.fencing) keys.push_back(fencing_counter_key(lease_->resource));
+    const std::vector<std::string_view> key_views(keys.begin(), keys.end());
+    const std::string tried = std::to_string(*slot + 1);
+    const std::string ttl = std::to_string(lease_->options.ttl.count());
+    std::vector<std::string_view> args = {tried, lease_->token, ttl};
+    if (lease_->options.fencing) args.push_back("1");
+    client_->fan_out(std::make_shared<const std::string>(
+                         encode_evalsha(semaphore_acquire_script(), key_views, args)),
+                     *this, open_ballot(), client_->options_for(lock_request::slot_set));
+  }
+
+  // A semaphore round's refusal that answers after the round was decided: taken into a sleeping
+  // op's plan at once, as note_holder_ttl.
+  void note_slot_report(std::size_t node, const slot_watch::slot_ttls& ttls,
+                        steady_clock::time_point now) {
+    if (stage_ != stage::sleeping || woken_ || watch_round_ != rounds_) return;
+    permits_->watch.report(node, ttls, now, client_->options().drift_factor);
+    if (may_be_free()) return wake_soon();
+    plan_wake(now);
   }
 
   // A refusal that carries the holder's PTTL. One that answers after the round was decided is
@@ -398,7 +611,7 @@ class acquire_op final : public abortable,
     holder_ttls_[node] = holder_ttl{pttl_ms, now};
     if (stage_ != stage::sleeping || woken_ || watch_round_ != rounds_) return;
     watch_.holder_ttl(node, pttl_ms, now, client_->options().drift_factor);
-    if (watch_.may_be_free()) return wake_soon();
+    if (may_be_free()) return wake_soon();
     plan_wake(now);
   }
 
@@ -407,7 +620,7 @@ class acquire_op final : public abortable,
   void on_answer(std::size_t node, error_code ec, const resp::value& reply) override {
     std::string detail;
     const bool asked_ttl = !holder_ttls_.empty();
-    const auto what = classify_set_reply(ec, reply, asked_ttl, detail);
+    const auto what = classify_set_reply(ec, reply, form_, detail);
     // Any answer may decide the round, and the decision reads what is known of the nodes then.
     if (!round_->decided()) {
       for (std::size_t i = 0; i < client_->size(); ++i)
@@ -419,23 +632,38 @@ class acquire_op final : public abortable,
     if (carries_ttl && !round_->decided()) {
       holder_ttls_[node] = holder_ttl{reply.integer, now};
     }
+    const bool carries_slots = form_ == set_form::slot && what == node_answer::kind::no;
+    if (carries_slots && !round_->decided()) permits_->reports[node] = slot_ttls_of(reply);
     if (!fences_.empty() && !round_->decided() && what == node_answer::kind::yes) {
-      fences_[node] = fencing_counter_of(reply);
+      fences_[node] = granted_counter(reply, form_);
     }
     switch (round_->answer(node, make_answer(what, ec, reply, std::move(detail)), now)) {
       case acquire_round::step::decided_now:
         return decided(now);
       case acquire_round::step::decided_before:
         if (carries_ttl) note_holder_ttl(node, reply.integer, now);
+        if (carries_slots) note_slot_report(node, slot_ttls_of(reply), now);
         if (stage_ == stage::fencing && write_back_) {
           // A copy: late_answer may complete the acquire, which drops write_back_.
           const auto write_back = write_back_;
           write_back->late_answer(
-              node, what == node_answer::kind::yes ? fencing_counter_of(reply) : std::nullopt);
+              node, what == node_answer::kind::yes ? granted_counter(reply, form_) : std::nullopt);
         }
         return answered_after_decision(node);
       case acquire_round::step::undecided:
         return;
+    }
+  }
+
+  // After a lock round that was not held: which nodes block the lock, and until when.
+  void learn_from_round() {
+    watch_.reset(round_->answers(), client_->quorum());
+    watch_round_ = rounds_;
+    for (std::size_t i = 0; i < holder_ttls_.size(); ++i) {
+      if (holder_ttls_[i] && round_->answers()[i].what == node_answer::kind::no) {
+        watch_.holder_ttl(i, holder_ttls_[i]->pttl_ms, holder_ttls_[i]->at,
+                          client_->options().drift_factor);
+      }
     }
   }
 
@@ -457,15 +685,18 @@ class acquire_op final : public abortable,
     }
     lease_->diagnostics = explain(round.code, now);
     client_->log(log_level::debug, lease_->diagnostics);
-    if (const auto code = acquire_ends(round, single_round_, deadline_, now)) return finish(*code);
-    watch_.reset(round_->answers(), client_->quorum());
-    watch_round_ = rounds_;
-    for (std::size_t i = 0; i < holder_ttls_.size(); ++i) {
-      if (holder_ttls_[i] && round_->answers()[i].what == node_answer::kind::no) {
-        watch_.holder_ttl(i, holder_ttls_[i]->pttl_ms, holder_ttls_[i]->at,
-                          client_->options().drift_factor);
+    if (permits_) {
+      learn_from_slot_round(now);
+      // A try goes on while some slot it has not tried is not known to be held on a quorum (a
+      // node that granted the tried slot said nothing of the others), so it makes `permits`
+      // rounds at most, and `contended` means every slot was refused or seen held on a quorum.
+      if (single_round_ && round.code == error::contended &&
+          permits_->watch.choose(held_here(), client_->random())) {
+        return begin_round();
       }
     }
+    if (const auto code = acquire_ends(round, single_round_, deadline_, now)) return finish(*code);
+    if (!permits_) learn_from_round();
     const bool first_look = rounds_ == 1 && !covered_round_;
     listen();
     if (first_look) {
@@ -524,26 +755,30 @@ class acquire_op final : public abortable,
       return succeed(valid_until);
     }
     // Like a failed round: release what this round may have set, then try again or end.
-    release_where(round_->cleanup_targets(), lease_->token);
+    release_where(round_->cleanup_targets(), lease_->resource, lease_->token);
     const error_code code =
         confirmed ? make_error_code(error::validity_expired) : make_error_code(error::no_quorum);
     lease_->diagnostics =
         confirmed ? fmt::format(
                         "redlock: {}: the fencing write-back was confirmed after the validity "
                         "ran out ({} ms after the round started)",
-                        quoted_resource(lease_->resource),
+                        subject(),
                         std::chrono::duration_cast<std::chrono::milliseconds>(now - round_->start())
                             .count())
                   : fmt::format(
                         "redlock: {}: the fencing write-back was confirmed by fewer than {} of "
                         "{} nodes: {}",
-                        quoted_resource(lease_->resource), client_->quorum(), client_->size(),
+                        subject(), client_->quorum(), client_->size(),
                         client_->describe(answers, "raised", "the key was no longer ours"));
     client_->log(log_level::debug, lease_->diagnostics);
     if (single_round_) return finish(code);
     if (deadline_ && now >= *deadline_) return finish(error::wait_timeout);
-    watch_.reset(round_->answers(), client_->quorum());
-    watch_round_ = rounds_;
+    if (permits_) {
+      learn_from_slot_round(now);
+    } else {
+      watch_.reset(round_->answers(), client_->quorum());
+      watch_round_ = rounds_;
+    }
     listen();
     sleep(now);
   }
@@ -559,11 +794,11 @@ class acquire_op final : public abortable,
 
   // Arms the timer for the earliest moment the next round is worth it, see the class comment.
   void plan_wake(steady_clock::time_point now) {
-    const auto bound = watch_.free_by();
+    const auto bound = free_by();
     const auto* listener = client_->listener();
     const bool announcements_cover = listener != nullptr && listener->all_subscribed();
     steady_clock::time_point at = backoff_until_;
-    if (bound && !watch_.may_be_free()) {
+    if (bound && !may_be_free()) {
       at = announcements_cover ? *bound : std::min(*bound, backoff_until_);
     }
     arm_timer(clamp_to_deadline(std::max(at, now)));
@@ -602,14 +837,12 @@ class acquire_op final : public abortable,
   std::string explain(error_code ec, steady_clock::time_point now, bool lasting = false) const {
     const tally& t = round_->votes();
     if (lasting && ec == error::invalid_argument && !client_->duplicate_nodes().empty()) {
-      return fmt::format("redlock: {} not acquired: {}", quoted_resource(lease_->resource),
-                         client_->duplicate_nodes());
+      return fmt::format("redlock: {} not acquired: {}", subject(), client_->duplicate_nodes());
     }
     const auto failing = lasting_failures();
     return fmt::format(
         "redlock: {} not acquired ({}): {} of {} nodes granted, quorum {}, round took {} ms{}: {}",
-        quoted_resource(lease_->resource), ec.message(), t.yes_count(), t.nodes(), t.quorum(),
-        to_ms(now - round_->start()),
+        subject(), ec.message(), t.yes_count(), t.nodes(), t.quorum(), to_ms(now - round_->start()),
         lasting ? "; not retried: the failing nodes cannot serve the lock until their "
                   "configuration is fixed"
                 : "",
@@ -630,10 +863,12 @@ class acquire_op final : public abortable,
   }
 
   // On each node the release runs after our SET: both travel on that node's one connection.
-  void release_where(const std::vector<bool>& targets, const std::string& token) {
+  // `key`: the round's (a semaphore's rounds try different slots).
+  void release_where(const std::vector<bool>& targets, const std::string& key,
+                     const std::string& token) {
     if (std::find(targets.begin(), targets.end(), true) == targets.end()) return;
-    client_->release_best_effort(lease_->resource, token, client_->release_channel(),
-                                 lease_->options.ttl, &targets);
+    client_->release_best_effort(key, token, client_->release_channel(), lease_->options.ttl,
+                                 &targets);
   }
 
   // A failed round's keys are released where the node granted or may have (it failed): at once
@@ -646,7 +881,7 @@ class acquire_op final : public abortable,
   // more than max_deferred_rounds rounds wait (a node that stopped answering for a while).
   void clean_up_failed_round(const std::vector<bool>& targets) {
     std::vector<bool> now = targets;
-    deferred_cleanup later{ballot(), lease_->token, !holder_ttls_.empty(),
+    deferred_cleanup later{ballot(), lease_->resource, lease_->token, form_,
                            std::vector<bool>(targets.size(), false)};
     bool any_later = false;
     for (std::size_t i = 0; i < targets.size(); ++i) {
@@ -656,10 +891,10 @@ class acquire_op final : public abortable,
         any_later = true;
       }
     }
-    release_where(now, lease_->token);
+    release_where(now, lease_->resource, lease_->token);
     if (!any_later) return;
     if (deferred_.size() == max_deferred_rounds) {
-      release_where(deferred_.front().nodes, deferred_.front().token);
+      release_where(deferred_.front().nodes, deferred_.front().key, deferred_.front().token);
       deferred_.pop_front();
     }
     deferred_.push_back(std::move(later));
@@ -670,7 +905,7 @@ class acquire_op final : public abortable,
     for (const auto& waiting : deferred_) {
       if (waiting.ballot != of_ballot) continue;
       std::string detail;
-      const auto what = classify_set_reply(ec, reply, waiting.asked_ttl, detail);
+      const auto what = classify_set_reply(ec, reply, waiting.form, detail);
       return settle_deferred_cleanup(of_ballot, node,
                                      make_answer(what, ec, reply, std::move(detail)));
     }
@@ -687,7 +922,7 @@ class acquire_op final : public abortable,
     if (answer.what != node_answer::kind::no && !answer.unsent) {
       std::vector<bool> only(client_->size(), false);
       only[node] = true;
-      release_where(only, waiting->token);
+      release_where(only, waiting->key, waiting->token);
     }
     if (std::find(waiting->nodes.begin(), waiting->nodes.end(), true) == waiting->nodes.end()) {
       deferred_.erase(waiting);
@@ -696,7 +931,7 @@ class acquire_op final : public abortable,
 
   void send_deferred_cleanups() {
     for (const auto& waiting : deferred_)
-      release_where(waiting.nodes, waiting.token);
+      release_where(waiting.nodes, waiting.key, waiting.token);
     deferred_.clear();
   }
 
@@ -707,14 +942,21 @@ class acquire_op final : public abortable,
     client_->untrack(this);
     stop_listening();
     drop_from_waiters();
-    queue_->holder = lease_.get();
-    lease_->queue = queue_;
+    resource_queue* const queue = std::exchange(queue_, nullptr);
+    if (permits_) {
+      queue->slot_holders[permits_->tried] = lease_.get();
+    } else {
+      queue->holder = lease_.get();
+    }
+    lease_->queue = queue;
     lease_->diagnostics.clear();
     lease_->granted_nodes = round_->votes().yes_count();
     acquired_ = true;
     lease_->on_acquired(round_->start(), valid_until);
     note_if_degraded();
     done_.complete(error_code{}, make_lease());
+    // A semaphore's next waiter need not wait for this lease: it tries the other slots.
+    if (permits_) client_->start_next_waiter(*queue);
   }
 
   // The SETs of a round that answer after the decision: grants still count for a successful
@@ -731,8 +973,8 @@ class acquire_op final : public abortable,
     if (!t.complete() || t.yes_count() == t.nodes()) return;
     if (lease_->current != lease_state::phase::held) return;
     lease_->diagnostics =
-        fmt::format("redlock: {} acquired on {} of {} nodes (quorum {}): {}",
-                    quoted_resource(lease_->resource), t.yes_count(), t.nodes(), t.quorum(),
+        fmt::format("redlock: {} acquired on {} of {} nodes (quorum {}): {}", subject(),
+                    t.yes_count(), t.nodes(), t.quorum(),
                     client_->describe(round_->answers(), "granted", "held by another owner"));
     client_->log(log_level::warning, lease_->diagnostics);
   }
@@ -758,7 +1000,7 @@ class acquire_op final : public abortable,
     drop_from_waiters();
     if (was_first && queue_->holder == nullptr) client_->start_next_waiter(*queue_);
     queue_ = nullptr;
-    client_->forget_queue_if_idle(lease_->resource);
+    client_->forget_queue_if_idle(permits_ ? permits_->queue_key : lease_->resource);
   }
 
   void cancel(asio::cancellation_type type) {
@@ -774,7 +1016,7 @@ class acquire_op final : public abortable,
       case stage::in_round:
       case stage::fencing:
         if ((type & (ct::terminal | ct::partial)) == ct::none) return;
-        release_where(round_->cleanup_targets(), lease_->token);
+        release_where(round_->cleanup_targets(), lease_->resource, lease_->token);
         lease_->diagnostics = "redlock: acquire cancelled during a round; released what it set";
         return finish(asio::error::operation_aborted);
       case stage::idle:
@@ -801,8 +1043,13 @@ class acquire_op final : public abortable,
     const bool timed_out = deadline_ && steady_clock::now() >= *deadline_;
     if (stage_ == stage::queued && timed_out) {
       lease_->diagnostics =
-          fmt::format("redlock: {} still held by another lease of this client after {} ms",
-                      quoted_resource(lease_->resource), lease_->options.wait->count());
+          permits_
+              ? fmt::format(
+                    "redlock: no permit of semaphore {} for this acquire after {} ms: "
+                    "this client's other leases and acquires had them all",
+                    quoted_resource(permits_->name), lease_->options.wait->count())
+              : fmt::format("redlock: {} still held by another lease of this client after {} ms",
+                            subject(), lease_->options.wait->count());
       finish(error::wait_timeout);
     } else if (stage_ == stage::sleeping || stage_ == stage::subscribing) {
       if (timed_out) return finish(error::wait_timeout);
@@ -820,6 +1067,8 @@ class acquire_op final : public abortable,
   std::optional<steady_clock::time_point> deadline_;
   stage stage_ = stage::idle;
   std::optional<acquire_round> round_;  // the current or last round
+  set_form form_ = set_form::plain;     // the current round's
+  std::optional<permit_plan> permits_;  // a semaphore's acquire
   resource_queue* queue_ = nullptr;     // set while this op is in it
   std::string set_command_;  // the first round's SET key token NX PX ttl; read by the connections
   // Fenced rounds: each granting node's counter, as its grant answered before the decision.
@@ -829,8 +1078,9 @@ class acquire_op final : public abortable,
   // Failed rounds whose cleanup waits for some nodes' answers, oldest first.
   struct deferred_cleanup {
     std::size_t ballot;
+    std::string key;          // that round's
     std::string token;        // that round's
-    bool asked_ttl;           // how to read its answers (classify_set_reply)
+    set_form form;            // how to read its answers (classify_set_reply)
     std::vector<bool> nodes;  // still to answer
   };
   static constexpr std::size_t max_deferred_rounds = 32;
@@ -989,6 +1239,11 @@ request_options client_impl::options_for(lock_request kind,
       per_node.eval_fallback = &fenced_acquire_script();
       per_node.noscript_is_final = true;  // as set_asking_ttl
       break;
+    case lock_request::slot_set:
+      per_node.skip_if_unresponsive = true;
+      per_node.eval_fallback = &semaphore_acquire_script();
+      per_node.noscript_is_final = true;  // as set_asking_ttl
+      break;
     case lock_request::fence_write_back:
       // Token-checked, so running late does no harm; but its answer is wanted within the
       // validity, and the acquire fails (and releases) when a quorum does not confirm in time.
@@ -1099,10 +1354,24 @@ std::string_view client_impl::release_channel_for(lease_state& state) {
 
 void client_impl::holder_gone(lease_state& state) {
   resource_queue* queue = std::exchange(state.queue, nullptr);
+  if (queue != nullptr && queue->semaphore) return permit_holder_gone(*queue, state);
   if (queue == nullptr || queue->holder != &state) return;
   queue->holder = nullptr;
   start_next_waiter(*queue);
   forget_queue_if_idle(state.resource);
+}
+
+void client_impl::permit_holder_gone(resource_queue& queue, lease_state& state) {
+  const auto held = std::find(queue.slot_holders.begin(), queue.slot_holders.end(), &state);
+  if (held == queue.slot_holders.end()) return;
+  *held = nullptr;
+  const auto slot = static_cast<std::size_t>(held - queue.slot_holders.begin());
+  if (!queue.waiters.empty()) {
+    auto head = queue.waiters.front();  // keeps it alive while it reacts
+    head->permit_released_here(slot);
+  }
+  if (const auto key = split_slot_key(state.resource))
+    forget_queue_if_idle(std::string(key->first));
 }
 
 void client_impl::start_next_waiter(resource_queue& queue) {
@@ -1139,10 +1408,18 @@ release_listener* client_impl::listener() {
 }
 
 void client_impl::on_release_announced(std::size_t node, std::string_view resource) {
-  auto* queue = find_queue(std::string(resource));
-  if (queue == nullptr || queue->waiters.empty()) return;
-  auto head = queue->waiters.front();  // keeps it alive while it reacts
-  head->announced(node);
+  if (auto* queue = find_queue(std::string(resource)); queue != nullptr && !queue->semaphore) {
+    if (queue->waiters.empty()) return;
+    auto head = queue->waiters.front();  // keeps it alive while it reacts
+    return head->announced(node);
+  }
+  // A semaphore's slot key: its queue is under the slots' common prefix.
+  const auto slot_key = split_slot_key(resource);
+  if (!slot_key) return;
+  auto* queue = find_queue(std::string(slot_key->first));
+  if (queue == nullptr || !queue->semaphore || queue->waiters.empty()) return;
+  auto head = queue->waiters.front();
+  head->announced(node, slot_key->second);
 }
 
 void client_impl::on_subscription_changed(std::size_t /*node*/, bool subscribed) {
@@ -1180,14 +1457,14 @@ resource_queue& client_impl::queue_for(const std::string& resource) {
   auto node = std::move(spare_queues_.back());
   spare_queues_.pop_back();
   node.key() = resource;
+  node.mapped().semaphore = false;
+  node.mapped().slot_holders.clear();
   return queues_.insert(std::move(node)).position->second;
 }
 
 void client_impl::forget_queue_if_idle(const std::string& resource) {
   auto found = queues_.find(resource);
-  if (found == queues_.end() || found->second.holder != nullptr || !found->second.waiters.empty()) {
-    return;
-  }
+  if (found == queues_.end() || !found->second.idle()) return;
   auto node = queues_.extract(found);
   if (spare_queues_.size() < spare_queues_.capacity()) spare_queues_.push_back(std::move(node));
 }
@@ -1243,6 +1520,15 @@ void initiate_acquire(const std::shared_ptr<client_impl>& client, std::string re
   std::make_shared<acquire_op>(client, std::move(resource), options, single_round,
                                std::move(caller))
       ->start();
+}
+
+void initiate_acquire_permit(const std::shared_ptr<client_impl>& client, std::string name,
+                             std::size_t permits, const lock_options& options, bool single_round,
+                             caller_handler<acquire_signature> caller) {
+  auto op =
+      std::make_shared<acquire_op>(client, std::string(), options, single_round, std::move(caller));
+  op->for_semaphore(std::move(name), permits);
+  op->start();
 }
 
 namespace {

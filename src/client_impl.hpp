@@ -17,6 +17,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -54,14 +55,27 @@ class user_operation;
 // lock_options::local_handoffs of those in a row the release is announced instead, and the first
 // waiter competes: it waits for the announcement like waiters in other processes
 // (client_impl::release_channel_for decides, holder_gone carries it out).
+//
+// A semaphore's queue (keyed by its slot keys' common prefix, see permit_queue_key) differs in
+// one way: leases of this client that hold some of its slots do not block the first waiter, which
+// only skips those slots; a release of one wakes it at once (its SET follows our DEL on every
+// node). Its releases always announce themselves: no hand-off is counted.
 struct resource_queue {
   lease_state* holder = nullptr;
+  bool semaphore = false;
+  std::vector<lease_state*> slot_holders;  // semaphore: by slot, null where none of ours holds it
   std::vector<std::shared_ptr<acquire_op>> waiters;  // short; a deque would allocate when empty
   unsigned handoffs_in_a_row = 0;
   // Set by release_channel_for for the holder_gone that follows: the first waiter competes, and
   // the released key is gone by `released_key_gone_by` at the latest.
   bool next_competes = false;
   steady_clock::time_point released_key_gone_by{};
+
+  bool idle() const noexcept {
+    return holder == nullptr && waiters.empty() &&
+           std::all_of(slot_holders.begin(), slot_holders.end(),
+                       [](const lease_state* held) { return held == nullptr; });
+  }
 };
 
 // Everything behind a redlock::lease. Lives on the client's executor.
@@ -189,6 +203,7 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
     set,
     set_asking_ttl,
     fenced_set,
+    slot_set,
     fence_write_back,
     extend,
     release,
@@ -251,6 +266,8 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   resource_queue* find_queue(const std::string& resource);
   resource_queue& queue_for(const std::string& resource);
   void holder_gone(lease_state& state);
+  // A semaphore's lease of this client ended: free its slot, wake the first waiter.
+  void permit_holder_gone(resource_queue& queue, lease_state& state);
   void start_next_waiter(resource_queue& queue);
   void forget_queue_if_idle(const std::string& resource);
 

@@ -81,6 +81,32 @@ std::string semaphore_slot_key(std::string_view name, std::size_t slot) {
   return key_in_hash_slot_of(name, fmt::format(":slot:{}", slot));
 }
 
+std::string permit_queue_key(std::string_view name) {
+  return key_in_hash_slot_of(name, ":slot:");
+}
+
+std::optional<std::size_t> slot_of_key(std::string_view key, std::string_view prefix) {
+  if (!key.starts_with(prefix) || key.size() == prefix.size() || key.size() - prefix.size() > 9) {
+    return std::nullopt;
+  }
+  std::size_t slot = 0;
+  for (const char digit : key.substr(prefix.size())) {
+    if (digit < '0' || digit > '9') return std::nullopt;
+    slot = slot * 10 + static_cast<std::size_t>(digit - '0');
+  }
+  return slot;
+}
+
+std::optional<std::pair<std::string_view, std::size_t>> split_slot_key(std::string_view key) {
+  const auto digits = key.find_last_not_of("0123456789");
+  if (digits == std::string_view::npos || digits + 1 == key.size()) return std::nullopt;
+  const std::string_view prefix = key.substr(0, digits + 1);
+  if (!prefix.ends_with(":slot:")) return std::nullopt;
+  const auto slot = slot_of_key(key, prefix);
+  if (!slot) return std::nullopt;
+  return std::pair{prefix, *slot};
+}
+
 const script& semaphore_acquire_script() {
   static const script lua(
       "local fenced = ARGV[4] == '1' "
@@ -150,8 +176,9 @@ std::vector<connection_options::probe> permission_probes() {
 void prepare_for_lock(connection_options& settings) {
   // Loaded at every connect: an extension is never resent after NOSCRIPT (see extend_op), so its
   // script must be in the cache before the first one is written.
-  settings.preload = {&release_script(), &extend_script(), &acquire_script(),
-                      &fenced_acquire_script(), &fence_write_back_script()};
+  settings.preload = {&release_script(),          &extend_script(),
+                      &acquire_script(),          &fenced_acquire_script(),
+                      &fence_write_back_script(), &semaphore_acquire_script()};
   settings.permission_probes = permission_probes();
 }
 

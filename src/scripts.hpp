@@ -9,8 +9,10 @@
 #include <boost/system/error_code.hpp>
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace redlock::detail {
 
@@ -48,6 +50,19 @@ std::string fencing_counter_key(std::string_view resource);
 // The lock key of slot `slot` (from 0) of the semaphore `name`: `name` + ":slot:N", every slot of
 // one semaphore in the same hash slot.
 std::string semaphore_slot_key(std::string_view name, std::size_t slot);
+
+// What every slot key of the semaphore `name` starts with (slot keys are this + the slot's
+// number): the key of the semaphore's local queue, by which release announcements of its slots
+// are routed.
+std::string permit_queue_key(std::string_view name);
+
+// The semaphore slot a slot key names, given the key's prefix (permit_queue_key); empty when `key`
+// is not prefix + a number.
+std::optional<std::size_t> slot_of_key(std::string_view key, std::string_view prefix);
+
+// Splits a slot key into permit_queue_key and the slot's number; empty when `key` does not end in
+// ":slot:" and a number.
+std::optional<std::pair<std::string_view, std::size_t>> split_slot_key(std::string_view key);
 
 // semaphore_acquire: SET NX PX of one slot; where it is refused, the PTTL of every slot.
 // KEYS[1..P] = the slot keys, then with fencing the tried slot's fencing counter; ARGV[1] = the

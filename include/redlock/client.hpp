@@ -223,6 +223,8 @@ class REDLOCK_API client {
   }
 
  private:
+  friend class semaphore;  // whose acquires run on impl_ like the client's own
+
   // The compiled constructor; the tag makes a program built with other Asio settings fail to link
   // (redlock/config.hpp).
   client(detail::asio_configuration library_configuration, executor_type executor,

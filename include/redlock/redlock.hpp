@@ -9,6 +9,7 @@
 #include "redlock/mutex.hpp"
 #include "redlock/node_config.hpp"
 #include "redlock/options.hpp"
+#include "redlock/semaphore.hpp"
 #include "redlock/with_lock.hpp"
 
 #endif

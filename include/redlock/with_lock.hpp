@@ -2,24 +2,15 @@
 #define REDLOCK_WITH_LOCK_HPP
 
 #include "redlock/client.hpp"
-#include "redlock/error.hpp"
+#include "redlock/detail/run_holding.hpp"
 #include "redlock/lease.hpp"
 #include "redlock/options.hpp"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/awaitable.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/deferred.hpp>
-#include <boost/asio/experimental/parallel_group.hpp>
-#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/system/system_error.hpp>
 
-#include <exception>
 #include <string>
 #include <type_traits>
 #include <utility>
-#include <variant>
 
 namespace redlock {
 
@@ -38,53 +29,9 @@ namespace redlock {
 template <class F>
 auto with_lock(client& locks, std::string resource, lock_options options, F body)
     -> std::invoke_result_t<F&, lease&> {
-  namespace asio = boost::asio;
-  using T = typename std::invoke_result_t<F&, lease&>::value_type;
-  using value_type = std::conditional_t<std::is_void_v<T>, std::monostate, T>;
-
-  lease held = co_await locks.async_acquire(std::move(resource), options, asio::use_awaitable);
-
-  auto run = [&]() -> asio::awaitable<value_type> {
-    if constexpr (std::is_void_v<T>) {
-      co_await body(held);
-      co_return std::monostate{};
-    } else {
-      co_return co_await body(held);
-    }
-  };
-
-  // wait_for_one, not operator||: that one waits for the first *success*, so a throwing body would
-  // wait for the loss of a lock that is never lost.
-  auto executor = co_await asio::this_coro::executor;
-  auto [order, body_failure, value, ended_by] =
-      co_await asio::experimental::make_parallel_group(
-          asio::co_spawn(executor, run(), asio::deferred), held.async_wait_lost(asio::deferred))
-          .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
-  const bool body_finished_first = order[0] == 0;
-  // Why the lease ended, if it did: the release below replaces it.
-  std::string ended_why = held.diagnostics();
-
-  auto [release_error] = co_await held.async_release(asio::as_tuple(asio::use_awaitable));
-
-  if (!body_finished_first) {
-    // The lease ended under the body, which was cancelled. Lost: say so. Otherwise the client was
-    // destroyed or the lease released by someone else: the body did not complete either.
-    const auto why = ended_by == error::lock_lost ? make_error_code(error::lock_lost) : ended_by;
-    if (ended_why.empty()) {
-      ended_why = "redlock: lock on " + detail::quoted_resource(held.resource()) + " ended";
-    }
-    throw boost::system::system_error(why, ended_why);
-  }
-  if (body_failure) std::rethrow_exception(body_failure);
-  if (release_error == error::not_held) {
-    // A quorum no longer held our key when the body ended: it ran without the lock at some point.
-    throw boost::system::system_error(
-        make_error_code(error::lock_lost),
-        held.diagnostics().empty()
-            ? "redlock: lock on " + detail::quoted_resource(held.resource()) + " was lost"
-            : held.diagnostics());
-  }
-  if constexpr (!std::is_void_v<T>) co_return std::move(value);
+  lease held =
+      co_await locks.async_acquire(std::move(resource), options, boost::asio::use_awaitable);
+  co_return co_await detail::run_holding(held, body);
 }
 
 }  // namespace redlock

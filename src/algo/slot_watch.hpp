@@ -24,7 +24,8 @@ namespace redlock::detail {
 //
 // The next slot is drawn uniformly among those that may be free on a quorum and are not held by
 // this client already, so that contenders that read the same reports spread over the free slots
-// instead of all trying the lowest.
+// instead of all trying the lowest. When there is none, among those that are at least not known to
+// be held on a quorum (too few nodes reported on them): trying one is how to find out.
 class slot_watch {
  public:
   // What a node's refusal carried: its PTTL reply per slot.
@@ -46,22 +47,27 @@ class slot_watch {
     quorum_ = quorum;
     const std::size_t permits = slots_.size();
     held_by_reports_.assign(permits, 0);
+    node_answers unknown(answers.size());
+    for (auto& answer : unknown)
+      answer.what = node_answer::kind::no;
     for (std::size_t slot = 0; slot < permits; ++slot) {
-      if (slot == tried) {
-        // As for a lock: the nodes that granted it were cleaned up by the failed round.
-        slots_[slot].reset(answers, quorum);
-      } else {
-        node_answers unknown(answers.size());
-        for (auto& answer : unknown)
-          answer.what = node_answer::kind::no;
-        slots_[slot].reset(unknown, quorum);
-      }
-      for (std::size_t node = 0; node < reports.size() && node < answers.size(); ++node) {
-        if (reports[node].size() != permits) continue;
-        const long long pttl = reports[node][slot];
-        if (pttl >= -1) ++held_by_reports_[slot];
-        slots_[slot].holder_ttl(node, pttl < -2 ? -1 : pttl, now, drift_factor);
-      }
+      // The tried slot as for a lock: the nodes that granted it were cleaned up by the failed
+      // round.
+      slots_[slot].reset(slot == tried ? answers : unknown, quorum);
+    }
+    for (std::size_t node = 0; node < reports.size() && node < answers.size(); ++node)
+      report(node, reports[node], now, drift_factor);
+  }
+
+  // Node `node`'s refusal of the last round, also one that arrives after it was decided: the PTTL
+  // reply of every slot there, read at `now`. Ignored unless it has one per slot.
+  void report(std::size_t node, const slot_ttls& ttls, steady_clock::time_point now,
+              double drift_factor) {
+    if (!known_ || ttls.size() != slots_.size()) return;
+    for (std::size_t slot = 0; slot < slots_.size(); ++slot) {
+      const long long pttl = ttls[slot];
+      if (pttl >= -1) ++held_by_reports_[slot];
+      slots_[slot].holder_ttl(node, pttl < -2 ? -1 : pttl, now, drift_factor);
     }
   }
 
@@ -89,14 +95,24 @@ class slot_watch {
     return slot < slots_.size() && (!known_ || slots_[slot].may_be_free());
   }
 
-  // A slot to try: drawn uniformly among those that may be free on a quorum and are not
-  // `held_here` (the client's own leases of the semaphore). Empty when there is none.
+  // Whether the last round's reports show `slot` held on a quorum of nodes.
+  bool known_held(std::size_t slot) const noexcept {
+    return known_ && slot < slots_.size() && held_by_reports_[slot] >= quorum_;
+  }
+
+  // A slot to try, not `held_here` (the client's own leases of the semaphore): drawn uniformly
+  // among those that may be free on a quorum, or if there is none among those not known_held.
+  // Empty when every slot is held here or known held.
   template <class Random>
   std::optional<std::size_t> choose(const std::vector<bool>& held_here, Random& random) const {
     std::vector<std::size_t> candidates;
-    for (std::size_t slot = 0; slot < slots_.size(); ++slot) {
-      const bool ours = slot < held_here.size() && held_here[slot];
-      if (!ours && may_be_free(slot)) candidates.push_back(slot);
+    for (const bool sure_enough : {true, false}) {
+      for (std::size_t slot = 0; slot < slots_.size(); ++slot) {
+        const bool ours = slot < held_here.size() && held_here[slot];
+        if (!ours && (sure_enough ? may_be_free(slot) : !known_held(slot)))
+          candidates.push_back(slot);
+      }
+      if (!candidates.empty()) break;
     }
     if (candidates.empty()) return std::nullopt;
     std::uniform_int_distribution<std::size_t> pick(0, candidates.size() - 1);

@@ -63,4 +63,25 @@ BOOST_AUTO_TEST_CASE(a_semaphores_slots_share_one_hash_slot) {
   BOOST_TEST(rd::fencing_counter_key(rd::semaphore_slot_key("jobs", 3)) == "{jobs}:slot:3:fence");
 }
 
+// Release announcements carry a slot key; the client routes them to the semaphore's queue by the
+// slots' common prefix, and nothing else is taken for a slot key.
+BOOST_AUTO_TEST_CASE(a_slot_key_names_its_semaphores_queue_and_slot) {
+  BOOST_TEST(rd::permit_queue_key("jobs") == "{jobs}:slot:");
+  BOOST_TEST(rd::permit_queue_key("{t}:jobs") == "{t}:jobs:slot:");
+  for (const std::string name : {"jobs", "{t}:jobs", "odd}name", "a:slot:"}) {
+    for (const std::size_t slot : {0u, 7u, 1023u}) {
+      const std::string key = rd::semaphore_slot_key(name, slot);
+      const auto split = rd::split_slot_key(key);  // views into key
+      BOOST_TEST_REQUIRE(split.has_value(), name << " " << slot);
+      BOOST_TEST(split->first == rd::permit_queue_key(name));
+      BOOST_TEST(split->second == slot);
+      BOOST_TEST(rd::slot_of_key(key, rd::permit_queue_key(name)).value_or(9999) == slot);
+    }
+  }
+  for (const std::string_view other : {"jobs", "{jobs}:slot:", "{jobs}:slot:x", "{jobs}:slotx:1",
+                                       "{jobs}:slot:1:fence", "1", "", "{jobs}:slot:12345678901"}) {
+    BOOST_TEST(!rd::split_slot_key(other).has_value(), other);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -134,8 +134,11 @@ BOOST_AUTO_TEST_CASE(nodes_that_granted_or_failed_said_nothing_of_the_other_slot
   const auto by = w.free_by(none_here);
   BOOST_TEST_REQUIRE(by.has_value());
   BOOST_TEST(std::chrono::duration_cast<std::chrono::milliseconds>(*by - now).count() == 101);
-  // Not enough known to call it contended.
+  // Not enough known to call it contended, and no slot is known held by a quorum: both are worth
+  // a try.
   BOOST_TEST(!w.all_held(none_here));
+  BOOST_TEST(!w.known_held(1));
+  BOOST_TEST((choices(w, none_here) == std::set<std::size_t>{0, 1}));
   // An announcement for slot 1 from node 2 makes it free on a quorum.
   w.released(1, 2);
   BOOST_TEST(w.may_be_free(1));
