@@ -8,6 +8,8 @@
 #include <map>
 #include <ostream>
 #include <stdexcept>
+#include <string_view>
+#include <tuple>
 #include <utility>
 
 namespace redlock::test {
@@ -231,42 +233,170 @@ std::string describe_hold(const hold& h) {
                      h.maybe ? ", unknown outcome" : "");
 }
 
+// Which lease a hold belongs to: holds of one lease (one resource, one token) count once.
+struct lease_key {
+  std::string resource;
+  std::string token;  // empty: a lease of its own (`index` tells it apart)
+  bool maybe = false;
+  std::size_t index = 0;
+  bool operator<(const lease_key& other) const {
+    return std::tie(resource, token, maybe, index) <
+           std::tie(other.resource, other.token, other.maybe, other.index);
+  }
+};
+
+lease_key key_of(const std::vector<hold>& holds, std::size_t i) {
+  const hold& h = holds[i];
+  if (h.token.empty()) return {h.resource, {}, h.maybe, i};
+  return {h.resource, h.token, h.maybe, 0};
+}
+
+// The holds of one group, swept in time. Each hold is cut short by epsilon, [begin, end -
+// epsilon): several holds then share an instant exactly when all of them overlapped by more than
+// epsilon (intervals on a line meet in a common point when every two of them meet).
+void sweep_group(const std::vector<hold>& holds, const std::vector<std::size_t>& members,
+                 const std::string& group, std::size_t limit, mono_ns epsilon,
+                 check_result& result) {
+  struct edge {
+    mono_ns at;
+    bool begins;
+    std::size_t hold;
+  };
+  std::vector<edge> edges;
+  for (const std::size_t i : members) {
+    if (holds[i].end - epsilon <= holds[i].begin) continue;  // too short to overlap by epsilon
+    edges.push_back({holds[i].begin, true, i});
+    edges.push_back({holds[i].end - epsilon, false, i});
+  }
+  // Ends before beginnings at one instant: the shortened holds are half-open.
+  std::sort(edges.begin(), edges.end(), [](const edge& a, const edge& b) {
+    return std::tie(a.at, a.begins, a.hold) < std::tie(b.at, b.begins, b.hold);
+  });
+
+  std::map<lease_key, std::size_t> active;  // lease -> how many of its holds are active
+  std::vector<std::size_t> active_holds;
+  std::size_t certain = 0;  // distinct leases among the active holds
+  std::size_t all = 0;
+  enum class state { fine, ambiguous, violated };
+  state now = state::fine;
+  overlap open;
+  std::vector<std::size_t> open_holders;  // indices into `holds`
+  const auto add_holder = [&](std::size_t i) {
+    if (now == state::violated && holds[i].maybe) return;  // not one of the certain ones
+    if (std::find(open_holders.begin(), open_holders.end(), i) == open_holders.end())
+      open_holders.push_back(i);
+  };
+  const auto close = [&](mono_ns at) {
+    if (now == state::fine) return;
+    open.by = at + epsilon - open.from;
+    std::sort(open_holders.begin(), open_holders.end(), [&](std::size_t a, std::size_t b) {
+      return std::tie(holds[a].begin, a) < std::tie(holds[b].begin, b);
+    });
+    for (const std::size_t i : open_holders)
+      open.holders.push_back(holds[i]);
+    (now == state::violated ? result.violations : result.ambiguous).push_back(std::move(open));
+    open = {};
+    open_holders.clear();
+  };
+  for (std::size_t e = 0; e < edges.size();) {
+    const mono_ns at = edges[e].at;
+    for (; e < edges.size() && edges[e].at == at; ++e) {
+      const std::size_t i = edges[e].hold;
+      const lease_key key = key_of(holds, i);
+      if (edges[e].begins) {
+        if (active[key]++ == 0) {
+          ++all;
+          if (!holds[i].maybe) ++certain;
+        }
+        active_holds.push_back(i);
+        if (now != state::fine) add_holder(i);
+      } else {
+        if (--active[key] == 0) {
+          active.erase(key);
+          --all;
+          if (!holds[i].maybe) --certain;
+        }
+        active_holds.erase(std::find(active_holds.begin(), active_holds.end(), i));
+      }
+    }
+    state next = state::fine;
+    if (certain > limit) {
+      next = state::violated;
+    } else if (all > limit && certain > 0) {
+      next = state::ambiguous;
+    }
+    if (next == now) continue;
+    close(at);
+    now = next;
+    if (now == state::fine) continue;
+    open.group = group;
+    open.limit = limit;
+    open.from = at;
+    for (const std::size_t i : active_holds)
+      add_holder(i);
+  }
+}
+
+std::string describe_overlap(const overlap& o, mono_ns origin) {
+  const bool one_resource = std::all_of(o.holders.begin(), o.holders.end(),
+                                        [&](const hold& h) { return h.resource == o.group; });
+  std::string who;
+  for (std::size_t i = 0; i < o.holders.size(); ++i) {
+    if (i > 0) who += i + 1 == o.holders.size() ? " and " : ", ";
+    who += describe_hold(o.holders[i]);
+    if (!one_resource) who += fmt::format(" on \"{}\"", o.holders[i].resource);
+  }
+  const std::string how = o.holders.size() == 2 ? "both held" : "all held";
+  const std::string limit = o.limit == 1 ? "" : fmt::format(" at once (at most {})", o.limit);
+  return fmt::format("{} {} \"{}\"{} for {:.3f} ms from {:+.3f} ms", who, how, o.group, limit,
+                     static_cast<double>(o.by) / 1e6, static_cast<double>(o.from - origin) / 1e6);
+}
+
 }  // namespace
+
+std::string each_resource(std::string_view resource) {
+  return std::string(resource);
+}
+
+std::string semaphore_of_slot(std::string_view resource) {
+  constexpr std::string_view marker = ":slot:";
+  const auto at = resource.rfind(marker);
+  if (at == std::string_view::npos) return std::string(resource);
+  const std::string_view digits = resource.substr(at + marker.size());
+  const bool numbered = !digits.empty() && std::all_of(digits.begin(), digits.end(),
+                                                       [](char c) { return c >= '0' && c <= '9'; });
+  return std::string(numbered ? resource.substr(0, at) : resource);
+}
+
+check_result check_at_most(const std::vector<event>& events, const group_of_fn& group_of,
+                           std::size_t limit, std::chrono::nanoseconds epsilon) {
+  check_result result;
+  result.holds = holds_of(events);
+  if (!events.empty()) {
+    result.origin =
+        std::min_element(events.begin(), events.end(), [](const event& a, const event& b) {
+          return a.invoke < b.invoke;
+        })->invoke;
+  }
+  std::map<std::string, std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < result.holds.size(); ++i)
+    groups[group_of(result.holds[i].resource)].push_back(i);
+  for (const auto& [group, members] : groups)
+    sweep_group(result.holds, members, group, limit, epsilon.count(), result);
+  return result;
+}
 
 check_result check_mutual_exclusion(const std::vector<event>& events,
                                     std::chrono::nanoseconds epsilon) {
-  check_result result;
-  result.holds = holds_of(events);
-  std::vector<const hold*> sorted;
-  for (const auto& h : result.holds)
-    sorted.push_back(&h);
-  std::sort(sorted.begin(), sorted.end(), [](const hold* a, const hold* b) {
-    return std::tie(a->resource, a->begin) < std::tie(b->resource, b->begin);
-  });
-  for (std::size_t i = 0; i < sorted.size(); ++i) {
-    const hold& a = *sorted[i];
-    for (std::size_t j = i + 1; j < sorted.size(); ++j) {
-      const hold& b = *sorted[j];
-      if (b.resource != a.resource || b.begin >= a.end) break;
-      if (a.maybe && b.maybe) continue;
-      if (!a.token.empty() && a.token == b.token) continue;  // one lease
-      const mono_ns by = std::min(a.end, b.end) - b.begin;
-      if (by <= epsilon.count()) continue;
-      (a.maybe || b.maybe ? result.ambiguous : result.violations).push_back({a, b, by});
-    }
-  }
-  return result;
+  return check_at_most(events, each_resource, 1, epsilon);
 }
 
 std::string check_result::describe() const {
   std::string out = fmt::format("{} holds, {} violations, {} ambiguous overlaps", holds.size(),
                                 violations.size(), ambiguous.size());
   constexpr std::size_t shown = 10;
-  for (std::size_t i = 0; i < std::min(shown, violations.size()); ++i) {
-    const auto& v = violations[i];
-    out += fmt::format("\n  {} and {} both held \"{}\" for {:.3f} ms", describe_hold(v.first),
-                       describe_hold(v.second), v.first.resource, static_cast<double>(v.by) / 1e6);
-  }
+  for (std::size_t i = 0; i < std::min(shown, violations.size()); ++i)
+    out += "\n  " + describe_overlap(violations[i], origin);
   return out;
 }
 

@@ -2,7 +2,9 @@
 #define REDLOCK_TEST_SUPPORT_HISTORY_HPP
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <mutex>
 #include <string>
@@ -75,27 +77,57 @@ struct hold {
   bool maybe = false;
 };
 
+// More holds than allowed at once. Every hold in `holders` believed it held a resource of `group`
+// at some moment of [from, from + by], and at every moment of it more than `limit` of them did
+// (for a violation: more than `limit` certain holds, each of another lease).
 struct overlap {
-  hold first;
-  hold second;
-  mono_ns by = 0;  // nanoseconds both believed they held the resource
+  std::string group;
+  std::size_t limit = 1;
+  std::vector<hold> holders;  // in the order they began
+  mono_ns from = 0;
+  mono_ns by = 0;  // nanoseconds the group had more than `limit` holders
 };
 
 struct check_result {
   std::vector<hold> holds;
-  // Two certain holds of one resource overlapping by more than epsilon: mutual exclusion failed.
+  // More than `limit` certain holds of one group at once, for longer than epsilon: the limit (for
+  // mutual exclusion: one holder per resource) was broken.
   std::vector<overlap> violations;
-  // A certain hold overlapping a maybe-hold. Not a violation: the unknown acquire may as well
-  // have failed, and its caller never believed it held the lock.
+  // Too many holders only if some maybe-holds are counted (and at least one certain hold is
+  // among them). Not a violation: an unknown acquire may as well have failed, and its caller
+  // never believed it held the lock.
   std::vector<overlap> ambiguous;
+  // The earliest time in the history: describe() gives times relative to it.
+  mono_ns origin = 0;
 
   bool ok() const noexcept { return violations.empty(); }
-  // "2 violations: p1/c0 [token 3f2a..] and p2/c5 [...] both held "r" for 12.3 ms from ..."
+  // One line per violation (the first ten): "p1/c0 [3f2a..] and p2/c5 [...] both held "r" for
+  // 12.300 ms from +40.100 ms" (times from `origin`), or for a group "p1 [..] on "{s}:slot:0",
+  // p2 [..] on "{s}:slot:1" and p3 [..] on "{s}:slot:0" all held "{s}" at once (at most 2) for
+  // ...".
   std::string describe() const;
 };
 
-// The mutual-exclusion check over a merged history. Overlaps up to `epsilon` are tolerated: the
-// clocks agree, but each event's time is taken a little before or after the library acted.
+// Which group a resource's holds count in: check_at_most allows `limit` holders per group.
+using group_of_fn = std::function<std::string(std::string_view resource)>;
+
+// Every resource on its own: mutual exclusion per resource.
+std::string each_resource(std::string_view resource);
+
+// The slot keys of one semaphore ("{jobs}:slot:0" .. "{jobs}:slot:N-1") as one group, named by
+// what precedes ":slot:" ("{jobs}"); any other resource is a group of its own.
+std::string semaphore_of_slot(std::string_view resource);
+
+// The "at most `limit` holders" check over a merged history: the holds (see `hold`) are grouped
+// by `group_of(resource)`, and a violation is reported for every stretch of time in which more
+// than `limit` certain holds of one group, each of another lease, overlapped by more than
+// `epsilon`. Overlaps up to `epsilon` are tolerated: the clocks agree, but each event's time is
+// taken a little before or after the library acted.
+check_result check_at_most(const std::vector<event>& events, const group_of_fn& group_of,
+                           std::size_t limit,
+                           std::chrono::nanoseconds epsilon = std::chrono::milliseconds(5));
+
+// The mutual-exclusion check: check_at_most with one holder per resource.
 check_result check_mutual_exclusion(
     const std::vector<event>& events,
     std::chrono::nanoseconds epsilon = std::chrono::milliseconds(5));

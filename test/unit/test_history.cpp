@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -70,6 +71,16 @@ rt::event lost(std::string process, std::string token, rt::mono_ns at) {
           at,
           0,
           0};
+}
+
+rt::event on(std::string resource, rt::event e) {
+  e.resource = std::move(resource);
+  return e;
+}
+
+// The slot keys of a semaphore "{s}", as the library names them.
+std::string slot(int i) {
+  return "{s}:slot:" + std::to_string(i);
 }
 
 }  // namespace
@@ -217,6 +228,143 @@ BOOST_AUTO_TEST_CASE(malformed_lines_are_refused_with_the_field_named) {
   expect_error("lock-event/1 p r t grab ok 1 2 3 4", "unknown kind 'grab'");
   expect_error("lock-event/1 p r t acquire ok x 2 3 4", "field invoke");
   expect_error("lock-event/1 p%4 r t acquire ok 1 2 3 4", "escape in field process");
+}
+
+// The generalised check: at most `limit` holders per group at any instant. For a semaphore the
+// group is every slot of it; a holder is named with the slot it held.
+BOOST_AUTO_TEST_CASE(three_holders_of_a_two_permit_semaphore_are_a_violation) {
+  const std::vector<rt::event> events = {
+      on(slot(0), acquired("a", "t1", 0, 2 * ms, 100 * ms)),
+      on(slot(1), acquired("b", "t2", 10 * ms, 20 * ms, 120 * ms)),
+      on(slot(0), acquired("c", "t3", 30 * ms, 40 * ms, 140 * ms)),  // over a's key: slot 0 twice
+      on(slot(0), released("a", "t1", 70 * ms)),
+  };
+  const auto result = rt::check_at_most(events, rt::semaphore_of_slot, 2);
+  BOOST_REQUIRE(result.violations.size() == 1u);
+  const auto& v = result.violations[0];
+  BOOST_TEST(v.group == "{s}");
+  BOOST_TEST(v.limit == 2u);
+  BOOST_REQUIRE(v.holders.size() == 3u);
+  BOOST_TEST(v.holders[0].process == "a");
+  BOOST_TEST(v.holders[2].process == "c");
+  BOOST_TEST(v.from == 40 * ms);  // c's acquire completed
+  BOOST_TEST(v.by == 30 * ms);    // until a's release call
+  const std::string text = result.describe();
+  BOOST_TEST(text.find("a [t1] on \"{s}:slot:0\", b [t2] on \"{s}:slot:1\" and c [t3] on "
+                       "\"{s}:slot:0\" all held \"{s}\" at once (at most 2) for 30.000 ms from "
+                       "+40.000 ms") != std::string::npos,
+             text);
+
+  // Two at once is what two permits allow; per slot, though, a and c broke mutual exclusion.
+  BOOST_TEST(rt::check_at_most(events, rt::semaphore_of_slot, 3).ok());
+  const auto per_slot = rt::check_mutual_exclusion(events);
+  BOOST_REQUIRE(per_slot.violations.size() == 1u);
+  BOOST_TEST(per_slot.violations[0].group == slot(0));
+}
+
+BOOST_AUTO_TEST_CASE(holders_within_the_limit_are_fine_however_they_interleave) {
+  // Never more than two at once, although all four overlap some other.
+  const std::vector<rt::event> events = {
+      on(slot(0), acquired("a", "t1", 0, 0, 100 * ms)),
+      on(slot(1), acquired("b", "t2", 0, 50 * ms, 150 * ms)),
+      on(slot(0), acquired("c", "t3", 0, 100 * ms, 200 * ms)),
+      on(slot(1), acquired("d", "t4", 0, 150 * ms, 250 * ms)),
+  };
+  const auto result = rt::check_at_most(events, rt::semaphore_of_slot, 2);
+  BOOST_TEST(result.ok(), result.describe());
+  BOOST_TEST(result.ambiguous.empty());
+  BOOST_TEST(!rt::check_at_most(events, rt::semaphore_of_slot, 1).ok());
+}
+
+BOOST_AUTO_TEST_CASE(groups_are_counted_separately) {
+  auto other = [](int i) { return "{t}:slot:" + std::to_string(i); };
+  const std::vector<rt::event> events = {
+      on(slot(0), acquired("a", "t1", 0, 0, 100 * ms)),
+      on(slot(1), acquired("b", "t2", 0, 0, 100 * ms)),
+      on(other(0), acquired("c", "t3", 0, 0, 100 * ms)),
+      on(other(1), acquired("d", "t4", 0, 0, 100 * ms)),
+  };
+  BOOST_TEST(rt::check_at_most(events, rt::semaphore_of_slot, 2).ok());
+  // All of them in one group: four at once.
+  const auto one_group = rt::check_at_most(
+      events, [](std::string_view) { return std::string("all"); }, 2);
+  BOOST_REQUIRE(one_group.violations.size() == 1u);
+  BOOST_TEST(one_group.violations[0].holders.size() == 4u);
+}
+
+// Three holds overlap pairwise for long, but all three only for 3 ms: within the tolerance.
+BOOST_AUTO_TEST_CASE(epsilon_applies_to_the_common_overlap_of_all_holders) {
+  const std::vector<rt::event> events = {
+      on(slot(0), acquired("a", "t1", 0, 0, 100 * ms)),
+      on(slot(1), acquired("b", "t2", 0, 50 * ms, 150 * ms)),
+      on(slot(2), acquired("c", "t3", 0, 97 * ms, 200 * ms)),
+  };
+  BOOST_TEST(rt::check_at_most(events, rt::semaphore_of_slot, 2, 5ms).ok());
+  const auto strict = rt::check_at_most(events, rt::semaphore_of_slot, 2, 1ms);
+  BOOST_REQUIRE(strict.violations.size() == 1u);
+  BOOST_TEST(strict.violations[0].from == 97 * ms);
+  BOOST_TEST(strict.violations[0].by == 3 * ms);
+}
+
+// One stretch over the limit is one violation, naming everyone who took part in it, also those
+// who came while it lasted; a stretch after the count fell back is another.
+BOOST_AUTO_TEST_CASE(a_stretch_over_the_limit_is_one_violation_with_every_holder_in_it) {
+  const std::vector<rt::event> events = {
+      on(slot(0), acquired("a", "t1", 0, 0, 100 * ms)),
+      on(slot(1), acquired("b", "t2", 0, 10 * ms, 60 * ms)),
+      on(slot(2), acquired("c", "t3", 0, 20 * ms, 80 * ms)),
+      on(slot(3), acquired("d", "t4", 0, 50 * ms, 90 * ms)),    // joins while over
+      on(slot(1), acquired("e", "t5", 0, 200 * ms, 300 * ms)),  // later, alone: fine
+      on(slot(2), acquired("f", "t6", 0, 210 * ms, 300 * ms)),
+      on(slot(3), acquired("g", "t7", 0, 220 * ms, 250 * ms)),
+  };
+  const auto result = rt::check_at_most(events, rt::semaphore_of_slot, 2, 0ms);
+  BOOST_TEST_REQUIRE(result.violations.size() == 2u, result.describe());
+  BOOST_TEST(result.violations[0].holders.size() == 4u);
+  BOOST_TEST(result.violations[0].from == 20 * ms);
+  BOOST_TEST(result.violations[0].by == 60 * ms);  // until c ended, leaving a and d
+  BOOST_TEST(result.violations[1].holders.size() == 3u);
+  BOOST_TEST(result.violations[1].by == 30 * ms);
+}
+
+BOOST_AUTO_TEST_CASE(an_unknown_acquire_over_the_limit_is_ambiguous) {
+  const std::vector<rt::event> events = {
+      on(slot(0), acquired("a", "t1", 0, 0, 100 * ms)),
+      on(slot(1), acquired("b", "t2", 0, 0, 100 * ms)),
+      on(slot(0), acquire_unknown("c", 10 * ms, 100 * ms)),
+  };
+  const auto result = rt::check_at_most(events, rt::semaphore_of_slot, 2);
+  BOOST_TEST(result.ok(), result.describe());
+  BOOST_REQUIRE(result.ambiguous.size() == 1u);
+  BOOST_TEST(result.ambiguous[0].holders.size() == 3u);
+  // Unknown outcomes alone are never judged.
+  const std::vector<rt::event> unknown_only = {
+      on(slot(0), acquire_unknown("a", 0, 100 * ms)),
+      on(slot(1), acquire_unknown("b", 0, 100 * ms)),
+      on(slot(0), acquire_unknown("c", 0, 100 * ms)),
+  };
+  const auto none = rt::check_at_most(unknown_only, rt::semaphore_of_slot, 2);
+  BOOST_TEST(none.ok());
+  BOOST_TEST(none.ambiguous.empty());
+}
+
+BOOST_AUTO_TEST_CASE(two_holds_of_one_lease_count_once) {
+  // The re-SET of an unsafe variant records a second acquire with the lease's own token.
+  const std::vector<rt::event> events = {
+      acquired("a", "t1", 0, 0, 100 * ms),
+      acquired("a", "t1", 40 * ms, 50 * ms, 200 * ms),
+  };
+  BOOST_TEST(rt::check_mutual_exclusion(events).ok());
+}
+
+BOOST_AUTO_TEST_CASE(slot_keys_map_to_their_semaphore) {
+  BOOST_TEST(rt::semaphore_of_slot("{jobs}:slot:0") == "{jobs}");
+  BOOST_TEST(rt::semaphore_of_slot("{jobs}:slot:1023") == "{jobs}");
+  BOOST_TEST(rt::semaphore_of_slot("a:{tag}:slot:7") == "a:{tag}");
+  BOOST_TEST(rt::semaphore_of_slot("jobs") == "jobs");
+  BOOST_TEST(rt::semaphore_of_slot("jobs:slot:") == "jobs:slot:");
+  BOOST_TEST(rt::semaphore_of_slot("jobs:slot:1a") == "jobs:slot:1a");
+  BOOST_TEST(rt::each_resource("{jobs}:slot:0") == "{jobs}:slot:0");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
