@@ -199,6 +199,38 @@ BOOST_AUTO_TEST_CASE(conflict_exit_code) {
                       "unknown option \"--conflict-exit-code\" for \"redlock status\""));
 }
 
+// --permits N turns RESOURCE into a semaphore of N permits, for run and status alike; N is a
+// plain whole number within the semaphore's range, or a usage error naming it.
+BOOST_AUTO_TEST_CASE(permits) {
+  BOOST_TEST(!parse_run({"job", "--", "true"}).permits.has_value());
+  BOOST_TEST(parse_run({"--permits", "2", "job", "--", "true"}).permits.value_or(0) == 2u);
+  BOOST_TEST(parse_run({"--permits=1", "job", "--", "true"}).permits.value_or(0) == 1u);
+  BOOST_TEST(parse_run({"job", "--permits", "1024", "--", "true"}).permits.value_or(0) == 1024u);
+  BOOST_TEST(parse_run({"--permits", "007", "job", "--", "true"}).permits.value_or(0) == 7u);
+  // After "--" it is COMMAND's.
+  const auto run = parse_run({"job", "--", "sh", "--permits", "2"});
+  BOOST_TEST(!run.permits.has_value());
+  BOOST_TEST(run.command.size() == 3u);
+
+  const auto status = parse({"status", "--permits", "3", "job"});
+  BOOST_TEST_REQUIRE(std::holds_alternative<cli::status_options>(status));
+  BOOST_TEST(std::get<cli::status_options>(status).permits.value_or(0) == 3u);
+  BOOST_TEST(!std::get<cli::status_options>(parse({"status", "job"})).permits.has_value());
+
+  for (const std::string bad : {"0", "1025", "x", "2x", "-1", "+2", " 2", "2.0", "99999", "0000"}) {
+    BOOST_TEST_CONTEXT("value \"" << bad << "\"") {
+      const std::string expected = "--permits: \"" + bad +
+                                   "\" is not a number of permits (expected a whole number from 1 "
+                                   "to 1024)";
+      const auto message = usage_error({"run", "--permits", bad, "job", "--", "true"});
+      BOOST_TEST(message == expected, message);
+      BOOST_TEST(usage_error({"status", "--permits", bad, "job"}) == expected);
+    }
+  }
+  BOOST_TEST(usage_error({"run", "--permits=", "job", "--", "true"}) == "--permits needs a value");
+  BOOST_TEST(usage_error({"status", "job", "--permits"}) == "--permits needs a value");
+}
+
 BOOST_AUTO_TEST_CASE(nodes_come_from_the_flag_then_the_environment_then_the_default) {
   const std::string env = "redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://127.0.0.1:7003";
   BOOST_TEST(parse_run({"job", "--", "true"}, env).nodes.size() == 3u);

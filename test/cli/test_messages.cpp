@@ -158,6 +158,12 @@ BOOST_AUTO_TEST_CASE(conflict_exit_code_covers_other_owners_only) {
       cli::not_acquired_message("job", 0ms, error::contended, round(error::contended));
   BOOST_TEST(once.starts_with("redlock: \"job\" not acquired: contended: held by another owner"),
              once);
+  // A semaphore is contended when every permit is held; the rest of the line is the same.
+  const auto full =
+      cli::not_acquired_message("jobs", 0ms, error::contended, round(error::contended), 4);
+  BOOST_TEST(full.starts_with(
+                 "redlock: \"jobs\" not acquired: contended: all 4 permits held by other owners"),
+             full);
 }
 
 BOOST_AUTO_TEST_CASE(wait_statuses_as_a_shell_reports_them) {
@@ -283,6 +289,48 @@ BOOST_AUTO_TEST_CASE(verdicts) {
       BOOST_TEST(verdict.enough_reachable == c.enough);
     }
   }
+}
+
+// status --permits: each slot judged as a lock, then summed up; the counts of nodes that could
+// not be asked are told once, not per slot.
+BOOST_AUTO_TEST_CASE(semaphore_summary) {
+  const std::vector<cli::node_report> locked = {node("a:1", true, token_a),
+                                                node("a:2", true, token_a), node("a:3", false)};
+  const std::vector<cli::node_report> below = {node("a:1", true, token_b), node("a:2", false),
+                                               node("a:3", false)};
+  const std::vector<cli::node_report> free = {node("a:1", false), node("a:2", false),
+                                              node("a:3", false)};
+  const std::vector<cli::status_verdict> slots = {cli::judge_status("{s}:slot:0", locked),
+                                                  cli::judge_status("{s}:slot:1", below),
+                                                  cli::judge_status("{s}:slot:2", free)};
+  BOOST_TEST((slots[0].state == cli::lock_state::locked));
+  BOOST_TEST((slots[1].state == cli::lock_state::not_locked));
+  BOOST_TEST((slots[2].state == cli::lock_state::free));
+  const auto summary = cli::judge_semaphore("s", slots);
+  BOOST_TEST(summary.line == "s: 1 of 3 permits held (quorum 2 of 3 nodes)");
+  BOOST_TEST(summary.held == 1u);
+  BOOST_TEST(summary.unknown == 0u);
+  BOOST_TEST(summary.enough_reachable);
+  BOOST_TEST(summary.counts.empty());
+
+  // One node down: a slot held on one node could be held on a quorum with it.
+  const std::vector<cli::node_report> maybe = {node("a:1", true, token_a), node("a:2", false),
+                                               down("a:3")};
+  const std::vector<cli::node_report> held = {node("a:1", true, token_b),
+                                              node("a:2", true, token_b), down("a:3")};
+  const std::vector<cli::status_verdict> degraded = {cli::judge_status("{s}:slot:0", maybe),
+                                                     cli::judge_status("{s}:slot:1", held)};
+  const auto partly = cli::judge_semaphore("s", degraded);
+  BOOST_TEST(partly.line == "s: 1 of 2 permits held (quorum 2 of 3 nodes), 1 unknown");
+  BOOST_TEST(partly.enough_reachable);
+  BOOST_TEST(partly.counts == (std::vector<std::string>{"unreachable nodes: 1"}),
+             boost::test_tools::per_element());
+
+  const std::vector<cli::node_report> lonely = {node("a:1", false), down("a:2"), down("a:3")};
+  const std::vector<cli::status_verdict> cut_off = {cli::judge_status("{s}:slot:0", lonely)};
+  const auto unknown = cli::judge_semaphore("s", cut_off);
+  BOOST_TEST(unknown.line == "s: 0 of 1 permits held (quorum 2 of 3 nodes), 1 unknown");
+  BOOST_TEST(!unknown.enough_reachable);
 }
 
 BOOST_AUTO_TEST_CASE(misconfigured_nodes_are_counted_apart_from_unreachable_ones) {

@@ -12,6 +12,7 @@
 #include <boost/test/unit_test.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
 #include <chrono>
@@ -19,13 +20,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <netinet/in.h>
 #include <signal.h>
+#include <span>
 #include <string>
 #include <string_view>
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -96,6 +100,12 @@ std::vector<long long> numbers_in(const std::filesystem::path& path) {
   while (in >> n)
     numbers.push_back(n);
   return numbers;
+}
+
+// The key of permit `slot` of the semaphore `name`, as `redlock run --help` documents it for a name
+// without a hash tag; spelled out here rather than computed, so that a change of it shows.
+std::string slot_key(const std::string& name, std::size_t slot) {
+  return fmt::format("{{{}}}:slot:{}", name, slot);
 }
 
 // Loopback ports with a socket bound but not listening: a connection there is refused at once,
@@ -169,6 +179,17 @@ struct tool_fixture {
   }
 
   bool nothing_left() { return look.present(resource) == 0; }
+
+  // The same for every slot key of the semaphore `resource` with `permits` permits.
+  void check_no_permit_left(std::size_t permits) {
+    for (std::size_t slot = 0; slot < permits; ++slot) {
+      for (std::size_t i = 0; i < fleet().size(); ++i) {
+        BOOST_TEST_CONTEXT("slot " << slot << ", node " << i) {
+          BOOST_TEST(!look.get(i, slot_key(resource, slot)).has_value());
+        }
+      }
+    }
+  }
 
   void set_everywhere(std::string_view value) {
     for (std::size_t i = 0; i < fleet().size(); ++i)
@@ -356,6 +377,11 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_2_naming_the_problem) {
        "--conflict-exit-code: \"x\" is not an exit code"},
       {{"run", "--nodes", "redis://127.0.0.1:99999", resource, "--", "touch", marker}, "port"},
       {{"run", "--nodes", "http://127.0.0.1", resource, "--", "touch", marker}, "scheme"},
+      {{"run", "--permits", "0", resource, "--", "touch", marker},
+       "--permits: \"0\" is not a number of permits (expected a whole number from 1 to 1024)"},
+      {{"run", "--permits", "1025", resource, "--", "touch", marker},
+       "--permits: \"1025\" is not a number"},
+      {{"status", "--permits", "two", resource}, "--permits: \"two\" is not a number"},
       {{"run", "--", "touch", marker}, "missing RESOURCE"},
       {{"run", resource}, "COMMAND"},
       {{"run", resource, "--"}, "missing COMMAND"},
@@ -408,6 +434,8 @@ BOOST_AUTO_TEST_CASE(help_documents_every_exit_code) {
     BOOST_TEST(contains(help.out, part), "--help lacks \"" << part << "\"");
   }
   BOOST_TEST(contains(help.out, "--conflict-exit-code N"));
+  BOOST_TEST(contains(help.out, "--permits N"));
+  BOOST_TEST(contains(help.out, "REDLOCK_PERMIT"));
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"help"}, {"help", "run"}, {"run", "--help"}, {"status", "--help"}, {"-h"}}) {
     const auto result = run(args);
@@ -792,6 +820,168 @@ BOOST_AUTO_TEST_CASE(misconfigured_nodes_are_named_not_unreachable) {
   }
   BOOST_TEST(!std::filesystem::exists(marker));
   check_nothing_left();
+}
+
+// --permits 2: of three runs started together, two run their COMMAND at once and the third waits
+// for one of them; never three at once, and two at once never under the same permit. Each
+// COMMAND writes its $REDLOCK_PERMIT and the times it started and ended to a file of its own.
+BOOST_AUTO_TEST_CASE(permits_bound_how_many_commands_run_at_once) {
+  const auto record = [](const std::filesystem::path& file) {
+    return fmt::format(
+        "echo $REDLOCK_PERMIT >> {0}; date +%s%N >> {0}; sleep 0.8; date +%s%N >> {0}",
+        file.string());
+  };
+  constexpr std::size_t runs = 3;
+  std::vector<std::filesystem::path> files;
+  std::vector<std::unique_ptr<tool_process>> started;
+  for (std::size_t i = 0; i < runs; ++i) {
+    files.push_back(scratch / fmt::format("run-{}", i));
+    started.push_back(std::make_unique<tool_process>(
+        std::vector<std::string>{"run", "--permits", "2", resource, "--", "sh", "-c",
+                                 record(files.back())},
+        nodes, scratch.path()));
+  }
+  struct interval {
+    long long permit, start, end;
+  };
+  std::vector<interval> ran;
+  for (std::size_t i = 0; i < runs; ++i) {
+    BOOST_TEST_CONTEXT("run " << i) {
+      const auto result = started[i]->wait(20s);
+      BOOST_TEST(result.exit_code == 0, result.err);
+      // The acquired line names the permit (0 or 1) and its key; the released line the permit.
+      BOOST_TEST(contains(result.err, "redlock: acquired " + resource + " permit "), result.err);
+      BOOST_TEST((contains(result.err, " permit 0 of 0..1 (key " + slot_key(resource, 0) + ", ") ||
+                  contains(result.err, " permit 1 of 0..1 (key " + slot_key(resource, 1) + ", ")),
+                 result.err);
+      // Runs that raced for one slot may each have had some of its nodes: "granted by 3 of 5".
+      BOOST_TEST(contains(result.err, " of 5 nodes, quorum 3)"), result.err);
+      BOOST_TEST(contains(result.err, "redlock: released " + resource + " permit "), result.err);
+      const auto numbers = numbers_in(files[i]);
+      BOOST_TEST_REQUIRE(numbers.size() == 3u, "COMMAND did not run to its end");
+      BOOST_TEST((numbers[0] == 0 || numbers[0] == 1), "REDLOCK_PERMIT=" << numbers[0]);
+      BOOST_TEST(numbers[2] - numbers[1] >= 700'000'000LL);
+      ran.push_back({numbers[0], numbers[1], numbers[2]});
+    }
+  }
+
+  // The most COMMANDs running at any moment: +1 at each start, -1 at each end, an end first
+  // where one ends as another starts.
+  std::vector<std::pair<long long, int>> events;
+  for (const auto& r : ran) {
+    events.emplace_back(r.start, 1);
+    events.emplace_back(r.end, -1);
+  }
+  std::sort(events.begin(), events.end());
+  int running = 0;
+  int most = 0;
+  for (const auto& [at, change] : events) {
+    running += change;
+    most = std::max(most, running);
+  }
+  BOOST_TEST(most <= 2, most << " COMMANDs ran at once with 2 permits");
+  // Two permits are two, not one: the first two runs do not wait for each other.
+  BOOST_TEST(most == 2, "the COMMANDs ran one at a time");
+  for (std::size_t i = 0; i < ran.size(); ++i) {
+    for (std::size_t j = i + 1; j < ran.size(); ++j) {
+      const bool overlap = ran[i].start < ran[j].end && ran[j].start < ran[i].end;
+      BOOST_TEST((!overlap || ran[i].permit != ran[j].permit),
+                 "runs " << i << " and " << j << " held permit " << ran[i].permit << " at once");
+    }
+  }
+  check_no_permit_left(2);
+
+  // Without --permits, a REDLOCK_PERMIT inherited from an enclosing run is not passed on.
+  ::setenv("REDLOCK_PERMIT", "7", 1);
+  const auto plain = run(
+      {"run", "--quiet", resource, "--", "sh", "-c", "echo \"permit=${REDLOCK_PERMIT-none}\" >&2"});
+  ::unsetenv("REDLOCK_PERMIT");
+  BOOST_TEST(plain.exit_code == 0, plain.err);
+  BOOST_TEST(contains(plain.err, "permit=none"), plain.err);
+  check_nothing_left();
+}
+
+// status --permits: one block per slot as for a lock (a line per node, then the verdict on that
+// slot's key), then how many permits are held; here one of two, by a run of the tool.
+BOOST_AUTO_TEST_CASE(status_with_permits_shows_each_slot) {
+  const auto ready = scratch / "ready";
+  tool_process holder({"run", "--permits", "2", resource, "--", "sh", "-c",
+                       fmt::format("echo \"$REDLOCK_PERMIT $REDLOCK_TOKEN\" > {0}.tmp; "
+                                   "mv {0}.tmp {0}; exec sleep 30",
+                                   ready.string())},
+                      nodes, scratch.path());
+  BOOST_TEST_REQUIRE(eventually_blocking([&] { return std::filesystem::exists(ready); }, 10000ms));
+  std::size_t held = 0;
+  std::string token;
+  std::ifstream(ready) >> held >> token;
+  BOOST_TEST_REQUIRE(held < 2u);
+  const std::size_t other = 1 - held;
+  // COMMAND's REDLOCK_TOKEN is what the permit's key holds on every node.
+  BOOST_TEST_REQUIRE(look.holding(slot_key(resource, held), token) == 5u);
+  BOOST_TEST(look.present(slot_key(resource, other)) == 0u);
+
+  const auto status = run({"status", "--permits", "2", resource});
+  BOOST_TEST(status.exit_code == 0, status.err);
+  const auto lines = lines_of(status.out);
+  // Per slot 5 node lines and a verdict, an empty line after each block, then the summary.
+  BOOST_TEST_REQUIRE(lines.size() == 15u, status.out);
+  const auto block = [&](std::size_t slot) { return std::span(lines).subspan(slot * 7, 7); };
+  for (std::size_t i = 0; i < 5; ++i) {
+    BOOST_TEST_CONTEXT("node " << i) {
+      const auto& held_line = block(held)[i];
+      BOOST_TEST(held_line.starts_with(fmt::format("127.0.0.1:{}", fleet()[i].port())), held_line);
+      BOOST_TEST(contains(held_line, "reachable    held  ttl "), held_line);
+      BOOST_TEST(contains(held_line, "token " + token.substr(0, 8)), held_line);
+      BOOST_TEST(contains(block(other)[i], "reachable    free"), block(other)[i]);
+    }
+  }
+  BOOST_TEST(block(held)[5] == fmt::format("{}: held on 5 of 5 nodes (quorum 3): locked (token {})",
+                                           slot_key(resource, held), token.substr(0, 8)));
+  BOOST_TEST(block(other)[5] ==
+             fmt::format("{}: held on 0 of 5 nodes (quorum 3): free", slot_key(resource, other)));
+  BOOST_TEST(lines[6].empty());
+  BOOST_TEST(lines[13].empty());
+  BOOST_TEST(lines[14] == resource + ": 1 of 2 permits held (quorum 3 of 5 nodes)");
+
+  holder.signal(SIGTERM);
+  const auto ended = holder.wait(10s);
+  BOOST_TEST(ended.exit_code == 128 + SIGTERM, ended.err);
+  BOOST_TEST(contains(ended.err, fmt::format("redlock: released {} permit {}", resource, held)),
+             ended.err);
+  check_no_permit_left(2);
+  const auto after = run({"status", "--permits", "2", resource});
+  BOOST_TEST(contains(after.out, resource + ": 0 of 2 permits held (quorum 3 of 5 nodes)"),
+             after.out);
+}
+
+// Every permit held elsewhere: contended, with the same exit codes as a lock held elsewhere, and
+// the other owners' keys are left alone.
+BOOST_AUTO_TEST_CASE(a_semaphore_with_every_permit_held_is_not_acquired) {
+  for (std::size_t slot = 0; slot < 2; ++slot) {
+    for (std::size_t i = 0; i < fleet().size(); ++i)
+      look.set(i, slot_key(resource, slot), "someone-else", 20s);
+  }
+  const auto marker = scratch / "ran";
+  const auto once =
+      run({"run", "--permits", "2", "--wait", "0", resource, "--", "touch", marker.string()}, 10s);
+  BOOST_TEST(once.exit_code == cli::exit_code::not_acquired, once.err);
+  BOOST_TEST(count_lines(once.err) == 1u, once.err);
+  BOOST_TEST(
+      contains(once.err, "redlock: \"" + resource +
+                             "\" not acquired: contended: all 2 permits held by other owners"),
+      once.err);
+  const auto waited = run({"run", "--permits", "2", "--wait", "300ms", "--conflict-exit-code", "3",
+                           resource, "--", "touch", marker.string()},
+                          10s);
+  BOOST_TEST(waited.exit_code == 3, waited.err);
+  BOOST_TEST(contains(waited.err, "contended"), waited.err);
+  BOOST_TEST(!std::filesystem::exists(marker));
+  for (std::size_t slot = 0; slot < 2; ++slot) {
+    BOOST_TEST(look.holding(slot_key(resource, slot), "someone-else") == 5u);
+    for (std::size_t i = 0; i < fleet().size(); ++i)
+      sync_client(fleet()[i].port()).command({"DEL", slot_key(resource, slot)});
+  }
+  check_no_permit_left(2);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -9,8 +9,9 @@ namespace redlock::cli {
 namespace {
 
 constexpr std::string_view duration_forms = "expected e.g. 500ms, 30s, 2m or a number of seconds";
-constexpr std::string_view run_usage = "redlock run [OPTIONS] RESOURCE -- COMMAND [ARGS...]";
-constexpr std::string_view status_usage = "redlock status [OPTIONS] RESOURCE";
+constexpr std::string_view run_usage =
+    "redlock run [OPTIONS] [--permits N] RESOURCE -- COMMAND [ARGS...]";
+constexpr std::string_view status_usage = "redlock status [OPTIONS] [--permits N] RESOURCE";
 
 bool is_digit(char c) noexcept {
   return c >= '0' && c <= '9';
@@ -132,6 +133,29 @@ int exit_code_option(option_cursor& cursor) {
   return value;
 }
 
+// --permits N: digits only, like an exit code, so that "2.5", "+2" or "2 " are refused rather than
+// read as some other number of concurrent commands than the one meant.
+std::size_t permits_option(option_cursor& cursor) {
+  const std::string name(cursor.name());
+  const auto text = cursor.value();
+  std::size_t value = 0;
+  // No longer text is a count in range, and the digits below then cannot overflow `value`.
+  bool valid = !text.empty() && text.size() <= 4;
+  for (const char c : text) {
+    if (!is_digit(c)) {
+      valid = false;
+      break;
+    }
+    value = value * 10 + static_cast<std::size_t>(c - '0');
+  }
+  if (!valid || value < 1 || value > max_permits) {
+    throw usage_error(
+        fmt::format("{}: \"{}\" is not a number of permits (expected a whole number from 1 to {})",
+                    name, text, max_permits));
+  }
+  return value;
+}
+
 [[noreturn]] void unknown_option(std::string_view name, std::string_view command) {
   throw usage_error(fmt::format("unknown option \"{}\" for \"redlock {}\" (see redlock {} --help)",
                                 name, command, command));
@@ -216,6 +240,8 @@ invocation parse_run(std::span<const std::string> args, std::optional<std::strin
       options.grace = duration_option(cursor, {}, {}, true);
     } else if (name == "--conflict-exit-code") {
       options.conflict_exit_code = exit_code_option(cursor);
+    } else if (name == "--permits") {
+      options.permits = permits_option(cursor);
     } else if (!take_tls_flag(cursor, name, tls)) {
       unknown_option(name, "run");
     }
@@ -254,6 +280,8 @@ invocation parse_status(std::span<const std::string> args, std::optional<std::st
       nodes = std::string(cursor.value());
     } else if (name == "--timeout") {
       options.timeout = duration_option(cursor);
+    } else if (name == "--permits") {
+      options.permits = permits_option(cursor);
     } else if (!take_tls_flag(cursor, name, tls)) {
       unknown_option(name, "status");
     }

@@ -8,6 +8,7 @@
 #include "redlock/node_config.hpp"
 
 #include <chrono>
+#include <cstddef>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -30,6 +31,10 @@ inline constexpr std::chrono::milliseconds default_status_timeout{1000};
 inline constexpr std::chrono::milliseconds min_ttl{500};
 // Keeps every arithmetic on durations far from overflow; nobody means a lock wait of weeks.
 inline constexpr std::chrono::milliseconds max_duration{7LL * 24 * 3600 * 1000};
+
+// --permits N: a semaphore of 1 .. max_permits permits (redlock::semaphore::max_permits, which
+// run_command.cpp checks this against; kept here so that parsing needs no client headers).
+inline constexpr std::size_t max_permits = 1024;
 
 // The command line cannot be run as written. what() is one line naming the culprit (the flag, the
 // URL part, the duration) without the "redlock: " prefix; the tool prints it and exits 2.
@@ -79,6 +84,9 @@ struct run_options {
   bool quiet = false;
   // lock_options::fencing; COMMAND then gets the lease's token in REDLOCK_FENCING_TOKEN.
   bool fencing = false;
+  // --permits N: `resource` names a redlock::semaphore of N permits, and one of them is taken
+  // instead of the lock. Unset: the lock `resource`.
+  std::optional<std::size_t> permits;
   std::string resource;
   std::vector<std::string> command;  // never empty
 };
@@ -86,6 +94,7 @@ struct run_options {
 struct status_options {
   std::vector<node_config> nodes;
   std::chrono::milliseconds timeout = default_status_timeout;  // per node, connect included
+  std::optional<std::size_t> permits;  // as run_options::permits: show every slot of a semaphore
   std::string resource;
 };
 

@@ -11,7 +11,8 @@ redlock: a distributed lock over Redis (the Redlock algorithm) for scripts and c
 
 Usage:
   redlock run [OPTIONS] RESOURCE -- COMMAND [ARGS...]
-  redlock status [OPTIONS] RESOURCE
+  redlock run [OPTIONS] --permits N NAME -- COMMAND [ARGS...]
+  redlock status [OPTIONS] [--permits N] RESOURCE
   redlock help [run|status]      (also: redlock --help, redlock COMMAND --help)
   redlock --version
 
@@ -29,6 +30,12 @@ redlock run [OPTIONS] RESOURCE -- COMMAND [ARGS...]
   nodes) and redlock exits 128+N (130 for SIGINT, 143 for SIGTERM). Signals that were ignored
   when redlock started stay ignored, for COMMAND too. COMMAND also gets SIGTERM (SIGKILL with
   --grace 0) if redlock itself dies, since its lock then stops being renewed.
+
+  With --permits N, RESOURCE is the NAME of a semaphore of N permits instead: redlock takes one
+  of them, and at most N commands run at once under that NAME across every host that uses these
+  nodes (all of them must give the same N). Permit i is the lock on the key {NAME}:slot:i (NAME:slot:i
+  when NAME has a {hash tag} of its own), renewed, lost and released exactly as the lock above;
+  COMMAND gets the permit's number, 0..N-1, in $REDLOCK_PERMIT.
 
   Options:
     --nodes URL,...   the Redis masters: comma-separated URLs
@@ -51,7 +58,11 @@ redlock run [OPTIONS] RESOURCE -- COMMAND [ARGS...]
                       nodes answering still exits 75; misconfigured nodes exit 1
     --fencing         acquire with a fencing token, a number that grows from one holder of
                       RESOURCE to the next (one more round trip); COMMAND gets it in
-                      $REDLOCK_FENCING_TOKEN, to pass to a storage that rejects lower ones
+                      $REDLOCK_FENCING_TOKEN, to pass to a storage that rejects lower ones.
+                      With --permits, each permit has a counter of its own
+    --permits N       take one of the N permits (1..1024) of the semaphore RESOURCE instead of
+                      the lock RESOURCE (see above). --wait 0: rounds over the permits that may
+                      be free, no waiting; contended means all N are held
     -q, --quiet       no "acquired", "released" and warning lines on stderr (errors are still
                       printed)
     TLS options       see below
@@ -60,6 +71,9 @@ redlock run [OPTIONS] RESOURCE -- COMMAND [ARGS...]
   Unless --quiet, stderr gets one line when the lock is acquired and one when it is released:
     redlock: acquired RESOURCE (valid 29990 ms, granted by 5 of 5 nodes, quorum 3)
     redlock: released RESOURCE after 1520 ms
+  With --permits it names the permit and its key, and the released line the permit:
+    redlock: acquired NAME permit 2 of 0..3 (key {NAME}:slot:2, valid 29990 ms, granted by ...)
+    redlock: released NAME permit 2 after 1520 ms
   The acquired line waits for the nodes that had not answered yet when a quorum had granted the
   lock, for at most 50 ms (then it says "granted by 3 of 5 nodes so far"). When fewer than all
   nodes granted it, a warning line names each node's answer; so does a renewal that failed while
@@ -69,7 +83,7 @@ redlock run [OPTIONS] RESOURCE -- COMMAND [ARGS...]
 )";
 
 constexpr std::string_view status_section = R"(
-redlock status [OPTIONS] RESOURCE
+redlock status [OPTIONS] [--permits N] RESOURCE
   Asks every node about RESOURCE and prints one line per node: its address, whether it could be
   reached (and if not, why), whether the key is held or free, its remaining TTL and the first 8
   characters of the owner's token. Each node is connected to as `run` would connect, so a node
@@ -85,10 +99,19 @@ redlock status [OPTIONS] RESOURCE
   Lua scripts into their script cache). Exits 0 when a quorum of nodes answered (whatever the
   lock's state), else 1.
 
+  With --permits N, RESOURCE is a semaphore's NAME and every one of its N slot keys is shown so,
+  one block each (its lines per node and its verdict, blocks apart by an empty line), all read in
+  one step per node; a summary follows them:
+    {NAME}:slot:0: held on 5 of 5 nodes (quorum 3): locked (token 1a2b3c4d)
+    ...
+    NAME: 1 of 2 permits held (quorum 3 of 5 nodes)
+  with ", N unknown" added for slots whose state the nodes that answered cannot settle.
+
   Options:
     --nodes URL,...     the Redis masters, as for run (default: $REDLOCK_NODES, else
                         redis://127.0.0.1:6379)
     --timeout DURATION  how long to wait for each node, connecting included (default 1s)
+    --permits N         RESOURCE is a semaphore of N permits (1..1024): show each slot
     TLS options         see below
     -h, --help          this help
   A TLS node's line ends in "tls, verified as NAME" (or "tls, NOT verified"), a Unix socket's in
@@ -116,6 +139,8 @@ Environment:
   REDLOCK_TOKEN   the lock's random value on the nodes (40 hex digits), e.g. for logs.
   REDLOCK_FENCING_TOKEN
                   with --fencing: the lease's fencing token (a decimal number).
+  REDLOCK_PERMIT  with --permits N: the number of the permit held, 0..N-1 (e.g. to pick one of
+                  N connection slots or output files).
 
 Exit codes:
   0..255       run: COMMAND's own exit code; 128+N if COMMAND was killed by signal N
@@ -123,9 +148,11 @@ Exit codes:
   1            other failure, e.g. nodes that cannot serve the lock until their configuration
                is fixed (wrong password, missing ACL permission, two URLs of one server);
                status: fewer than a quorum of nodes could be asked
-  2            usage error: bad flag, bad URL, bad duration, missing RESOURCE or COMMAND
-  75           lock not acquired: contended (held by another owner) or wait timeout (both
-               --conflict-exit-code N instead, if given), or no quorum (too few nodes answered)
+  2            usage error: bad flag, bad URL, bad duration or --permits, missing RESOURCE or
+               COMMAND
+  75           lock not acquired: contended (held by another owner; with --permits: all N
+               permits held) or wait timeout (both --conflict-exit-code N instead, if given),
+               or no quorum (too few nodes answered)
   76           lock lost while COMMAND ran (COMMAND was terminated), or found lost at release
   126          COMMAND found but not executable
   127          COMMAND not found

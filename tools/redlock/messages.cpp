@@ -58,11 +58,13 @@ int not_acquired_exit_code(error_code ec, std::string_view diagnostics, int conf
 }
 
 std::string not_acquired_message(std::string_view resource, std::chrono::milliseconds wait,
-                                 error_code ec, std::string_view diagnostics) {
-  std::string_view cause;
+                                 error_code ec, std::string_view diagnostics,
+                                 std::optional<std::size_t> permits) {
+  std::string cause;
   switch (classify_acquire_failure(ec, diagnostics)) {
     case acquire_failure::contended:
-      cause = "contended: held by another owner";
+      cause = permits ? fmt::format("contended: all {} permits held by other owners", *permits)
+                      : "contended: held by another owner";
       break;
     case acquire_failure::no_quorum:
       cause = "no quorum: too few nodes answered";
@@ -179,7 +181,9 @@ status_verdict judge_status(std::string_view resource, std::span<const node_repo
   }
 
   std::string state;
+  v.state = lock_state::unknown;
   if (v.owner_nodes >= v.quorum) {
+    v.state = lock_state::locked;
     state = fmt::format("locked (token {})", token_prefix(top_owner));
   } else if (!v.enough_reachable) {
     state = v.misconfigured == 0
@@ -189,10 +193,13 @@ status_verdict judge_status(std::string_view resource, std::span<const node_repo
   } else if (v.owner_nodes + unasked >= v.quorum) {
     state = fmt::format("unknown: the {} nodes could complete a quorum", unasked_nodes);
   } else if (v.held == 0) {
+    v.state = lock_state::free;
     state = "free";
   } else if (owners.size() > 1) {
+    v.state = lock_state::not_locked;
     state = fmt::format("not locked (below quorum, split between {} owners)", owners.size());
   } else {
+    v.state = lock_state::not_locked;
     state = "not locked (below quorum)";
   }
   v.line = fmt::format("{}: held on {} of {} nodes (quorum {}): {}", resource, v.held, v.nodes,
@@ -203,6 +210,24 @@ status_verdict judge_status(std::string_view resource, std::span<const node_repo
         "misconfigured nodes: {} (the lock cannot use them until their configuration is fixed)",
         v.misconfigured));
   }
+  return v;
+}
+
+semaphore_verdict judge_semaphore(std::string_view name, std::span<const status_verdict> slots) {
+  semaphore_verdict v;
+  v.permits = slots.size();
+  v.enough_reachable = !slots.empty();
+  for (const auto& slot : slots) {
+    if (slot.state == lock_state::locked) ++v.held;
+    if (slot.state == lock_state::unknown) ++v.unknown;
+    v.enough_reachable = v.enough_reachable && slot.enough_reachable;
+  }
+  const std::size_t nodes = slots.empty() ? 0 : slots.front().nodes;
+  const std::size_t quorum = slots.empty() ? 0 : slots.front().quorum;
+  v.line = fmt::format("{}: {} of {} permits held (quorum {} of {} nodes)", name, v.held, v.permits,
+                       quorum, nodes);
+  if (v.unknown > 0) v.line += fmt::format(", {} unknown", v.unknown);
+  if (!slots.empty()) v.counts = slots.front().counts;
   return v;
 }
 

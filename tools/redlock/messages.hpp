@@ -44,9 +44,11 @@ int not_acquired_exit_code(error_code ec, std::string_view diagnostics, int conf
 
 // The one line for a lock not acquired: the cause first (contended / no quorum / wait timeout /
 // misconfigured nodes), then the library's account of the last round, which names every node's
-// answer.
+// answer. With `permits` (run --permits N) `resource` is a semaphore's name, and contention means
+// that every one of its permits is held.
 std::string not_acquired_message(std::string_view resource, std::chrono::milliseconds wait,
-                                 error_code ec, std::string_view diagnostics);
+                                 error_code ec, std::string_view diagnostics,
+                                 std::optional<std::size_t> permits = std::nullopt);
 
 // "SIGTERM", or "signal 42" for one without a name.
 std::string signal_name(int signal);
@@ -89,7 +91,16 @@ std::string node_failure_reason(error_code ec, std::string_view text);
 // "127.0.0.1:6380        misconfigured permission denied: ACL user "bob" may not run EVALSHA, ..."
 std::string format_node_report(const node_report& report);
 
+// What `status` concludes about one key; status_verdict::line says it in words.
+enum class lock_state {
+  locked,      // one owner's value on a quorum of nodes
+  free,        // on no node, and the nodes that could not be asked cannot make a quorum
+  not_locked,  // on some nodes, but no owner has (or, with the unasked nodes, could have) a quorum
+  unknown,     // too few nodes answered, or the unasked ones could complete a quorum
+};
+
 struct status_verdict {
+  lock_state state = lock_state::unknown;
   std::size_t nodes = 0;
   std::size_t quorum = 0;
   std::size_t reachable = 0;      // answered the question
@@ -110,6 +121,20 @@ struct status_verdict {
 // counted as possibly holding it, so "free" and "not locked" are only said when no quorum could
 // exist.
 status_verdict judge_status(std::string_view resource, std::span<const node_report> reports);
+
+// `status --permits N`: the verdicts on the N slot keys of one semaphore, summed up.
+struct semaphore_verdict {
+  std::size_t permits = 0;
+  std::size_t held = 0;           // slots locked, each by one owner on a quorum
+  std::size_t unknown = 0;        // slots whose state the nodes that answered cannot settle
+  bool enough_reachable = false;  // a quorum answered for every slot
+  std::string line;  // "S: 1 of 2 permits held (quorum 3 of 5 nodes)", ", 1 unknown" if any
+  std::vector<std::string> counts;  // the unreachable and misconfigured nodes, as for one lock
+};
+
+// Every node is asked about every slot at once, so the counts of nodes that could not be asked
+// are the same in each slot's verdict; they are told once. Expects at least one verdict.
+semaphore_verdict judge_semaphore(std::string_view name, std::span<const status_verdict> slots);
 
 }  // namespace redlock::cli
 

@@ -3,6 +3,8 @@
 #include "exit_codes.hpp"
 #include "messages.hpp"
 #include "redlock/redlock.hpp"
+#include "redlock/semaphore.hpp"
+#include "scripts.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -21,11 +23,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <optional>
 #include <signal.h>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <sys/wait.h>
@@ -37,6 +41,9 @@ namespace {
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using std::chrono::steady_clock;
+
+static_assert(max_permits == semaphore::max_permits,
+              "--permits must accept exactly the semaphore's range");
 
 long long ms_between(steady_clock::time_point from, steady_clock::time_point to) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count();
@@ -137,16 +144,30 @@ class run_session {
     };
     error_code ec;
     lease acquired;
-    if (options_.wait == std::chrono::milliseconds::zero()) {
+    const bool one_round = options_.wait == std::chrono::milliseconds::zero();
+    if (one_round) {
       // --wait 0, as flock -n: exactly one round; held elsewhere or too few nodes is final. The
       // connections open first: a round's node_timeout counts the connect and handshake, which on
       // a distant or busy node can take longer, and "not acquired" must mean the lock, not that.
       co_await open_connections();
       if (interrupted_by_) co_return co_await give_up_interrupted();
+    } else {
+      lock.wait = options_.wait;
+    }
+    // Each co_await is a statement of its own: with g++ 12, the tuple a co_await in an arm of a
+    // conditional expression yielded here was garbage (a lease with a corrupt token).
+    if (options_.permits) {
+      // The semaphore copies what it needs when an acquire starts; this one may go at any time.
+      semaphore permits(*client_, options_.resource, *options_.permits, lock);
+      if (one_round) {
+        std::tie(ec, acquired) = co_await permits.async_try_acquire(token());
+      } else {
+        std::tie(ec, acquired) = co_await permits.async_acquire(token());
+      }
+    } else if (one_round) {
       std::tie(ec, acquired) =
           co_await client_->async_try_acquire(options_.resource, lock, token());
     } else {
-      lock.wait = options_.wait;
       std::tie(ec, acquired) = co_await client_->async_acquire(options_.resource, lock, token());
     }
     phase_ = phase::starting;
@@ -156,8 +177,13 @@ class run_session {
       // Misconfigured nodes and two names of one server fail at once and would fail every retry:
       // the generic failure code, not the conflict code a script may take for "another run has
       // it". The library's diagnostics name each node and what it answered.
-      say(not_acquired_message(options_.resource, options_.wait, ec, lease_.diagnostics()));
+      say(not_acquired_message(options_.resource, options_.wait, ec, lease_.diagnostics(),
+                               options_.permits));
       co_return not_acquired_exit_code(ec, lease_.diagnostics(), options_.conflict_exit_code);
+    }
+    if (options_.permits) {
+      permit_ = slot_of(lease_.resource());
+      held_ = fmt::format("{} permit {}", options_.resource, permit_);
     }
     acquired_at_ = steady_clock::now();
     if (!options_.quiet) co_await announce_acquired();
@@ -195,10 +221,15 @@ class run_session {
     }
     const auto now = steady_clock::now();
     const auto fence = lease_.fencing_token();
-    say(fmt::format("redlock: acquired {} (valid {} ms, granted by {} of {} nodes{}, quorum {}{})",
-                    options_.resource, ms_between(now, lease_.valid_until()),
-                    lease_.granted_nodes(), client_->size(), all_nodes_answered() ? "" : " so far",
-                    client_->quorum(),
+    // A permit is named by its slot, out of the whole range, with the key that holds it, for
+    // `status --permits` and for looking at the nodes by hand.
+    const std::string what = options_.permits
+                                 ? fmt::format("{} permit {} of 0..{} (key {}, ", options_.resource,
+                                               permit_, *options_.permits - 1, lease_.resource())
+                                 : fmt::format("{} (", options_.resource);
+    say(fmt::format("redlock: acquired {}valid {} ms, granted by {} of {} nodes{}, quorum {}{})",
+                    what, ms_between(now, lease_.valid_until()), lease_.granted_nodes(),
+                    client_->size(), all_nodes_answered() ? "" : " so far", client_->quorum(),
                     fence ? fmt::format(", fencing token {}", *fence) : std::string()));
     announced_ = true;
     // Once every node has answered and fewer than all granted, the library says which nodes
@@ -242,6 +273,9 @@ class run_session {
     const auto fence = lease_.fencing_token();
     environment.push_back(fence ? fmt::format("REDLOCK_FENCING_TOKEN={}", *fence)
                                 : std::string("REDLOCK_FENCING_TOKEN"));
+    // Likewise REDLOCK_PERMIT: set only under a permit of ours.
+    environment.push_back(options_.permits ? fmt::format("REDLOCK_PERMIT={}", permit_)
+                                           : std::string("REDLOCK_PERMIT"));
     const auto spawned =
         spawn_command(options_.command, inherited_, environment,
                       options_.grace == std::chrono::milliseconds::zero() ? SIGKILL : SIGTERM);
@@ -274,7 +308,7 @@ class run_session {
             fmt::format("SIGTERM, then SIGKILL after the {} ms grace,", options_.grace.count());
       }
       say(fmt::format("redlock: lost the lock on {} while COMMAND ran: {}; COMMAND got {} and {}",
-                      options_.resource, lost_because_, stopped, ended));
+                      held_, lost_because_, stopped, ended));
       co_return exit_code::lock_lost;
     }
     auto [ec] = co_await lease_.async_release(asio::as_tuple(asio::use_awaitable));
@@ -282,18 +316,17 @@ class run_session {
       // Lost while COMMAND was ending, or unnoticed: it may have run without the lock.
       const std::string why =
           lost_because_.empty() ? one_line(lease_.diagnostics()) : lost_because_;
-      say(fmt::format("redlock: lost the lock on {} before COMMAND ended (COMMAND {}): {}",
-                      options_.resource, ended, why));
+      say(fmt::format("redlock: lost the lock on {} before COMMAND ended (COMMAND {}): {}", held_,
+                      ended, why));
       co_return exit_code::lock_lost;
     }
     if (ec) {
       say(fmt::format(
-          "redlock: warning: releasing {} failed: {}; what is left expires within {} ms",
-          options_.resource,
+          "redlock: warning: releasing {} failed: {}; what is left expires within {} ms", held_,
           lease_.diagnostics().empty() ? ec.message() : one_line(lease_.diagnostics()),
           options_.ttl.count()));
     } else if (!options_.quiet) {
-      say(fmt::format("redlock: released {} after {} ms", options_.resource,
+      say(fmt::format("redlock: released {} after {} ms", held_,
                       ms_between(acquired_at_, steady_clock::now())));
     }
     co_return exit_code_of(status);
@@ -364,6 +397,14 @@ class run_session {
     });
   }
 
+  // The slot of options_.resource whose key is `key` (a permit lease's resource()).
+  std::size_t slot_of(const std::string& key) const {
+    const auto slot = detail::slot_of_key(key, detail::permit_queue_key(options_.resource));
+    if (slot && *slot < *options_.permits) return *slot;
+    throw std::logic_error(
+        fmt::format("the permit's key {} is none of the slots of {}", key, options_.resource));
+  }
+
   // The library logs a failed renewal and then the loss itself; the loss message alone says only
   // that validity ran out, so the warning before it is kept to say why.
   void remember_warning(std::string_view message) {
@@ -377,6 +418,9 @@ class run_session {
 
   const run_options& options_;
   const inheritance& inherited_;
+  // What the lines after "acquired" call what is held: RESOURCE, or "NAME permit 3" for a permit.
+  std::string held_ = options_.resource;
+  std::size_t permit_ = 0;  // with --permits: the slot held
   asio::signal_set signals_;
   asio::steady_timer grace_timer_;
   asio::steady_timer child_reaped_;

@@ -5,6 +5,7 @@
 #include "messages.hpp"
 #include "net/connection.hpp"
 #include "resp/value.hpp"
+#include "scripts.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <fmt/format.h>
@@ -26,6 +27,18 @@ namespace asio = boost::asio;
 // no time left, or as free with a token.
 constexpr std::string_view read_script =
     "return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}";
+
+// The same for every slot of a semaphore, all in one step per node, so that one node's lines show
+// one moment: an array with read_script's pair for each key. A key GET refuses (WRONGTYPE) gets
+// its error reply in its place instead of failing the whole read.
+constexpr std::string_view read_slots_script =
+    "local out = {} "
+    "for i, key in ipairs(KEYS) do "
+    "local value = redis.pcall('GET', key) "
+    "if type(value) == 'table' and value.err then out[i] = value "
+    "else out[i] = {value, redis.call('PTTL', key)} end "
+    "end "
+    "return out";
 
 // A connection's failure text starts with the node's address, which our line shows already.
 std::string without_address(std::string_view text, std::string_view address) {
@@ -70,6 +83,18 @@ node_report interpret(const node_config& node, error_code ec, const resp::value&
   return report;
 }
 
+// One node's answer to read_slots_script, as a report per slot. A reply that is not one element per
+// slot (an error reply for the whole script, say) is each slot's answer.
+std::vector<node_report> interpret_slots(const node_config& node, error_code ec,
+                                         const resp::value& reply, std::size_t slots) {
+  std::vector<node_report> reports;
+  const bool per_slot = !ec && reply.kind == resp::type::array && reply.elements.size() == slots;
+  for (std::size_t slot = 0; slot < slots; ++slot) {
+    reports.push_back(interpret(node, ec, per_slot ? reply.elements[slot] : reply));
+  }
+  return reports;
+}
+
 // For a TLS node the name its certificate was verified against on this connection, so that a
 // node reached with verification off, or not reached at all, does not claim it.
 std::string describe_link(const node_config& node, const detail::connection& connection) {
@@ -95,7 +120,17 @@ int status_command(const status_options& options) {
   request.timeout = options.timeout;
 
   const auto& nodes = options.nodes;
-  std::vector<node_report> reports(nodes.size());
+  // The keys asked about: the lock's, or every slot's of the semaphore (--permits).
+  std::vector<std::string> keys;
+  if (options.permits) {
+    for (std::size_t slot = 0; slot < *options.permits; ++slot)
+      keys.push_back(detail::semaphore_slot_key(options.resource, slot));
+  } else {
+    keys.push_back(options.resource);
+  }
+  // reports[k][i]: what node i said about keys[k].
+  std::vector<std::vector<node_report>> reports(keys.size(),
+                                                std::vector<node_report>(nodes.size()));
   std::vector<std::optional<long long>> subscribers(nodes.size());
   std::vector<std::shared_ptr<detail::connection>> connections;
   std::size_t pending = 2 * nodes.size();
@@ -108,14 +143,25 @@ int status_command(const status_options& options) {
     }
   };
   const std::string channel = client_options{}.release_channel;
+  const std::string key_count = std::to_string(keys.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     connections.push_back(detail::connection::create(io.get_executor(), nodes[i], settings));
-    connections.back()->async_exec({"EVAL", read_script, "1", options.resource}, request,
-                                   [&, i](error_code ec, resp::value reply) {
-                                     reports[i] = interpret(nodes[i], ec, reply);
-                                     reports[i].link = describe_link(nodes[i], *connections[i]);
-                                     answered();
-                                   });
+    std::vector<std::string_view> read = {"EVAL", options.permits ? read_slots_script : read_script,
+                                          key_count};
+    read.insert(read.end(), keys.begin(), keys.end());
+    connections.back()->async_exec(read, request, [&, i](error_code ec, resp::value reply) {
+      const std::string link = describe_link(nodes[i], *connections[i]);
+      if (options.permits) {
+        auto slots = interpret_slots(nodes[i], ec, reply, keys.size());
+        for (std::size_t k = 0; k < keys.size(); ++k)
+          reports[k][i] = std::move(slots[k]);
+      } else {
+        reports[0][i] = interpret(nodes[i], ec, reply);
+      }
+      for (auto& key_reports : reports)
+        key_reports[i].link = link;
+      answered();
+    });
     // ["redlock:released", N]: how many clients wait for some lock on this node.
     connections.back()->async_exec(
         {"PUBSUB", "NUMSUB", channel}, request, [&, i](error_code ec, resp::value reply) {
@@ -126,17 +172,33 @@ int status_command(const status_options& options) {
         });
   }
   io.run();
-  for (std::size_t i = 0; i < nodes.size(); ++i)
-    reports[i].subscribers = subscribers[i];
+  for (auto& key_reports : reports) {
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      key_reports[i].subscribers = subscribers[i];
+  }
 
-  for (const auto& report : reports)
-    fmt::print("{}\n", format_node_report(report));
-  const auto verdict = judge_status(options.resource, reports);
-  fmt::print("{}\n", verdict.line);
-  for (const auto& line : verdict.counts)
+  // Each key as `status` shows a lock: a line per node, then the verdict on that key. The slots of
+  // a semaphore are blocks of those, apart by an empty line, followed by the sum of them.
+  std::vector<status_verdict> verdicts;
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    if (k > 0) fmt::print("\n");
+    for (const auto& report : reports[k])
+      fmt::print("{}\n", format_node_report(report));
+    verdicts.push_back(judge_status(keys[k], reports[k]));
+    fmt::print("{}\n", verdicts.back().line);
+  }
+  bool enough_reachable = verdicts.front().enough_reachable;
+  std::vector<std::string> counts = verdicts.front().counts;
+  if (options.permits) {
+    const auto summary = judge_semaphore(options.resource, verdicts);
+    fmt::print("\n{}\n", summary.line);
+    enough_reachable = summary.enough_reachable;
+    counts = summary.counts;
+  }
+  for (const auto& line : counts)
     fmt::print("{}\n", line);
   std::fflush(stdout);
-  return verdict.enough_reachable ? 0 : exit_code::failure;
+  return enough_reachable ? 0 : exit_code::failure;
 }
 
 }  // namespace redlock::cli
