@@ -84,6 +84,15 @@ void error_tally::add(std::string_view operation, error_code ec, std::string_vie
   ++total_;
 }
 
+void error_tally::merge(const error_tally& other, std::string_view prefix) {
+  for (const auto& [what, theirs] : other.groups_) {
+    auto& entry = groups_[fmt::format("{}{}", prefix, what)];
+    if (entry.count == 0) entry.first_detail = theirs.first_detail;
+    entry.count += theirs.count;
+  }
+  total_ += other.total_;
+}
+
 std::string error_tally::summary() const {
   std::string out;
   for (const auto& [what, entry] : groups_) {

@@ -60,6 +60,9 @@ double lock_requests_run(const std::vector<redlock::node_config>& nodes);
 class error_tally {
  public:
   void add(std::string_view operation, error_code ec, std::string_view detail = {});
+  // Adds every failure of `other`, each group's name after `prefix` (which tells the phases of
+  // one run apart once their tallies are one).
+  void merge(const error_tally& other, std::string_view prefix = {});
   std::uint64_t total() const noexcept { return total_; }
   std::string summary() const;
 

@@ -5,7 +5,8 @@
 //                 [--table]
 //
 // NAME is one of the workloads in the table below (latency, throughput, contention,
-// contention_procs, slow_node, renewal_scale, scale_curve, tls, wake_latency) or all. Without
+// contention_procs, semaphore, slow_node, renewal_scale, scale_curve, tls, wake_latency) or all.
+// Without
 // --nodes it starts five redis-server children on free loopback ports (and stops them). --quick:
 // one run with tiny sizes.
 // --table: after the JSON lines, a readable table of the medians. bench/run.sh runs them all.
@@ -41,6 +42,7 @@ constexpr workload workloads[] = {
     {"throughput", run_throughput, throughput_params},
     {"contention", run_contention, contention_params},
     {"contention_procs", run_contention_procs, contention_procs_params},
+    {"semaphore", run_semaphore, semaphore_params},
     {"slow_node", run_slow_node, slow_node_params},
     {"renewal_scale", run_renewal_scale, renewal_scale_params},
     {"scale_curve", run_scale_curve, scale_curve_params},

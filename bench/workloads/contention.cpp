@@ -38,10 +38,28 @@ std::optional<std::int64_t> to_integer(const redlock::resp::value& reply) {
 // mistakes the frame's matching operator delete for a mismatch; the pair is Asio's own.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+asio::awaitable<void> slow_increment(rd::connection& witness, const std::string& witness_key,
+                                     asio::steady_timer& pause, error_tally& errors) {
+  const std::string_view get_command[] = {"GET", witness_key};
+  auto [get_ec, got] =
+      co_await witness.async_exec(get_command, {}, asio::as_tuple(asio::use_awaitable));
+  const auto counter = get_ec ? std::nullopt : to_integer(got);
+  if (!counter) {
+    errors.add("witness GET", get_ec, got.text);
+    co_return;
+  }
+  pause.expires_after(1ms);
+  co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+  const std::string next = std::to_string(*counter + 1);
+  const std::string_view set_command[] = {"SET", witness_key, next};
+  auto [set_ec, set_reply] =
+      co_await witness.async_exec(set_command, {}, asio::as_tuple(asio::use_awaitable));
+  if (set_ec || set_reply.is_error()) errors.add("witness SET", set_ec, set_reply.text);
+}
+
 asio::awaitable<void> contender(redlock::client& client, rd::connection& witness,
                                 contention_state& st, std::size_t index) {
   asio::steady_timer pause(co_await asio::this_coro::executor);
-  const std::string_view get_command[] = {"GET", st.witness_key};
   while (clock_type::now() < st.end) {
     const auto t0 = clock_type::now();
     ++st.waiting;
@@ -62,20 +80,7 @@ asio::awaitable<void> contender(redlock::client& client, rd::connection& witness
     ++st.acquisitions;
     if (index < st.per_contender.size()) ++st.per_contender[index];
 
-    auto [get_ec, got] =
-        co_await witness.async_exec(get_command, {}, asio::as_tuple(asio::use_awaitable));
-    const auto counter = get_ec ? std::nullopt : to_integer(got);
-    if (!counter) {
-      st.errors.add("witness GET", get_ec, got.text);
-    } else {
-      pause.expires_after(1ms);
-      co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
-      const std::string next = std::to_string(*counter + 1);
-      const std::string_view set_command[] = {"SET", st.witness_key, next};
-      auto [set_ec, set_reply] =
-          co_await witness.async_exec(set_command, {}, asio::as_tuple(asio::use_awaitable));
-      if (set_ec || set_reply.is_error()) st.errors.add("witness SET", set_ec, set_reply.text);
-    }
+    co_await slow_increment(witness, st.witness_key, pause, st.errors);
 
     auto [release_ec] = co_await lease.async_release(asio::as_tuple(asio::use_awaitable));
     if (release_ec) st.errors.add("release", release_ec, lease.diagnostics());

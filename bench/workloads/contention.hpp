@@ -9,6 +9,7 @@
 #include "redlock/options.hpp"
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -38,6 +39,11 @@ struct contention_state {
 
 // A witness reply as a counter (a missing key is not one).
 std::optional<std::int64_t> to_integer(const redlock::resp::value& reply);
+
+// Under the lock: GET `witness_key`, hold 1 ms (on `pause`), SET it to the value read + 1. A
+// failure is counted in `errors`.
+asio::awaitable<void> slow_increment(rd::connection& witness, const std::string& witness_key,
+                                     asio::steady_timer& pause, error_tally& errors);
 
 // Contender `index`: acquire, GET, hold 1 ms, SET + 1, release, until st.end.
 asio::awaitable<void> contender(redlock::client& client, rd::connection& witness,

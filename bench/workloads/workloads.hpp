@@ -33,6 +33,11 @@ std::string scale_curve_params(bool quick);
 run_result run_renewal_scale(const run_context& context);
 std::string renewal_scale_params(bool quick);
 
+// contention's 16 contenders and 1 ms hold on a semaphore of 1, 4 and 16 permits, and contention
+// itself in the same run: acquisitions/s and waits of each, permits 1 against the mutex.
+run_result run_semaphore(const run_context& context);
+std::string semaphore_params(bool quick);
+
 // 4 processes x 4 contenders on one key, one client per process: throughput, waits, fairness.
 run_result run_contention_procs(const run_context& context);
 std::string contention_procs_params(bool quick);
