@@ -1011,9 +1011,7 @@ std::vector<std::unique_ptr<fake_node>> nodes_with_a_slow_third(
 void acquire_until_the_wait_ends(const std::vector<std::unique_ptr<fake_node>>& nodes,
                                  redlock::retry_policy retry, std::chrono::milliseconds wait) {
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    std::vector<redlock::node_config> configs;
-    for (const auto& node : nodes)
-      configs.push_back(node->config());
+    const auto configs = redlock::test::configs_of(nodes);
     auto options = fault_client_options();
     options.release_channel.clear();  // the fake nodes do not subscribe
     redlock::client locks(io.get_executor(), configs, options);

@@ -345,9 +345,7 @@ BOOST_AUTO_TEST_CASE(a_write_back_confirmed_below_a_quorum_fails_and_releases) {
             }));
       }
       run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-        std::vector<redlock::node_config> configs;
-        for (const auto& node : nodes)
-          configs.push_back(node->config());
+        const auto configs = redlock::test::configs_of(nodes);
         auto options = fast_client_options();
         options.release_channel.clear();  // the fake nodes do not subscribe
         redlock::client locks(io.get_executor(), configs, options);

@@ -178,6 +178,14 @@ class fake_server {
   std::thread thread_;
 };
 
+// The nodes as a client should see them, in order.
+inline std::vector<node_config> configs_of(const std::vector<std::unique_ptr<fake_server>>& nodes) {
+  std::vector<node_config> configs;
+  for (const auto& node : nodes)
+    configs.push_back(node->config());
+  return configs;
+}
+
 }  // namespace redlock::test
 
 #endif
