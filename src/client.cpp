@@ -253,6 +253,9 @@ class acquire_op final : public abortable,
     if (permits <= semaphore::max_permits) {
       plan.watch.reset_unknown(permits);
       plan.tried_in_this_try.assign(permits, false);
+      for (std::size_t slot = 0; slot < permits; ++slot)
+        plan.slot_keys.push_back(plan.queue_key + std::to_string(slot));
+      plan.key_views.assign(plan.slot_keys.begin(), plan.slot_keys.end());
     }
     lease_->resource = plan.queue_key + "0";  // each round sets the slot it tries
   }
@@ -405,6 +408,8 @@ class acquire_op final : public abortable,
     std::vector<slot_watch::slot_ttls> reports;  // the current round's refusals, by node
     std::vector<std::size_t> freed_here;         // slots our own leases released during the round
     std::vector<bool> tried_in_this_try;         // async_try_acquire tries each slot once at most
+    std::vector<std::string> slot_keys;          // by slot, made once: every round names them all
+    std::vector<std::string_view> key_views;     // of slot_keys, for encoding
   };
 
   // What the diagnostics name: the lock's resource, or the semaphore and the slot last tried.
@@ -574,25 +579,24 @@ class acquire_op final : public abortable,
     covered_round_ = false;
     plan.tried = *slot;
     if (single_round_) plan.tried_in_this_try[*slot] = true;
-    lease_->resource = plan.queue_key + std::to_string(*slot);
+    lease_->resource = plan.slot_keys[*slot];
     if (rounds_++ > 0) lease_->token = make_lock_token();
     open_round(set_form::slot);
     plan.reports.assign(client_->size(), {});
     if (lease_->options.fencing) fences_.assign(client_->size(), std::nullopt);
 
-    std::vector<std::string> keys;
-    keys.reserve(plan.count + 1);
-    for (std::size_t i = 0; i < plan.count; ++i)
-      keys.push_back(plan.queue_key + std::to_string(i));
-    if (lease_->options.fencing) keys.push_back(fencing_counter_key(lease_->resource));
-    const std::vector<std::string_view> key_views(keys.begin(), keys.end());
+    // Every slot's key, then with fencing the tried slot's counter (only for this call).
+    const std::string counter =
+        lease_->options.fencing ? fencing_counter_key(lease_->resource) : "";
+    if (lease_->options.fencing) plan.key_views.push_back(counter);
     const std::string tried = std::to_string(*slot + 1);
     const std::string ttl = std::to_string(lease_->options.ttl.count());
     std::vector<std::string_view> args = {tried, lease_->token, ttl};
     if (lease_->options.fencing) args.push_back("1");
-    client_->fan_out(std::make_shared<const std::string>(
-                         encode_evalsha(semaphore_acquire_script(), key_views, args)),
-                     *this, open_ballot(), client_->options_for(lock_request::slot_set));
+    auto payload = std::make_shared<const std::string>(
+        encode_evalsha(semaphore_acquire_script(), plan.key_views, args));
+    if (lease_->options.fencing) plan.key_views.pop_back();
+    client_->fan_out(payload, *this, open_ballot(), client_->options_for(lock_request::slot_set));
   }
 
   // A semaphore round's refusal that answers after the round was decided: taken into a sleeping
