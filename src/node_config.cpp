@@ -63,6 +63,29 @@ bool is_scheme(std::string_view s) noexcept {
   return true;
 }
 
+constexpr std::string_view whitespace = " \t\r\n\v\f";
+
+// Where whitespace inside `text` is followed by something of the form "scheme://": the sign of a
+// list written with blanks instead of commas ("redis://a:1 redis://b:2"), which the parser would
+// otherwise misread (a port "1 redis:" with a ':', or the first URL swallowed as user info when
+// the second has a password). The offset of that whitespace, or npos. Leading whitespace does not
+// count: it is followed by the one URL itself.
+std::size_t second_url_at(std::string_view text) noexcept {
+  auto blank = text.find_first_of(whitespace, text.find_first_not_of(whitespace));
+  while (blank != std::string_view::npos) {
+    const auto next = text.find_first_not_of(whitespace, blank);
+    if (next == std::string_view::npos) return std::string_view::npos;
+    const auto separator = text.find("://", next);
+    if (separator != std::string_view::npos && is_scheme(text.substr(next, separator - next))) {
+      return blank;
+    }
+    blank = text.find_first_of(whitespace, next);
+  }
+  return std::string_view::npos;
+}
+
+constexpr std::string_view use_commas = "separate node URLs with commas, not whitespace";
+
 class url_parser {
  public:
   explicit url_parser(std::string_view url) : url_(url) {
@@ -201,7 +224,9 @@ class url_parser {
       host = authority.substr(0, colon);
       if (colon != std::string_view::npos) {
         port = authority.substr(colon + 1);
-        if (port->find(':') != std::string_view::npos) {
+        // With whitespace in it, the second ':' more likely comes from another "host:port".
+        if (port->find(':') != std::string_view::npos &&
+            authority.find_first_of(whitespace) == std::string_view::npos) {
           fail("host looks like an IPv6 address; write it in brackets: \"redis://[::1]:6379\"");
         }
       }
@@ -214,7 +239,12 @@ class url_parser {
 
     if (port) {
       if (port->empty()) fail("port is empty");
-      if (!all_digits(*port)) fail(fmt::format("port \"{}\" is not a decimal number", *port));
+      if (!all_digits(*port)) {
+        if (port->find_first_of(whitespace) != std::string_view::npos) {
+          fail(fmt::format("port \"{}\" is not a decimal number; {}", *port, use_commas));
+        }
+        fail(fmt::format("port \"{}\" is not a decimal number", *port));
+      }
       // More than 5 significant digits cannot be in range; checking that first also keeps
       // from_chars away from values that overflow.
       const auto first = port->find_first_not_of('0');
@@ -344,15 +374,36 @@ class url_parser {
 }  // namespace
 
 node_config node_config::from_url(std::string_view url) {
+  // Not quoted: the first URL's password may have been taken for the second's user info.
+  if (const auto at = second_url_at(url); at != std::string_view::npos) {
+    throw std::invalid_argument(fmt::format(
+        "redlock: bad node URL: whitespace at character {} is followed by another URL; {}", at + 1,
+        use_commas));
+  }
   return url_parser(url).parse();
+}
+
+node_config node_config::from_url(const char* url) {
+  if (url == nullptr) {
+    throw std::invalid_argument(
+        "redlock: no node URL given (a null pointer: is the environment variable set?)");
+  }
+  return from_url(std::string_view(url));
+}
+
+std::vector<node_config> node_config::from_url_list(const char* urls) {
+  if (urls == nullptr) {
+    throw std::invalid_argument(
+        "redlock: no node list given (a null pointer: is the environment variable set?)");
+  }
+  return from_url_list(std::string_view(urls));
 }
 
 std::vector<node_config> node_config::from_url_list(std::string_view urls) {
   auto trimmed = [](std::string_view text) {
-    constexpr std::string_view blanks = " \t\r\n";
-    const auto first = text.find_first_not_of(blanks);
+    const auto first = text.find_first_not_of(whitespace);
     if (first == std::string_view::npos) return std::string_view{};
-    return text.substr(first, text.find_last_not_of(blanks) - first + 1);
+    return text.substr(first, text.find_last_not_of(whitespace) - first + 1);
   };
   if (trimmed(urls).empty()) throw std::invalid_argument("redlock: the node list is empty");
 
@@ -367,6 +418,12 @@ std::vector<node_config> node_config::from_url_list(std::string_view urls) {
     if (url.empty()) {
       throw std::invalid_argument(
           fmt::format("redlock: entry {} of the node list is empty", nodes.size() + 1));
+    }
+    if (const auto at = second_url_at(url); at != std::string_view::npos) {
+      throw std::invalid_argument(fmt::format(
+          "redlock: entry {} of the node list has whitespace at character {} followed by another "
+          "URL; {}",
+          nodes.size() + 1, at + 1, use_commas));
     }
     nodes.push_back(from_url(url));
     if (!addresses.insert(nodes.back().address()).second) {

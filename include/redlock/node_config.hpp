@@ -58,14 +58,27 @@ struct REDLOCK_API node_config {
   // Percent-escapes (%XX) are decoded in user, password and query values; an IPv6 host is written
   // in brackets ("redis://[::1]:6380"). Throws std::invalid_argument whose message names the bad
   // part (scheme, host, port, database, escape, query parameter) and never shows the password.
+  // Whitespace followed by another URL ("redis://a:1 redis://b:2", a list written without commas)
+  // is refused with a message that gives its position and does not quote the URL.
   static node_config from_url(std::string_view url);
+
+  // As above, for a C string such as the result of std::getenv. A null pointer (an environment
+  // variable that is not set) throws std::invalid_argument saying so, instead of being read.
+  // String literals resolve to this overload; std::string and std::string_view to the one above.
+  static node_config from_url(const char* url);
 
   // Parses a comma-separated list of such URLs, the form a setting such as REDLOCK_NODES takes:
   // "redis://10.0.0.1,redis://10.0.0.2:6380,redis://10.0.0.3". Blanks around a URL are ignored.
   // Throws std::invalid_argument naming the problem: an empty list, an empty entry (by its
+  // position), an entry holding two URLs separated by whitespace instead of a comma (by its
   // position), a bad URL (as from_url), or a node whose address() is listed twice. Messages never
   // contain a password.
   static std::vector<node_config> from_url_list(std::string_view urls);
+
+  // As above, for a C string such as the result of std::getenv("REDLOCK_NODES"). A null pointer
+  // (the variable is not set) throws std::invalid_argument saying so, instead of being read.
+  // String literals resolve to this overload; std::string and std::string_view to the one above.
+  static std::vector<node_config> from_url_list(const char* urls);
 
   // "host:port" (IPv6 in brackets), or "unix:PATH" for a Unix socket; names the node in messages.
   // Never contains credentials.

@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cstdint>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -343,6 +344,116 @@ BOOST_AUTO_TEST_CASE(url_lists) {
     BOOST_TEST(message.find("hunter2") == std::string::npos, message);
     BOOST_TEST(message != "<no exception>");
   }
+}
+
+// std::getenv returns a null pointer for a variable that is not set; the README's recipe passes
+// that straight in. It must be refused with a message, not read (a string_view of a null pointer
+// is undefined behaviour, in practice a crash).
+BOOST_AUTO_TEST_CASE(a_null_pointer_is_refused_not_read) {
+  const std::string list_message =
+      "redlock: no node list given (a null pointer: is the environment variable set?)";
+  const std::string url_message =
+      "redlock: no node URL given (a null pointer: is the environment variable set?)";
+  constexpr const char* unset = "REDLOCK_TEST_NODES_THAT_ARE_NEVER_SET";
+  ::unsetenv(unset);
+
+  BOOST_TEST(message_of([] {
+               (void)redlock::node_config::from_url_list(static_cast<const char*>(nullptr));
+             }) == list_message);
+  BOOST_TEST(message_of([&] { (void)redlock::node_config::from_url_list(std::getenv(unset)); }) ==
+             list_message);
+  BOOST_TEST(message_of([] { (void)redlock::node_config::from_url_list(nullptr); }) ==
+             list_message);
+  BOOST_TEST(message_of([] {
+               (void)redlock::node_config::from_url(static_cast<const char*>(nullptr));
+             }) == url_message);
+  BOOST_TEST(message_of([&] { (void)redlock::node_config::from_url(std::getenv(unset)); }) ==
+             url_message);
+}
+
+// Every way users pass a string still compiles (no ambiguity between the overloads) and parses.
+BOOST_AUTO_TEST_CASE(strings_of_every_kind_are_accepted) {
+  const std::string text = "redis://h:7000";
+  const std::string_view view = text;
+  char writable[] = "redis://h:7000";
+  char* pointer = writable;
+  const auto expected = make("h", 7000);
+
+  BOOST_TEST((redlock::node_config::from_url("redis://h:7000") == expected));
+  BOOST_TEST((redlock::node_config::from_url(text) == expected));
+  BOOST_TEST((redlock::node_config::from_url(view) == expected));
+  BOOST_TEST((redlock::node_config::from_url(text.c_str()) == expected));
+  BOOST_TEST((redlock::node_config::from_url(pointer) == expected));
+
+  for (const auto& nodes :
+       {redlock::node_config::from_url_list("redis://h:7000"),
+        redlock::node_config::from_url_list(text), redlock::node_config::from_url_list(view),
+        redlock::node_config::from_url_list(text.c_str()),
+        redlock::node_config::from_url_list(pointer)}) {
+    BOOST_TEST_REQUIRE(nodes.size() == 1u);
+    BOOST_TEST((nodes.front() == expected));
+  }
+}
+
+// A list written with blanks instead of commas used to get the IPv6 hint ("redis://a:1 redis:"
+// has a port with a ':'), or was taken silently as one node when the second URL had a password
+// (the first URL became user info). It is refused by the position of the blank, without quoting
+// the entry.
+BOOST_AUTO_TEST_CASE(whitespace_between_urls_asks_for_commas) {
+  const struct {
+    std::string_view urls;
+    std::string_view expected;
+  } list_cases[] = {
+      {"redis://a:1 redis://b:2",
+       "redlock: entry 1 of the node list has whitespace at character 12 followed by another URL; "
+       "separate node URLs with commas, not whitespace"},
+      {"redis://a:1,redis://b:2\t redis://c:3",
+       "redlock: entry 2 of the node list has whitespace at character 12 followed by another URL; "
+       "separate node URLs with commas, not whitespace"},
+      {"redis://:hunter2@a:1 redis://:hunter3@b:2",
+       "redlock: entry 1 of the node list has whitespace at character 21 followed by another URL; "
+       "separate node URLs with commas, not whitespace"},
+      {"unix:///tmp/a.sock\nrediss://b",
+       "redlock: entry 1 of the node list has whitespace at character 19 followed by another URL; "
+       "separate node URLs with commas, not whitespace"},
+  };
+  for (const auto& c : list_cases) {
+    BOOST_TEST_CONTEXT(c.urls) {
+      BOOST_TEST(list_error_of(c.urls) == c.expected);
+    }
+  }
+
+  const struct {
+    std::string_view url;
+    std::string_view expected;
+  } url_cases[] = {
+      {"redis://a:1 redis://b:2",
+       "redlock: bad node URL: whitespace at character 12 is followed by another URL; separate "
+       "node URLs with commas, not whitespace"},
+      {"redis://u:hunter2@a redis://v:hunter3@b",
+       "redlock: bad node URL: whitespace at character 20 is followed by another URL; separate "
+       "node URLs with commas, not whitespace"},
+  };
+  for (const auto& c : url_cases) {
+    BOOST_TEST_CONTEXT(c.url) {
+      BOOST_TEST(error_of(c.url) == c.expected);
+    }
+  }
+
+  // Host:port pairs after one scheme: no IPv6 hint either, and the same advice.
+  for (const std::string_view url : {"redis://a:1 b:2", "redis://a:1\tb:2/0"}) {
+    BOOST_TEST_CONTEXT(url) {
+      const std::string message = error_of(url);
+      BOOST_TEST(message.find("IPv6") == std::string::npos, message);
+      BOOST_TEST(message.find("separate node URLs with commas") != std::string::npos, message);
+    }
+  }
+  // Whitespace not followed by a URL is left to the parts' own checks, and leading whitespace
+  // is not mistaken for a second URL.
+  BOOST_TEST(error_of("redis://ho st").find("host \"ho st\" has an invalid character") !=
+             std::string::npos);
+  BOOST_TEST(error_of(" redis://h").find("missing scheme") != std::string::npos);
+  BOOST_TEST(redlock::node_config::from_url("redis://:pass word@h").password == "pass word");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
