@@ -6,9 +6,12 @@
 //
 // NAME is one of the workloads in the table below (latency, throughput, contention,
 // contention_procs, semaphore, slow_node, renewal_scale, scale_curve, tls, wake_latency) or all.
-// Without
-// --nodes it starts five redis-server children on free loopback ports (and stops them). --quick:
-// one run with tiny sizes.
+// Without --nodes it starts five redis-server children on free loopback ports (and stops them);
+// with --nodes the workloads use those nodes. tls, which compares plain TCP with TLS, starts five
+// servers of its own that listen for both when --nodes is not given; with --nodes it measures the
+// rediss:// nodes over TLS and the redis:// ones over plain TCP, and needs one rediss:// node at
+// least (--workload tls refuses such a list; all leaves tls out, saying so on stderr).
+// --quick: one run with tiny sizes.
 // --table: after the JSON lines, a readable table of the medians. bench/run.sh runs them all.
 //
 // It is a measuring tool: nothing is asserted about the figures. A workload that stops making
@@ -53,6 +56,9 @@ constexpr workload workloads[] = {
 constexpr std::string_view usage =
     "usage: redlock_bench --workload NAME|all\n"
     "                     [--nodes redis://h:p,redis://h:p,...] [--runs R] [--quick]\n"
+    "                     (--nodes: use these nodes instead of starting five; tls measures\n"
+    "                      the rediss:// ones over TLS and the redis:// ones over plain TCP,\n"
+    "                      and needs a rediss:// one)\n"
     "                     [--node-timeout-ms N]   (default 100; raise it under valgrind)\n"
     "                     [--release-channel NAME]   ('' turns release announcements off)\n"
     "                     [--fencing]   (latency and throughput acquire with fencing tokens)\n"
@@ -65,6 +71,7 @@ struct usage_error : std::invalid_argument {
 
 struct settings {
   std::vector<std::string> workloads;
+  std::vector<std::string> left_out;        // "NAME: why", for stderr
   std::vector<redlock::node_config> nodes;  // empty: start our own fleet
   int runs = 3;
   bool quick = false;
@@ -124,6 +131,16 @@ settings parse(int argc, char** argv) {
     }
   }
   if (s.workloads.empty()) throw usage_error("--workload is required");
+  // Checked before anything runs: asked for alone, tls on unfit nodes is a usage error; among
+  // all the workloads it is left out so that the others still run.
+  if (const auto tls = std::find(s.workloads.begin(), s.workloads.end(), "tls");
+      tls != s.workloads.end() && !s.nodes.empty()) {
+    if (auto problem = tls_nodes_problem(s.nodes); !problem.empty()) {
+      if (s.workloads.size() == 1) throw usage_error(std::move(problem));
+      s.workloads.erase(tls);
+      s.left_out.push_back(fmt::format("tls: {}", problem));
+    }
+  }
   s.runs = runs.value_or(s.quick ? 1 : 3);
   return s;
 }
@@ -200,6 +217,8 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "redlock_bench: {}\n{}workloads:{}\n", e.what(), usage, names);
     return 2;
   }
+  for (const auto& note : s.left_out)
+    fmt::print(stderr, "redlock_bench: workload left out, {}\n", note);
   try {
     std::optional<redlock::test::redis_fleet> fleet;
     std::vector<redlock::node_config> nodes = s.nodes;

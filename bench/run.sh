@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Runs every redlock_bench workload, 3 runs each, on five local redis-server nodes that
-# redlock_bench starts itself and stops when it exits. Prints the JSON lines (one per run, then the
-# median of each workload), then a readable table of the medians. Works from any directory.
+# redlock_bench starts itself and stops when it exits (or on the nodes of --nodes, below). Prints
+# the JSON lines (one per run, then the median of each workload), then a readable table of the
+# medians. Works from any directory.
 #
 #   bench/run.sh                      every workload, medians of 3 runs (takes minutes)
 #   bench/run.sh --quick              one short run of each (seconds)
 #   bench/run.sh --workload latency --runs 5    other redlock_bench flags are passed through
+#   bench/run.sh --nodes redis://h:p,...        on those nodes instead of five of its own; tls
+#                                               then measures the rediss:// ones over TLS and the
+#                                               redis:// ones over plain TCP, and is left out
+#                                               (said on stderr) when none is a rediss:// node
 #
 # The JSON lines are also saved under the build directory (the path is printed on stderr).
 # Environment: REDLOCK_BENCH_BUILD_DIR (default build/bench-release), REDLOCK_BENCH_JOBS (build

@@ -1,7 +1,13 @@
-// Workload "tls" of redlock_bench: what TLS costs. Five servers of its own (whatever --nodes
-// says) listen both for plain RESP and for TLS (certificates made with the openssl command line,
-// support/test_pki.hpp); the latency and throughput loops run over each, alternating which goes
-// first from run to run, and connects are timed from the first byte to a usable connection.
+// Workload "tls" of redlock_bench: what TLS costs. The latency and throughput loops run over plain
+// TCP and over TLS, alternating which goes first from run to run, and connects are timed from the
+// first byte to a usable connection.
+//
+// Without --nodes it starts five servers of its own that listen both for plain RESP and for TLS
+// (certificates made with the openssl command line, support/test_pki.hpp), so that the two sides
+// differ in TLS only. With --nodes it measures those nodes: the rediss:// ones over TLS, the others
+// over plain TCP (list each server twice, by its plain and by its TLS port, for a like-for-like
+// comparison). Without a plain node the plain side and the ratios are left out; a list without a
+// rediss:// node is refused (tls_nodes_problem).
 
 #include "bench_support.hpp"
 #include "net/connection.hpp"
@@ -19,7 +25,11 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -52,6 +62,29 @@ struct tls_fleet {
 tls_fleet& own_fleet() {
   static tls_fleet fleet;
   return fleet;
+}
+
+// The nodes of each side. An empty side is left out.
+struct node_sets {
+  std::vector<redlock::node_config> plain;
+  std::vector<redlock::node_config> tls;
+  std::vector<pid_t> pids;  // the servers' processes when they are ours (their CPU is measured)
+  bool own = false;
+};
+
+node_sets nodes_for(const run_context& context) {
+  // run_context's convention: no server processes of ours means the nodes came from --nodes.
+  if (!context.server_pids.empty()) {
+    const auto& own = own_fleet();
+    return {own.plain, own.tls, own.pids, true};
+  }
+  if (auto problem = tls_nodes_problem(context.nodes); !problem.empty()) {
+    throw std::invalid_argument(std::move(problem));
+  }
+  node_sets sets;
+  for (const auto& node : context.nodes)
+    (node.tls.enabled ? sets.tls : sets.plain).push_back(node);
+  return sets;
 }
 
 // Connects to each node `rounds` times, one at a time: resolve, TCP, (TLS,) the handshake with its
@@ -91,9 +124,24 @@ double connect_median(const std::vector<redlock::node_config>& nodes, int rounds
 
 }  // namespace
 
+std::string tls_nodes_problem(const std::vector<redlock::node_config>& given) {
+  const auto over_tls = [](const redlock::node_config& node) { return node.tls.enabled; };
+  if (std::any_of(given.begin(), given.end(), over_tls)) return {};
+  return "workload tls measures TLS nodes and --nodes has no rediss:// URL; give the servers' TLS "
+         "ports as rediss://host:port?ca=FILE (and their plain ports as redis:// URLs to compare "
+         "the two), or leave out --nodes to let it start servers of its own";
+}
+
 run_result run_tls(const run_context& context) {
-  auto& own = own_fleet();
+  const node_sets sets = nodes_for(context);
   const int run = context.run;
+  if (!sets.own && run == 0) {
+    fmt::print(stderr,
+               "redlock_bench: tls: on the nodes of --nodes, {} over TLS (rediss://) and {} over "
+               "plain TCP{}\n",
+               sets.tls.size(), sets.plain.size(),
+               sets.plain.empty() ? "; the plain side and the ratios are left out" : "");
+  }
   const latency_sizes latency = latency_sizes_for(context.quick);
   const throughput_sizes throughput{context.quick ? 2'000u : 20'000u, 256};
   const int connects = context.quick ? 2 : 20;
@@ -106,7 +154,8 @@ run_result run_tls(const run_context& context) {
     double connect_us = 0;
   } plain, tls;
   const auto measure = [&](bool over_tls) {
-    const auto& nodes = over_tls ? own.tls : own.plain;
+    const auto& nodes = over_tls ? sets.tls : sets.plain;
+    if (nodes.empty()) return;
     side& into = over_tls ? tls : plain;
     const std::string link = over_tls ? "tls" : "plain";
     into.latency =
@@ -118,7 +167,7 @@ run_result run_tls(const run_context& context) {
     if (!raw.error.empty()) r.errors.add("raw fan-out " + link, {}, raw.error);
     into.raw_fanout_us = std::move(raw.decided_us);
     into.throughput = measure_throughput(
-        nodes, own.pids, throughput, key_prefix("tls-" + link, run),
+        nodes, sets.pids, throughput, key_prefix("tls-" + link, run),
         fmt::format("tls run {} throughput {}", run, link), r.errors, link + " ");
     into.connect_us =
         connect_median(nodes, connects, fmt::format("tls run {} connects {}", run, link), r.errors);
@@ -128,41 +177,47 @@ run_result run_tls(const run_context& context) {
   measure(run % 2 == 1);
   measure(run % 2 == 0);
 
-  r.quorum = plain.latency.quorum;
-  for (auto& f : lock_latency_figures(plain.latency, "", "_plain"))
-    r.figures.push_back(std::move(f));
-  for (auto& f : lock_latency_figures(tls.latency, "", "_tls"))
-    r.figures.push_back(std::move(f));
-  const auto p50 = [](const lock_latency_state& st) { return percentile(st.acquire_us, 0.5); };
-  r.figures.push_back({"acquire_p50_tls_vs_plain", p50(tls.latency) / p50(plain.latency), 2});
-  // The same ratio for the bare fan-out: what TLS costs on this machine before any library code.
-  const double raw_plain = percentile(plain.raw_fanout_us, 0.5);
-  const double raw_tls = percentile(tls.raw_fanout_us, 0.5);
-  r.figures.push_back({"raw_fanout_p50_us_plain", raw_plain, 1});
-  r.figures.push_back({"raw_fanout_p50_us_tls", raw_tls, 1});
-  r.figures.push_back(
-      {"raw_fanout_p50_tls_vs_plain", raw_plain > 0 ? raw_tls / raw_plain : 0.0, 2});
-  for (auto& f : throughput_figures(plain.throughput, "_plain"))
-    r.figures.push_back(std::move(f));
-  for (auto& f : throughput_figures(tls.throughput, "_tls"))
-    r.figures.push_back(std::move(f));
+  const bool both = !sets.plain.empty();  // the TLS side is never empty
+  r.quorum = both ? plain.latency.quorum : tls.latency.quorum;
+  // Which nodes were measured, so that figures from --nodes are not taken for our own servers'.
+  r.figures.push_back({"own_nodes", sets.own ? static_cast<double>(sets.tls.size()) : 0.0, 0});
+  r.figures.push_back({"plain_nodes", static_cast<double>(sets.plain.size()), 0});
+  r.figures.push_back({"tls_nodes", static_cast<double>(sets.tls.size()), 0});
+
+  // Each measure: its plain figures, its TLS figures, then the ratio of the two; the plain
+  // figures and the ratio only when there was a plain side.
+  const auto add = [&](std::vector<figure> of_plain, std::vector<figure> of_tls,
+                       std::optional<figure> versus) {
+    if (both) r.figures.insert(r.figures.end(), of_plain.begin(), of_plain.end());
+    r.figures.insert(r.figures.end(), of_tls.begin(), of_tls.end());
+    if (both && versus) r.figures.push_back(std::move(*versus));
+  };
+  const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  const auto p50 = [](const std::vector<double>& sample) { return percentile(sample, 0.5); };
   const auto rate = [](const throughput_measure& m) {
     return m.seconds > 0 ? static_cast<double>(m.pairs) / m.seconds : 0.0;
   };
-  r.figures.push_back(
-      {"throughput_tls_vs_plain",
-       rate(plain.throughput) > 0 ? rate(tls.throughput) / rate(plain.throughput) : 0.0, 2});
-  r.figures.push_back({"connect_p50_us_plain", plain.connect_us, 0});
-  r.figures.push_back({"connect_p50_us_tls", tls.connect_us, 0});
+  add(lock_latency_figures(plain.latency, "", "_plain"),
+      lock_latency_figures(tls.latency, "", "_tls"),
+      figure{"acquire_p50_tls_vs_plain",
+             ratio(p50(tls.latency.acquire_us), p50(plain.latency.acquire_us)), 2});
+  // The same ratio for the bare fan-out: what TLS costs on this machine before any library code.
+  add({{"raw_fanout_p50_us_plain", p50(plain.raw_fanout_us), 1}},
+      {{"raw_fanout_p50_us_tls", p50(tls.raw_fanout_us), 1}},
+      figure{"raw_fanout_p50_tls_vs_plain", ratio(p50(tls.raw_fanout_us), p50(plain.raw_fanout_us)),
+             2});
+  add(throughput_figures(plain.throughput, "_plain"), throughput_figures(tls.throughput, "_tls"),
+      figure{"throughput_tls_vs_plain", ratio(rate(tls.throughput), rate(plain.throughput)), 2});
+  add({{"connect_p50_us_plain", plain.connect_us, 0}}, {{"connect_p50_us_tls", tls.connect_us, 0}},
+      std::nullopt);
   r.figures.push_back({"errors", static_cast<double>(r.errors.total()), 0});
   return r;
 }
 
 std::string tls_params(bool quick) {
   const auto sizes = latency_sizes_for(quick);
-  return fmt::format(
-      "\"own_nodes\":5,\"iterations\":{},\"pairs\":{},\"inflight\":256,\"connects_per_node\":{}",
-      sizes.iterations, quick ? 2'000 : 20'000, quick ? 2 : 20);
+  return fmt::format("\"iterations\":{},\"pairs\":{},\"inflight\":256,\"connects_per_node\":{}",
+                     sizes.iterations, quick ? 2'000 : 20'000, quick ? 2 : 20);
 }
 
 }  // namespace redlock::bench

@@ -3,8 +3,10 @@
 #define REDLOCK_BENCH_WORKLOADS_HPP
 
 #include "bench_support.hpp"
+#include "redlock/node_config.hpp"
 
 #include <string>
+#include <vector>
 
 namespace redlock::bench {
 
@@ -42,10 +44,15 @@ std::string semaphore_params(bool quick);
 run_result run_contention_procs(const run_context& context);
 std::string contention_procs_params(bool quick);
 
-// latency, throughput and connect time over plain TCP and over TLS, on five servers of its own
-// that listen for both.
+// latency, throughput and connect time over plain TCP and over TLS. Without --nodes, on five
+// servers of its own that listen for both; with --nodes, over TLS on its rediss:// nodes and over
+// plain TCP on the others (the plain side and the ratios left out when there are none).
 run_result run_tls(const run_context& context);
 std::string tls_params(bool quick);
+
+// Why workload tls cannot run on the nodes of --nodes (none of them is a rediss:// node), or an
+// empty string when it can. run_tls throws std::invalid_argument with this message.
+std::string tls_nodes_problem(const std::vector<redlock::node_config>& given);
 
 // A release in one client, the acquisition of its waiter in another: with release announcements
 // and without, against one uncontended acquire.
