@@ -2,6 +2,7 @@
 #define REDLOCK_CLIENT_HPP
 
 #include "redlock/config.hpp"
+#include "redlock/detail/default_token.hpp"
 #include "redlock/detail/initiate.hpp"
 #include "redlock/error.hpp"
 #include "redlock/lease.hpp"
@@ -98,6 +99,16 @@ struct acquire_initiation : client_initiation {
 // inside the library's own machinery: a handler that throws unwinds into io_context::run(), and
 // the client keeps working when run() is called again. The same holds for the logger.
 //
+// Completion tokens: every async_ function of the library (client, lease, mutex, semaphore) takes
+// any Asio completion token as its last argument: use_awaitable, deferred, use_future,
+// as_tuple(...), a callback. Called without one, it returns a deferred operation: nothing is sent
+// until it is co_awaited (`co_await c.async_ping();`) or launched with a token or a handler
+// (`auto op = c.async_ping(); std::move(op)(handler);`). The default token is Asio's default for
+// the executor where Asio has one (deferred, in later Boost releases), and boost::asio::deferred
+// where it has none (any_io_executor in Boost 1.81). An acquire co_awaited that way throws on
+// failure a system_error with the code only; pass use_awaitable to get the lease's diagnostics()
+// as its what().
+//
 // Thread safety: a client, its leases and its operations belong to the executor given to the
 // constructor; with a multi-threaded io_context pass a strand, and call members through it.
 //
@@ -117,7 +128,20 @@ class REDLOCK_API client {
   // database or an ACL user without password, or options out of range (node_timeout or
   // connect_timeout not positive, drift_factor outside [0, 0.5), replies.max_reply_memory below
   // 1024, replies.max_depth 0).
-  client(executor_type executor, std::vector<node_config> nodes, client_options options = {})
+  //
+  // Without `options`, the client uses client_options{}. That is a separate constructor rather
+  // than a default argument: g++ 12 miscompiles an aggregate-initialised temporary (such as a
+  // `= {}` default argument) in a statement that also contains co_await, as in
+  // `redlock::client c(co_await asio::this_coro::executor, nodes);`. It copies the temporary
+  // bitwise into the argument and later destroys both copies, which frees the strings the client
+  // has just taken over (a use-after-free, then a double free). Here the defaults are made inside
+  // the constructor, out of the caller's reach. Options written out in such a statement
+  // (`client_options{...}` next to a co_await) meet the same bug: with g++ 12, put them in a
+  // variable first.
+  client(executor_type executor, std::vector<node_config> nodes)
+      : client(detail::asio_configuration{}, std::move(executor), std::move(nodes),
+               client_options{}) {}
+  client(executor_type executor, std::vector<node_config> nodes, client_options options)
       : client(detail::asio_configuration{}, std::move(executor), std::move(nodes),
                std::move(options)) {}
   ~client();
@@ -154,7 +178,7 @@ class REDLOCK_API client {
   // are copied; the client may be destroyed while the operation runs, which completes it with
   // operation_aborted.
   template <boost::asio::completion_token_for<void(boost::system::error_code, lease)>
-                CompletionToken = boost::asio::default_completion_token_t<executor_type>>
+                CompletionToken = detail::default_token_t<executor_type>>
   auto async_try_acquire(std::string resource, lock_options options,
                          CompletionToken&& token = CompletionToken()) {
     return async_initiate_acquire(std::move(resource), options, true,
@@ -174,7 +198,7 @@ class REDLOCK_API client {
   // are copied; the client may be destroyed while the operation runs, which completes it with
   // operation_aborted.
   template <boost::asio::completion_token_for<void(boost::system::error_code, lease)>
-                CompletionToken = boost::asio::default_completion_token_t<executor_type>>
+                CompletionToken = detail::default_token_t<executor_type>>
   auto async_acquire(std::string resource, lock_options options,
                      CompletionToken&& token = CompletionToken()) {
     return async_initiate_acquire(std::move(resource), options, false,
@@ -182,15 +206,19 @@ class REDLOCK_API client {
   }
 
   // PINGs every node. Completion: void(error_code): success when a quorum answered, else
-  // error::no_quorum. Each node has node_timeout to answer, plus connect_timeout when its
-  // connection is not open yet (the first request of the client opens it), so a ping right after
-  // construction tells whether the nodes can be reached; a node in reconnect backoff fails at once.
+  // error::no_quorum. Each node has node_timeout to answer, like every request, whatever its
+  // connection is doing: a connection that is not open yet (the first request of the client
+  // opens it) must connect, complete its handshake and answer within node_timeout, and a node in
+  // reconnect backoff fails at once. A connect that takes longer goes on (up to connect_timeout)
+  // and serves later requests; until it completes, a ping or a round's SET fails at once on that
+  // node (node_unresponsive). To wait for a slow first connect, ping again after a short pause
+  // until a ping succeeds or a deadline of your own passes.
   // Cancellation (terminal, partial, total): completes with operation_aborted.
   //
   // Handler and executor: as async_try_acquire. The client may be destroyed while the ping runs
   // (it then completes with operation_aborted).
   template <boost::asio::completion_token_for<void(boost::system::error_code)> CompletionToken =
-                boost::asio::default_completion_token_t<executor_type>>
+                detail::default_token_t<executor_type>>
   auto async_ping(CompletionToken&& token = CompletionToken()) {
     return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
         detail::ping_initiation(impl_), token);
@@ -205,7 +233,8 @@ class REDLOCK_API client {
   // success when each lease was released on a quorum (or was no longer ours on one); else the
   // first release's error (error::no_quorum, with the lease's diagnostics() naming the nodes).
   // The connections close once those releases are out (kept ones delivered after a reconnect, for
-  // at most 2 x node_timeout + connect_timeout), after which io_context::run() returns if nothing
+  // at most 2 x node_timeout + connect_timeout; a node that was never sent a request, such as
+  // one never reached, is not waited for), after which io_context::run() returns if nothing
   // else keeps it busy. A second call completes with the first one's outcome; a call after the
   // shutdown finished completes at once with success. The destructor does the same without
   // waiting for the nodes' answers.
@@ -216,7 +245,7 @@ class REDLOCK_API client {
   // Handler and executor: as async_ping. Lifetimes: the client may be destroyed while the
   // shutdown runs; the releases still complete it.
   template <boost::asio::completion_token_for<void(boost::system::error_code)> CompletionToken =
-                boost::asio::default_completion_token_t<executor_type>>
+                detail::default_token_t<executor_type>>
   auto async_shutdown(CompletionToken&& token = CompletionToken()) {
     return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
         detail::shutdown_initiation(impl_), token);

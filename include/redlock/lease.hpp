@@ -2,6 +2,7 @@
 #define REDLOCK_LEASE_HPP
 
 #include "redlock/config.hpp"
+#include "redlock/detail/default_token.hpp"
 #include "redlock/detail/initiate.hpp"
 #include "redlock/error.hpp"
 
@@ -38,6 +39,8 @@ namespace redlock {
 // every node (see async_release for a node that is down); the destructor never blocks and never
 // throws, and may run on any thread: it reads whether the lease is still held (an atomic) and does
 // everything else on the client's executor.
+//
+// Completion tokens: as client's; without one, an async_ function returns a deferred operation.
 //
 // Thread safety: a lease belongs to its client's executor. Call its members there (with a
 // multi-threaded io_context, through the strand the client was given). A default-constructed lease
@@ -109,7 +112,7 @@ class REDLOCK_API lease {
   // needs of the lease alive; the lease may be moved from or destroyed meanwhile, and so may the
   // client (the operation then completes with operation_aborted).
   template <boost::asio::completion_token_for<void(boost::system::error_code)> CompletionToken =
-                boost::asio::default_completion_token_t<executor_type>>
+                detail::default_token_t<executor_type>>
   auto async_release(CompletionToken&& token = CompletionToken()) {
     return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
         detail::release_initiation(state_), token);
@@ -140,7 +143,7 @@ class REDLOCK_API lease {
   // needs of the lease alive; the lease may be moved from or destroyed meanwhile, and so may the
   // client (the operation then completes with operation_aborted).
   template <boost::asio::completion_token_for<void(boost::system::error_code)> CompletionToken =
-                boost::asio::default_completion_token_t<executor_type>>
+                detail::default_token_t<executor_type>>
   auto async_extend(std::chrono::milliseconds ttl, CompletionToken&& token = CompletionToken()) {
     return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
         detail::extend_initiation(state_), token, ttl);
@@ -160,7 +163,7 @@ class REDLOCK_API lease {
   // needs of the lease alive; the lease may be moved from or destroyed meanwhile, and so may the
   // client (the operation then completes with operation_aborted).
   template <boost::asio::completion_token_for<void(boost::system::error_code)> CompletionToken =
-                boost::asio::default_completion_token_t<executor_type>>
+                detail::default_token_t<executor_type>>
   auto async_wait_lost(CompletionToken&& token = CompletionToken()) {
     return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
         detail::wait_lost_initiation(state_), token);

@@ -2,6 +2,7 @@
 #define REDLOCK_MUTEX_HPP
 
 #include "redlock/client.hpp"
+#include "redlock/detail/default_token.hpp"
 #include "redlock/error.hpp"
 #include "redlock/lease.hpp"
 #include "redlock/options.hpp"
@@ -23,12 +24,17 @@ namespace redlock {
 // holding a lease. It owns at most one lease at a time; everything else (renewal, loss, release on
 // destruction) is the lease's.
 //
+// Completion tokens: as client's; without one, an async_ function returns a deferred operation.
+//
 // Thread safety: as client; use a mutex on the client's executor. The client must outlive it.
 class mutex {
  public:
   using executor_type = client::executor_type;
 
-  mutex(client& owner, std::string resource, lock_options options = {})
+  // Without `options`, lock_options{}: made here rather than as a default argument, for the g++ 12
+  // bug described at client's constructors.
+  mutex(client& owner, std::string resource) : mutex(owner, std::move(resource), lock_options{}) {}
+  mutex(client& owner, std::string resource, lock_options options)
       : client_(&owner), resource_(std::move(resource)), options_(options) {}
 
   executor_type get_executor() const noexcept { return client_->get_executor(); }
@@ -50,7 +56,7 @@ class mutex {
   // client's), always posted, never from inside this call. Lifetimes: the mutex and its client
   // must outlive the operation.
   template <boost::asio::completion_token_for<void(boost::system::error_code)> CompletionToken =
-                boost::asio::default_completion_token_t<executor_type>>
+                detail::default_token_t<executor_type>>
   auto async_lock(CompletionToken&& token = CompletionToken()) {
     if constexpr (detail::throws_on_error<std::decay_t<CompletionToken>>::value) {
       return boost::asio::async_compose<CompletionToken, void(std::exception_ptr)>(
@@ -69,7 +75,7 @@ class mutex {
   // client's), always posted, never from inside this call. Lifetimes: the mutex and its client
   // must outlive the operation.
   template <boost::asio::completion_token_for<void(boost::system::error_code, bool)>
-                CompletionToken = boost::asio::default_completion_token_t<executor_type>>
+                CompletionToken = detail::default_token_t<executor_type>>
   auto async_try_lock(CompletionToken&& token = CompletionToken()) {
     return boost::asio::async_compose<CompletionToken, void(boost::system::error_code, bool)>(
         lock_op<true>{this}, token, client_->get_executor());
@@ -82,7 +88,7 @@ class mutex {
   // operation has been launched (the release keeps what it needs); with a lazy token it must live
   // until then.
   template <boost::asio::completion_token_for<void(boost::system::error_code)> CompletionToken =
-                boost::asio::default_completion_token_t<executor_type>>
+                detail::default_token_t<executor_type>>
   auto async_unlock(CompletionToken&& token = CompletionToken()) {
     // The lease stays here (no longer held once the release starts): with a lazy token the release
     // only starts when the operation is launched, and must still find the lock then.

@@ -2,6 +2,7 @@
 #define REDLOCK_SEMAPHORE_HPP
 
 #include "redlock/client.hpp"
+#include "redlock/detail/default_token.hpp"
 #include "redlock/detail/run_holding.hpp"
 #include "redlock/error.hpp"
 #include "redlock/lease.hpp"
@@ -69,6 +70,8 @@ struct permit_initiation : client_initiation {
 // reports loss (async_wait_lost), extends, releases, fences (lock_options::fencing: one counter
 // per slot) and is released by its destructor, like any other.
 //
+// Completion tokens: as client's; without one, an async_ function returns a deferred operation.
+//
 // Thread safety: as client; use a semaphore on the client's executor. The client must outlive it.
 // The object itself is a small value (name, permits, options): copies refer to the same semaphore.
 class semaphore {
@@ -79,8 +82,12 @@ class semaphore {
   static constexpr std::size_t max_permits = 1024;
 
   // Never throws for bad arguments: `name` empty or `permits` outside [1, max_permits] make every
-  // acquire complete with error::invalid_argument, naming the problem.
-  semaphore(client& owner, std::string name, std::size_t permits, lock_options options = {})
+  // acquire complete with error::invalid_argument, naming the problem. Without `options`,
+  // lock_options{}: made here rather than as a default argument, for the g++ 12 bug described at
+  // client's constructors.
+  semaphore(client& owner, std::string name, std::size_t permits)
+      : semaphore(owner, std::move(name), permits, lock_options{}) {}
+  semaphore(client& owner, std::string name, std::size_t permits, lock_options options)
       : client_(&owner), name_(std::move(name)), permits_(permits), options_(options) {}
 
   executor_type get_executor() const noexcept { return client_->get_executor(); }
@@ -107,7 +114,7 @@ class semaphore {
   // copied, so the semaphore object may go away once the operation is launched; the client may be
   // destroyed while it runs, which completes it with operation_aborted.
   template <boost::asio::completion_token_for<void(boost::system::error_code, lease)>
-                CompletionToken = boost::asio::default_completion_token_t<executor_type>>
+                CompletionToken = detail::default_token_t<executor_type>>
   auto async_acquire(CompletionToken&& token = CompletionToken()) {
     return initiate(false, std::forward<CompletionToken>(token));
   }
@@ -121,7 +128,7 @@ class semaphore {
   // as for a lock), and error::no_quorum when too few nodes answered. Cancellation: terminal and
   // partial, as async_acquire's rounds.
   template <boost::asio::completion_token_for<void(boost::system::error_code, lease)>
-                CompletionToken = boost::asio::default_completion_token_t<executor_type>>
+                CompletionToken = detail::default_token_t<executor_type>>
   auto async_try_acquire(CompletionToken&& token = CompletionToken()) {
     return initiate(true, std::forward<CompletionToken>(token));
   }
@@ -150,12 +157,17 @@ class semaphore {
 // releases; everything else (loss cancelling the body, errors thrown as system_error) as
 // with_lock.
 //
-// F: callable as body(lease&) returning asio::awaitable<T>. Runs on the calling coroutine's
-// executor, which must be the client's (or its strand).
+// F: callable as body(lease&) returning asio::awaitable<T>; anything else stops the compile with a
+// static_assert that says so. Runs on the calling coroutine's executor, which must be the
+// client's (or its strand).
 template <class F>
-auto with_permit(semaphore& permits, F body) -> std::invoke_result_t<F&, lease&> {
+auto with_permit(semaphore& permits, F body) -> typename detail::with_permit_body<F>::type {
   lease held = co_await permits.async_acquire(boost::asio::use_awaitable);
-  co_return co_await detail::run_holding(held, body);
+  if constexpr (detail::with_permit_body<F>::valid) {
+    co_return co_await detail::run_holding(held, body);
+  } else {
+    co_return;  // only after the static_assert has failed
+  }
 }
 
 }  // namespace redlock

@@ -24,14 +24,19 @@ namespace redlock {
 // (error::not_held), the body ran without the lock at some point and with_lock throws
 // system_error(error::lock_lost) rather than report success.
 //
-// F: callable as body(lease&) returning asio::awaitable<T>. Runs on the calling coroutine's
-// executor, which must be the client's (or its strand).
+// F: callable as body(lease&) returning asio::awaitable<T>; anything else stops the compile with a
+// static_assert that says so. Runs on the calling coroutine's executor, which must be the
+// client's (or its strand).
 template <class F>
-auto with_lock(client& locks, std::string resource, lock_options options, F body)
-    -> std::invoke_result_t<F&, lease&> {
+auto with_lock(client& locks, std::string resource, lock_options options, F body) ->
+    typename detail::with_lock_body<F>::type {
   lease held =
       co_await locks.async_acquire(std::move(resource), options, boost::asio::use_awaitable);
-  co_return co_await detail::run_holding(held, body);
+  if constexpr (detail::with_lock_body<F>::valid) {
+    co_return co_await detail::run_holding(held, body);
+  } else {
+    co_return;  // only after the static_assert has failed
+  }
 }
 
 }  // namespace redlock

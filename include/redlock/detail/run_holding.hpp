@@ -21,6 +21,49 @@
 
 namespace redlock::detail {
 
+template <class R>
+struct is_default_awaitable : std::false_type {};
+template <class T>
+struct is_default_awaitable<boost::asio::awaitable<T>> : std::true_type {};
+
+template <class F, bool Callable = std::is_invocable_v<F&, lease&>>
+struct body_result {
+  using type = void;
+};
+template <class F>
+struct body_result<F, true> {
+  using type = std::invoke_result_t<F&, lease&>;
+};
+
+// The rule for a body given to with_lock or with_permit, checked where their return type is
+// formed, so that a body breaking it stops the compile with the static_assert below as its first
+// error rather than with one from deep inside run_holding. `type` is what the function returns:
+// the body's awaitable, or awaitable<void> after a failed check, which keeps further errors from
+// piling up.
+template <class F>
+struct holding_body {
+  static constexpr bool valid =
+      std::is_invocable_v<F&, lease&> && is_default_awaitable<typename body_result<F>::type>::value;
+  using type =
+      std::conditional_t<valid, typename body_result<F>::type, boost::asio::awaitable<void>>;
+};
+
+template <class F>
+struct with_lock_body : holding_body<F> {
+  static_assert(holding_body<F>::valid,
+                "redlock::with_lock: the body must be callable as body(redlock::lease&) and "
+                "return boost::asio::awaitable<T> (a coroutine lambda with an explicit "
+                "`-> boost::asio::awaitable<T>` return type)");
+};
+
+template <class F>
+struct with_permit_body : holding_body<F> {
+  static_assert(holding_body<F>::valid,
+                "redlock::with_permit: the body must be callable as body(redlock::lease&) and "
+                "return boost::asio::awaitable<T> (a coroutine lambda with an explicit "
+                "`-> boost::asio::awaitable<T>` return type)");
+};
+
 // The part of with_lock and with_permit after the acquire: runs `body(held)` until it finishes or
 // the lease ends, then always releases; see with_lock for what is thrown. `held` and `body` live
 // in the caller's frame, which awaits this at once.
