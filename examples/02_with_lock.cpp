@@ -138,9 +138,8 @@ asio::awaitable<void> pause_majority(const std::vector<redlock::node_config>& no
 asio::awaitable<int> demo(std::vector<redlock::node_config> nodes) {
   const auto executor = co_await asio::this_coro::executor;
   redlock::client locks(executor, nodes);
-  // Fail fast, naming the problem, when the nodes cannot be reached: an acquire would only say,
-  // after its wait, that it gave up.
-  auto [unreachable] = co_await locks.async_ping(asio::as_tuple(asio::use_awaitable));
+  // Fail fast, naming the problem, when the nodes cannot be reached (see reach_quorum).
+  const auto unreachable = co_await examples::reach_quorum(locks);
   if (unreachable) {
     std::fprintf(stderr, "cannot reach a quorum of the %zu nodes: %s\n", locks.size(),
                  unreachable.message().c_str());

@@ -153,7 +153,7 @@ asio::awaitable<void> demo(std::vector<redlock::node_config> nodes, store& datab
     servers.emplace_back(executor, nodes);
   }
   // Fail fast, naming the problem, when the nodes cannot be reached.
-  auto [unreachable] = co_await servers.front().async_ping(asio::as_tuple(asio::use_awaitable));
+  const auto unreachable = co_await examples::reach_quorum(servers.front());
   if (unreachable) {
     throw std::runtime_error("cannot reach a quorum of the " + std::to_string(nodes.size()) +
                              " nodes: " + unreachable.message());

@@ -1202,7 +1202,8 @@ void client_impl::shutdown(std::shared_ptr<user_operation> waiter) {
   closed_ = true;
   if (listener_) listener_->close();
   // The releases just queued still go out, also those kept for a node whose link broke (which
-  // takes a reconnect); then each connection closes.
+  // takes a reconnect); then each connection closes. One that never wrote a request closes at
+  // once: nothing of ours can be on that node.
   for (auto& conn : connections_)
     conn->close_when_idle(2 * options_.node_timeout + options_.connect_timeout);
   if (progress->releases_pending == 0) progress->finish_waiters();
@@ -1548,21 +1549,11 @@ class ping_op final : public operation_vote {
       resp::encode_command(command, {"PING"});
       return command;
     }();
-    // A PING is how a caller learns whether the nodes can be reached, usually right after
-    // constructing the client, when no connection is open yet: a node still opening its
-    // connection gets connect_timeout for that on top of node_timeout, so that a slow handshake
-    // (a loaded host, TLS over a long link) is not reported as an unreachable node. A node in
-    // reconnect backoff fails at once, as for any request.
-    const auto per_node = client()->options_for(lock_request::ping);
-    auto opening = per_node;
-    opening.timeout += client()->options().connect_timeout;
+    // Each node has node_timeout to answer, like every request, whatever its connection is
+    // doing: opening it counts (a slow first connect fails the ping, and the connect goes on for
+    // the next one), and a node in reconnect backoff fails at once.
     const auto first_tag = open_ballot();
-    const auto now = steady_clock::now();
-    for (std::size_t i = 0; i < client()->size(); ++i) {
-      auto& conn = client()->connection_at(i);
-      const bool open = conn.current_state() == connection::state::ready;
-      conn.exec_direct(ping, open ? per_node : opening, *this, first_tag + i, now);
-    }
+    client()->fan_out(ping, *this, first_tag, client()->options_for(lock_request::ping));
   }
 
  private:

@@ -48,6 +48,9 @@ bool is_permanent(error_code ec) {
 
 constexpr std::size_t handshake_head_size = 24;
 
+// transport::connect's stage while it waits for the server's side of the TLS handshake.
+constexpr std::string_view tls_handshake_stage = "performing the TLS handshake";
+
 // Redis 7 words NOPERM for a key "... no permissions to access one of the keys used as
 // arguments" (or "... access a key"); for a command it names the command ("... no permissions to
 // run the 'evalsha' command").
@@ -154,7 +157,7 @@ void connection::close() {
 
 void connection::close_when_idle(std::chrono::milliseconds bound) {
   if (state_ == state::closed) return;
-  if (mux_.idle() || state_ == state::idle) return close();
+  if (state_ == state::idle || !mux_.worth_draining()) return close();
   // Down, with nothing that a reconnect would deliver: the requests there fail as it is.
   if (state_ == state::backoff && !mux_.has_kept_cleanups()) return close();
   draining_ = true;
@@ -268,7 +271,7 @@ void connection::arm_deadline_timer(steady_clock::time_point at) {
 
 void connection::on_deadline_timer() {
   deadline_armed_ = false;
-  mux_.expire_deadlines(steady_clock::now(), connect_stage_);
+  mux_.expire_deadlines(steady_clock::now(), connect_stage_text());
   watch_deadlines();
 }
 
@@ -290,6 +293,16 @@ void connection::set_last_error(error_code ec, std::string_view what) {
   if (ec == asio::error::operation_aborted) return;
   last_cause_ = what;
   last_error_ = fmt::format("{}: {}", name_, what);
+}
+
+std::string_view connection::connect_stage_text() const noexcept {
+  // A plain Redis port never answers a ClientHello (it waits for the end of an inline command),
+  // so a TLS handshake without an answer asks about that, in every text it causes: a connect
+  // timeout, a request that timed out behind it, one skipped behind that one.
+  if (node_.tls.enabled && connect_stage_ == tls_handshake_stage) {
+    return "performing the TLS handshake (no TLS answer: is it a plain redis:// port?)";
+  }
+  return connect_stage_;
 }
 
 void connection::log(log_level level, std::string_view message) const {
@@ -368,14 +381,9 @@ asio::awaitable<error_code> connection::connect_with_timeout() {
   auto outcome = co_await (connect_and_handshake() || timer.async_wait(use_tuple));
   if (outcome.index() == 0) co_return std::get<0>(outcome);
   transport_.close();
-  // A plain Redis port never answers a ClientHello (it waits for the end of an inline command).
-  const std::string_view hint =
-      node_.tls.enabled && connect_stage_ == "performing the TLS handshake"
-          ? " (no TLS answer: is it a plain redis:// port?)"
-          : "";
   set_last_error(error::connect_timeout,
-                 fmt::format("connect timed out after {} ms while {}{}",
-                             to_ms(options_.connect_timeout), connect_stage_, hint));
+                 fmt::format("connect timed out after {} ms while {}",
+                             to_ms(options_.connect_timeout), connect_stage_text()));
   co_return error::connect_timeout;
 }
 

@@ -184,7 +184,9 @@ class connection : public std::enable_shared_from_this<connection> {
 
   // Closes once every request issued so far has its reply and every kept cleanup has been
   // delivered (which may take a reconnect), or after `bound` at the latest; until then the
-  // connection works as usual. Used at shutdown so that final releases still go out.
+  // connection works as usual. Used at shutdown so that final releases still go out. Closes at
+  // once when nothing is left, or when no request was ever written to the node
+  // (multiplexer::worth_draining): a node never reached has nothing of ours to clean up.
   void close_when_idle(std::chrono::milliseconds bound);
 
   // A request to this node has waited out its deadline and the node has not answered it yet
@@ -258,6 +260,9 @@ class connection : public std::enable_shared_from_this<connection> {
   boost::asio::awaitable<boost::system::error_code> writer_loop();
   boost::asio::awaitable<boost::system::error_code> health_check_loop();
   void set_last_error(boost::system::error_code ec, std::string_view what);
+  // What the connect under way is doing, for the texts of a connect timeout and of the requests
+  // it holds up: connect_stage_, with what a stall there may mean.
+  std::string_view connect_stage_text() const noexcept;
   void log(log_level level, std::string_view message) const;
 
   executor_type executor_;

@@ -116,8 +116,11 @@ bool multiplexer::add(request_ptr req, const request_options& options, time_poin
   apply(*req, options);
   if (options.skip_if_unresponsive && unresponsive()) {
     ++stats_.skipped_unresponsive;
+    // Behind a stalled connect, the stage it stalled in (and what that may mean) is the cause.
     answer_failure(*req, error::node_unresponsive,
-                   connecting_ ? "not sent: a request already timed out waiting for the connection"
+                   connecting_ ? fmt::format("not sent: a request already timed out waiting for "
+                                             "the connection while {}",
+                                             stalled_while_)
                                : "not sent: the node has not answered a request that timed out",
                    delivery::post);
     return false;
@@ -183,6 +186,7 @@ std::size_t multiplexer::prepare_write(std::string& out, time_point now) {
     in_flight_.push_back(std::move(req));
     ++batch;
   }
+  if (batch > 0) ever_written_ = true;
   return batch;
 }
 
@@ -267,12 +271,13 @@ void multiplexer::expire_deadlines(time_point now, std::string_view connect_stag
       ++timed_out_in_flight_;
     } else if (connecting_) {
       timed_out_while_connecting_ = true;
+      stalled_while_ = connect_stage;
     }
     std::string why;
     if (req->written) {
       why = fmt::format("no reply within {} ms (sent; it may still execute)", to_ms(req->timeout));
     } else if (connecting_) {
-      why = fmt::format("not sent: still {} after {} ms", connect_stage, to_ms(req->timeout));
+      why = fmt::format("not sent within {} ms: still {}", to_ms(req->timeout), connect_stage);
     } else {
       why =
           fmt::format("not sent within {} ms: queued behind earlier requests", to_ms(req->timeout));

@@ -262,7 +262,10 @@ class multiplexer {
   bool consume_reply(resp::value& reply);
 
   // Times out every unanswered request whose deadline is at or before `now`, earliest first
-  // (answers dispatched). `connect_stage` names what a connect under way is doing, for messages.
+  // (answers dispatched), whatever the link is doing: a request queued behind a connect attempt
+  // fails at its own deadline, not at the connect's. `connect_stage` says what a connect under way
+  // is doing, with what that may mean ("performing the TLS handshake (no TLS answer: ...)"): the
+  // text of every request it holds up, and of those skipped behind them (add), carries it.
   void expire_deadlines(time_point now, std::string_view connect_stage);
   // The earliest deadline of an unanswered request; time_point::max() when there is none. A timer
   // armed no later than this, and re-armed after each expire_deadlines and add, fires no deadline
@@ -304,6 +307,12 @@ class multiplexer {
   bool idle() const noexcept {
     return queued_.empty() && in_flight_.empty() && kept_cleanups_.empty();
   }
+  // At shutdown (connection::close_when_idle): whether the requests still queued, in flight or
+  // kept are worth waiting for before the link is closed. Not when there are none; nor when no
+  // request was ever written on any link to this node (it never completed a handshake, say):
+  // then nothing we sent has run there, no key there is ours for a kept cleanup to delete, and
+  // whatever is left may fail unsent at once.
+  bool worth_draining() const noexcept { return ever_written_ && !idle(); }
   bool has_kept_cleanups() const noexcept { return !kept_cleanups_.empty(); }
   const connection_stats& stats() const noexcept { return stats_; }
 
@@ -352,6 +361,8 @@ class multiplexer {
   std::size_t timed_out_in_flight_ = 0;      // written, timed out, reply not read yet
   bool connecting_ = false;                  // a connect attempt is under way
   bool timed_out_while_connecting_ = false;  // in this connect attempt
+  std::string stalled_while_;                // ... and what the attempt was doing then
+  bool ever_written_ = false;                // a request went out on some link (prepare_write)
   bool closed_ = false;
   std::uint64_t last_request_id_ = 0;
   connection_stats stats_;

@@ -358,6 +358,31 @@ BOOST_AUTO_TEST_CASE(unreachable_nodes_give_no_quorum) {
   check_nothing_left();
 }
 
+// A node that refuses every connection was never sent a request, so nothing of ours is there: the
+// tool's exit does not wait for it (the shutdown's bound, 2 x node_timeout + connect_timeout, is
+// 1.2 s with the defaults), neither after COMMAND ran nor after giving up on a lock held elsewhere.
+BOOST_AUTO_TEST_CASE(a_node_refusing_connections_does_not_delay_the_exit) {
+  refusing_ports closed(1);
+  const auto three = node_urls({fleet()[0].port(), fleet()[1].port(), closed.ports()[0]});
+  const auto ran = run_tool({"run", resource, "--", "true"}, three, scratch.path(), 10s);
+  BOOST_TEST(ran.exit_code == 0, ran.err);
+  BOOST_TEST(contains(ran.err, " ms, granted by 2 of 3 nodes, quorum 2)"), ran.err);
+  BOOST_TEST(ran.took.count() < 1000, "took " << ran.took.count() << " ms");
+  check_nothing_left();
+
+  look.set(0, resource, "someone-else", 20s);
+  look.set(1, resource, "someone-else", 20s);
+  const auto waited =
+      run_tool({"run", "--wait", "3s", resource, "--", "true"}, three, scratch.path(), 10s);
+  BOOST_TEST(waited.exit_code == cli::exit_code::not_acquired, waited.err);
+  BOOST_TEST(contains(waited.err, "contended"), waited.err);
+  BOOST_TEST(waited.took.count() >= 3000, "took " << waited.took.count() << " ms");
+  BOOST_TEST(waited.took.count() < 3600, "took " << waited.took.count() << " ms");
+  BOOST_TEST(look.holding(resource, "someone-else") == 2u);
+  delete_everywhere();
+  check_nothing_left();
+}
+
 BOOST_AUTO_TEST_CASE(usage_errors_exit_2_naming_the_problem) {
   const auto marker = (scratch / "ran").string();
   struct usage_case {

@@ -10,6 +10,7 @@
 #include "support/inspector.hpp"
 #include "support/lock_recorder.hpp"
 #include "support/printing.hpp"
+#include "support/reach.hpp"
 #include "support/redis_fleet.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -143,6 +144,7 @@ BOOST_AUTO_TEST_CASE(an_adapter_that_needs_the_initiations_executor_cancels_an_a
     executors_asked = 0;
     foreign_executors = 0;
 
+    BOOST_TEST_REQUIRE(!co_await redlock::test::ping_until_answered(locks));  // connected
     auto [pinged] = co_await locks.async_ping(cancel_after(5s, tuple_awaitable));
     BOOST_TEST(!pinged, pinged.message());
 

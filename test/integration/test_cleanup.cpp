@@ -12,6 +12,7 @@
 #include "support/lock_recorder.hpp"
 #include "support/printing.hpp"
 #include "support/proxied_fleet.hpp"
+#include "support/reach.hpp"
 #include "support/sync_client.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -182,7 +183,7 @@ BOOST_FIXTURE_TEST_CASE(no_release_where_the_set_was_never_sent, redlock::test::
   nodes.set(3, "unsent", "rival", 60s);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
-    auto [ping_ec] = co_await locks.async_ping(tuple_awaitable);
+    const auto ping_ec = co_await redlock::test::ping_until_answered(locks);
     BOOST_TEST_REQUIRE(!ping_ec);
     co_await redlock::test::sleep_for(50ms);  // every node connected
     auto calls = [&](std::string_view command) {

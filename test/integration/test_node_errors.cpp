@@ -204,6 +204,34 @@ BOOST_AUTO_TEST_CASE(a_port_that_is_not_redis_is_named_as_such) {
       "the server at " + http.config().address() + " does not speak RESP (an HTTP server?)");
 }
 
+// Every request's deadline holds, whatever the connection is doing. A node that accepts TCP and
+// never answers the handshake: a PING fails at node_timeout, as the SET of an acquire beside it
+// does, long before the connect itself gives up at connect_timeout.
+BOOST_AUTO_TEST_CASE(a_ping_behind_a_handshake_that_never_ends_fails_at_node_timeout) {
+  using namespace redlock::test;
+  fake_server silent([](const fake_command&, std::size_t) { return fake::no_reply(); });
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    auto options = fast_client_options(100ms);
+    options.connect_timeout = 1s;
+    redlock::client locks(io.get_executor(), {silent.config()}, options);
+    const auto start = steady_clock::now();
+    std::optional<error_code> acquired;
+    long long acquire_took = 0;
+    locks.async_try_acquire("orders:6", default_wait(), [&](error_code ec, redlock::lease) {
+      acquired = ec;
+      acquire_took = ms_since(start);
+    });
+    auto [ec] = co_await locks.async_ping(tuple_awaitable);
+    const auto ping_took = ms_since(start);
+    BOOST_TEST(ec == error::no_quorum, ec.message());
+    BOOST_TEST(ping_took < 600, "the ping took " << ping_took << " ms");
+    BOOST_TEST(co_await eventually([&] { return acquired.has_value(); }, 5000ms));
+    BOOST_TEST((acquired && *acquired == error::no_quorum));
+    BOOST_TEST(acquire_took < 600, "the acquire took " << acquire_took << " ms");
+  });
+  BOOST_TEST(silent.connections_accepted() >= 1u);
+}
+
 // The permission probes ask only about permissions: a node that refuses a write for now (OOM at
 // maxmemory, READONLY) still connects, so that releases can reach it; its SETs fail as votes.
 BOOST_AUTO_TEST_CASE(probes_refused_for_other_reasons_do_not_fail_the_connect) {

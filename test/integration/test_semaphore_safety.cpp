@@ -15,6 +15,7 @@
 #include "support/history.hpp"
 #include "support/inspector.hpp"
 #include "support/printing.hpp"
+#include "support/reach.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
 
@@ -204,8 +205,7 @@ struct three_way_split {
     std::array<std::uint64_t, nodes> before{};
     for (std::size_t n = 0; n < nodes; ++n)
       before[n] = proxies[client][n]->connections_accepted();
-    auto [ec] = co_await locks.async_ping(tuple_awaitable);
-    if (ec) co_return false;
+    if (co_await redlock::test::ping_until_answered(locks)) co_return false;
     const bool all = co_await eventually(
         [&] {
           for (std::size_t n = 0; n < nodes; ++n)

@@ -18,12 +18,14 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -223,6 +225,59 @@ BOOST_AUTO_TEST_CASE(cancelling_the_wait_does_not_stop_the_shutdown) {
     BOOST_TEST(co_await eventually([&] { return servers.present("r") == 0u; }, 3s));
     nodes.clear_toxics();
   });
+}
+
+// A node that refused every connect was never sent a request: nothing of ours can be there, so
+// the end of the client does not wait for it, while a node once connected still gets its bounded
+// wait for the releases kept for it. Three nodes, one refusing: a lock taken and released (or
+// dropped while held), the client destroyed, and run() returns at once, not after
+// 2 x node_timeout + connect_timeout (2.4 s here).
+BOOST_AUTO_TEST_CASE(a_node_never_reached_is_not_waited_for) {
+  redlock::test::redis_fleet fleet(2);
+  for (const bool release_first : {true, false}) {
+    BOOST_TEST_CONTEXT((release_first ? "released" : "dropped while held")) {
+      asio::io_context io;
+      // Bound but not listening: every connect to it is refused.
+      asio::ip::tcp::acceptor refusing(io);
+      refusing.open(asio::ip::tcp::v4());
+      refusing.bind({asio::ip::address_v4::loopback(), 0});
+      auto nodes = fleet.configs();
+      nodes.push_back(nodes.front());
+      nodes.back().port = refusing.local_endpoint().port();
+
+      auto options = fast_client_options(200ms);
+      options.connect_timeout = 2s;
+      std::optional<redlock::client> locks;
+      locks.emplace(io.get_executor(), nodes, options);
+      std::optional<steady_clock::time_point> destroyed_at;
+      asio::co_spawn(
+          io,
+          [&]() -> asio::awaitable<void> {
+            {
+              auto [ec, lease] = co_await locks->async_try_acquire("r", lock_for(10s, renewal::off),
+                                                                   tuple_awaitable);
+              BOOST_TEST_REQUIRE(!ec, lease.diagnostics());
+              BOOST_TEST(lease.granted_nodes() == 2u);
+              if (release_first) {
+                std::tie(ec) = co_await lease.async_release(tuple_awaitable);
+                BOOST_TEST(!ec, lease.diagnostics());
+              }
+            }
+            destroyed_at = steady_clock::now();
+            locks.reset();
+          },
+          [](std::exception_ptr e) {
+            if (e) std::rethrow_exception(e);
+          });
+      io.run_for(20s);
+      BOOST_TEST(io.stopped());
+      BOOST_TEST_REQUIRE(destroyed_at.has_value());
+      const auto took = redlock::test::ms_since(*destroyed_at);
+      BOOST_TEST(took < 1000, "run() returned " << took << " ms after the client went");
+      inspector servers(fleet);
+      BOOST_TEST(servers.present("r") == 0u);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

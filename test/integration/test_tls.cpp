@@ -19,6 +19,8 @@
 #include "support/tls_probe_server.hpp"
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
@@ -329,6 +331,35 @@ BOOST_AUTO_TEST_CASE(tls_and_plain_mixed_up) {
   BOOST_TEST(result.ec == error::no_quorum, result.ec.message());
   BOOST_TEST(contains(result.diagnostics, plain_to_tls.address()), result.diagnostics);
   BOOST_TEST(contains(result.diagnostics, "use rediss://"), result.diagnostics);
+}
+
+// A plain Redis port given as rediss://, for an acquire that waits through many rounds: what its
+// last round met may be the connect timeout, a SET that timed out behind the unanswered TLS
+// handshake or one skipped behind such a SET, or the node down between attempts. Each of those
+// asks whether the port is a plain one, so the final error (the exception's what(), the lease's
+// diagnostics) does too.
+BOOST_AUTO_TEST_CASE(an_acquire_that_gives_up_on_a_plain_port_asks_about_it) {
+  redis_server server;
+  auto node = server.config();
+  node.tls.enabled = true;
+  node.tls.ca_file = ca();
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    auto options = fast_client_options(100ms);
+    options.connect_timeout = 300ms;
+    redlock::client locks(io.get_executor(), {node}, options);
+    auto lock = lock_for(5s, renewal::off);
+    lock.wait = 1500ms;
+    std::string what;
+    try {
+      redlock::lease held = co_await locks.async_acquire("orders:8", lock, asio::use_awaitable);
+      BOOST_TEST(!held.held(), "acquired through a plain port");
+    } catch (const boost::system::system_error& e) {
+      what = e.what();
+    }
+    BOOST_TEST_MESSAGE(what);
+    BOOST_TEST(contains(what, node.address()), what);
+    BOOST_TEST(contains(what, "is it a plain redis:// port?"), what);
+  });
 }
 
 // One client, three kinds of link: two TLS nodes, two plain ones and a Unix socket.

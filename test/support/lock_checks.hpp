@@ -9,6 +9,7 @@
 #include "redlock/lease.hpp"
 #include "support/async_test.hpp"
 #include "support/inspector.hpp"
+#include "support/reach.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/system/error_code.hpp>
@@ -30,7 +31,7 @@ inline bool is_hex_token(const std::string& token) {
 inline boost::asio::awaitable<void> warm_up(redlock::client& locks) {
   using namespace std::chrono_literals;
   for (int i = 0; i < 3; ++i) {
-    auto [ec] = co_await locks.async_ping(tuple_awaitable);
+    const auto ec = co_await ping_until_answered(locks);
     BOOST_TEST_REQUIRE(!ec, "ping: " << ec.message());
     co_await sleep_for(50ms);
   }

@@ -5,6 +5,7 @@
 #include "redlock/node_config.hpp"
 #include "support/async_test.hpp"
 #include "support/chaos_proxy.hpp"
+#include "support/reach.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/test_pki.hpp"
 
@@ -91,8 +92,7 @@ struct proxied_fleet {
     std::vector<std::uint64_t> before;
     for (const auto& proxy : proxies)
       before.push_back(proxy->connections_accepted());
-    auto [ec] = co_await locks.async_ping(boost::asio::as_tuple(boost::asio::use_awaitable));
-    if (ec) co_return false;
+    if (co_await ping_until_answered(locks)) co_return false;
     const bool all = co_await eventually(
         [&] {
           for (std::size_t i = 0; i < before.size(); ++i)

@@ -400,8 +400,7 @@ BOOST_AUTO_TEST_CASE(cleanup_written_after_its_deadline) {
   BOOST_TEST(h.answered_tags() == (std::vector<std::size_t>{1, 2}));
   BOOST_TEST(h.answers[0].ec == error::request_timeout);
   BOOST_TEST(h.answers[0].reply.text ==
-             "node:6379: not sent: still waiting for the handshake after "
-             "50 ms");
+             "node:6379: not sent within 50 ms: still waiting for the handshake");
   h.mux.on_handshake_done(h.now);
   // Its caller has its timeout, but the release still goes out; the GET does not.
   BOOST_TEST(h.write() == (commands{"EVALSHA release 1 lock t1"}));
@@ -592,12 +591,56 @@ BOOST_AUTO_TEST_CASE(unresponsive_while_a_connect_outlasts_a_deadline) {
   BOOST_TEST(h.mux.unresponsive());
   h.issue(2, "PING", skippable());
   BOOST_TEST(h.answer_of(2)->reply.text ==
-             "node:6379: not sent: a request already timed out waiting for the connection");
+             "node:6379: not sent: a request already timed out waiting for the connection while "
+             "connecting");
   // A new attempt, or a link that comes up, is judged afresh.
   h.mux.on_connection_lost(error::connect_timeout, "connect timed out", h.now);
   BOOST_TEST(!h.mux.unresponsive());
   h.mux.on_connect_started();
   BOOST_TEST(!h.mux.unresponsive());
+}
+
+// A connect attempt has no say in a request's deadline: a request queued behind it fails at its
+// own deadline, however long the connect may still take (connect_timeout), and is never written
+// once the link comes up. What the connect was doing, with what that may mean (the connection's
+// words), is in that failure's text and in the text of every request skipped behind it.
+BOOST_AUTO_TEST_CASE(request_queued_behind_a_connect_fails_at_its_own_deadline) {
+  harness h;
+  const auto t0 = h.now;
+  constexpr std::string_view stage =
+      "performing the TLS handshake (no TLS answer: is it a plain redis:// port?)";
+  h.mux.on_connect_started();
+  h.issue(1, "PING", skippable(100ms));
+  h.now = t0 + 40ms;
+  h.issue(2, "SET lock t1 NX PX 10000", skippable(100ms));
+  BOOST_TEST((h.mux.next_deadline() == t0 + 100ms));
+  h.now = t0 + 99ms;
+  h.mux.expire_deadlines(h.now, stage);
+  BOOST_TEST(h.answers.empty());
+  h.now = t0 + 100ms;
+  h.mux.expire_deadlines(h.now, stage);
+  BOOST_TEST_REQUIRE(h.answered_tags() == (std::vector<std::size_t>{1}));
+  BOOST_TEST(h.answers[0].ec == error::request_timeout);
+  BOOST_TEST(h.answers[0].reply.text ==
+             "node:6379: not sent within 100 ms: still performing the TLS handshake (no TLS "
+             "answer: is it a plain redis:// port?)");
+  // The second one keeps its own deadline, 100 ms after it was issued.
+  BOOST_TEST((h.mux.next_deadline() == t0 + 140ms));
+  h.issue(3, "PING", skippable(100ms));
+  BOOST_TEST(h.answer_of(3)->ec == error::node_unresponsive);
+  BOOST_TEST(h.answer_of(3)->reply.text ==
+             "node:6379: not sent: a request already timed out waiting for the connection while "
+             "performing the TLS handshake (no TLS answer: is it a plain redis:// port?)");
+  h.now = t0 + 140ms;
+  h.mux.expire_deadlines(h.now, "waiting for the handshake");
+  BOOST_TEST(h.answer_of(2)->ec == error::request_timeout);
+  BOOST_TEST(h.answer_of(2)->reply.text ==
+             "node:6379: not sent within 100 ms: still waiting for the handshake");
+  // The connect completes long after: nothing that timed out is sent.
+  h.now = t0 + 900ms;
+  h.mux.on_handshake_done(h.now);
+  BOOST_TEST(h.write().empty());
+  BOOST_TEST(h.mux.idle());
 }
 
 // The reactor reads ready sockets before it runs expired timers, so a node is blamed only when
@@ -703,6 +746,38 @@ BOOST_AUTO_TEST_CASE(drop_all_answers_nobody) {
   BOOST_TEST(h.answers.empty());
   BOOST_TEST(h.mux.idle());
   BOOST_TEST((h.mux.next_deadline() == time_point::max()));
+}
+
+// At shutdown a connection waits (bounded) for what is left only if a request was ever written
+// to its node: a cleanup kept for a node that was connected may still have a key to delete, but
+// a node never written to (never connected, say) cannot hold anything we sent.
+BOOST_AUTO_TEST_CASE(shutdown_waits_only_for_a_node_that_was_ever_written_to) {
+  harness h;
+  BOOST_TEST(!h.mux.worth_draining());  // nothing left
+  // Refused from the start: a round's SET failed unsent and the cleanup behind it is kept.
+  h.issue_while_down(1, "SET lock t1 NX PX 10000", skippable(100ms));
+  h.issue_while_down(2, "EVALSHA release 1 lock t1", cleanup(100ms));
+  BOOST_TEST(h.mux.has_kept_cleanups());
+  BOOST_TEST(!h.mux.worth_draining());
+  // A connect attempt under way, with requests queued behind it: still nothing was written.
+  h.mux.on_connect_started();
+  h.issue(3, "SET lock t3 NX PX 10000", skippable(100ms));
+  h.issue(4, "EVALSHA release 1 lock t3", cleanup(100ms));
+  BOOST_TEST(!h.mux.worth_draining());
+  // Once something has gone out, what is left is waited for, on this link and after it broke.
+  h.mux.on_handshake_done(h.now);
+  BOOST_TEST(h.write() == (commands{"EVALSHA release 1 lock t1", "SET lock t3 NX PX 10000",
+                                    "EVALSHA release 1 lock t3"}));
+  BOOST_TEST(h.mux.worth_draining());  // in flight
+  h.reply(simple("0"));
+  h.reply(simple("OK"));
+  h.reply(simple("1"));
+  BOOST_TEST(!h.mux.worth_draining());  // idle
+  h.issue(5, "SET lock t5 NX PX 10000", skippable(100ms));
+  h.write();
+  h.mux.on_connection_lost(error::connection_lost, "connection closed by the server", h.now);
+  h.issue_while_down(6, "EVALSHA release 1 lock t5", cleanup(100ms));
+  BOOST_TEST(h.mux.worth_draining());  // the SET may have run: its release must get there
 }
 
 BOOST_AUTO_TEST_CASE(reply_overdue_counts_from_the_last_read_and_the_oldest_write) {

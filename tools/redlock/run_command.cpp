@@ -191,8 +191,10 @@ class run_session {
   }
 
   // PINGs until a quorum answers, for at most connect_timeout: afterwards the connections that
-  // can open are open. Nodes that stay down or refuse us make the round that follows fail as it
-  // would have anyway.
+  // can open are open. A ping gives each node node_timeout, its connect included, so it is this
+  // loop that lets a slow first connect (a distant or busy node, a TLS handshake) finish: the
+  // pings that fail meanwhile do not stop the connects. Nodes that stay down or refuse us make
+  // the round that follows fail as it would have anyway.
   asio::awaitable<void> open_connections() {
     const auto deadline = steady_clock::now() + connect_timeout_;
     asio::steady_timer pause(co_await asio::this_coro::executor);
