@@ -11,6 +11,7 @@
 #include "support/fake_server.hpp"
 #include "support/printing.hpp"
 #include "support/proxied_fleet.hpp"
+#include "support/reach.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
 #include "test_hooks.hpp"
@@ -134,7 +135,8 @@ BOOST_AUTO_TEST_CASE(without_fencing_there_is_no_counter_and_no_extra_request) {
   redis_fleet fleet(3);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
-    auto [ping_ec] = co_await locks.async_ping(tuple_awaitable);  // past the handshakes' probes
+    // Past the handshakes' probes.
+    const auto ping_ec = co_await redlock::test::ping_until_answered(locks);
     BOOST_TEST_REQUIRE(!ping_ec, ping_ec.message());
     for (std::size_t i = 0; i < fleet.size(); ++i) {
       sync_client c(fleet[i].port());
@@ -193,9 +195,10 @@ BOOST_AUTO_TEST_CASE(tokens_strictly_increase_while_random_nodes_fail) {
       asio::co_spawn(io, contender(*locks), asio::detached);
     }
     std::mt19937 random(20261124);
-    // Until 2000 leases; the time bound only stops a run that a sanitizer slows beyond reason.
+    // Until 2000 leases and 20 faults; the time bound only stops a run that a sanitizer slows
+    // beyond reason.
     const auto until = std::chrono::steady_clock::now() + 45s;
-    while (order.size() < 2000 && std::chrono::steady_clock::now() < until) {
+    while ((order.size() < 2000 || faults_made < 20) && std::chrono::steady_clock::now() < until) {
       const std::size_t node = std::uniform_int_distribution<std::size_t>(0, 4)(random);
       auto& proxy = *nodes.proxies[node];
       const int fault = std::uniform_int_distribution<int>(0, 3)(random);

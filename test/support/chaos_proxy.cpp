@@ -93,9 +93,13 @@ struct core {
   std::atomic<std::uint64_t> open{0};
   std::array<std::atomic<std::uint64_t>, 2> forwarded{};
   std::array<std::atomic<std::uint64_t>, 2> dropped{};
+  std::optional<std::uint64_t> only_connection;  // chaos_proxy::set_scope
 
-  bool any_reset_peer() const {
-    return config[0].current.reset_peer || config[1].current.reset_peer;
+  bool applies_to(std::uint64_t connection) const {
+    return !only_connection || *only_connection == connection;
+  }
+  bool any_reset_peer(std::uint64_t connection) const {
+    return applies_to(connection) && (config[0].current.reset_peer || config[1].current.reset_peer);
   }
 };
 
@@ -126,14 +130,16 @@ struct pipe {
   std::uint64_t limit_generation = 0;
   std::size_t limit_left = 0;
   clock::time_point next_piece_at{};  // slicer pacing
+  bool lost_bytes = false;            // a blackhole or timeout dropped some: the stream has a hole
 };
 
 class session : public std::enable_shared_from_this<session> {
  public:
-  session(tcp::socket client, core& shared)
+  session(tcp::socket client, core& shared, std::uint64_t index)
       : client_(std::move(client)),
         server_(client_.get_executor()),
         core_(shared),
+        index_(index),
         accepted_at_(clock::now()) {
     ++core_.open;
   }
@@ -148,7 +154,7 @@ class session : public std::enable_shared_from_this<session> {
   // Called on the proxy's thread after every change of the toxics.
   void poke() {
     if (closed_) return;
-    if (core_.any_reset_peer()) {
+    if (core_.any_reset_peer(index_)) {
       reset_per_config();
       return;
     }
@@ -222,12 +228,15 @@ class session : public std::enable_shared_from_this<session> {
     auto& forwarded = core_.forwarded[index_of(p.dir)];
     auto& dropped = core_.dropped[index_of(p.dir)];
     const auto drop_queue = [&] {
-      for (const chunk& c : p.queue)
+      for (const chunk& c : p.queue) {
         dropped += c.bytes.size() - c.offset;
+        p.lost_bytes = true;
+      }
       p.queue.clear();
     };
+    const toxics none;
     while (!closed_) {
-      const toxics t = config.current;
+      const toxics t = core_.applies_to(index_) ? config.current : none;
       const auto now = clock::now();
       if (t.timeout) {
         if (p.timeout_generation != config.timeout_generation) {
@@ -246,6 +255,14 @@ class session : public std::enable_shared_from_this<session> {
         drop_queue();
         co_await sleep_until(p, clock::time_point::max());
         continue;
+      }
+      if (p.lost_bytes) {
+        // The toxic that dropped bytes is gone, and they are missing from the middle of the
+        // stream: no TCP connection carries on past such a hole (it retransmits, or dies), and a
+        // peer that did would read what follows it as if it followed what came before. Reset, as
+        // a connection that outlived its retransmissions would be.
+        close(true, true);
+        co_return;
       }
       if (t.limit_data) {
         if (p.limit_generation != config.limit_generation) {
@@ -321,6 +338,7 @@ class session : public std::enable_shared_from_this<session> {
   tcp::socket client_;
   tcp::socket server_;
   core& core_;
+  const std::uint64_t index_;  // in accept order, from 0
   const clock::time_point accepted_at_;
   bool closed_ = false;
   pipe up_{direction::upstream, client_, server_};
@@ -360,8 +378,8 @@ struct chaos_proxy::state {
       auto [ec, socket] = co_await acceptor.async_accept(tuple_awaitable);
       if (generation != listen_generation) co_return;
       if (ec) continue;  // a transient failure (a peer reset before accept): keep listening
-      ++shared.accepted;
-      if (shared.any_reset_peer()) {
+      const std::uint64_t index = shared.accepted++;
+      if (shared.any_reset_peer(index)) {
         boost::system::error_code ignored;
         if (shared.config[index_of(direction::downstream)].current.reset_peer) {
           socket.set_option(asio::socket_base::linger(true, 0), ignored);
@@ -369,7 +387,7 @@ struct chaos_proxy::state {
         socket.close(ignored);
         continue;
       }
-      auto next = std::make_shared<session>(std::move(socket), shared);
+      auto next = std::make_shared<session>(std::move(socket), shared, index);
       std::erase_if(sessions, [](const std::weak_ptr<session>& s) { return s.expired(); });
       sessions.push_back(next);
       next->start(target_port);
@@ -589,6 +607,13 @@ void chaos_proxy::set_slicer(direction d, std::optional<slicer_toxic> slicer) {
 
 void chaos_proxy::set_slicer(std::optional<slicer_toxic> slicer) {
   state_->change(both, [&](direction_config& c) { store_slicer(c, slicer); });
+}
+
+void chaos_proxy::set_scope(std::optional<std::uint64_t> only_connection) {
+  state_->run_on_io([&] {
+    state_->shared.only_connection = only_connection;
+    state_->for_each_session([](session& one) { one.poke(); });
+  });
 }
 
 void chaos_proxy::clear(direction d) {

@@ -28,7 +28,11 @@ namespace redlock::test {
 //   blackhole   Connections stay open and the source keeps being read, but nothing is forwarded in
 //               that direction: data is DROPPED (counted in bytes_dropped()), not held; it is not
 //               delivered when the toxic is removed. An end of stream is held back while the
-//               blackhole is set.
+//               blackhole is set. A connection that lost bytes this way (or to a timeout) is reset
+//               (RST to both peers) when the toxic is removed: a TCP stream never skips bytes, so
+//               a peer must not go on reading what follows a hole as if it followed what came
+//               before (replies matched to the wrong requests). Connections that lost nothing go
+//               on.
 //   timeout(N)  Like blackhole (data is dropped), and in addition each connection is closed (FIN to
 //               both peers) N after the toxic was set or, for a later connection, after it was
 //               accepted. Removing the toxic before then keeps the connection open; setting it
@@ -119,6 +123,14 @@ class chaos_proxy {
   void set_limit_data(std::optional<std::size_t> bytes);
   void set_slicer(direction d, std::optional<slicer_toxic> slicer);
   void set_slicer(std::optional<slicer_toxic> slicer);
+
+  // Which connections the toxics apply to: every one (nullopt, the default), or only the one
+  // accepted `only_connection`-th, counting from 0 in accept order as connections_accepted()
+  // does; the others forward untouched, as if no toxic were set. For a client that opens several
+  // connections to one node in a known order (a lock client's command connection first, its
+  // release subscription next), so that one of them can be slowed down alone. Takes effect like
+  // a setter.
+  void set_scope(std::optional<std::uint64_t> only_connection);
 
   // Removes every toxic of one direction, or of both. Does not bring a down() proxy back up.
   void clear(direction d);
