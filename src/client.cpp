@@ -1405,6 +1405,10 @@ release_listener* client_impl::listener() {
     on.link_changed = [weak](std::size_t node, bool subscribed) {
       if (auto self = weak.lock()) self->on_subscription_changed(node, subscribed);
     };
+    on.wanted = [weak](std::string_view resource) {
+      const auto self = weak.lock();
+      return self && self->queue_waiting_for(resource) != nullptr;
+    };
     listener_ =
         release_listener::create(executor_, std::move(nodes), connection_options::from(options_),
                                  options_.release_channel, std::move(on));
@@ -1412,19 +1416,23 @@ release_listener* client_impl::listener() {
   return listener_.get();
 }
 
-void client_impl::on_release_announced(std::size_t node, std::string_view resource) {
-  if (auto* queue = find_queue(std::string(resource)); queue != nullptr && !queue->semaphore) {
-    if (queue->waiters.empty()) return;
-    auto head = queue->waiters.front();  // keeps it alive while it reacts
-    return head->announced(node);
+resource_queue* client_impl::queue_waiting_for(std::string_view resource) {
+  auto* queue = find_queue(std::string(resource));
+  if (queue == nullptr || queue->semaphore) {
+    // A semaphore's slot key: its queue is under the slots' common prefix.
+    const auto slot_key = split_slot_key(resource);
+    queue = slot_key ? find_queue(std::string(slot_key->first)) : nullptr;
+    if (queue != nullptr && !queue->semaphore) queue = nullptr;
   }
-  // A semaphore's slot key: its queue is under the slots' common prefix.
-  const auto slot_key = split_slot_key(resource);
-  if (!slot_key) return;
-  auto* queue = find_queue(std::string(slot_key->first));
-  if (queue == nullptr || !queue->semaphore || queue->waiters.empty()) return;
-  auto head = queue->waiters.front();
-  head->announced(node, slot_key->second);
+  return queue != nullptr && !queue->waiters.empty() ? queue : nullptr;
+}
+
+void client_impl::on_release_announced(std::size_t node, std::string_view resource) {
+  auto* queue = queue_waiting_for(resource);
+  if (queue == nullptr) return;
+  auto head = queue->waiters.front();  // keeps it alive while it reacts
+  if (!queue->semaphore) return head->announced(node);
+  head->announced(node, split_slot_key(resource)->second);
 }
 
 void client_impl::on_subscription_changed(std::size_t /*node*/, bool subscribed) {

@@ -264,6 +264,9 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   // Local queueing of acquires, see resource_queue. A queue stays at its address until it is
   // forgotten, which happens only once it has neither holder nor waiters.
   resource_queue* find_queue(const std::string& resource);
+  // The queue with waiters that a release of `resource` concerns: the lock's own, or for a
+  // semaphore's slot key the semaphore's; null when nobody here waits for it.
+  resource_queue* queue_waiting_for(std::string_view resource);
   resource_queue& queue_for(const std::string& resource);
   void holder_gone(lease_state& state);
   // A semaphore's lease of this client ended: free its slot, wake the first waiter.

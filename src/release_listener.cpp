@@ -34,6 +34,7 @@ release_listener::release_listener(asio::any_io_executor executor, std::vector<n
     nodes_.emplace_back();
     nodes_.back().config = std::move(node);
   }
+  gathered_.resize(nodes_.size());
 }
 
 void release_listener::retain() {
@@ -97,12 +98,32 @@ void release_listener::on_push(std::size_t node, std::uint64_t generation,
       push.elements[1].text != channel_) {
     return;
   }
-  asio::post(executor_,
-             [weak = weak_from_this(), node, generation, resource = push.elements[2].text] {
-               auto self = weak.lock();
-               if (!self || self->nodes_[node].generation != generation) return;
-               if (self->on_.released) self->on_.released(node, resource);
-             });
+  const std::string& resource = push.elements[2].text;
+  if (on_.wanted && !on_.wanted(resource)) return;
+  auto& here = gathered_[node];
+  if (here.generation != generation) {
+    here.resources.clear();  // read on an earlier link, whose events are void
+    here.generation = generation;
+  }
+  here.resources.insert(resource);
+  if (std::exchange(delivery_posted_, true)) return;
+  asio::post(executor_, [weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->deliver_announcements();
+  });
+}
+
+void release_listener::deliver_announcements() {
+  delivery_posted_ = false;
+  // Taken out first: a delivery may close the connections or let new announcements be gathered.
+  std::vector<gathered> batch(gathered_.size());
+  batch.swap(gathered_);
+  for (std::size_t node = 0; node < batch.size(); ++node) {
+    for (const auto& resource : batch[node].resources) {
+      // A node closed or reconnected meanwhile: those announcements are void.
+      if (nodes_[node].generation != batch[node].generation) break;
+      if (on_.released) on_.released(node, resource);
+    }
+  }
 }
 
 void release_listener::on_link(std::size_t node, std::uint64_t generation, bool up) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 namespace redlock::detail {
@@ -27,6 +28,12 @@ namespace redlock::detail {
 // the executor, never inside a connection's loops, so that they may start requests, finish
 // operations and release the last interest (which closes the connections).
 //
+// The channel carries every release of every client of the fleet, and an announcement is only a
+// hint (a waiter that misses one sleeps no longer than the holder's TTL). So a busy channel must
+// not become an unbounded queue of posted handlers on a busy executor: announcements of resources
+// the owner does not wait for (events::wanted) are dropped as they are read, and the others are
+// gathered, each (node, resource) once, and delivered together by one posted handler.
+//
 // Thread safety: belongs to the client's executor.
 class release_listener : public std::enable_shared_from_this<release_listener> {
  public:
@@ -40,6 +47,9 @@ class release_listener : public std::enable_shared_from_this<release_listener> {
   struct events {
     // `resource` was released on `node`.
     std::function<void(std::size_t node, std::string_view resource)> released;
+    // Whether `resource` is worth a `released` event now. Asked inside the connection's read loop:
+    // it must only look (no requests, no completions) and must not throw. Unset: every resource.
+    std::function<bool(std::string_view resource)> wanted;
     // `node`'s subscription is now in place (true) or lost, or could not be made (false).
     std::function<void(std::size_t node, bool subscribed)> link_changed;
   };
@@ -81,12 +91,22 @@ class release_listener : public std::enable_shared_from_this<release_listener> {
   void close_all();
   void on_push(std::size_t node, std::uint64_t generation, const resp::value& push);
   void on_link(std::size_t node, std::uint64_t generation, bool up);
+  // Delivers what on_push gathered.
+  void deliver_announcements();
 
   boost::asio::any_io_executor executor_;
   connection_options settings_;
   std::string channel_;
   events on_;
   std::vector<node_link> nodes_;
+  // Announcements read and not yet delivered: by node, the resources (each once), and the link
+  // generation they were read on. A handler to deliver them is posted while any is here.
+  struct gathered {
+    std::uint64_t generation = 0;
+    std::unordered_set<std::string> resources;
+  };
+  std::vector<gathered> gathered_;
+  bool delivery_posted_ = false;
   std::size_t interest_ = 0;
   std::uint64_t generations_ = 0;
   bool closed_ = false;
