@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -35,21 +36,30 @@ using lock_request = client_impl::lock_request;
 
 namespace {
 
-// How a round asked for the key, which decides how its answers read.
+// How a round asked for the key, which decides how its answers read. Each form accepts exactly
+// the grants its request can answer: a reply of another shape is a failure, never a grant (a
+// connection whose replies were matched to the wrong requests, as behind a broken proxy, must not
+// turn another request's answer into a vote).
 enum class set_form : std::uint8_t {
-  plain,       // SET NX PX: OK or nil
-  asking_ttl,  // acquire_script (OK, or the holder's PTTL), fenced_acquire_script ({counter})
-  slot,        // semaphore_acquire_script: OK or the counter; a refusal is every slot's PTTL
+  plain,        // SET NX PX: OK, or nil
+  asking_ttl,   // acquire_script: OK, or the holder's PTTL (or nil)
+  fenced,       // fenced_acquire_script: {counter}, or the holder's PTTL (or nil)
+  slot,         // semaphore_acquire_script: OK, or every slot's PTTL
+  fenced_slot,  // the same with fencing: the counter, or every slot's PTTL
 };
 
+bool is_slot_form(set_form form) noexcept {
+  return form == set_form::slot || form == set_form::fenced_slot;
+}
+
 // The fencing counter a grant carries, if any: {counter} from fenced_acquire_script, the counter
-// itself from semaphore_acquire_script.
+// itself from semaphore_acquire_script with fencing.
 std::optional<std::uint64_t> granted_counter(const resp::value& reply, set_form form) {
   const resp::value* counter = &reply;
-  if (form == set_form::asking_ttl) {
+  if (form == set_form::fenced) {
     if (reply.kind != resp::type::array || reply.elements.size() != 1) return std::nullopt;
     counter = &reply.elements.front();
-  } else if (form != set_form::slot) {
+  } else if (form != set_form::fenced_slot) {
     return std::nullopt;
   }
   if (counter->kind != resp::type::integer || counter->integer < 1) return std::nullopt;
@@ -57,16 +67,35 @@ std::optional<std::uint64_t> granted_counter(const resp::value& reply, set_form 
 }
 
 // A semaphore round's refusal: the PTTL reply of every slot on that node, or empty when `reply`
-// is not one (a grant, an error).
+// is not one (a grant, an error). The script sends them as one string, "ttl,ttl,...".
 std::vector<long long> slot_ttls_of(const resp::value& reply) {
   std::vector<long long> ttls;
-  if (reply.kind != resp::type::array) return ttls;
-  ttls.reserve(reply.elements.size());
-  for (const auto& element : reply.elements) {
-    if (element.kind != resp::type::integer) return {};
-    ttls.push_back(element.integer);
+  if (!reply.is_string() || reply.kind == resp::type::simple_string) return ttls;
+  const std::string_view text = reply.text;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto end = std::min(text.find(',', start), text.size());
+    long long ttl = 0;
+    const auto [stop, problem] = std::from_chars(text.data() + start, text.data() + end, ttl);
+    if (problem != std::errc{} || stop != text.data() + end) return {};
+    ttls.push_back(ttl);
+    start = end + 1;
   }
   return ttls;
+}
+
+// The number of permits a node records for a semaphore whose record disagrees with the round's:
+// the script's ["permits", N] answer; empty for any other reply.
+std::optional<std::size_t> recorded_permits(const resp::value& reply) {
+  if (reply.kind != resp::type::array || reply.elements.size() != 2 ||
+      reply.elements[0].text != "permits") {
+    return std::nullopt;
+  }
+  std::size_t permits = 0;
+  const std::string_view text = reply.elements[1].text;
+  const auto [stop, problem] = std::from_chars(text.data(), text.data() + text.size(), permits);
+  if (problem != std::errc{} || stop != text.data() + text.size()) return std::nullopt;
+  return permits;
 }
 
 // An acquire's answer from one node: granted, held by someone else, or failed.
@@ -76,21 +105,31 @@ node_answer::kind classify_set_reply(error_code ec, const resp::value& reply, se
     detail = reply.text;
     return node_answer::kind::failed;
   }
-  if (reply.kind == resp::type::simple_string && reply.text == "OK") return node_answer::kind::yes;
-  if (granted_counter(reply, form)) return node_answer::kind::yes;  // a fenced grant
+  const bool ok = reply.kind == resp::type::simple_string && reply.text == "OK";
   switch (form) {
     case set_form::plain:
+      if (ok) return node_answer::kind::yes;
       if (reply.is_null()) return node_answer::kind::no;
       break;
     case set_form::asking_ttl:
+    case set_form::fenced:
+      if (form == set_form::asking_ttl ? ok : granted_counter(reply, form).has_value())
+        return node_answer::kind::yes;
       // The holder's PTTL, or nil when it could not be read.
       if (reply.is_null() || reply.kind == resp::type::integer) return node_answer::kind::no;
       break;
     case set_form::slot:
-      if (reply.kind == resp::type::array) return node_answer::kind::no;
+    case set_form::fenced_slot:
+      if (form == set_form::slot ? ok : granted_counter(reply, form).has_value())
+        return node_answer::kind::yes;
+      if (!slot_ttls_of(reply).empty()) return node_answer::kind::no;
+      if (const auto recorded = recorded_permits(reply)) {
+        detail = fmt::format("it records {} permits for this semaphore", *recorded);
+        return node_answer::kind::failed;
+      }
       break;
   }
-  detail = fmt::format("unexpected reply {}", resp::to_debug_string(reply));
+  detail = unexpected_reply(reply);
   return node_answer::kind::failed;
 }
 
@@ -256,8 +295,12 @@ class acquire_op final : public abortable,
       for (std::size_t slot = 0; slot < permits; ++slot)
         plan.slot_keys.push_back(plan.queue_key + std::to_string(slot));
       plan.key_views.assign(plan.slot_keys.begin(), plan.slot_keys.end());
+      plan.permits_text = std::to_string(permits);
     }
     lease_->resource = plan.queue_key + "0";  // each round sets the slot it tries
+    // Extended with every slot lease, so that it lives as long as the permits are held.
+    lease_->companion_key = semaphore_permits_key(plan.name);
+    plan.key_views.push_back(lease_->companion_key);
   }
 
   void start() {
@@ -337,14 +380,12 @@ class acquire_op final : public abortable,
     sleep(now);
   }
 
-  // `node` announced that `resource` (of a semaphore: slot `slot` of it) was released there.
+  // `node` announced that `resource` (of a semaphore: slot `slot` of it) was released there, or
+  // the holder's release found it gone there (client_impl::key_gone_on_node).
   void announced(std::size_t node, std::size_t slot = 0) {
+    if (round_in_flight()) return heard_.release(slot, node);
     if (stage_ != stage::sleeping || woken_) return;
-    if (permits_) {
-      permits_->watch.released(slot, node);
-    } else {
-      watch_.released(node);
-    }
+    forget_holder(slot, node);
     // The first announcement that may free a quorum wakes the op; the other copies of the same
     // release find it woken.
     if (may_be_free()) wake_soon();
@@ -354,12 +395,13 @@ class acquire_op final : public abortable,
   // ahead of anything this op sends now, so the slot is free for our next round.
   void permit_released_here(std::size_t slot) {
     if (!permits_) return;
-    if (stage_ == stage::in_round || stage_ == stage::fencing) {
-      permits_->freed_here.push_back(slot);  // applied if this round fails
-      return;
+    for (std::size_t node = 0; node < client_->size(); ++node) {
+      if (round_in_flight()) {
+        heard_.release(slot, node);
+      } else {
+        forget_holder(slot, node);
+      }
     }
-    for (std::size_t node = 0; node < client_->size(); ++node)
-      permits_->watch.released(slot, node);
     if (stage_ == stage::queued || stage_ == stage::sleeping || stage_ == stage::subscribing)
       begin_round();
   }
@@ -368,6 +410,10 @@ class acquire_op final : public abortable,
   void subscription_changed(bool subscribed) {
     if (stage_ == stage::subscribing) {
       if (client_->listener() == nullptr || client_->listener()->all_settled()) wake_soon();
+      return;
+    }
+    if (round_in_flight()) {
+      if (subscribed) heard_.resubscribed = true;
       return;
     }
     if (stage_ != stage::sleeping || woken_) return;
@@ -406,10 +452,12 @@ class acquire_op final : public abortable,
     slot_watch watch;
     std::size_t tried = 0;
     std::vector<slot_watch::slot_ttls> reports;  // the current round's refusals, by node
-    std::vector<std::size_t> freed_here;         // slots our own leases released during the round
     std::vector<bool> tried_in_this_try;         // async_try_acquire tries each slot once at most
     std::vector<std::string> slot_keys;          // by slot, made once: every round names them all
-    std::vector<std::string_view> key_views;     // of slot_keys, for encoding
+    std::vector<std::string_view> key_views;     // of slot_keys and the permits record
+    std::string permits_text;                    // `count` in decimal
+    // A node whose permits record disagrees with `count`, and the number it records.
+    std::optional<std::pair<std::size_t, std::size_t>> disagreement;
   };
 
   // What the diagnostics name: the lock's resource, or the semaphore and the slot last tried.
@@ -425,6 +473,14 @@ class acquire_op final : public abortable,
     if (permits_->count == 0 || permits_->count > semaphore::max_permits) {
       return fmt::format("permits must be between 1 and {}, not {}", semaphore::max_permits,
                          permits_->count);
+    }
+    // A refusal carries every slot's PTTL as text (semaphore_acquire_script).
+    const std::size_t refusal_bytes = permits_->count * semaphore_refusal_bytes_per_permit + 256;
+    if (refusal_bytes > client_->options().replies.max_reply_memory) {
+      return fmt::format(
+          "a refusal of {} permits takes up to {} bytes, more than "
+          "client_options::replies.max_reply_memory ({})",
+          permits_->count, refusal_bytes, client_->options().replies.max_reply_memory);
     }
     return {};
   }
@@ -452,17 +508,40 @@ class acquire_op final : public abortable,
     return permits_ ? permits_->watch.free_by(held_here()) : watch_.free_by();
   }
 
-  // After a semaphore round that was not held: what its refusals tell of every slot.
-  void learn_from_slot_round(steady_clock::time_point now) {
+  // After a semaphore round that was not held: what its refusals tell of every slot, then what
+  // was heard while it was in flight. Returns whether the next round is due at once.
+  bool learn_from_slot_round(steady_clock::time_point now) {
     auto& plan = *permits_;
     plan.watch.reset(plan.tried, round_->answers(), plan.reports, client_->quorum(), now,
                      client_->options().drift_factor);
-    for (const std::size_t slot : plan.freed_here) {
-      for (std::size_t node = 0; node < client_->size(); ++node)
-        plan.watch.released(slot, node);
-    }
-    plan.freed_here.clear();
     watch_round_ = rounds_;
+    return apply_heard();
+  }
+
+  // Whether SETs of the current round are in flight, or its held outcome is being written back:
+  // news of the lock then waits in heard_ until the round's own answers are applied.
+  bool round_in_flight() const noexcept {
+    return stage_ == stage::in_round || stage_ == stage::fencing;
+  }
+
+  // The holder of `slot` (0 for a lock) is gone from `node`.
+  void forget_holder(std::size_t slot, std::size_t node) {
+    if (permits_) {
+      permits_->watch.released(slot, node);
+    } else {
+      watch_.released(node);
+    }
+  }
+
+  // Applies what was heard during the round that was just decided without the lock; true when
+  // it makes the next round due at once: a release that may free a quorum, or a subscription that
+  // came back (whatever was announced while it was down is lost).
+  bool apply_heard() {
+    for (const auto& [slot, node] : heard_.releases)
+      forget_holder(slot, node);
+    const bool due = heard_.resubscribed || (!heard_.releases.empty() && may_be_free());
+    heard_.clear();
+    return due;
   }
 
   lease make_lease() { return client_impl::make_lease(lease_); }
@@ -509,6 +588,7 @@ class acquire_op final : public abortable,
     if (permits_) return begin_slot_round();
     stage_ = stage::in_round;
     woken_ = false;
+    heard_.clear();
     // Only an op that listens can be covered, so an uncontended acquire never touches the
     // listener.
     if (competing_ && listening_) {
@@ -521,7 +601,7 @@ class acquire_op final : public abortable,
       // Every round, the first included: the counter must be incremented by the SET's own
       // script, where nothing can run between the grant and the increment.
       if (rounds_++ > 0) lease_->token = make_lock_token();
-      open_round(set_form::asking_ttl);
+      open_round(set_form::fenced);
       holder_ttls_.assign(client_->size(), std::nullopt);
       fences_.assign(client_->size(), std::nullopt);
       client_->fan_out(std::make_shared<const std::string>(encode_fenced_set()), *this,
@@ -576,22 +656,25 @@ class acquire_op final : public abortable,
     }
     stage_ = stage::in_round;
     woken_ = false;
+    heard_.clear();
     covered_round_ = false;
     plan.tried = *slot;
     if (single_round_) plan.tried_in_this_try[*slot] = true;
     lease_->resource = plan.slot_keys[*slot];
     if (rounds_++ > 0) lease_->token = make_lock_token();
-    open_round(set_form::slot);
+    open_round(lease_->options.fencing ? set_form::fenced_slot : set_form::slot);
     plan.reports.assign(client_->size(), {});
+    plan.disagreement.reset();
     if (lease_->options.fencing) fences_.assign(client_->size(), std::nullopt);
 
-    // Every slot's key, then with fencing the tried slot's counter (only for this call).
+    // Every slot's key and the permits record, then with fencing the tried slot's counter (only
+    // for this call).
     const std::string counter =
         lease_->options.fencing ? fencing_counter_key(lease_->resource) : "";
     if (lease_->options.fencing) plan.key_views.push_back(counter);
     const std::string tried = std::to_string(*slot + 1);
     const std::string ttl = std::to_string(lease_->options.ttl.count());
-    std::vector<std::string_view> args = {tried, lease_->token, ttl};
+    std::vector<std::string_view> args = {tried, lease_->token, ttl, plan.permits_text};
     if (lease_->options.fencing) args.push_back("1");
     auto payload = std::make_shared<const std::string>(
         encode_evalsha(semaphore_acquire_script(), plan.key_views, args));
@@ -636,8 +719,11 @@ class acquire_op final : public abortable,
     if (carries_ttl && !round_->decided()) {
       holder_ttls_[node] = holder_ttl{reply.integer, now};
     }
-    const bool carries_slots = form_ == set_form::slot && what == node_answer::kind::no;
+    const bool carries_slots = is_slot_form(form_) && what == node_answer::kind::no;
     if (carries_slots && !round_->decided()) permits_->reports[node] = slot_ttls_of(reply);
+    if (is_slot_form(form_) && !round_->decided() && !permits_->disagreement) {
+      if (const auto recorded = recorded_permits(reply)) permits_->disagreement = {node, *recorded};
+    }
     if (!fences_.empty() && !round_->decided() && what == node_answer::kind::yes) {
       fences_[node] = granted_counter(reply, form_);
     }
@@ -659,8 +745,9 @@ class acquire_op final : public abortable,
     }
   }
 
-  // After a lock round that was not held: which nodes block the lock, and until when.
-  void learn_from_round() {
+  // After a lock round that was not held: which nodes block the lock, and until when, then what
+  // was heard while it was in flight. Returns whether the next round is due at once.
+  bool learn_from_round() {
     watch_.reset(round_->answers(), client_->quorum());
     watch_round_ = rounds_;
     for (std::size_t i = 0; i < holder_ttls_.size(); ++i) {
@@ -669,6 +756,7 @@ class acquire_op final : public abortable,
                           client_->options().drift_factor);
       }
     }
+    return apply_heard();
   }
 
   void decided(steady_clock::time_point now) {
@@ -680,6 +768,17 @@ class acquire_op final : public abortable,
       return succeed(round.valid_until);
     }
     clean_up_failed_round(round.clean);
+    if (permits_ && permits_->disagreement) {
+      const auto [node, recorded] = *permits_->disagreement;
+      lease_->diagnostics = fmt::format(
+          "redlock: cannot acquire a permit of semaphore {}: {} records {} permits for it while "
+          "this acquire counts {}; every user of one semaphore must give the same number of "
+          "permits (the record expires once no permit is held)",
+          quoted_resource(permits_->name), client_->node(node).address(), recorded,
+          permits_->count);
+      client_->log(log_level::error, lease_->diagnostics);
+      return finish(error::invalid_argument);
+    }
     if (!round.retry) {
       // Misconfigured nodes (a wrong password, a missing permission, two names of one server)
       // make every later round fail the same way: say so now instead of retrying until `wait`.
@@ -689,8 +788,9 @@ class acquire_op final : public abortable,
     }
     lease_->diagnostics = explain(round.code, now);
     client_->log(log_level::debug, lease_->diagnostics);
+    bool due_now = false;
     if (permits_) {
-      learn_from_slot_round(now);
+      due_now = learn_from_slot_round(now);
       // A try goes on while some slot it has not tried is not known to be held on a quorum (a
       // node that granted the tried slot said nothing of the others), so it makes `permits`
       // rounds at most, and `contended` means every slot was refused or seen held on a quorum.
@@ -700,7 +800,7 @@ class acquire_op final : public abortable,
       }
     }
     if (const auto code = acquire_ends(round, single_round_, deadline_, now)) return finish(*code);
-    if (!permits_) learn_from_round();
+    if (!permits_) due_now = learn_from_round();
     const bool first_look = rounds_ == 1 && !covered_round_;
     listen();
     if (first_look) {
@@ -712,7 +812,7 @@ class acquire_op final : public abortable,
       // The subscribers report within connect_timeout; this is only a backstop.
       return arm_timer(clamp_to_deadline(now + client_->options().connect_timeout));
     }
-    sleep(now);
+    sleep(now, due_now);
   }
 
   // A held round of a fenced acquire: the token is the highest counter of the nodes that granted
@@ -763,36 +863,36 @@ class acquire_op final : public abortable,
     const error_code code =
         confirmed ? make_error_code(error::validity_expired) : make_error_code(error::no_quorum);
     lease_->diagnostics =
-        confirmed ? fmt::format(
-                        "redlock: {}: the fencing write-back was confirmed after the validity "
-                        "ran out ({} ms after the round started)",
-                        subject(),
-                        std::chrono::duration_cast<std::chrono::milliseconds>(now - round_->start())
-                            .count())
-                  : fmt::format(
-                        "redlock: {}: the fencing write-back was confirmed by fewer than {} of "
-                        "{} nodes: {}",
-                        subject(), client_->quorum(), client_->size(),
-                        client_->describe(answers, "raised", "the key was no longer ours"));
+        confirmed
+            ? fmt::format(
+                  "redlock: {}: the fencing write-back was confirmed after the validity "
+                  "ran out ({} ms after the round started)",
+                  subject(),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(now - round_->start())
+                      .count())
+            : fmt::format(
+                  "redlock: {}: the fencing write-back was confirmed by fewer than {} of "
+                  "{} nodes: {}",
+                  subject(), client_->quorum(), client_->size(),
+                  client_->describe(
+                      answers, "raised", "the key was no longer ours", nullptr,
+                      quoted_keys({lease_->resource, fencing_counter_key(lease_->resource)})));
     client_->log(log_level::debug, lease_->diagnostics);
     if (single_round_) return finish(code);
     if (deadline_ && now >= *deadline_) return finish(error::wait_timeout);
-    if (permits_) {
-      learn_from_slot_round(now);
-    } else {
-      watch_.reset(round_->answers(), client_->quorum());
-      watch_round_ = rounds_;
-    }
+    const bool due_now = permits_ ? learn_from_slot_round(now) : learn_from_round();
     listen();
-    sleep(now);
+    sleep(now, due_now);
   }
 
-  // Waits, from `now`, for the lock to become free as watch_ describes it.
-  void sleep(steady_clock::time_point now) {
+  // Waits, from `now`, for the lock to become free as watch_ describes it; with `due_now` only
+  // for the wake-up jitter.
+  void sleep(steady_clock::time_point now, bool due_now = false) {
     stage_ = stage::sleeping;
     woken_ = false;
     watch_round_ = rounds_;
     backoff_until_ = now + retry_.next(client_->random());
+    if (due_now) return wake_soon();
     plan_wake(now);
   }
 
@@ -850,7 +950,22 @@ class acquire_op final : public abortable,
         lasting ? "; not retried: the failing nodes cannot serve the lock until their "
                   "configuration is fixed"
                 : "",
-        client_->describe(round_->answers(), "granted", "held by another owner", &failing));
+        client_->describe(round_->answers(), "granted", "held by another owner", &failing,
+                          keys_of_round()));
+  }
+
+  // The keys the current round's request uses, quoted, for messages.
+  std::string keys_of_round() const {
+    if (!permits_) {
+      if (!lease_->options.fencing) return quoted_keys({lease_->resource});
+      return quoted_keys({lease_->resource, fencing_counter_key(lease_->resource)});
+    }
+    auto keys = fmt::format("{} .. {}", quoted_resource(permits_->slot_keys.front()),
+                            quoted_resource(permits_->slot_keys.back()));
+    keys += ", " + quoted_resource(lease_->companion_key);
+    if (lease_->options.fencing)
+      keys += ", " + quoted_resource(fencing_counter_key(lease_->resource));
+    return keys;
   }
 
   // Nodes failing for good (connection::permanent_failure) whose answer in this round came after
@@ -1096,6 +1211,26 @@ class acquire_op final : public abortable,
   unsigned watch_round_ = 0;
   std::vector<std::optional<holder_ttl>> holder_ttls_;  // the current round's PTTL replies
   steady_clock::time_point backoff_until_{};
+  // News of the lock that came while the current round was in flight (round_in_flight). Applied
+  // once the round is decided without the lock: applied at once, the round's own answers would
+  // overwrite it, and a release that ran on a node right after our refused SET would be lost (its
+  // announcement can arrive before the refusal), leaving the op asleep until the holder's TTL.
+  struct heard_during_round {
+    std::vector<std::pair<std::size_t, std::size_t>> releases;  // (slot, node); slot 0: a lock
+    bool resubscribed = false;
+
+    void release(std::size_t slot, std::size_t node) {
+      // Copies of one release are kept once: bounded by slots x nodes.
+      const std::pair<std::size_t, std::size_t> entry{slot, node};
+      if (std::find(releases.begin(), releases.end(), entry) == releases.end())
+        releases.push_back(entry);
+    }
+    void clear() noexcept {
+      releases.clear();
+      resubscribed = false;
+    }
+  };
+  heard_during_round heard_;
   bool woken_ = false;  // the next round is due after wake_jitter; later news changes nothing
   // The current round was sent while every node was subscribed for this op: a release after it is
   // heard.
@@ -1287,13 +1422,13 @@ void client_impl::fan_out(const shared_payload& payload, reply_sink& sink, std::
   }
 }
 
-void client_impl::fan_out_extend(std::string_view key, std::string_view token,
-                                 std::chrono::milliseconds ttl, std::string& payload,
-                                 reply_sink& sink, std::size_t first_tag) {
+void client_impl::fan_out_extend(std::string_view key, std::string_view companion,
+                                 std::string_view token, std::chrono::milliseconds ttl,
+                                 std::string& payload, reply_sink& sink, std::size_t first_tag) {
   const std::string ttl_text = std::to_string(ttl.count());
-  const std::string_view keys[] = {key};
+  const std::string_view keys[] = {key, companion};
   const std::string_view args[] = {token, ttl_text};
-  payload = encode_evalsha(extend_script(), keys, args);
+  payload = encode_evalsha(extend_script(), std::span(keys, companion.empty() ? 1 : 2), args);
   fan_out(payload, sink, first_tag, options_for(lock_request::extend));
 }
 
@@ -1322,24 +1457,54 @@ ignored_replies& ignore_replies() {
   return sink;
 }
 
+// The sink of a best-effort release whose answers a competing waiter needs
+// (client_impl::lease_release): a node that deleted our key, or found it no longer ours, is
+// reported with key_gone_on_node. Owned by the requests: freed with the last reference.
+class gone_key_reporter final : public reply_sink {
+ public:
+  gone_key_reporter(std::weak_ptr<client_impl> client, std::string resource)
+      : client_(std::move(client)), resource_(std::move(resource)) {}
+
+  void on_reply(std::size_t node, error_code ec, const resp::value& reply) override {
+    // The release script answers 1 (deleted) or 0 (not ours); anything else tells nothing.
+    if (ec || reply.kind != resp::type::integer) return;
+    if (const auto client = client_.lock()) client->key_gone_on_node(node, resource_);
+  }
+  void add_ref() noexcept override { ++refs_; }
+  void drop_ref() noexcept override {
+    if (--refs_ == 0) delete this;
+  }
+
+ private:
+  std::weak_ptr<client_impl> client_;
+  std::string resource_;
+  unsigned refs_ = 0;
+};
+
 }  // namespace
 
 void client_impl::release_best_effort(const std::string& resource, const std::string& token,
                                       std::string_view channel,
                                       std::chrono::milliseconds key_lifetime,
-                                      const std::vector<bool>* only) {
+                                      const std::vector<bool>* only, bool report_gone_keys) {
   const std::string_view keys[] = {resource};
   const std::string_view args[] = {token, channel};
   // Shared by the requests: nobody else owns these bytes.
   const auto payload =
       std::make_shared<const std::string>(encode_evalsha(release_script(), keys, args));
-  fan_out(payload, ignore_replies(), 0, options_for(lock_request::release, key_lifetime), only);
+  const auto per_node = options_for(lock_request::release, key_lifetime);
+  if (!report_gone_keys) return fan_out(payload, ignore_replies(), 0, per_node, only);
+  // Held across the fan-out, so that it is freed also when no request was sent.
+  sink_ref reporter(new gone_key_reporter(weak_from_this(), resource));
+  fan_out(payload, *reporter.get(), 0, per_node, only);
 }
 
-std::string_view client_impl::release_channel_for(lease_state& state) {
+client_impl::lease_release client_impl::release_of(lease_state& state) {
   resource_queue* queue = state.queue;
-  if (queue == nullptr || queue->holder != &state || queue->waiters.empty()) {
-    return options_.release_channel;
+  if (queue == nullptr || queue->holder != &state) return {options_.release_channel};
+  if (queue->waiters.empty()) {
+    queue->handoffs_in_a_row = 0;
+    return {options_.release_channel};
   }
   if (queue->handoffs_in_a_row < state.options.local_handoffs) {
     ++queue->handoffs_in_a_row;
@@ -1354,7 +1519,14 @@ std::string_view client_impl::release_channel_for(lease_state& state) {
       static_cast<double>(state.longest_ttl.count()) * (1.0 + options_.drift_factor) + 1.0);
   queue->released_key_gone_by =
       steady_clock::now() + std::chrono::duration_cast<steady_clock::duration>(longest);
-  return options_.release_channel;
+  return {options_.release_channel, true};
+}
+
+void client_impl::key_gone_on_node(std::size_t node, const std::string& resource) {
+  auto* queue = find_queue(resource);
+  if (queue == nullptr || queue->semaphore || queue->waiters.empty()) return;
+  auto head = queue->waiters.front();  // keeps it alive while it reacts
+  head->announced(node);
 }
 
 void client_impl::holder_gone(lease_state& state) {
@@ -1470,8 +1642,16 @@ resource_queue& client_impl::queue_for(const std::string& resource) {
   auto node = std::move(spare_queues_.back());
   spare_queues_.pop_back();
   node.key() = resource;
-  node.mapped().semaphore = false;
-  node.mapped().slot_holders.clear();
+  // A fresh queue but for the vectors' storage: nothing of the resource it served before (its
+  // hand-offs in a row above all) may carry over.
+  resource_queue& queue = node.mapped();
+  auto slot_holders = std::move(queue.slot_holders);
+  auto waiters = std::move(queue.waiters);
+  slot_holders.clear();
+  waiters.clear();
+  queue = resource_queue{};
+  queue.slot_holders = std::move(slot_holders);
+  queue.waiters = std::move(waiters);
   return queues_.insert(std::move(node)).position->second;
 }
 
@@ -1496,7 +1676,8 @@ std::string_view without_address(std::string_view text, std::string_view address
 
 std::string client_impl::describe(const node_answers& answers, std::string_view yes,
                                   std::string_view no,
-                                  const std::vector<std::string>* pending_texts) const {
+                                  const std::vector<std::string>* pending_texts,
+                                  std::string_view keys) const {
   std::string out;
   for (std::size_t i = 0; i < answers.size(); ++i) {
     if (i != 0) out += "; ";
@@ -1510,6 +1691,16 @@ std::string client_impl::describe(const node_answers& answers, std::string_view 
         out += fmt::format(" {}", no);
         break;
       case node_answer::kind::failed:
+        // Sent and refused by the server (a connect refused for good fails requests unsent).
+        if (answers[i].failure == error::permission_denied && !answers[i].unsent && !keys.empty()) {
+          // A key pattern of the node's ACL user left out a key of this request: say which user
+          // and which keys, or the user is left guessing (the server names neither).
+          const auto& user = connections_[i]->node().username;
+          out += fmt::format(" failed (ACL user \"{}\" may not use every key of {}: {})",
+                             user.empty() ? "default" : user, keys,
+                             without_address(answers[i].detail, address));
+          break;
+        }
         out += fmt::format(" failed ({})", without_address(answers[i].detail, address));
         break;
       case node_answer::kind::pending:

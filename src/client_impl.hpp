@@ -53,8 +53,10 @@ class user_operation;
 // Hand-off: when the holder releases while others wait, the first waiter's SET normally follows
 // the release in the same write (the release announces nothing). After
 // lock_options::local_handoffs of those in a row the release is announced instead, and the first
-// waiter competes: it waits for the announcement like waiters in other processes
-// (client_impl::release_channel_for decides, holder_gone carries it out).
+// waiter competes: it waits for the announcement like waiters in other processes, or for the
+// release's own answer where the key was already gone (client_impl::release_of decides,
+// holder_gone carries it out). "In a row" counts the releases of this resource's holders while
+// someone waited: a release with nobody waiting starts the count again.
 //
 // A semaphore's queue (keyed by its slot keys' common prefix, see permit_queue_key) differs in
 // one way: leases of this client that hold some of its slots do not block the first waiter, which
@@ -66,8 +68,8 @@ struct resource_queue {
   std::vector<lease_state*> slot_holders;  // semaphore: by slot, null where none of ours holds it
   std::vector<std::shared_ptr<acquire_op>> waiters;  // short; a deque would allocate when empty
   unsigned handoffs_in_a_row = 0;
-  // Set by release_channel_for for the holder_gone that follows: the first waiter competes, and
-  // the released key is gone by `released_key_gone_by` at the latest.
+  // Set by release_of for the holder_gone that follows: the first waiter competes, and the
+  // released key is gone by `released_key_gone_by` at the latest.
   bool next_competes = false;
   steady_clock::time_point released_key_gone_by{};
 
@@ -109,6 +111,9 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   std::shared_ptr<client_impl> client;
   std::string resource;
   std::string token;
+  // A key that must live at least as long as the lock key, extended with it (extend_script's
+  // second key); empty for most locks. A semaphore permit's: the semaphore's permits record.
+  std::string companion_key;
   // With lock_options::fencing, set by the acquire before the lease is handed out; then fixed.
   std::optional<std::uint64_t> fencing_token;
   lock_options options;
@@ -147,6 +152,11 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   void on_acquired(steady_clock::time_point round_start, steady_clock::time_point until);
   void arm_timer();
   void on_timer();
+  // Why the lease ran out, for the loss it is reported as: max_hold reached, the TTL without
+  // renewal, or extensions not confirmed in time.
+  std::string why_expired() const;
+  // The keys an extension uses, quoted, for messages.
+  std::string keys() const;
   // When the next renewal is due for the validity claimed now: once less than half a TTL is left.
   void schedule_renewal();
   void renew();
@@ -161,7 +171,7 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   // The extension `id` was confirmed by a quorum at `now`. Returns false if that came too late.
   bool confirm_extension(std::uint64_t id, steady_clock::time_point now);
   // Token-checked DEL on every node (or those in `only`), nobody waiting for it, announced unless
-  // it hands the resource to a local waiter (client_impl::release_channel_for).
+  // it hands the resource to a local waiter (client_impl::release_of).
   void release_on_nodes(const std::vector<bool>* only = nullptr);
 };
 
@@ -226,17 +236,32 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   // when nothing is announced.
   //  - Releases of failed rounds and cancelled acquires announce: their keys may be what blocked
   //    a rival's round (see release_watch for why that cannot make two losers wake each other).
-  //  - A lease's release consults release_channel_for.
+  //  - A lease's release asks release_of.
   std::string_view release_channel() const noexcept { return options_.release_channel; }
 
-  // Called right before a held lease's release is sent: whether it announces itself, i.e. whether
-  // the resource is handed to a local waiter (no) or everyone may compete for it (yes). See
-  // resource_queue.
-  std::string_view release_channel_for(lease_state& state);
+  // How a held lease's release goes out, decided right before it is sent (see resource_queue).
+  struct lease_release {
+    // Where it announces itself: empty when it hands the resource to the next local waiter, whose
+    // SET follows it on every node; else release_channel().
+    std::string_view channel;
+    // The next local waiter competes for the resource (compete()): each node's answer to the
+    // release that shows our key gone there (deleted, or found no longer ours) is passed to that
+    // waiter as an announcement would be (key_gone_on_node). A release that finds the key already
+    // gone (a lost lease) deletes and announces nothing, and must not leave it asleep until the
+    // key's TTL.
+    bool next_waiter_competes = false;
+  };
+  lease_release release_of(lease_state& state);
 
-  // The extend script's call (token, ttl) for `key`, encoded into `payload`, on every node.
-  void fan_out_extend(std::string_view key, std::string_view token, std::chrono::milliseconds ttl,
-                      std::string& payload, reply_sink& sink, std::size_t first_tag);
+  // The holder's key of lock `resource` is gone from `node`: tells the first waiter of its queue,
+  // as an announcement from that node would.
+  void key_gone_on_node(std::size_t node, const std::string& resource);
+
+  // The extend script's call (token, ttl) for `key` and its `companion` key (empty: none; see
+  // lease_state::companion_key), encoded into `payload`, on every node.
+  void fan_out_extend(std::string_view key, std::string_view companion, std::string_view token,
+                      std::chrono::milliseconds ttl, std::string& payload, reply_sink& sink,
+                      std::size_t first_tag);
   // The release script's call (token, channel) for `key` on every node (or those in `only`),
   // encoded into `payload`, which the sink owns. `channel`: where a deletion is announced (empty:
   // nowhere).
@@ -247,9 +272,10 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   // Token-checked DEL on the chosen nodes; nobody waits for it. Requests on each node's connection
   // run in order, so a release queued after a SET on that connection executes after it.
   // `key_lifetime`: the longest TTL the key may have been given (see lock_request::release).
+  // With `report_gone_keys`, the answers are passed to key_gone_on_node (lease_release).
   void release_best_effort(const std::string& resource, const std::string& token,
                            std::string_view channel, std::chrono::milliseconds key_lifetime,
-                           const std::vector<bool>* only = nullptr);
+                           const std::vector<bool>* only = nullptr, bool report_gone_keys = false);
 
   // Release announcements (client_options::release_channel), for acquires that wait. Null when
   // announcements are off. Created on first use.
@@ -283,9 +309,11 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
 
   // "127.0.0.1:7001 granted; 127.0.0.1:7002 held by another owner; ..." for diagnostics. A node
   // still pending reads "not awaited", or "failing (text)" with a non-empty text in
-  // `pending_texts`.
+  // `pending_texts`. `keys` (quoted_keys) are the request's keys, named with the node's ACL user
+  // where a node refused them (NOPERM).
   std::string describe(const node_answers& answers, std::string_view yes, std::string_view no,
-                       const std::vector<std::string>* pending_texts = nullptr) const;
+                       const std::vector<std::string>* pending_texts = nullptr,
+                       std::string_view keys = {}) const;
 
   void log(log_level level, std::string_view message) const {
     call_logger(options_.logger, executor_, level, message);

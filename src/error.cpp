@@ -16,7 +16,7 @@ class category final : public boost::system::error_category {
       case error::no_quorum:
         return "too few nodes answered to reach a quorum";
       case error::contended:
-        return "the lock is held by another owner";
+        return "the lock is held by another lease or owner";
       case error::validity_expired:
         return "acquired too late: no validity time left";
       case error::wait_timeout:

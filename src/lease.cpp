@@ -65,21 +65,36 @@ void lease_state::arm_timer() {
 
 void lease_state::on_timer() {
   const auto now = steady_clock::now();
-  if (now >= valid_until) {
-    // The last extension before max_hold ran to within a drift allowance of it.
-    if (renewal_stopped_by_max_hold &&
-        now + drift_allowance(options.ttl, client->options().drift_factor) >=
-            acquired_at + *options.max_hold) {
-      return lose(fmt::format("redlock: {} expired: max_hold of {} ms reached",
-                              quoted_resource(resource), options.max_hold->count()));
-    }
-    return lose(
-        fmt::format("redlock: {} expired: its validity ran out before a quorum "
-                    "confirmed an extension",
-                    quoted_resource(resource)));
-  }
+  if (now >= valid_until) return lose(why_expired());
   if (now >= next_renewal) renew();
   arm_timer();
+}
+
+std::string lease_state::keys() const {
+  if (companion_key.empty()) return quoted_keys({resource});
+  return quoted_keys({resource, companion_key});
+}
+
+std::string lease_state::why_expired() const {
+  if (renewal_stopped_by_max_hold) {
+    // Renewal made its last extension, capped at max_hold, or had none left to make: the lease
+    // was to end within a TTL anyway.
+    if (unconfirmed_extensions.empty()) {
+      return fmt::format("redlock: {} expired: max_hold of {} ms reached",
+                         quoted_resource(resource), options.max_hold->count());
+    }
+    return fmt::format(
+        "redlock: {} expired: its last extension before max_hold ({} ms) was not confirmed by a "
+        "quorum in time",
+        quoted_resource(resource), options.max_hold->count());
+  }
+  if (!options.auto_renew && unconfirmed_extensions.empty()) {
+    return fmt::format("redlock: {} expired: its TTL ran out (auto_renew is off)",
+                       quoted_resource(resource));
+  }
+  return fmt::format(
+      "redlock: {} expired: its validity ran out before a quorum confirmed an extension",
+      quoted_resource(resource));
 }
 
 void lease_state::schedule_renewal() {
@@ -134,8 +149,9 @@ void lease_state::renew() {
 }
 
 void lease_state::release_on_nodes(const std::vector<bool>* only) {
-  client->release_best_effort(resource, token, client->release_channel_for(*this), longest_ttl,
-                              only);
+  const auto how = client->release_of(*this);
+  client->release_best_effort(resource, token, how.channel, longest_ttl, only,
+                              how.next_waiter_competes);
 }
 
 bool lease_state::confirm_extension(std::uint64_t id, steady_clock::time_point now) {
@@ -167,8 +183,8 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
         caller_(std::move(caller)) {}
 
   void run() {
-    state_->client->fan_out_extend(state_->resource, state_->token, ttl_, payload_, *this,
-                                   open_ballot());
+    state_->client->fan_out_extend(state_->resource, state_->companion_key, state_->token, ttl_,
+                                   payload_, *this, open_ballot());
   }
 
  private:
@@ -198,13 +214,14 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
       ec = error::no_quorum;  // confirmed, but too late to count
     }
     if (ec == error::not_held) {
-      self.lose(fmt::format("redlock: {} is gone or owned by someone else on {} of {} nodes: {}",
-                            quoted_resource(self.resource), votes().no_count(), votes().nodes(),
-                            self.client->describe(answers(), "extended", "not ours")));
+      self.lose(fmt::format(
+          "redlock: {} is gone or owned by someone else on {} of {} nodes: {}",
+          quoted_resource(self.resource), votes().no_count(), votes().nodes(),
+          self.client->describe(answers(), "extended", "not ours", nullptr, self.keys())));
     } else if (ec) {
-      self.diagnostics =
-          fmt::format("redlock: extending {} failed ({}): {}", quoted_resource(self.resource),
-                      ec.message(), self.client->describe(answers(), "extended", "not ours"));
+      self.diagnostics = fmt::format(
+          "redlock: extending {} failed ({}): {}", quoted_resource(self.resource), ec.message(),
+          self.client->describe(answers(), "extended", "not ours", nullptr, self.keys()));
       self.client->log(log_level::warning, self.diagnostics);
     } else {
       self.diagnostics.clear();
@@ -304,15 +321,24 @@ class release_op final : public operation_vote {
       : operation_vote(state->client, std::move(caller)), state_(std::move(state)) {}
 
   void run() {
-    const auto channel = state_->client->release_channel_for(*state_);
-    state_->client->fan_out_release(state_->resource, state_->token, channel, state_->longest_ttl,
-                                    payload_, *this, open_ballot());
+    const auto how = state_->client->release_of(*state_);
+    report_gone_keys_ = how.next_waiter_competes;
+    state_->client->fan_out_release(state_->resource, state_->token, how.channel,
+                                    state_->longest_ttl, payload_, *this, open_ballot());
   }
 
  private:
   node_answer::kind classify(error_code ec, const resp::value& reply,
                              std::string& detail) override {
     return classify_script_reply(ec, reply, detail);
+  }
+
+  void on_node_answer(std::size_t node, const node_answer& answer) override {
+    // Deleted, or not ours: gone either way (client_impl::lease_release).
+    if (report_gone_keys_ &&
+        (answer.what == node_answer::kind::yes || answer.what == node_answer::kind::no)) {
+      state_->client->key_gone_on_node(node, state_->resource);
+    }
   }
 
   std::optional<error_code> decide(const tally& t) override {
@@ -324,15 +350,17 @@ class release_op final : public operation_vote {
 
   void decided(error_code ec) override {
     if (ec) {
-      state_->diagnostics =
-          fmt::format("redlock: releasing {}: {}: {}", quoted_resource(state_->resource),
-                      ec.message(), state_->client->describe(answers(), "released", "not ours"));
+      state_->diagnostics = fmt::format(
+          "redlock: releasing {}: {}: {}", quoted_resource(state_->resource), ec.message(),
+          state_->client->describe(answers(), "released", "not ours", nullptr,
+                                   quoted_keys({state_->resource})));
     }
     finish(ec);
   }
 
   std::shared_ptr<lease_state> state_;
   std::string payload_;  // read by the connections until every node has answered
+  bool report_gone_keys_ = false;
 };
 
 // async_wait_lost: kept in the lease's list while it waits, and out of it as soon as it is done

@@ -107,27 +107,49 @@ std::optional<std::pair<std::string_view, std::size_t>> split_slot_key(std::stri
   return std::pair{prefix, *slot};
 }
 
+std::string semaphore_permits_key(std::string_view name) {
+  return key_in_hash_slot_of(name, ":permits");
+}
+
+// The refusal is one string, not an array of integers: a client's reply limit counts every value
+// of an array (about a hundred bytes each, parsed), and a full semaphore of max_permits slots would
+// exceed the default limit. As text it takes at most 21 bytes a slot.
+//
+// The permits record lives at least as long as any slot key: it is given the TTL of every grant
+// (unless it already lives longer) and is extended with every slot lease (extend_script's second
+// key). So while anyone holds a permit the record says how many permits its holders count with,
+// and once the semaphore is idle it expires, and another size may be used.
 const script& semaphore_acquire_script() {
   static const script lua(
-      "local fenced = ARGV[4] == '1' "
+      "local permits = tonumber(ARGV[4]) "
+      "local record = KEYS[permits + 1] "
+      "local recorded = redis.call('GET', record) "
+      "if recorded and recorded ~= ARGV[4] then return {'permits', recorded} end "
       "if redis.call('SET', KEYS[tonumber(ARGV[1])], ARGV[2], 'NX', 'PX', ARGV[3]) then "
-      "if fenced then return redis.call('INCR', KEYS[#KEYS]) end "
+      "local lives = redis.pcall('PTTL', record) "
+      "if type(lives) ~= 'number' or lives < tonumber(ARGV[3]) then "
+      "redis.call('SET', record, ARGV[4], 'PX', ARGV[3]) end "
+      "if ARGV[5] == '1' then return redis.call('INCR', KEYS[permits + 2]) end "
       "return redis.status_reply('OK') end "
-      "local slots = #KEYS "
-      "if fenced then slots = slots - 1 end "
       "local left = {} "
-      "for i = 1, slots do "
+      "for i = 1, permits do "
       "local ttl = redis.pcall('PTTL', KEYS[i]) "
       "if type(ttl) ~= 'number' then ttl = -3 end "
-      "left[i] = ttl end "
-      "return left");
+      "left[i] = string.format('%d', ttl) end "
+      "return table.concat(left, ',')");
   return lua;
 }
 
+// The second key, when given, is never created, shortened, or given an expiry it did not have.
 const script& extend_script() {
   static const script lua(
-      "if redis.call('GET', KEYS[1]) == ARGV[1] then "
-      "return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end");
+      "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end "
+      "local extended = redis.call('PEXPIRE', KEYS[1], ARGV[2]) "
+      "if KEYS[2] then "
+      "local lives = redis.pcall('PTTL', KEYS[2]) "
+      "if type(lives) == 'number' and lives >= 0 and lives < tonumber(ARGV[2]) then "
+      "redis.pcall('PEXPIRE', KEYS[2], ARGV[2]) end end "
+      "return extended");
   return lua;
 }
 
@@ -140,8 +162,14 @@ node_answer::kind classify_script_reply(error_code ec, const resp::value& reply,
   if (reply.kind == resp::type::integer) {
     return reply.integer == 1 ? node_answer::kind::yes : node_answer::kind::no;
   }
-  detail = fmt::format("unexpected reply {}", resp::to_debug_string(reply));
+  detail = unexpected_reply(reply);
   return node_answer::kind::failed;
+}
+
+std::string unexpected_reply(const resp::value& reply) {
+  // The server's own words for a permission error: the caller's message names user and keys.
+  if (reply.is_error() && reply.error_code_word() == "NOPERM") return reply.text;
+  return fmt::format("unexpected reply {}", resp::to_debug_string(reply));
 }
 
 namespace {

@@ -18,8 +18,10 @@ namespace redlock::detail {
 
 // The Lua scripts: compare the token, then act. Neither touches a key holding another value, and
 // extend never creates a missing key (PEXPIRE on a missing key is a no-op returning 0).
-// release: KEYS[1] = resource, ARGV[1] = token. extend: the same, ARGV[2] = ttl in milliseconds.
-// Both return 1 when they acted and 0 when the key is not ours.
+// release: KEYS[1] = resource, ARGV[1] = token. extend: the same, ARGV[2] = ttl in milliseconds;
+// an optional KEYS[2] is a key that must live at least as long as the lock (a semaphore's permits
+// record): when the lock is extended, it is made to live at least ttl too, if it exists and has an
+// expiry. Both return 1 when they acted and 0 when the key is not ours.
 const script& release_script();
 const script& extend_script();
 
@@ -64,13 +66,27 @@ std::optional<std::size_t> slot_of_key(std::string_view key, std::string_view pr
 // ":slot:" and a number.
 std::optional<std::pair<std::string_view, std::size_t>> split_slot_key(std::string_view key);
 
+// The key on each node that records how many permits the holders of semaphore `name` count with
+// (semaphore_acquire_script): `name` + ":permits", in the slot keys' hash slot.
+std::string semaphore_permits_key(std::string_view name);
+
 // semaphore_acquire: SET NX PX of one slot; where it is refused, the PTTL of every slot.
-// KEYS[1..P] = the slot keys, then with fencing the tried slot's fencing counter; ARGV[1] = the
-// tried slot (1-based), ARGV[2] = token, ARGV[3] = ttl in milliseconds, ARGV[4] = "1" with
-// fencing. A grant is answered OK, or with fencing the counter after its increment (an integer);
-// a refusal with an array of P integers, each a PTTL reply (-2: free) or -3 when it could not be
-// read (an ACL without PTTL).
+// KEYS[1..P] = the slot keys, KEYS[P+1] = the permits record (semaphore_permits_key), then with
+// fencing the tried slot's fencing counter; ARGV[1] = the tried slot (1-based), ARGV[2] = token,
+// ARGV[3] = ttl in milliseconds, ARGV[4] = P (decimal), ARGV[5] = "1" with fencing.
+//  - The record holds another number of permits (a holder counts with another size): nothing is
+//    set, and the answer is the array ["permits", that number].
+//  - Granted: the record is set to P, living at least ttl; answered OK, or with fencing the
+//    counter after its increment (an integer).
+//  - Refused: a string of P decimal PTTL replies separated by commas, slot by slot (-2: free, -1:
+//    no expiry, -3: could not be read, an ACL without PTTL); at most 21 bytes a slot.
 const script& semaphore_acquire_script();
+// The most a refusal of semaphore_acquire_script takes per slot: "-9223372036854775808,".
+inline constexpr std::size_t semaphore_refusal_bytes_per_permit = 21;
+
+// A failed answer's detail for a reply of no expected form: the server's text for NOPERM (named
+// with the user and the keys by client_impl::describe), else "unexpected reply ..." with it.
+std::string unexpected_reply(const resp::value& reply);
 
 // Classifies a script reply that is 1 for "done", 0 for "not our key".
 node_answer::kind classify_script_reply(boost::system::error_code ec, const resp::value& reply,

@@ -24,4 +24,13 @@ std::string quoted_resource(std::string_view resource) {
   return '"' + printable(resource, shown_bytes) + '"';
 }
 
+std::string quoted_keys(std::initializer_list<std::string_view> keys) {
+  std::string out;
+  for (const auto key : keys) {
+    if (!out.empty()) out += ", ";
+    out += quoted_resource(key);
+  }
+  return out;
+}
+
 }  // namespace redlock::detail

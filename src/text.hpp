@@ -4,6 +4,7 @@
 #include "redlock/detail/initiate.hpp"
 
 #include <cstddef>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -15,6 +16,9 @@ std::string printable(std::string_view bytes, std::size_t limit = std::string_vi
 
 // quoted_resource(), declared with the public templates that use it, cuts a name to its first 200
 // bytes so that a huge name cannot make every diagnostic as large.
+
+// Keys as a message lists them: each quoted_resource(), separated by ", ".
+std::string quoted_keys(std::initializer_list<std::string_view> keys);
 
 }  // namespace redlock::detail
 

@@ -178,6 +178,8 @@ class vote : public ballot_sink {
                                      std::string& detail) = 0;
   virtual std::optional<boost::system::error_code> decide(const tally& votes) = 0;
   virtual void decided(boost::system::error_code outcome) = 0;
+  // Every answer of the current ballot as it comes, also after the decision.
+  virtual void on_node_answer(std::size_t /*node*/, const node_answer& /*answer*/) {}
 
  private:
   void on_answer(std::size_t node, boost::system::error_code ec, const resp::value& reply) final {
@@ -185,6 +187,7 @@ class vote : public ballot_sink {
     const auto what = classify(ec, reply, detail);
     node_answer& answer = answers_[node];
     answer = make_answer(what, ec, reply, std::move(detail));
+    on_node_answer(node, answer);
     count(votes_, answer.what);
     if (decided_) return;
     if (auto outcome = decide(votes_)) {

@@ -19,7 +19,8 @@ enum class error {
   // Lock-level outcomes.
   invalid_argument = 1,  // bad input: empty resource, ttl <= 0, no nodes, duplicate nodes, ...
   no_quorum,             // too few nodes answered for a majority decision
-  contended,             // other owners hold the key on too many nodes for a majority
+  contended,             // held: by other owners on too many nodes for a majority, or by
+                         // another lease of this very client
   validity_expired,      // a quorum granted it, but too late: no validity left
   wait_timeout,          // lock_options::wait elapsed before the lock was acquired
   lock_lost,             // a held lease could not be kept (renewal failed, key gone or foreign)

@@ -1009,4 +1009,34 @@ BOOST_AUTO_TEST_CASE(a_semaphore_with_every_permit_held_is_not_acquired) {
   check_no_permit_left(2);
 }
 
+// The largest semaphore, every permit held elsewhere: each refusal names all 1024 slots on every
+// node, and must still read as contended (not a broken connection and no quorum).
+BOOST_AUTO_TEST_CASE(the_largest_semaphore_full_is_contended) {
+  constexpr std::size_t permits = 1024;
+  for (std::size_t i = 0; i < fleet().size(); ++i) {
+    sync_client c(fleet()[i].port());
+    for (std::size_t slot = 0; slot < permits; ++slot)
+      c.command({"SET", slot_key(resource, slot), "someone-else", "PX", "20000"});
+  }
+  const auto marker = scratch / "ran";
+  for (const std::string wait : {"0", "500ms"}) {
+    BOOST_TEST_CONTEXT("--wait " << wait) {
+      const auto refused = run(
+          {"run", "--permits", "1024", "--wait", wait, resource, "--", "touch", marker.string()},
+          10s);
+      BOOST_TEST(refused.exit_code == cli::exit_code::not_acquired, refused.err);
+      BOOST_TEST(contains(refused.err, "contended: all 1024 permits held by other owners"),
+                 refused.err);
+      BOOST_TEST(!contains(refused.err, "no quorum"), refused.err);
+      BOOST_TEST(!contains(refused.err, "protocol"), refused.err);
+    }
+  }
+  BOOST_TEST(!std::filesystem::exists(marker));
+  for (std::size_t i = 0; i < fleet().size(); ++i) {
+    sync_client c(fleet()[i].port());
+    for (std::size_t slot = 0; slot < permits; ++slot)
+      c.command({"DEL", slot_key(resource, slot)});
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

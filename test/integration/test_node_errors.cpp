@@ -182,6 +182,19 @@ BOOST_AUTO_TEST_CASE(acl_user_without_script_rights_is_refused_at_connect) {
   BOOST_TEST(refused.ec == error::permission_denied, refused.ec.message());
   BOOST_TEST(refused.took_ms < 5000);
   BOOST_TEST(contains(refused.diagnostics, "NOPERM"), refused.diagnostics);
+  // The server names neither the user nor the key: the diagnostics do.
+  BOOST_TEST(contains(refused.diagnostics, "ACL user \"locks\""), refused.diagnostics);
+  BOOST_TEST(contains(refused.diagnostics, "\"elsewhere\""), refused.diagnostics);
+  BOOST_TEST(nodes_now.total_keys() == 0);
+  // The fencing counter sits beside the key, outside a pattern that allows only the key.
+  auto fenced = long_wait();
+  fenced.fencing = true;
+  const auto counter_refused = acquire_once(as("locks"), fenced, false, "locks:b");
+  BOOST_TEST(counter_refused.ec == error::permission_denied, counter_refused.ec.message());
+  BOOST_TEST(contains(counter_refused.diagnostics, "ACL user \"locks\""),
+             counter_refused.diagnostics);
+  BOOST_TEST(contains(counter_refused.diagnostics, "\"{locks:b}:fence\""),
+             counter_refused.diagnostics);
   BOOST_TEST(nodes_now.total_keys() == 0);
 }
 

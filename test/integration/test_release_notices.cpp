@@ -7,7 +7,9 @@
 #include "redlock/redlock.hpp"
 #include "scripts.hpp"
 #include "support/async_test.hpp"
+#include "support/chaos_proxy.hpp"
 #include "support/client_options.hpp"
+#include "support/counting_executor.hpp"
 #include "support/fake_server.hpp"
 #include "support/printing.hpp"
 #include "support/redis_fleet.hpp"
@@ -26,8 +28,10 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -126,6 +130,103 @@ asio::awaitable<void> release_and_check_prompt_wake(redlock::lease& held, backgr
   co_await b.lease.async_release(tuple_awaitable);
 }
 
+// Calls of EVALSHA the server at `port` has run so far (INFO commandstats).
+long long evalsha_calls(std::uint16_t port) {
+  sync_client c(port);
+  const std::string stats = c.command({"INFO", "commandstats"}).text;
+  const std::string_view field = "cmdstat_evalsha:calls=";
+  const auto at = stats.find(field);
+  return at == std::string::npos ? 0 : std::stoll(stats.substr(at + field.size()));
+}
+
+// What holds and what waits in mid_round_release: a lock, a fenced lock, or the one permit of a
+// semaphore.
+enum class shape { lock, fenced_lock, semaphore };
+
+std::ostream& operator<<(std::ostream& out, shape s) {
+  return out << (s == shape::lock ? "lock" : s == shape::fenced_lock ? "fenced lock" : "semaphore");
+}
+
+asio::awaitable<std::tuple<redlock::error_code, redlock::lease>> acquire_shape(
+    redlock::client& locks, shape s, redlock::lock_options options) {
+  options.fencing = s == shape::fenced_lock;
+  if (s == shape::semaphore) {
+    redlock::semaphore permits(locks, "r", 1, options);
+    co_return co_await permits.async_acquire(tuple_awaitable);
+  }
+  co_return co_await locks.async_acquire("r", options, tuple_awaitable);
+}
+
+// The interleaving of mid_round_release: the waiter's SETs run on every node and are refused,
+// the holder's release (DEL, PUBLISH) runs right after them, and its announcement reaches the
+// waiter before the refusals do. Each node sits behind a proxy that delays only the waiter's
+// command connection (its first connection to the node), not its subscription (its second), by
+// `delay`. The waiter sleeps until the holder's TTL (20 s) unless something wakes it; a forged
+// announcement makes it start the round. Returns how long after the release the waiter acquired.
+asio::awaitable<long long> release_during_the_waiters_round(std::size_t nodes, shape s) {
+  const auto delay = 400ms;
+  redis_fleet fleet(nodes);
+  std::vector<std::unique_ptr<redlock::test::chaos_proxy>> proxies;
+  std::vector<redlock::node_config> through_proxies;
+  for (std::size_t i = 0; i < nodes; ++i) {
+    proxies.push_back(std::make_unique<redlock::test::chaos_proxy>(fleet[i].port()));
+    through_proxies.push_back(proxies.back()->config());
+  }
+  const auto io = co_await asio::this_coro::executor;
+  redlock::client holder(io, fleet.configs(), fast_client_options());
+  // Patient enough with each node for the delayed replies.
+  redlock::client waiter(io, through_proxies, fast_client_options(4 * delay));
+
+  auto [ec, held] = co_await acquire_shape(holder, s, lock_for(20s, renewal::off));
+  BOOST_TEST_REQUIRE(!ec, held.diagnostics());
+  // Shared with the waiting coroutine, which may outlive this frame if the check below fails.
+  const auto waited =
+      std::make_shared<std::optional<std::tuple<redlock::error_code, redlock::lease>>>();
+  asio::co_spawn(
+      io,
+      [&waiter, s, waited]() -> asio::awaitable<void> {
+        auto options = patient_lock(20s);
+        options.wait = 30s;
+        *waited = co_await acquire_shape(waiter, s, options);
+      },
+      asio::detached);
+  BOOST_TEST_REQUIRE(co_await eventually([&] { return subscribed_everywhere(fleet, 1); }, 3s, 20ms),
+                     "the waiter subscribes on every node");
+  co_await sleep_for(300ms);  // its round after the subscription is refused: it sleeps
+  BOOST_TEST_REQUIRE(!*waited);
+
+  std::vector<long long> scripts_before;
+  for (std::size_t i = 0; i < nodes; ++i) {
+    BOOST_TEST_REQUIRE(proxies[i]->connections_accepted() == 2u);
+    proxies[i]->set_scope(0);
+    proxies[i]->set_latency(redlock::test::chaos_proxy::direction::downstream, delay);
+    scripts_before.push_back(evalsha_calls(fleet[i].port()));
+  }
+  const std::string key = s == shape::semaphore ? redlock::detail::semaphore_slot_key("r", 0) : "r";
+  on_every_node(fleet, {"PUBLISH", channel, key});
+  // The waiter's refused SETs have run on every node; their replies are held back.
+  BOOST_TEST_REQUIRE(co_await eventually(
+      [&] {
+        for (std::size_t i = 0; i < nodes; ++i) {
+          if (evalsha_calls(fleet[i].port()) == scripts_before[i]) return false;
+        }
+        return true;
+      },
+      2s, 2ms));
+  BOOST_TEST_REQUIRE(!*waited);
+  const auto released = steady_clock::now();
+  auto [release_ec] = co_await held.async_release(tuple_awaitable);
+  BOOST_TEST_REQUIRE(!release_ec, held.diagnostics());
+  BOOST_TEST(co_await eventually([&] { return waited->has_value(); }, 8s));
+  const auto took = ms_since(released);
+  if (*waited) {
+    auto& [wait_ec, lease] = **waited;
+    BOOST_TEST_REQUIRE(!wait_ec, wait_ec.message() << ": " << lease.diagnostics());
+    co_await lease.async_release(tuple_awaitable);
+  }
+  co_return took;
+}
+
 }  // namespace
 
 // g++ 12 inlines Asio's frame allocator (aligned_alloc) into these tests' coroutines and then
@@ -214,6 +315,22 @@ BOOST_AUTO_TEST_CASE(a_release_between_the_refusal_and_the_subscription_is_not_l
     BOOST_TEST(ms_since(started) < 2000, "acquired after " << ms_since(started) << " ms");
     co_await lease.async_release(tuple_awaitable);
   });
+}
+
+// A release whose announcement arrives while the waiter's refused round is still in flight is
+// kept and applied once the round is decided: the waiter tries again at once (one more delayed
+// round trip, 400 ms here), instead of sleeping until the holder's TTL (20 s).
+BOOST_AUTO_TEST_CASE(a_release_announced_during_the_waiters_round_is_not_lost) {
+  for (const std::size_t nodes : {1u, 3u}) {
+    for (const shape s : {shape::lock, shape::fenced_lock, shape::semaphore}) {
+      BOOST_TEST_CONTEXT(nodes << " nodes, " << s) {
+        run_async([&](asio::io_context&) -> asio::awaitable<void> {
+          const auto took = co_await release_during_the_waiters_round(nodes, s);
+          BOOST_TEST(took < 5000, "acquired " << took << " ms after the release");
+        });
+      }
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(killed_subscriptions_come_back_and_wake_the_waiter) {
@@ -323,6 +440,122 @@ BOOST_AUTO_TEST_CASE(a_busy_client_hands_off_locally_only_a_bounded_number_of_ti
       co_await sleep_for(100ms);
     });
   }
+}
+
+// A lease lost while a local waiter queues behind it (its key deleted behind its back): with
+// local_handoffs = 0 the waiter competes, and the lost lease's release deletes and announces
+// nothing. Its own answers tell the waiter the key is gone: it tries at once, instead of sleeping
+// until the lost key's TTL (6 s).
+BOOST_AUTO_TEST_CASE(a_waiter_behind_a_lost_lease_tries_at_once) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    auto options = lock_for(6s, renewal::off);
+    options.local_handoffs = 0;
+    auto [ec, held] = co_await locks.async_acquire("r", options, tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, held.diagnostics());
+    background_acquire b;
+    auto waiting = patient_lock(6s);
+    waiting.local_handoffs = 0;
+    b.start(locks, "r", waiting);
+    co_await sleep_for(100ms);
+    BOOST_TEST_REQUIRE(!b.done);
+
+    on_every_node(fleet, {"DEL", "r"});
+    const auto lost = steady_clock::now();
+    auto [extend_ec] = co_await held.async_extend(6s, tuple_awaitable);
+    BOOST_TEST_REQUIRE((extend_ec == redlock::error::not_held), extend_ec.message());
+    BOOST_TEST(co_await eventually([&] { return b.done; }, 8s));
+    BOOST_TEST_REQUIRE(!b.ec, b.ec.message() << ": " << b.lease.diagnostics());
+    BOOST_TEST(ms_since(lost) < 2000, "acquired " << ms_since(lost) << " ms after the loss");
+    co_await b.lease.async_release(tuple_awaitable);
+  });
+}
+
+// "local_handoffs in a row" counts for one resource only: a queue that served another resource
+// (queues are recycled) starts from zero. With a bound of 1, a hand-off of "a" that ended without
+// a holder must not make the first release of "b" with a waiter compete: it hands off, and so
+// announces nothing (PUBLISH calls, counted by the server, stay the same).
+BOOST_AUTO_TEST_CASE(hand_offs_in_a_row_are_counted_per_resource) {
+  redis_fleet fleet(1);
+  const auto publishes = [&] {
+    sync_client c(fleet[0].port());
+    const std::string stats = c.command({"INFO", "commandstats"}).text;
+    const std::string_view field = "cmdstat_publish:calls=";
+    const auto at = stats.find(field);
+    return at == std::string::npos ? 0LL : std::stoll(stats.substr(at + field.size()));
+  };
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    auto options = patient_lock();
+    options.local_handoffs = 1;
+
+    // "a": one hand-off, whose taker is cancelled at once: the queue ends with the count at 1.
+    auto [ec, a] = co_await locks.async_acquire("a", options, tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, a.diagnostics());
+    background_acquire taker;
+    taker.start(locks, "a", options);
+    co_await sleep_for(50ms);
+    a.async_release([](redlock::error_code) {});  // hands "a" to `taker`, which sends its SET
+    taker.cancel.emit(asio::cancellation_type::terminal);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return taker.done; }, 2s));
+    BOOST_TEST_REQUIRE((taker.ec == asio::error::operation_aborted), taker.ec.message());
+    co_await sleep_for(100ms);  // its cleanup is through
+
+    // "b": the first release with a waiter hands off.
+    auto [b_ec, b] = co_await locks.async_acquire("b", options, tuple_awaitable);
+    BOOST_TEST_REQUIRE(!b_ec, b.diagnostics());
+    background_acquire next;
+    next.start(locks, "b", options);
+    co_await sleep_for(50ms);
+    const auto before = publishes();
+    co_await b.async_release(tuple_awaitable);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return next.done; }, 3s));
+    BOOST_TEST_REQUIRE(!next.ec, next.ec.message());
+    BOOST_TEST(publishes() == before, "the release of \"b\" was announced: it did not hand off");
+    co_await next.lease.async_release(tuple_awaitable);
+  });
+}
+
+// Every client that waits receives every release of the fleet. A flood of announcements of
+// resources it does not wait for must not become a posted handler each, and a flood of copies of
+// the one it waits for must be delivered together: the client's executor counts what it runs.
+BOOST_AUTO_TEST_CASE(a_flood_of_announcements_does_not_queue_a_handler_each) {
+  constexpr int flood = 10000;
+  redis_fleet fleet(3);
+  // PUBLISHes `count` announcements in one script call, so that they reach the subscribers in a
+  // few large reads.
+  const auto announce_many = [&](const std::string& resource_prefix, bool same) {
+    for (std::size_t i = 0; i < fleet.size(); ++i) {
+      sync_client c(fleet[i].port());
+      c.command({"EVAL",
+                 "for i = 1, tonumber(ARGV[2]) do "
+                 "local name = ARGV[1] if ARGV[3] == '0' then name = name .. i end "
+                 "redis.call('PUBLISH', KEYS[1], name) end",
+                 "1", channel, resource_prefix, std::to_string(flood), same ? "1" : "0"});
+    }
+  };
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    auto executed = std::make_shared<std::atomic<std::uint64_t>>(0);
+    const redlock::test::counting_executor counted(io.get_executor(), executed);
+    redlock::client holder(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client waiter(counted, fleet.configs(), fast_client_options());
+    background_acquire b;
+    auto held = co_await hold_while_waited_for(fleet, holder, waiter, b);
+    co_await sleep_for(200ms);
+
+    // Resources nobody here waits for.
+    auto before = executed->load();
+    announce_many("other:", false);
+    // Copies of the one it waits for, while it is still held: at most a round per delivery.
+    announce_many("r", true);
+    // The real release comes behind both floods on every node's link.
+    co_await release_and_check_prompt_wake(held, b);
+    co_await sleep_for(300ms);
+    const auto ran = executed->load() - before;
+    BOOST_TEST_MESSAGE(ran << " handlers ran for " << 6 * flood << " announcements");
+    BOOST_TEST(ran < 2000u, ran << " handlers ran for " << 6 * flood << " announcements");
+  });
 }
 
 // A refused round after the first asks for the holder's TTL in the same request as its SET (the

@@ -126,6 +126,29 @@ BOOST_FIXTURE_TEST_CASE(max_hold_ends_renewal, redlock::test::five_nodes) {
   });
 }
 
+// A lease ended by max_hold says so, whichever way its last extension fell: capped at max_hold
+// and confirmed, or none needed. Leases with max_hold spread over two TTLs, so that the last
+// extension's TTL takes every value from a few milliseconds to the full TTL.
+BOOST_FIXTURE_TEST_CASE(a_lease_ended_by_max_hold_says_so, redlock::test::five_nodes) {
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options(100ms));
+    std::vector<redlock::lease> leases;
+    for (int i = 0; i < 30; ++i) {
+      auto options = lock_for(300ms);
+      options.max_hold = std::chrono::milliseconds(400 + 10 * i);
+      auto [ec, lease] =
+          co_await locks.async_acquire("bounded" + std::to_string(i), options, tuple_awaitable);
+      BOOST_TEST_REQUIRE(!ec, ec.message());
+      leases.push_back(std::move(lease));
+    }
+    for (auto& lease : leases) {
+      auto [lost_ec] = co_await lease.async_wait_lost(tuple_awaitable);
+      BOOST_TEST((lost_ec == error::lock_lost), lost_ec.message());
+      BOOST_TEST(lease.diagnostics().find("max_hold") != std::string::npos, lease.diagnostics());
+    }
+  });
+}
+
 BOOST_AUTO_TEST_CASE(lock_lost_when_majority_dies_while_held) {
   redis_fleet fleet(5);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {

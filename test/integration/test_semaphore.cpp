@@ -7,6 +7,7 @@
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
 #include "support/printing.hpp"
+#include "support/reach.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
 
@@ -23,6 +24,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -63,6 +65,15 @@ long long evalsha_calls(redlock::test::redis_server& server) {
   return std::stoll(stats.substr(at + 22));
 }
 
+// Connections `server` has accepted so far, this inspection's included.
+long long connections_received(redlock::test::redis_server& server) {
+  sync_client c(server.port());
+  const std::string stats = c.command({"INFO", "stats"}).text;
+  const std::string_view field = "total_connections_received:";
+  const auto at = stats.find(field);
+  return at == std::string::npos ? -1 : std::stoll(stats.substr(at + field.size()));
+}
+
 void reset_stats(redis_fleet& fleet) {
   for (std::size_t i = 0; i < fleet.size(); ++i) {
     sync_client c(fleet[i].port());
@@ -85,7 +96,7 @@ BOOST_AUTO_TEST_CASE(a_refusal_points_the_next_round_at_the_free_slot) {
   }
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
-    auto [ping_ec] = co_await locks.async_ping(tuple_awaitable);  // past the handshakes
+    const auto ping_ec = co_await redlock::test::ping_until_answered(locks);  // past handshakes
     BOOST_TEST_REQUIRE(!ping_ec, ping_ec.message());
     reset_stats(fleet);
     redlock::semaphore pool(locks, "pool", 16, lock_for(10s));
@@ -320,6 +331,99 @@ BOOST_AUTO_TEST_CASE(a_cancelled_waiter_leaves_no_key_and_the_next_one_goes_on) 
     sync_client c(fleet[i].port());
     BOOST_TEST(c.command({"EXISTS", semaphore_slot_key("cancelled", 0)}).integer == 0);
   }
+}
+
+// A semaphore of the most permits, every one held elsewhere: each refusal names all 1024 slots.
+// It must read as `contended` on one link: no protocol error, no reconnect, and no failed request
+// of anything else on the same connections (a renewing lease of another resource).
+BOOST_AUTO_TEST_CASE(a_full_semaphore_of_the_most_permits_is_contended_without_a_reconnect) {
+  constexpr std::size_t permits = redlock::semaphore::max_permits;
+  redis_fleet fleet(3);
+  for (std::size_t i = 0; i < fleet.size(); ++i) {
+    sync_client c(fleet[i].port());
+    for (std::size_t slot = 0; slot < permits; ++slot)
+      c.command({"SET", semaphore_slot_key("full", slot), "someone-else", "PX", "60000"});
+  }
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    std::vector<std::string> complaints;
+    auto options = fast_client_options();
+    options.logger = [&](redlock::log_level level, std::string_view message) {
+      if (level >= redlock::log_level::warning) complaints.emplace_back(message);
+    };
+    redlock::client locks(io.get_executor(), fleet.configs(), options);
+    // Renewed every 150 ms on the same connections while the tries run.
+    auto [held_ec, other] = co_await locks.async_acquire("other", lock_for(300ms), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!held_ec, other.diagnostics());
+    std::vector<long long> connections_before;
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      connections_before.push_back(connections_received(fleet[i]));
+
+    auto waiting = lock_for(10s);
+    waiting.wait = 400ms;
+    redlock::semaphore full(locks, "full", permits, waiting);
+    const auto until = clock::now() + 1500ms;
+    int tries = 0;
+    while (clock::now() < until) {
+      auto [ec, none] = co_await full.async_try_acquire(tuple_awaitable);
+      BOOST_TEST_REQUIRE((ec == error::contended), ec.message() << ": " << none.diagnostics());
+      ++tries;
+    }
+    auto [wait_ec, none] = co_await full.async_acquire(tuple_awaitable);
+    BOOST_TEST((wait_ec == error::wait_timeout), wait_ec.message() << ": " << none.diagnostics());
+    BOOST_TEST(tries > 1);
+
+    BOOST_TEST(other.held(), other.diagnostics());
+    BOOST_TEST(complaints.empty(), "logged: " << (complaints.empty() ? "" : complaints.front()));
+    for (std::size_t i = 0; i < fleet.size(); ++i) {
+      // Since the count before: the waiting acquire's subscription and this inspection.
+      const auto opened = connections_received(fleet[i]) - connections_before[i];
+      BOOST_TEST(opened <= 2, "node " << i << ": " << opened << " connections opened");
+    }
+    co_await other.async_release(tuple_awaitable);
+  });
+}
+
+// Hosts that give one semaphore different sizes would break its bound without a word: the first
+// permit records the size on the nodes, and an acquire that counts another size is refused with
+// invalid_argument naming both, for as long as a permit of the recorded size is held (the record
+// is extended with the permits), and no longer.
+BOOST_AUTO_TEST_CASE(an_acquire_with_another_number_of_permits_is_refused_while_permits_are_held) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client first(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client second(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::semaphore three(first, "sized", 3, lock_for(400ms));
+    auto five_options = lock_for(400ms);
+    five_options.wait = 2s;
+    redlock::semaphore five(second, "sized", 5, five_options);
+
+    auto [ec, held] = co_await three.async_acquire(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, held.diagnostics());
+    // Several TTLs later, renewed: the record lives on with the permit.
+    co_await sleep_for(1200ms);
+    for (const bool waits : {false, true}) {
+      auto [refused, none] = waits ? co_await five.async_acquire(tuple_awaitable)
+                                   : co_await five.async_try_acquire(tuple_awaitable);
+      BOOST_TEST((refused == error::invalid_argument), refused.message());
+      BOOST_TEST(none.diagnostics().find("3 permits") != std::string::npos, none.diagnostics());
+      BOOST_TEST(none.diagnostics().find("counts 5") != std::string::npos, none.diagnostics());
+    }
+    for (std::size_t slot = 0; slot < 5; ++slot) {
+      for (std::size_t i = 0; i < fleet.size(); ++i) {
+        if (exists_on(fleet[i], semaphore_slot_key("sized", slot))) {
+          sync_client c(fleet[i].port());
+          BOOST_TEST(c.command({"GET", semaphore_slot_key("sized", slot)}).text == held.token(),
+                     "only the first semaphore's permit is set");
+        }
+      }
+    }
+    co_await held.async_release(tuple_awaitable);
+    // The record outlives the last permit by at most a TTL; then the other size may be used.
+    co_await sleep_for(500ms);
+    auto [later, permit] = co_await five.async_acquire(tuple_awaitable);
+    BOOST_TEST(!later, later.message() << ": " << permit.diagnostics());
+    if (!later) co_await permit.async_release(tuple_awaitable);
+  });
 }
 
 BOOST_AUTO_TEST_SUITE_END()
