@@ -11,6 +11,7 @@
 #include "support/client_options.hpp"
 #include "support/counting_executor.hpp"
 #include "support/fake_server.hpp"
+#include "support/inspector.hpp"
 #include "support/printing.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
@@ -130,13 +131,9 @@ asio::awaitable<void> release_and_check_prompt_wake(redlock::lease& held, backgr
   co_await b.lease.async_release(tuple_awaitable);
 }
 
-// Calls of EVALSHA the server at `port` has run so far (INFO commandstats).
+// Calls of EVALSHA the server at `port` has run so far.
 long long evalsha_calls(std::uint16_t port) {
-  sync_client c(port);
-  const std::string stats = c.command({"INFO", "commandstats"}).text;
-  const std::string_view field = "cmdstat_evalsha:calls=";
-  const auto at = stats.find(field);
-  return at == std::string::npos ? 0 : std::stoll(stats.substr(at + field.size()));
+  return redlock::test::info_counter(port, "commandstats", "cmdstat_evalsha:calls=");
 }
 
 // What holds and what waits in mid_round_release: a lock, a fenced lock, or the one permit of a
@@ -479,11 +476,7 @@ BOOST_AUTO_TEST_CASE(a_waiter_behind_a_lost_lease_tries_at_once) {
 BOOST_AUTO_TEST_CASE(hand_offs_in_a_row_are_counted_per_resource) {
   redis_fleet fleet(1);
   const auto publishes = [&] {
-    sync_client c(fleet[0].port());
-    const std::string stats = c.command({"INFO", "commandstats"}).text;
-    const std::string_view field = "cmdstat_publish:calls=";
-    const auto at = stats.find(field);
-    return at == std::string::npos ? 0LL : std::stoll(stats.substr(at + field.size()));
+    return redlock::test::info_counter(fleet[0].port(), "commandstats", "cmdstat_publish:calls=");
   };
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());

@@ -6,12 +6,24 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace redlock::test {
+
+// A counter of the server at `port` from INFO `section`: the number right after `field`
+// ("cmdstat_evalsha:calls=", "total_connections_received:"); 0 when the field is not there (a
+// command never called has no cmdstat line).
+inline long long info_counter(std::uint16_t port, std::string_view section,
+                              std::string_view field) {
+  sync_client client(port, {}, {}, std::chrono::seconds(2));
+  const std::string info = client.command({"INFO", section}).text;
+  const auto at = info.find(field);
+  return at == std::string::npos ? 0 : std::stoll(info.substr(at + field.size()));
+}
 
 // Looks at the servers directly. Each call opens its own short-lived connection, so a node that
 // was killed and restarted, or is being killed, never leaves a broken client behind. Paused nodes
