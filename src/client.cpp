@@ -269,6 +269,9 @@ class fence_write_back final : public ballot_sink,
 //    only matters when that is not enough: announcements off or a node not subscribed, or no
 //    expiry known (a key without TTL, failing nodes).
 //  - A subscription that comes back after a reconnect wakes it: announcements may have been lost.
+//  - Such news that comes while its own round is in flight is kept until the round is lost
+//    (heard_during_round); the next round then follows after a collision backoff
+//    (wake_after_news_heard_in_round).
 class acquire_op final : public abortable,
                          public ballot_sink,
                          public std::enable_shared_from_this<acquire_op> {
@@ -892,7 +895,7 @@ class acquire_op final : public abortable,
     woken_ = false;
     watch_round_ = rounds_;
     backoff_until_ = now + retry_.next(client_->random());
-    if (due_now) return wake_soon();
+    if (due_now) return wake_after_news_heard_in_round();
     plan_wake(now);
   }
 
@@ -916,6 +919,24 @@ class acquire_op final : public abortable,
     woken_ = true;
     const unsigned lost = rounds_ > 2 ? rounds_ - 2 : 0;
     arm_timer(clamp_to_deadline(steady_clock::now() + client_->wake_jitter(lost)));
+  }
+
+  // The next round when news heard during the round just lost may have freed the lock
+  // (apply_heard): after a random delay within a window that doubles with every such wake-up of
+  // this op, from one round trip up to 32, and never beyond the retry policy's current ceiling. A
+  // lone waiter goes again within a round trip or two. Under contention the news is mostly the
+  // cleanup of a split round that every contender has just lost and all of them hear at once;
+  // woken like wake_soon (whose delay shrinks with every loss) they would collide again and again
+  // while the lock stays free. The widening window is the collision backoff that lets one through.
+  void wake_after_news_heard_in_round() {
+    woken_ = true;
+    auto window = client_->collision_window(std::min(wakes_after_news_heard_in_round_++, 5u));
+    if (retry_.ceiling() > std::chrono::milliseconds(0)) {
+      window = std::min<steady_clock::duration>(window, retry_.ceiling());
+    }
+    std::uniform_int_distribution<steady_clock::duration::rep> pick(0, window.count());
+    arm_timer(
+        clamp_to_deadline(steady_clock::now() + steady_clock::duration(pick(client_->random()))));
   }
 
   steady_clock::time_point clamp_to_deadline(steady_clock::time_point at) const {
@@ -1231,6 +1252,7 @@ class acquire_op final : public abortable,
     }
   };
   heard_during_round heard_;
+  unsigned wakes_after_news_heard_in_round_ = 0;  // see wake_after_news_heard_in_round
   bool woken_ = false;  // the next round is due after wake_jitter; later news changes nothing
   // The current round was sent while every node was subscribed for this op: a release after it is
   // heard.
@@ -1620,6 +1642,12 @@ void client_impl::note_round_trip(steady_clock::duration took) noexcept {
   // The first round replaces the guess; later ones move the average by an eighth.
   round_trip_ = round_trip_known_ ? (round_trip_ * 7 + took) / 8 : took;
   round_trip_known_ = true;
+}
+
+steady_clock::duration client_impl::collision_window(unsigned doublings) const noexcept {
+  return std::clamp<steady_clock::duration>(round_trip_, std::chrono::microseconds(50),
+                                            std::chrono::milliseconds(20)) *
+         (1 << std::min(doublings, 16u));
 }
 
 steady_clock::duration client_impl::wake_jitter(unsigned competitions_lost) {

@@ -286,6 +286,9 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   // send at the same instant, none has a head start, and one that keeps losing comes first.
   void note_round_trip(steady_clock::duration took) noexcept;
   steady_clock::duration wake_jitter(unsigned competitions_lost);
+  // One round trip (as wake_jitter measures it) doubled `doublings` times: the window of a
+  // waiter's collision backoff (acquire_op::wake_after_news_heard_in_round).
+  steady_clock::duration collision_window(unsigned doublings) const noexcept;
 
   // Local queueing of acquires, see resource_queue. A queue stays at its address until it is
   // forgotten, which happens only once it has neither holder nor waiters.
