@@ -640,7 +640,10 @@ BOOST_AUTO_TEST_CASE(wait_zero_tries_exactly_once) {
   set_everywhere("someone-else");
   before = command_calls(port, "set");
   const auto held = run({"run", "--wait", "0", resource, "--", "touch", marker.string()}, 10s);
-  BOOST_TEST(command_calls(port, "set") - before == one_round);  // no second round
+  // No second round. One round may send less than the baseline: a node still in its handshake
+  // when the other nodes' refusals decide the round is never written to (a loaded host).
+  const auto held_round = command_calls(port, "set") - before;
+  BOOST_TEST(held_round <= one_round);
   BOOST_TEST(held.exit_code == cli::exit_code::not_acquired, held.err);
   BOOST_TEST(held.took.count() < 3000);
   BOOST_TEST(count_lines(held.err) == 1u, held.err);
