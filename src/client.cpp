@@ -896,6 +896,8 @@ class acquire_op final : public abortable,
     watch_round_ = rounds_;
     backoff_until_ = now + retry_.next(client_->random());
     if (due_now) return wake_after_news_heard_in_round();
+    // A round lost without such news: no herd woke in step, so the collision window starts over.
+    wakes_after_news_heard_in_round_ = 0;
     plan_wake(now);
   }
 
