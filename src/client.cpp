@@ -1646,17 +1646,17 @@ void client_impl::note_round_trip(steady_clock::duration took) noexcept {
   round_trip_known_ = true;
 }
 
-steady_clock::duration client_impl::collision_window(unsigned doublings) const noexcept {
+steady_clock::duration client_impl::bounded_round_trip() const noexcept {
   return std::clamp<steady_clock::duration>(round_trip_, std::chrono::microseconds(50),
-                                            std::chrono::milliseconds(20)) *
-         (1 << std::min(doublings, 16u));
+                                            std::chrono::milliseconds(20));
+}
+
+steady_clock::duration client_impl::collision_window(unsigned doublings) const noexcept {
+  return bounded_round_trip() * (1 << std::min(doublings, 16u));
 }
 
 steady_clock::duration client_impl::wake_jitter(unsigned competitions_lost) {
-  const auto ceiling =
-      std::clamp<steady_clock::duration>(round_trip_, std::chrono::microseconds(50),
-                                         std::chrono::milliseconds(20)) /
-      (1 << std::min(competitions_lost, 6u));
+  const auto ceiling = bounded_round_trip() / (1 << std::min(competitions_lost, 6u));
   std::uniform_int_distribution<steady_clock::duration::rep> pick(0, ceiling.count());
   return steady_clock::duration(pick(random_));
 }

@@ -289,6 +289,8 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   // One round trip (as wake_jitter measures it) doubled `doublings` times: the window of a
   // waiter's collision backoff (acquire_op::wake_after_news_heard_in_round).
   steady_clock::duration collision_window(unsigned doublings) const noexcept;
+  // The moving average of note_round_trip, kept between 50 us and 20 ms: the unit of both.
+  steady_clock::duration bounded_round_trip() const noexcept;
 
   // Local queueing of acquires, see resource_queue. A queue stays at its address until it is
   // forgotten, which happens only once it has neither holder nor waiters.
