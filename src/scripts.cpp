@@ -153,25 +153,6 @@ const script& extend_script() {
   return lua;
 }
 
-node_answer::kind classify_script_reply(error_code ec, const resp::value& reply,
-                                        std::string& detail) {
-  if (ec) {
-    detail = reply.text;
-    return node_answer::kind::failed;
-  }
-  if (reply.kind == resp::type::integer) {
-    return reply.integer == 1 ? node_answer::kind::yes : node_answer::kind::no;
-  }
-  detail = unexpected_reply(reply);
-  return node_answer::kind::failed;
-}
-
-std::string unexpected_reply(const resp::value& reply) {
-  // The server's own words for a permission error: the caller's message names user and keys.
-  if (reply.is_error() && reply.error_code_word() == "NOPERM") return reply.text;
-  return fmt::format("unexpected reply {}", resp::to_debug_string(reply));
-}
-
 namespace {
 
 // What the lock will ask of every node, tried in each handshake on a key of its own that nobody

@@ -1,7 +1,6 @@
 #ifndef REDLOCK_SCRIPTS_HPP
 #define REDLOCK_SCRIPTS_HPP
 
-#include "algo/node_answer.hpp"
 #include "net/connection.hpp"
 #include "net/script.hpp"
 #include "resp/value.hpp"
@@ -83,14 +82,6 @@ std::string semaphore_permits_key(std::string_view name);
 const script& semaphore_acquire_script();
 // The most a refusal of semaphore_acquire_script takes per slot: "-9223372036854775808,".
 inline constexpr std::size_t semaphore_refusal_bytes_per_permit = 21;
-
-// A failed answer's detail for a reply of no expected form: the server's text for NOPERM (named
-// with the user and the keys by client_impl::describe), else "unexpected reply ..." with it.
-std::string unexpected_reply(const resp::value& reply);
-
-// Classifies a script reply that is 1 for "done", 0 for "not our key".
-node_answer::kind classify_script_reply(boost::system::error_code ec, const resp::value& reply,
-                                        std::string& detail);
 
 // Sets up a connection's handshake as a client's: loads the scripts, and checks that the ACL user
 // may run every command the lock sends (connection_options::permission_probes), so that a node

@@ -170,7 +170,7 @@ class REDLOCK_API lease {
   }
 
  private:
-  friend class detail::client_impl;
+  friend struct detail::lease_access;
   explicit lease(std::shared_ptr<detail::lease_state> state) noexcept : state_(std::move(state)) {}
 
   std::shared_ptr<detail::lease_state> state_;

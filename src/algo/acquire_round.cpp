@@ -130,11 +130,4 @@ std::optional<error_code> acquire_ends(const acquire_round::decision& round, boo
   return std::nullopt;
 }
 
-steady_clock::time_point next_round_at(steady_clock::duration delay,
-                                       std::optional<steady_clock::time_point> deadline,
-                                       steady_clock::time_point now) {
-  if (deadline) delay = std::min(delay, *deadline - now);
-  return now + delay;
-}
-
 }  // namespace redlock::detail

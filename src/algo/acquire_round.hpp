@@ -115,12 +115,6 @@ std::optional<boost::system::error_code> acquire_ends(
     const acquire_round::decision& round, bool single_round,
     std::optional<steady_clock::time_point> deadline, steady_clock::time_point now);
 
-// When the next round starts: after the backoff `delay`, but not after the deadline, where the
-// acquire ends instead.
-steady_clock::time_point next_round_at(steady_clock::duration delay,
-                                       std::optional<steady_clock::time_point> deadline,
-                                       steady_clock::time_point now);
-
 }  // namespace redlock::detail
 
 #endif

@@ -2,8 +2,9 @@
 // order of its cleanup against the next local waiter, which cancellations an extension honours,
 // destruction off the client's executor, and extensions after the script cache was flushed.
 
-#include "client_impl.hpp"
+#include "lease_state.hpp"
 #include "redlock/redlock.hpp"
+#include "scripts.hpp"
 #include "support/async_test.hpp"
 #include "support/chaos_proxy.hpp"
 #include "support/client_options.hpp"
@@ -55,7 +56,7 @@ using std::chrono::steady_clock;
 using redlock::test::tuple_awaitable;
 
 std::size_t lost_waiters_of(const redlock::lease& lease) {
-  return redlock::detail::client_impl::state_of(lease)->lost_waiters.size();
+  return redlock::detail::lease_access::state_of(lease)->lost_waiters.size();
 }
 
 }  // namespace

@@ -2,8 +2,8 @@
 // late answers of an earlier ballot ignored, kept alive exactly while requests may still answer;
 // and how a reply becomes a node's answer (failed unsent or not, with which code).
 
+#include "ops/vote.hpp"
 #include "support/printing.hpp"
-#include "vote.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,6 +1,5 @@
 #include "status_command.hpp"
 
-#include "client_impl.hpp"
 #include "exit_codes.hpp"
 #include "messages.hpp"
 #include "net/connection.hpp"

@@ -25,6 +25,7 @@ namespace detail {
 
 class client_impl;
 struct lease_state;
+struct lease_access;
 
 using void_handler = boost::asio::any_completion_handler<void(boost::system::error_code)>;
 

@@ -1,10 +1,12 @@
-#ifndef REDLOCK_VOTE_HPP
-#define REDLOCK_VOTE_HPP
+#ifndef REDLOCK_OPS_VOTE_HPP
+#define REDLOCK_OPS_VOTE_HPP
 
 #include "algo/node_answer.hpp"
 #include "algo/quorum.hpp"
-#include "client_impl.hpp"
+#include "algo/replies.hpp"
 #include "completion.hpp"
+#include "lock_space.hpp"
+#include "redlock/detail/initiate.hpp"
 #include "redlock/error.hpp"
 
 #include <boost/asio/cancellation_type.hpp>
@@ -28,16 +30,16 @@ class user_operation : public abortable, public std::enable_shared_from_this<use
                                            boost::asio::cancellation_type::total;
 
   // `honoured`: the cancellation types that end the operation; others are ignored.
-  user_operation(std::shared_ptr<client_impl> client, void_caller&& caller,
+  user_operation(std::shared_ptr<lock_space> space, void_caller&& caller,
                  boost::asio::cancellation_type honoured = any_cancellation)
-      : client_(std::move(client)),
-        done_(std::move(caller.handler), client_->executor(), caller.on_client_executor),
+      : space_(std::move(space)),
+        done_(std::move(caller.handler), space_->executor(), caller.on_client_executor),
         honoured_(honoured) {}
   virtual ~user_operation() = default;
 
   // Registers with the client and the caller's cancellation slot.
   void start() {
-    client_->track(this);
+    space_->track(this);
     done_.on_cancel([weak = weak_from_this()](boost::asio::cancellation_type type) {
       auto self = weak.lock();
       if (self && (type & self->honoured_) != boost::asio::cancellation_type::none) {
@@ -51,7 +53,7 @@ class user_operation : public abortable, public std::enable_shared_from_this<use
   // The caller's handler is posted (see completion), so this may be called from anywhere.
   void finish(boost::system::error_code ec) {
     if (done_.done()) return;
-    client_->untrack(this);
+    space_->untrack(this);
     done_.complete(ec);
     on_finished();
   }
@@ -59,12 +61,12 @@ class user_operation : public abortable, public std::enable_shared_from_this<use
   bool done() const noexcept { return done_.done(); }
 
  protected:
-  const std::shared_ptr<client_impl>& client() const noexcept { return client_; }
+  const std::shared_ptr<lock_space>& space() const noexcept { return space_; }
   // Called once, right after the caller's handler has been handed over.
   virtual void on_finished() {}
 
  private:
-  std::shared_ptr<client_impl> client_;
+  std::shared_ptr<lock_space> space_;
   completion<boost::system::error_code> done_;
   boost::asio::cancellation_type honoured_;
 };
@@ -106,7 +108,7 @@ class ballot_sink : public reply_sink {
   ~ballot_sink() = default;
 
   // Starts a new ballot; replies of earlier ones go to on_earlier_answer from now on. Returns the
-  // tag of node 0 in slot 0 for client_impl::fan_out; slot k's node 0 is that + k * nodes.
+  // tag of node 0 in slot 0 for node_set::send; slot k's node 0 is that + k * nodes.
   std::size_t open_ballot() { return ++ballot_ * nodes_ * slots_; }
   // The current ballot's number (0 before the first).
   std::size_t ballot() const noexcept { return ballot_; }
@@ -130,27 +132,6 @@ class ballot_sink : public reply_sink {
   unsigned pins_ = 0;
   std::shared_ptr<void> pinned_;
 };
-
-// A node's reply as an answer: `what` as classified from the reply, whether the request certainly
-// never reached the node, and for a failure the code that explains it.
-inline node_answer make_answer(node_answer::kind what, boost::system::error_code ec,
-                               const resp::value& reply, std::string detail) {
-  node_answer answer;
-  answer.what = what;
-  answer.detail = std::move(detail);
-  // A connect that failed for good (connection::permanent_failure) fails its requests unsent.
-  // Tested only for a failure: comparing with a condition costs virtual calls on every reply.
-  answer.unsent = ec && (ec == error::not_connected || ec == error::node_unresponsive ||
-                         ec == condition::node_failure || ec == error::invalid_argument);
-  if (what == node_answer::kind::failed) {
-    // A NOPERM reply (the ACL user may not write this key) lasts like a refused login.
-    answer.failure = ec ? ec
-                     : reply.is_error() && reply.error_code_word() == "NOPERM"
-                         ? make_error_code(error::permission_denied)
-                         : make_error_code(error::server_error);
-  }
-  return answer;
-}
 
 // A fan-out decided by a majority vote: every node's reply is classified as yes / no / failed, and
 // decide() is asked after each reply whether the outcome is already certain. decided() runs once
@@ -204,8 +185,8 @@ class vote : public ballot_sink {
 // A user_operation settled by one vote.
 class operation_vote : public user_operation, public vote {
  public:
-  operation_vote(std::shared_ptr<client_impl> client, void_caller&& caller)
-      : user_operation(std::move(client), std::move(caller)), vote(this->client()->size()) {}
+  operation_vote(std::shared_ptr<lock_space> space, void_caller&& caller)
+      : user_operation(std::move(space), std::move(caller)), vote(this->space()->nodes().size()) {}
 
  protected:
   std::shared_ptr<void> owner() final { return user_operation::shared_from_this(); }

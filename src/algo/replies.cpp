@@ -1,0 +1,130 @@
+#include "algo/replies.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <string_view>
+
+namespace redlock::detail {
+
+namespace {
+
+// The fencing counter a grant carries, if any: {counter} from fenced_acquire_script, the counter
+// itself from semaphore_acquire_script with fencing.
+std::optional<std::uint64_t> granted_counter(const resp::value& reply, set_form form) {
+  const resp::value* counter = &reply;
+  if (form == set_form::fenced) {
+    if (reply.kind != resp::type::array || reply.elements.size() != 1) return std::nullopt;
+    counter = &reply.elements.front();
+  } else if (form != set_form::fenced_slot) {
+    return std::nullopt;
+  }
+  if (counter->kind != resp::type::integer || counter->integer < 1) return std::nullopt;
+  return static_cast<std::uint64_t>(counter->integer);
+}
+
+// A semaphore round's refusal: the PTTL reply of every slot on that node, or empty when `reply`
+// is not one (a grant, an error). The script sends them as one string, "ttl,ttl,...".
+std::vector<long long> slot_ttls_of(const resp::value& reply) {
+  std::vector<long long> ttls;
+  if (!reply.is_string() || reply.kind == resp::type::simple_string) return ttls;
+  const std::string_view text = reply.text;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto end = std::min(text.find(',', start), text.size());
+    long long ttl = 0;
+    const auto [stop, problem] = std::from_chars(text.data() + start, text.data() + end, ttl);
+    if (problem != std::errc{} || stop != text.data() + end) return {};
+    ttls.push_back(ttl);
+    start = end + 1;
+  }
+  return ttls;
+}
+
+// The number of permits a node records for a semaphore whose record disagrees with the round's:
+// the script's ["permits", N] answer; empty for any other reply.
+std::optional<std::size_t> recorded_permits(const resp::value& reply) {
+  if (reply.kind != resp::type::array || reply.elements.size() != 2 ||
+      reply.elements[0].text != "permits") {
+    return std::nullopt;
+  }
+  std::size_t permits = 0;
+  const std::string_view text = reply.elements[1].text;
+  const auto [stop, problem] = std::from_chars(text.data(), text.data() + text.size(), permits);
+  if (problem != std::errc{} || stop != text.data() + text.size()) return std::nullopt;
+  return permits;
+}
+
+}  // namespace
+
+set_answer read_set_reply(boost::system::error_code ec, const resp::value& reply, set_form form) {
+  set_answer answer;
+  if (ec) {
+    answer.detail = reply.text;
+    return answer;
+  }
+  const bool ok = reply.kind == resp::type::simple_string && reply.text == "OK";
+  const auto granted = [&](bool yes) {
+    if (yes) answer.what = node_answer::kind::yes;
+    return yes;
+  };
+  switch (form) {
+    case set_form::plain:
+      if (granted(ok)) return answer;
+      if (reply.is_null()) {
+        answer.what = node_answer::kind::no;
+        return answer;
+      }
+      break;
+    case set_form::asking_ttl:
+    case set_form::fenced:
+      if (form == set_form::fenced) answer.counter = granted_counter(reply, form);
+      if (granted(form == set_form::asking_ttl ? ok : answer.counter.has_value())) return answer;
+      // The holder's PTTL, or nil when it could not be read.
+      if (reply.is_null() || reply.kind == resp::type::integer) {
+        answer.what = node_answer::kind::no;
+        if (reply.kind == resp::type::integer) answer.holder_pttl = reply.integer;
+        return answer;
+      }
+      break;
+    case set_form::slot:
+    case set_form::fenced_slot:
+      if (form == set_form::fenced_slot) answer.counter = granted_counter(reply, form);
+      if (granted(form == set_form::slot ? ok : answer.counter.has_value())) return answer;
+      answer.slot_ttls = slot_ttls_of(reply);
+      if (!answer.slot_ttls.empty()) {
+        answer.what = node_answer::kind::no;
+        return answer;
+      }
+      if ((answer.recorded_permits = recorded_permits(reply))) {
+        answer.detail =
+            fmt::format("it records {} permits for this semaphore", *answer.recorded_permits);
+        return answer;
+      }
+      break;
+  }
+  answer.detail = unexpected_reply(reply);
+  return answer;
+}
+
+node_answer::kind classify_script_reply(boost::system::error_code ec, const resp::value& reply,
+                                        std::string& detail) {
+  if (ec) {
+    detail = reply.text;
+    return node_answer::kind::failed;
+  }
+  if (reply.kind == resp::type::integer) {
+    return reply.integer == 1 ? node_answer::kind::yes : node_answer::kind::no;
+  }
+  detail = unexpected_reply(reply);
+  return node_answer::kind::failed;
+}
+
+std::string unexpected_reply(const resp::value& reply) {
+  // The server's own words for a permission error: the caller's message names user and keys.
+  if (reply.is_error() && reply.error_code_word() == "NOPERM") return reply.text;
+  return fmt::format("unexpected reply {}", resp::to_debug_string(reply));
+}
+
+}  // namespace redlock::detail

@@ -1,0 +1,87 @@
+#ifndef REDLOCK_ALGO_REPLIES_HPP
+#define REDLOCK_ALGO_REPLIES_HPP
+
+#include "algo/node_answer.hpp"
+#include "redlock/error.hpp"
+#include "resp/value.hpp"
+
+#include <boost/system/error_code.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace redlock::detail {
+
+// How a round asked for the key, which decides how its answers read. Each form accepts exactly
+// the grants its request can answer: a reply of another shape is a failure, never a grant (a
+// connection whose replies were matched to the wrong requests, as behind a broken proxy, must not
+// turn another request's answer into a vote).
+enum class set_form : std::uint8_t {
+  plain,        // SET NX PX: OK, or nil
+  asking_ttl,   // acquire_script: OK, or the holder's PTTL (or nil)
+  fenced,       // fenced_acquire_script: {counter}, or the holder's PTTL (or nil)
+  slot,         // semaphore_acquire_script: OK, or every slot's PTTL
+  fenced_slot,  // the same with fencing: the counter, or every slot's PTTL
+};
+
+inline bool is_slot_form(set_form form) noexcept {
+  return form == set_form::slot || form == set_form::fenced_slot;
+}
+
+// One node's answer to an acquire round's request, read once into what the round and the wait
+// after it need.
+struct set_answer {
+  node_answer::kind what = node_answer::kind::failed;
+  std::string detail;  // failed: why
+  // Refused by a form that asks (asking_ttl, fenced), with the holder's PTTL in milliseconds:
+  // -1 for a key without TTL, -2 for one gone since; absent when the reply was nil.
+  std::optional<long long> holder_pttl;
+  // Refused by a slot form: every slot's PTTL, slot 0 first.
+  std::vector<long long> slot_ttls;
+  // Granted by a fenced form: the node's fencing counter after its increment (>= 1).
+  std::optional<std::uint64_t> counter;
+  // Failed by a slot form because the node records another number of permits for the semaphore:
+  // that number.
+  std::optional<std::size_t> recorded_permits;
+};
+
+// Reads the reply (or the request's error `ec`) of a request of form `form`.
+set_answer read_set_reply(boost::system::error_code ec, const resp::value& reply, set_form form);
+
+// A token-checked script's answer (release, extend, fence write-back): 1 yes (done), 0 no (the key
+// is not ours), anything else a failure explained in `detail`.
+node_answer::kind classify_script_reply(boost::system::error_code ec, const resp::value& reply,
+                                        std::string& detail);
+
+// The text of a failure for a reply of a shape the request cannot have: a NOPERM error in the
+// server's words (the caller names the ACL user and keys), anything else shown as it came.
+std::string unexpected_reply(const resp::value& reply);
+
+// A node's reply as an answer: `what` as classified from the reply, whether the request certainly
+// never reached the node, and for a failure the code that explains it.
+inline node_answer make_answer(node_answer::kind what, boost::system::error_code ec,
+                               const resp::value& reply, std::string detail) {
+  node_answer answer;
+  answer.what = what;
+  answer.detail = std::move(detail);
+  // A connect that failed for good fails its requests unsent. Tested only for a failure:
+  // comparing with a condition costs virtual calls on every reply.
+  answer.unsent = ec && (ec == error::not_connected || ec == error::node_unresponsive ||
+                         ec == condition::node_failure || ec == error::invalid_argument);
+  if (what == node_answer::kind::failed) {
+    // A NOPERM reply (the ACL user may not write this key) lasts like a refused login.
+    answer.failure = ec ? ec
+                     : reply.is_error() && reply.error_code_word() == "NOPERM"
+                         ? make_error_code(error::permission_denied)
+                         : make_error_code(error::server_error);
+  }
+  return answer;
+}
+
+}  // namespace redlock::detail
+
+#endif

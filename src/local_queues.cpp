@@ -1,0 +1,136 @@
+#include "local_queues.hpp"
+
+#include "lease_state.hpp"
+#include "scripts.hpp"
+
+#include <utility>
+
+namespace redlock::detail {
+
+local_queues::local_queues(std::string release_channel, double drift_factor)
+    : release_channel_(std::move(release_channel)), drift_factor_(drift_factor) {
+  spare_queues_.reserve(1024);
+}
+
+resource_queue* local_queues::find(const std::string& resource) {
+  auto found = queues_.find(resource);
+  return found == queues_.end() ? nullptr : &found->second;
+}
+
+resource_queue& local_queues::queue_for(const std::string& resource) {
+  if (auto* existing = find(resource)) return *existing;
+  if (spare_queues_.empty()) return queues_.try_emplace(resource).first->second;
+  auto node = std::move(spare_queues_.back());
+  spare_queues_.pop_back();
+  node.key() = resource;
+  // A fresh queue but for the vectors' storage: nothing of the resource it served before (its
+  // hand-offs in a row above all) may carry over.
+  resource_queue& queue = node.mapped();
+  auto slot_holders = std::move(queue.slot_holders);
+  auto waiters = std::move(queue.waiters);
+  slot_holders.clear();
+  waiters.clear();
+  queue = resource_queue{};
+  queue.slot_holders = std::move(slot_holders);
+  queue.waiters = std::move(waiters);
+  return queues_.insert(std::move(node)).position->second;
+}
+
+void local_queues::forget_if_idle(const std::string& resource) {
+  auto found = queues_.find(resource);
+  if (found == queues_.end() || !found->second.idle()) return;
+  auto node = queues_.extract(found);
+  if (spare_queues_.size() < spare_queues_.capacity()) spare_queues_.push_back(std::move(node));
+}
+
+resource_queue* local_queues::waiting_for(std::string_view resource) {
+  auto* queue = find(std::string(resource));
+  if (queue == nullptr || queue->semaphore) {
+    // A semaphore's slot key: its queue is under the slots' common prefix.
+    const auto slot_key = split_slot_key(resource);
+    queue = slot_key ? find(std::string(slot_key->first)) : nullptr;
+    if (queue != nullptr && !queue->semaphore) queue = nullptr;
+  }
+  return queue != nullptr && !queue->waiters.empty() ? queue : nullptr;
+}
+
+local_queues::lease_release local_queues::release_of(lease_state& state) {
+  resource_queue* queue = state.queue;
+  if (queue == nullptr || queue->holder != &state) return {release_channel_};
+  if (queue->waiters.empty()) {
+    queue->handoffs_in_a_row = 0;
+    return {release_channel_};
+  }
+  if (queue->handoffs_in_a_row < state.options.local_handoffs) {
+    ++queue->handoffs_in_a_row;
+    queue->next_competes = false;
+    return {};
+  }
+  queue->handoffs_in_a_row = 0;
+  queue->next_competes = true;
+  // Every request of the lease was sent before now and gave the key longest_ttl at most, by the
+  // server's clock.
+  const auto longest = std::chrono::duration<double, std::milli>(
+      static_cast<double>(state.longest_ttl.count()) * (1.0 + drift_factor_) + 1.0);
+  queue->released_key_gone_by =
+      steady_clock::now() + std::chrono::duration_cast<steady_clock::duration>(longest);
+  return {release_channel_, true};
+}
+
+void local_queues::key_gone_on_node(std::size_t node, const std::string& resource) {
+  auto* queue = find(resource);
+  if (queue == nullptr || queue->semaphore || queue->waiters.empty()) return;
+  auto head = queue->waiters.front();  // keeps it alive while it reacts
+  head->announced(node, 0);
+}
+
+void local_queues::holder_gone(lease_state& state) {
+  resource_queue* queue = std::exchange(state.queue, nullptr);
+  if (queue != nullptr && queue->semaphore) return permit_holder_gone(*queue, state);
+  if (queue == nullptr || queue->holder != &state) return;
+  queue->holder = nullptr;
+  start_next_waiter(*queue);
+  forget_if_idle(state.resource);
+}
+
+void local_queues::permit_holder_gone(resource_queue& queue, lease_state& state) {
+  const auto held = std::find(queue.slot_holders.begin(), queue.slot_holders.end(), &state);
+  if (held == queue.slot_holders.end()) return;
+  *held = nullptr;
+  const auto slot = static_cast<std::size_t>(held - queue.slot_holders.begin());
+  if (!queue.waiters.empty()) {
+    auto head = queue.waiters.front();  // keeps it alive while it reacts
+    head->permit_released_here(slot);
+  }
+  if (const auto key = split_slot_key(state.resource)) forget_if_idle(std::string(key->first));
+}
+
+void local_queues::start_next_waiter(resource_queue& queue) {
+  const bool competes = std::exchange(queue.next_competes, false);
+  if (queue.waiters.empty()) return;
+  auto next = queue.waiters.front();  // keeps it alive while it starts
+  if (competes) {
+    next->compete(queue.released_key_gone_by);
+  } else {
+    next->wake();
+  }
+}
+
+void local_queues::on_release_announced(std::size_t node, std::string_view resource) {
+  auto* queue = waiting_for(resource);
+  if (queue == nullptr) return;
+  auto head = queue->waiters.front();  // keeps it alive while it reacts
+  if (!queue->semaphore) return head->announced(node, 0);
+  head->announced(node, split_slot_key(resource)->second);
+}
+
+void local_queues::on_subscription_changed(bool subscribed) {
+  std::vector<std::shared_ptr<queued_acquire>> heads;
+  for (auto& [resource, queue] : queues_) {
+    if (!queue.waiters.empty()) heads.push_back(queue.waiters.front());
+  }
+  for (auto& head : heads)
+    head->subscription_changed(subscribed);
+}
+
+}  // namespace redlock::detail

@@ -1,0 +1,128 @@
+#ifndef REDLOCK_LOCAL_QUEUES_HPP
+#define REDLOCK_LOCAL_QUEUES_HPP
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace redlock::detail {
+
+using std::chrono::steady_clock;
+
+struct lease_state;
+
+// What the local queues ask of an acquire waiting in one (ops/acquire.hpp has the rules).
+class queued_acquire {
+ public:
+  // The resource became free locally and this acquire is first in line: try at once.
+  virtual void wake() = 0;
+  // The local holder released after its hand-off limit, announcing it: compete like a waiter in
+  // another process would. The key is gone by `key_gone_by` at the latest.
+  virtual void compete(steady_clock::time_point key_gone_by) = 0;
+  // `node` announced that the resource (of a semaphore: slot `slot` of it) was released there, or
+  // the holder's release found it gone there.
+  virtual void announced(std::size_t node, std::size_t slot) = 0;
+  // A semaphore's lease of this client released slot `slot`.
+  virtual void permit_released_here(std::size_t slot) = 0;
+  // A release subscription came up (`subscribed`) or went down.
+  virtual void subscription_changed(bool subscribed) = 0;
+
+ protected:
+  ~queued_acquire() = default;
+};
+
+// Per resource: the lease of this client holding it (if any) and the acquires waiting, oldest
+// first. Only the first waiter sends anything to the nodes, and only while no local lease holds
+// the resource.
+//
+// Hand-off: when the holder releases while others wait, the first waiter's SET normally follows
+// the release in the same write (the release announces nothing). After
+// lock_options::local_handoffs of those in a row the release is announced instead, and the first
+// waiter competes: it waits for the announcement like waiters in other processes, or for the
+// release's own answer where the key was already gone (local_queues::release_of decides,
+// holder_gone carries it out). "In a row" counts the releases of this resource's holders while
+// someone waited: a release with nobody waiting starts the count again.
+//
+// A semaphore's queue (keyed by its slot keys' common prefix, see permit_queue_key) differs in
+// one way: leases of this client that hold some of its slots do not block the first waiter, which
+// only skips those slots; a release of one wakes it at once (its SET follows our DEL on every
+// node). Its releases always announce themselves: no hand-off is counted.
+struct resource_queue {
+  lease_state* holder = nullptr;
+  bool semaphore = false;
+  std::vector<lease_state*> slot_holders;  // semaphore: by slot, null where none of ours holds it
+  std::vector<std::shared_ptr<queued_acquire>> waiters;  // short; a deque allocates when empty
+  unsigned handoffs_in_a_row = 0;
+  // Set by release_of for the holder_gone that follows: the first waiter competes, and the
+  // released key is gone by `released_key_gone_by` at the latest.
+  bool next_competes = false;
+  steady_clock::time_point released_key_gone_by{};
+
+  bool idle() const noexcept {
+    return holder == nullptr && waiters.empty() &&
+           std::all_of(slot_holders.begin(), slot_holders.end(),
+                       [](const lease_state* held) { return held == nullptr; });
+  }
+};
+
+// The resource queues of one client, by resource. A queue stays at its address until it is
+// forgotten, which happens only once it has neither holder nor waiters. Lives on the client's
+// executor.
+class local_queues {
+ public:
+  // `release_channel`: client_options::release_channel (empty: releases announce nothing).
+  local_queues(std::string release_channel, double drift_factor);
+
+  resource_queue* find(const std::string& resource);
+  resource_queue& queue_for(const std::string& resource);
+  void forget_if_idle(const std::string& resource);
+  // The queue with waiters that a release of `resource` concerns: the lock's own, or for a
+  // semaphore's slot key the semaphore's; null when nobody here waits for it.
+  resource_queue* waiting_for(std::string_view resource);
+  bool any_waiting(std::string_view resource) { return waiting_for(resource) != nullptr; }
+
+  // How a held lease's release goes out, decided right before it is sent (see resource_queue).
+  struct lease_release {
+    // Where it announces itself: empty when it hands the resource to the next local waiter, whose
+    // SET follows it on every node; else the release channel.
+    std::string_view channel;
+    // The next local waiter competes for the resource (queued_acquire::compete): each node's
+    // answer to the release that shows our key gone there (deleted, or found no longer ours) is
+    // passed to that waiter as an announcement would be (key_gone_on_node). A release that finds
+    // the key already gone (a lost lease) deletes and announces nothing, and must not leave it
+    // asleep until the key's TTL.
+    bool next_waiter_competes = false;
+  };
+  lease_release release_of(lease_state& state);
+
+  // The holder's key of lock `resource` is gone from `node`: tells the first waiter of its queue,
+  // as an announcement from that node would.
+  void key_gone_on_node(std::size_t node, const std::string& resource);
+  // A lease of this client stopped holding its resource: the next waiter goes.
+  void holder_gone(lease_state& state);
+  void start_next_waiter(resource_queue& queue);
+
+  // Release announcements, routed to the first waiter of the queue they concern.
+  void on_release_announced(std::size_t node, std::string_view resource);
+  void on_subscription_changed(bool subscribed);
+
+ private:
+  // A semaphore's lease of this client ended: free its slot, wake the first waiter.
+  void permit_holder_gone(resource_queue& queue, lease_state& state);
+
+  std::string release_channel_;
+  double drift_factor_;
+  std::unordered_map<std::string, resource_queue> queues_;
+  // Map nodes of forgotten queues, reused with their key and vector storage: nearly every acquire
+  // makes a queue and its release forgets it again.
+  std::vector<std::unordered_map<std::string, resource_queue>::node_type> spare_queues_;
+};
+
+}  // namespace redlock::detail
+
+#endif

@@ -1,0 +1,53 @@
+#include "lock_space.hpp"
+
+#include "lease_state.hpp"
+
+namespace redlock::detail {
+
+lock_space::lock_space(boost::asio::any_io_executor executor, std::vector<node_config> nodes,
+                       client_options options)
+    : nodes_(std::move(executor), std::move(nodes), std::move(options)),
+      queues_(nodes_.options().release_channel, nodes_.options().drift_factor),
+      random_(std::random_device{}()) {}
+
+release_listener* lock_space::listener() {
+  if (options().release_channel.empty() || closed_) return nullptr;
+  if (!listener_) {
+    std::weak_ptr<lock_space> weak = weak_from_this();
+    release_listener::events on;
+    on.released = [weak](std::size_t node, std::string_view resource) {
+      if (auto self = weak.lock()) self->queues_.on_release_announced(node, resource);
+    };
+    on.link_changed = [weak](std::size_t /*node*/, bool subscribed) {
+      if (auto self = weak.lock()) self->queues_.on_subscription_changed(subscribed);
+    };
+    on.wanted = [weak](std::string_view resource) {
+      const auto self = weak.lock();
+      return self && self->queues_.any_waiting(resource);
+    };
+    listener_ =
+        release_listener::create(executor(), nodes_.configs(), connection_options::from(options()),
+                                 options().release_channel, std::move(on));
+  }
+  return listener_.get();
+}
+
+void lock_space::track_lease(lease_state* state) {
+  held_.push(*state);
+}
+
+void lock_space::untrack_lease(lease_state* state) {
+  state->unlink();
+}
+
+std::vector<lease_state*> lock_space::leases() const {
+  return held_.snapshot<lease_state>();
+}
+
+void lock_space::close(std::chrono::milliseconds drain_bound) {
+  closed_ = true;
+  if (listener_) listener_->close();
+  nodes_.close_when_idle(drain_bound);
+}
+
+}  // namespace redlock::detail

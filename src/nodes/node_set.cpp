@@ -1,0 +1,266 @@
+#include "nodes/node_set.hpp"
+
+#include "options_check.hpp"
+#include "redlock/error.hpp"
+#include "scripts.hpp"
+
+#include <boost/system/system_error.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <span>
+
+namespace redlock::detail {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using std::chrono::steady_clock;
+
+// The peer each node's connection reached last, by node: two nodes that reach one server would
+// count that server's vote twice. Shared with the connections' admit_peer checks, which may
+// outlive the node set while they drain.
+struct node_set::peer_registry {
+  std::vector<std::string> addresses;  // node_config::address(), for messages
+  std::vector<std::string> peers;      // empty until the node has connected
+  std::string refusal;                 // the first duplicate found
+
+  std::string admit(std::size_t node, const std::string& peer) {
+    if (peer.empty()) return {};
+    for (std::size_t other = 0; other < peers.size(); ++other) {
+      if (other == node || peers[other] != peer) continue;
+      std::string why = fmt::format(
+          "{} and {} reach one server ({}); Redlock needs independent nodes, so this client "
+          "refuses to lock until one of them is removed",
+          addresses[other], addresses[node], peer);
+      if (refusal.empty()) refusal = why;
+      return why;
+    }
+    peers[node] = peer;
+    return {};
+  }
+};
+
+node_set::node_set(asio::any_io_executor executor, std::vector<node_config> nodes,
+                   client_options options)
+    : executor_(std::move(executor)),
+      options_(std::move(options)),
+      peers_(std::make_shared<peer_registry>()) {
+  if (auto problem = check_client_options(nodes, options_); !problem.empty()) {
+    throw boost::system::system_error(make_error_code(error::invalid_argument),
+                                      "redlock: " + problem);
+  }
+  connections_.reserve(nodes.size());
+  auto connection_settings = connection_options::from(options_);
+  prepare_for_lock(connection_settings);
+  peers_->peers.resize(nodes.size());
+  for (const auto& node : nodes)
+    peers_->addresses.push_back(node.address());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    // Names were compared as written; what they resolve to can only be compared once connected.
+    connection_settings.admit_peer = [peers = peers_, i](const std::string& peer) {
+      return peers->admit(i, peer);
+    };
+    connections_.push_back(connection::create(executor_, std::move(nodes[i]), connection_settings));
+  }
+}
+
+std::vector<node_config> node_set::configs() const {
+  std::vector<node_config> nodes;
+  nodes.reserve(connections_.size());
+  for (const auto& conn : connections_)
+    nodes.push_back(conn->node());
+  return nodes;
+}
+
+request_options node_set::rules_for(lock_request kind,
+                                    std::chrono::milliseconds key_lifetime) const noexcept {
+  request_options per_node;
+  per_node.timeout = options_.node_timeout;
+  switch (kind) {
+    case lock_request::set:
+    case lock_request::ping:
+      per_node.skip_if_unresponsive = true;
+      break;
+    case lock_request::set_asking_ttl:
+      per_node.skip_if_unresponsive = true;
+      per_node.eval_fallback = &acquire_script();
+      // Not resent as EVAL: a SET that ran after its round's cleanup release would leave a key
+      // behind. The node's vote is lost for this round, and the script is loaded again.
+      per_node.noscript_is_final = true;
+      break;
+    case lock_request::fenced_set:
+      per_node.skip_if_unresponsive = true;
+      per_node.eval_fallback = &fenced_acquire_script();
+      per_node.noscript_is_final = true;  // as set_asking_ttl
+      break;
+    case lock_request::slot_set:
+      per_node.skip_if_unresponsive = true;
+      per_node.eval_fallback = &semaphore_acquire_script();
+      per_node.noscript_is_final = true;  // as set_asking_ttl
+      break;
+    case lock_request::fence_write_back:
+      // Token-checked, so running late does no harm; but its answer is wanted within the
+      // validity, and the acquire fails (and releases) when a quorum does not confirm in time.
+      per_node.skip_if_unresponsive = true;
+      per_node.eval_fallback = &fence_write_back_script();
+      break;
+    case lock_request::extend:
+      per_node.skip_if_unresponsive = true;
+      per_node.eval_fallback = &extend_script();
+      per_node.noscript_is_final = true;
+      break;
+    case lock_request::release:
+      per_node.eval_fallback = &release_script();
+      // Zero would make it an ordinary request: a key always lives at least a millisecond.
+      per_node.deliver_for = std::max(key_lifetime, std::chrono::milliseconds(1));
+      break;
+  }
+  return per_node;
+}
+
+template <typename Payload>
+void node_set::send_each(const Payload& payload, reply_sink& sink, std::size_t first_tag,
+                         const request_options& rules, const std::vector<bool>* only) {
+  const auto now = steady_clock::now();
+  for (std::size_t i = 0; i < connections_.size(); ++i) {
+    if (!only || (*only)[i]) connections_[i]->exec_direct(payload, rules, sink, first_tag + i, now);
+  }
+}
+
+void node_set::send(std::string_view payload, reply_sink& sink, std::size_t first_tag,
+                    lock_request kind, const std::vector<bool>* only,
+                    std::chrono::milliseconds key_lifetime) {
+  send_each(payload, sink, first_tag, rules_for(kind, key_lifetime), only);
+}
+
+void node_set::send(const shared_payload& payload, reply_sink& sink, std::size_t first_tag,
+                    lock_request kind, const std::vector<bool>* only,
+                    std::chrono::milliseconds key_lifetime) {
+  send_each(payload, sink, first_tag, rules_for(kind, key_lifetime), only);
+}
+
+namespace {
+
+// The sink of releases whose replies nobody needs; the connections still read and match them.
+// Stateless, so one serves every such release and counting references is not needed.
+class ignored_replies final : public reply_sink {
+ public:
+  void on_reply(std::size_t, error_code, const resp::value&) override {}
+  void add_ref() noexcept override {}
+  void drop_ref() noexcept override {}
+};
+
+ignored_replies& ignore_replies() {
+  static ignored_replies sink;
+  return sink;
+}
+
+// The sink of a best-effort release whose answers someone needs: a node that deleted our key, or
+// found it no longer ours, is reported. Owned by the requests: freed with the last reference.
+class gone_key_reporter final : public reply_sink {
+ public:
+  explicit gone_key_reporter(node_set::key_gone on_gone) : on_gone_(std::move(on_gone)) {}
+
+  void on_reply(std::size_t node, error_code ec, const resp::value& reply) override {
+    // The release script answers 1 (deleted) or 0 (not ours); anything else tells nothing.
+    if (ec || reply.kind != resp::type::integer) return;
+    on_gone_(node);
+  }
+  void add_ref() noexcept override { ++refs_; }
+  void drop_ref() noexcept override {
+    if (--refs_ == 0) delete this;
+  }
+
+ private:
+  node_set::key_gone on_gone_;
+  unsigned refs_ = 0;
+};
+
+}  // namespace
+
+void node_set::release_best_effort(std::string_view key, std::string_view token,
+                                   std::string_view channel, std::chrono::milliseconds key_lifetime,
+                                   const std::vector<bool>* only, key_gone on_gone) {
+  const std::string_view keys[] = {key};
+  const std::string_view args[] = {token, channel};
+  // Shared by the requests: nobody else owns these bytes.
+  const auto payload =
+      std::make_shared<const std::string>(encode_evalsha(release_script(), keys, args));
+  const auto rules = rules_for(lock_request::release, key_lifetime);
+  if (!on_gone) return send_each(payload, ignore_replies(), 0, rules, only);
+  // Held across the sending, so that it is freed also when no request was sent.
+  sink_ref reporter(new gone_key_reporter(std::move(on_gone)));
+  send_each(payload, *reporter.get(), 0, rules, only);
+}
+
+error_code node_set::permanent_failure(std::size_t i) const noexcept {
+  return connections_[i]->permanent_failure();
+}
+
+const std::string& node_set::last_error(std::size_t i) const noexcept {
+  return connections_[i]->last_error();
+}
+
+const std::string& node_set::duplicate_nodes() const noexcept {
+  return peers_->refusal;
+}
+
+void node_set::close_when_idle(std::chrono::milliseconds bound) {
+  // One that never wrote a request closes at once: nothing of ours can be on that node.
+  for (auto& conn : connections_)
+    conn->close_when_idle(bound);
+}
+
+namespace {
+
+// A connection's failure text starts with the node's address, which the caller has just written.
+std::string_view without_address(std::string_view text, std::string_view address) {
+  if (text.starts_with(address) && text.substr(address.size()).starts_with(": ")) {
+    text.remove_prefix(address.size() + 2);
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string node_set::describe(const node_answers& answers, std::string_view yes,
+                               std::string_view no, const std::vector<std::string>* pending_texts,
+                               std::string_view keys) const {
+  std::string out;
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    if (i != 0) out += "; ";
+    const std::string address = connections_[i]->node().address();
+    out += address;
+    switch (answers[i].what) {
+      case node_answer::kind::yes:
+        out += fmt::format(" {}", yes);
+        break;
+      case node_answer::kind::no:
+        out += fmt::format(" {}", no);
+        break;
+      case node_answer::kind::failed:
+        // Sent and refused by the server (a connect refused for good fails requests unsent).
+        if (answers[i].failure == error::permission_denied && !answers[i].unsent && !keys.empty()) {
+          // A key pattern of the node's ACL user left out a key of this request: say which user
+          // and which keys, or the user is left guessing (the server names neither).
+          const auto& user = connections_[i]->node().username;
+          out += fmt::format(" failed (ACL user \"{}\" may not use every key of {}: {})",
+                             user.empty() ? "default" : user, keys,
+                             without_address(answers[i].detail, address));
+          break;
+        }
+        out += fmt::format(" failed ({})", without_address(answers[i].detail, address));
+        break;
+      case node_answer::kind::pending:
+        if (pending_texts != nullptr && !(*pending_texts)[i].empty()) {
+          out += fmt::format(" failing ({})", without_address((*pending_texts)[i], address));
+        } else {
+          out += " not awaited (the outcome was certain without it)";
+        }
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace redlock::detail

@@ -1,0 +1,129 @@
+#ifndef REDLOCK_NODES_NODE_SET_HPP
+#define REDLOCK_NODES_NODE_SET_HPP
+
+#include "algo/node_answer.hpp"
+#include "log.hpp"
+#include "net/connection.hpp"
+#include "redlock/node_config.hpp"
+#include "redlock/options.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace redlock::detail {
+
+// The kinds of request a lock operation sends, each with its own rules on the connections:
+//  - set, extend, ping: skipped (failed at once, unsent) on a node that has let a request time
+//    out and not answered it since (connection::unresponsive): a stopped, stalled or much delayed
+//    node. A round that cannot win without such a node is then decided in one round trip and
+//    frees the keys it took on the others, instead of holding them for node_timeout while rival
+//    rounds split the remaining votes.
+//  - extend: a NOSCRIPT answer is final (the node did not extend), never resent behind requests
+//    written after it: that could run a shorter extension after a longer, later one.
+//  - release: always sent, in order behind every SET it may have to undo; written also after its
+//    deadline, and kept for a node that is down until its next handshake (for at most the key's
+//    longest lifetime, given as `key_lifetime`), so that a broken link does not leave the key.
+enum class lock_request : std::uint8_t {
+  set,
+  set_asking_ttl,
+  fenced_set,
+  slot_set,
+  fence_write_back,
+  extend,
+  release,
+  ping
+};
+
+// The Redlock nodes of one client: the one way operations and leases reach them. Each node is a
+// standalone server behind one connection; requests to a node run in the order they are sent.
+// Lives on the client's executor; every member is called there.
+class node_set {
+ public:
+  // Opens a connection to each node (lazily: the first request connects). Throws system_error
+  // with error::invalid_argument, naming the problem, for options no lock can work with.
+  node_set(boost::asio::any_io_executor executor, std::vector<node_config> nodes,
+           client_options options);
+
+  const boost::asio::any_io_executor& executor() const noexcept { return executor_; }
+  const client_options& options() const noexcept { return options_; }
+  std::size_t size() const noexcept { return connections_.size(); }
+  std::size_t quorum() const noexcept { return connections_.size() / 2 + 1; }
+  const node_config& node(std::size_t i) const noexcept { return connections_[i]->node(); }
+  std::vector<node_config> configs() const;
+
+  // The per-request rules of `kind` (see lock_request), each with node_timeout.
+  request_options rules_for(lock_request kind,
+                            std::chrono::milliseconds key_lifetime = {}) const noexcept;
+
+  // Sends one request to every node (or those marked in `only`) with the rules of `kind`;
+  // sink.on_reply(first_tag + node, ec, reply) is called once per node, on the executor. The
+  // string_view form's bytes must be owned by the sink or outlive it; a shared_payload is kept
+  // alive by the requests themselves.
+  void send(std::string_view payload, reply_sink& sink, std::size_t first_tag, lock_request kind,
+            const std::vector<bool>* only = nullptr, std::chrono::milliseconds key_lifetime = {});
+  void send(const shared_payload& payload, reply_sink& sink, std::size_t first_tag,
+            lock_request kind, const std::vector<bool>* only = nullptr,
+            std::chrono::milliseconds key_lifetime = {});
+
+  // Called with a node whose answer to a best-effort release shows the key gone there (deleted,
+  // or found no longer ours).
+  using key_gone = std::function<void(std::size_t node)>;
+
+  // Token-checked DEL of `key` (release_script with `token`, announced on `channel` unless
+  // empty) on every node or those in `only`; nobody waits for it. Requests on each node's
+  // connection run in order, so a release sent after a SET on that node executes after it.
+  // `key_lifetime`: the longest TTL the key may have been given (lock_request::release).
+  void release_best_effort(std::string_view key, std::string_view token, std::string_view channel,
+                           std::chrono::milliseconds key_lifetime,
+                           const std::vector<bool>* only = nullptr, key_gone on_gone = {});
+
+  // Whether node i's connection fails for good (a refused login, a wrong database...), and with
+  // what; its last failure's text.
+  boost::system::error_code permanent_failure(std::size_t i) const noexcept;
+  const std::string& last_error(std::size_t i) const noexcept;
+
+  // Why no acquire can be trusted with these nodes, once two of them turned out to reach one
+  // server ("localhost:7700 and 127.0.0.1:7700 are one server ..."); empty until then.
+  const std::string& duplicate_nodes() const noexcept;
+
+  // "127.0.0.1:7001 granted; 127.0.0.1:7002 held by another owner; ..." for diagnostics. A node
+  // still pending reads "not awaited", or "failing (text)" with a non-empty text in
+  // `pending_texts`. `keys` (quoted_keys) are the request's keys, named with the node's ACL user
+  // where a node refused them (NOPERM).
+  std::string describe(const node_answers& answers, std::string_view yes, std::string_view no,
+                       const std::vector<std::string>* pending_texts = nullptr,
+                       std::string_view keys = {}) const;
+
+  void log(log_level level, std::string_view message) const {
+    call_logger(options_.logger, executor_, level, message);
+  }
+
+  // No request is sent after this; those queued still go out (releases kept for a node whose link
+  // broke included, which takes a reconnect), then each connection closes, within `bound`.
+  void close_when_idle(std::chrono::milliseconds bound);
+
+ private:
+  struct peer_registry;
+
+  template <typename Payload>
+  void send_each(const Payload& payload, reply_sink& sink, std::size_t first_tag,
+                 const request_options& rules, const std::vector<bool>* only);
+
+  boost::asio::any_io_executor executor_;
+  client_options options_;
+  std::shared_ptr<peer_registry> peers_;
+  std::vector<std::shared_ptr<connection>> connections_;
+};
+
+}  // namespace redlock::detail
+
+#endif

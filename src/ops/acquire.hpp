@@ -1,0 +1,26 @@
+#ifndef REDLOCK_OPS_ACQUIRE_HPP
+#define REDLOCK_OPS_ACQUIRE_HPP
+
+#include "redlock/client.hpp"
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace redlock::detail {
+
+class lock_space;
+
+// client::async_acquire / async_try_acquire (`single_round`) of lock `resource`.
+void start_acquire(const std::shared_ptr<lock_space>& space, std::string resource,
+                   const lock_options& options, bool single_round,
+                   caller_handler<acquire_signature> caller);
+
+// semaphore::async_acquire / async_try_acquire: one of `permits` slots of semaphore `name`.
+void start_acquire_permit(const std::shared_ptr<lock_space>& space, std::string name,
+                          std::size_t permits, const lock_options& options, bool single_round,
+                          caller_handler<acquire_signature> caller);
+
+}  // namespace redlock::detail
+
+#endif

@@ -1,0 +1,365 @@
+#ifndef REDLOCK_OPS_ACQUIRE_OP_HPP
+#define REDLOCK_OPS_ACQUIRE_OP_HPP
+
+#include "algo/acquire_round.hpp"
+#include "algo/backoff.hpp"
+#include "algo/release_watch.hpp"
+#include "algo/replies.hpp"
+#include "algo/slot_watch.hpp"
+#include "algo/wait_plan.hpp"
+#include "completion.hpp"
+#include "lease_state.hpp"
+#include "local_queues.hpp"
+#include "lock_space.hpp"
+#include "ops/fence_write_back.hpp"
+#include "ops/vote.hpp"
+#include "redlock/client.hpp"
+
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace redlock::detail {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+// One async_acquire or async_try_acquire, from the local queue through rounds and waits to one
+// completion. What a round's answers mean is acquire_round's, when the lock can be free
+// release_watch's; this is the plumbing around them.
+//
+// Stages: queued (behind a local holder or waiter; nothing sent), in_round (SETs in flight),
+// fencing (with lock_options::fencing: a held round's write-back in flight, see write_back_fence),
+// subscribing (after the first refusal: until the release announcements are subscribed),
+// sleeping (until the lock can be free), finished. Invariant: an op that is in its resource queue
+// is not finished, and the queue's first op is the only one that may be in_round, subscribing or
+// sleeping.
+//
+// How a waiting acquire learns that the lock is free (client_options::release_channel):
+//  - From its first refusal on, the op holds an interest in release announcements, so the client
+//    subscribes on every node. Its second round waits until that subscription is in place (or its
+//    node known down): a release between the refusal and the subscription would be missed, and
+//    the second round sees its effect instead. No lost wake-up.
+//  - Every round after the first sets the key with acquire_script, which answers a refusal with
+//    the key's PTTL, so a refused round knows when the holder's key expires at the latest.
+//  - Sleeping, it wakes on an announcement that may free a quorum (after wake_jitter,
+//  algo/wait_plan.hpp),
+//    or when a quorum can have expired (release_watch::free_by), or at its deadline. Its backoff
+//    only matters when that is not enough: announcements off or a node not subscribed, or no
+//    expiry known (a key without TTL, failing nodes).
+//  - A subscription that comes back after a reconnect wakes it: announcements may have been lost.
+//  - Such news that comes while its own round is in flight is kept until the round is lost
+//    (heard_); the next round then follows after a collision backoff
+//    (wake_after_news_heard_in_round).
+class acquire_op final : public abortable,
+                         public ballot_sink,
+                         public queued_acquire,
+                         public std::enable_shared_from_this<acquire_op> {
+ public:
+  acquire_op(std::shared_ptr<lock_space> space, std::string resource, const lock_options& options,
+             bool single_round, caller_handler<acquire_signature>&& caller)
+      : ballot_sink(space->nodes().size()),
+        space_(std::move(space)),
+        lease_(std::make_shared<lease_state>(space_, std::move(resource), options)),
+        single_round_(single_round),
+        done_(std::move(caller.handler), space_->executor(), caller.on_client_executor),
+        retry_(options.retry) {}
+
+  // A semaphore's acquire instead of a lock's: each round tries one of `permits` slot locks; see
+  // permit_plan. Called before start().
+  void for_semaphore(std::string name, std::size_t permits);
+
+  void start();
+
+  // The resource became free locally and this op is first in line: try at once.
+  void wake() override;
+
+  // The local holder released after its hand-off limit, announcing it: wait for that announcement
+  // like a waiter in another process would. The key is gone by `key_gone_by` at the latest.
+  void compete(steady_clock::time_point key_gone_by) override;
+
+  // `node` announced that `resource` (of a semaphore: slot `slot` of it) was released there, or
+  // the holder's release found it gone there (local_queues::key_gone_on_node).
+  void announced(std::size_t node, std::size_t slot) override;
+
+  // A semaphore's lease of this client released slot `slot`: its DEL is queued on every node
+  // ahead of anything this op sends now, so the slot is free for our next round.
+  void permit_released_here(std::size_t slot) override;
+
+  // The subscription on `node` is now in place (`subscribed`) or not.
+  void subscription_changed(bool subscribed) override;
+
+  void abort() override { cancel(asio::cancellation_type::terminal); }
+
+ private:
+  enum class stage : std::uint8_t {
+    idle,
+    queued,
+    in_round,
+    fencing,  // a held round's fencing write-back in flight
+    subscribing,
+    sleeping,
+    finished
+  };
+
+  struct holder_ttl {
+    long long pttl_ms;
+    steady_clock::time_point at;
+  };
+
+  // A semaphore acquire (for_semaphore): which slot the current round tries and what is known of
+  // the others. A slot lease is a lock lease of the slot's key: the lease's resource is set to the
+  // tried slot's key each round, with a fresh token, and everything after the acquire (renewal,
+  // loss, release, fencing with the slot's own counter) is the lock's.
+  struct permit_plan {
+    std::string name;
+    std::size_t count = 0;
+    std::string queue_key;  // permit_queue_key(name); slot i's key is this + i
+    slot_watch watch;
+    std::size_t tried = 0;
+    std::vector<slot_watch::slot_ttls> reports;  // the current round's refusals, by node
+    std::vector<bool> tried_in_this_try;         // async_try_acquire tries each slot once at most
+    std::vector<std::string> slot_keys;          // by slot, made once: every round names them all
+    std::vector<std::string_view> key_views;     // of slot_keys and the permits record
+    std::string permits_text;                    // `count` in decimal
+    // A node whose permits record disagrees with `count`, and the number it records.
+    std::optional<std::pair<std::size_t, std::size_t>> disagreement;
+  };
+
+  // What the diagnostics name: the lock's resource, or the semaphore and the slot last tried.
+  std::string subject() const;
+
+  // Why a semaphore cannot be used; empty when it can.
+  std::string check_semaphore() const;
+
+  // The slots not to try: those this client's leases hold, and in a try those it has tried.
+  std::vector<bool> held_here() const;
+
+  // Whether trying again may succeed now, as far as the last round and announcements tell.
+  bool may_be_free() const;
+
+  // When trying again succeeds at the latest unless holders extend; see release_watch::free_by.
+  std::optional<steady_clock::time_point> free_by() const;
+
+  // After a semaphore round that was not held: what its refusals tell of every slot, then what
+  // was heard while it was in flight. Returns whether the next round is due at once.
+  bool learn_from_slot_round(steady_clock::time_point now);
+
+  // Whether SETs of the current round are in flight, or its held outcome is being written back:
+  // news of the lock then waits in heard_ until the round's own answers are applied.
+  bool round_in_flight() const noexcept;
+
+  // The holder of `slot` (0 for a lock) is gone from `node`.
+  void forget_holder(std::size_t slot, std::size_t node);
+
+  // Applies what was heard during the round that was just decided without the lock; true when
+  // it makes the next round due at once: a release that may free a quorum, or a subscription that
+  // came back (whatever was announced while it was down is lost).
+  bool apply_heard();
+
+  lease make_lease() { return lease_access::make(lease_); }
+  node_set& nodes() const noexcept { return space_->nodes(); }
+
+  void encode_set(std::string& out) const;
+
+  // The same SET through acquire_script, which also answers a refusal with the holder's PTTL.
+  std::string encode_set_asking_ttl() const;
+
+  // acquire_script's fencing variant, which also increments the fencing counter where it grants.
+  std::string encode_fenced_set() const;
+
+  // Every round has a token of its own. A request of an earlier round can still run on a node
+  // after this round's SET: a cleanup release that met NOSCRIPT is resent as EVAL behind the
+  // requests issued meanwhile, and a SET can sit in a slow node's queue. Were the token shared,
+  // such a stale release would delete this round's key after the node had granted it, and the
+  // client would count a vote it no longer has. With distinct tokens a stale request can only
+  // delete or set keys of rounds that are over.
+  //
+  // The first round sends set_command_, which the op owns; later rounds do not rewrite it (requests
+  // of earlier rounds may still be queued with a view of it) but give their requests their own
+  // copy.
+  //
+  // Rounds after the first set the key through acquire_script, whose refusal carries the holder's
+  // PTTL: what a refusal needs to bound the wait, in one request per node. The first round of an
+  // uncontended lock, or of a local hand-off, sends a plain SET (no script to run); that of an op
+  // competing after a hand-off limit asks, and if every node was subscribed when it was sent, a
+  // refusal needs no second look (see decided).
+  void begin_round();
+
+  void open_round(set_form form);
+
+  // A semaphore round: semaphore_acquire_script on one slot that no lease of this client holds,
+  // drawn as slot_watch::choose says (before the first refusal: any of those). When the last
+  // refusals show every slot held, a random one is tried anyway: the wait before this round was
+  // bounded by the backoff or the holders' TTLs, and a round is how to look again.
+  void begin_slot_round();
+
+  // A semaphore round's refusal that answers after the round was decided: taken into a sleeping
+  // op's plan at once, as note_holder_ttl.
+  void note_slot_report(std::size_t node, const slot_watch::slot_ttls& ttls,
+                        steady_clock::time_point now);
+
+  // A refusal that carries the holder's PTTL. One that answers after the round was decided is
+  // taken into a sleeping op's plan at once.
+  void note_holder_ttl(std::size_t node, long long pttl_ms, steady_clock::time_point now);
+
+  std::shared_ptr<void> owner() override { return shared_from_this(); }
+
+  void on_answer(std::size_t node, error_code ec, const resp::value& reply) override;
+
+  // After a lock round that was not held: which nodes block the lock, and until when, then what
+  // was heard while it was in flight. Returns whether the next round is due at once.
+  bool learn_from_round();
+
+  void decided(steady_clock::time_point now);
+
+  // A held round of a fenced acquire: the token is the highest counter of the nodes that granted
+  // by the decision, and those of them below it are raised to it before the lease is handed out.
+  // Why that makes tokens increase in lock order: on a quorum W the counter was at our token or
+  // above while our key lived there (raised by the write-back, or by our grant's own increment).
+  // A later lease's grants G are a quorum too, so some node of W is in G; there the later SET NX
+  // succeeded only after our key was gone, and its increment starts from our token or more. Late
+  // grants are not asked: a higher counter elsewhere does not matter, and their keys are released
+  // with the lease.
+  void write_back_fence(steady_clock::time_point valid_until);
+
+  void fence_written_back(bool confirmed, const node_answers& answers,
+                          steady_clock::time_point valid_until);
+
+  // Waits, from `now`, for the lock to become free as watch_ describes it; with `due_now` only
+  // for the wake-up jitter.
+  void sleep(steady_clock::time_point now, bool due_now = false);
+
+  // Arms the timer for the earliest moment the next round is worth it, see the class comment.
+  void plan_wake(steady_clock::time_point now);
+
+  // The next round after a short random delay (wake_jitter), which shrinks with every competition
+  // lost, so that a waiter that keeps losing goes first next time, whichever process it is in.
+  void wake_soon();
+
+  // The next round when news heard during the round just lost may have freed the lock
+  // (apply_heard): after a collision backoff (collision_delay), whose window widens with every
+  // such wake-up in a row.
+  void wake_after_news_heard_in_round();
+
+  // From the first refusal (or queueing) until the op ends, the client keeps its release
+  // subscriptions open.
+  void listen();
+
+  void stop_listening();
+
+  std::string explain(error_code ec, steady_clock::time_point now, bool lasting = false) const;
+
+  // The keys the current round's request uses, quoted, for messages.
+  std::string keys_of_round() const;
+
+  // Nodes failing for good (connection::permanent_failure) whose answer in this round came after
+  // the decision or not at all: shown as such, not as "not awaited".
+  std::vector<std::string> lasting_failures() const;
+
+  // On each node the release runs after our SET: both travel on that node's one connection.
+  // `key`: the round's (a semaphore's rounds try different slots).
+  void release_where(const std::vector<bool>& targets, const std::string& key,
+                     const std::string& token);
+
+  // A failed round's keys are released where the node granted or may have (it failed): at once
+  // where it answered, and where its answer is still to come, once it comes, if it is not a
+  // refusal. In a contended round the nodes that answer after the decision have almost always
+  // refused, and a release sent to each of them would double the requests of a lost round. Those
+  // answers reach answered_after_decision, or on_earlier_answer once a later round has opened its
+  // ballot. Every request is answered in the end (a reply, an error, or the connection's failure),
+  // so a deferral is settled or, at the latest, sent unconditionally when the op finishes or when
+  // more than max_deferred_rounds rounds wait (a node that stopped answering for a while).
+  void clean_up_failed_round(const std::vector<bool>& targets);
+
+  void on_earlier_answer(std::size_t of_ballot, std::size_t node, error_code ec,
+                         const resp::value& reply) override;
+
+  // `node` answered `answer` to the failed round of ballot `of_ballot`.
+  void settle_deferred_cleanup(std::size_t of_ballot, std::size_t node, const node_answer& answer);
+
+  void send_deferred_cleanups();
+
+  void succeed(steady_clock::time_point valid_until);
+
+  // The SETs of a round that answer after the decision: grants still count for a successful
+  // round, and a failed one's are released.
+  void answered_after_decision(std::size_t node);
+
+  // Once every node has answered: a lock held by fewer than all nodes survives fewer failures.
+  void note_if_degraded();
+
+  void finish(error_code ec);
+
+  void drop_from_waiters();
+
+  void leave_queue();
+
+  void cancel(asio::cancellation_type type);
+
+  // One timer serves the wait deadline while queued and the waits between rounds; a generation
+  // number tells a stale expiry (already queued when the timer was re-armed) from the current one.
+  void arm_timer(std::optional<steady_clock::time_point> at);
+
+  void on_timer();
+
+  std::shared_ptr<lock_space> space_;
+  std::shared_ptr<lease_state> lease_;
+  bool single_round_;
+  completion<error_code, lease> done_;
+  backoff retry_;
+  std::optional<asio::steady_timer> timer_;  // only acquires that wait need one
+  unsigned timer_generation_ = 0;
+  std::optional<steady_clock::time_point> deadline_;
+  stage stage_ = stage::idle;
+  std::optional<acquire_round> round_;  // the current or last round
+  set_form form_ = set_form::plain;     // the current round's
+  std::optional<permit_plan> permits_;  // a semaphore's acquire
+  resource_queue* queue_ = nullptr;     // set while this op is in it
+  std::string set_command_;  // the first round's SET key token NX PX ttl; read by the connections
+  // Fenced rounds: each granting node's counter, as its grant answered before the decision.
+  std::vector<std::optional<std::uint64_t>> fences_;
+  std::uint64_t fence_ = 0;  // the held round's fencing token, while it is written back
+  std::shared_ptr<fence_write_back> write_back_;  // in stage fencing: the round's late grants join
+  // Failed rounds whose cleanup waits for some nodes' answers, oldest first.
+  struct deferred_cleanup {
+    std::size_t ballot;
+    std::string key;          // that round's
+    std::string token;        // that round's
+    set_form form;            // how to read its answers (read_set_reply)
+    std::vector<bool> nodes;  // still to answer
+  };
+  static constexpr std::size_t max_deferred_rounds = 32;
+  std::deque<deferred_cleanup> deferred_;
+  unsigned rounds_ = 0;
+  bool acquired_ = false;  // the last round won
+  // Waiting: where the lock is held and until when, as of round watch_round_.
+  release_watch watch_;
+  unsigned watch_round_ = 0;
+  std::vector<std::optional<holder_ttl>> holder_ttls_;  // the current round's PTTL replies
+  steady_clock::time_point backoff_until_{};
+  // News of the lock that came while the current round was in flight (round_in_flight), applied
+  // once the round is decided without the lock.
+  round_news heard_;
+  unsigned wakes_after_news_heard_in_round_ = 0;  // see wake_after_news_heard_in_round
+  bool woken_ = false;  // the next round is due after wake_jitter; later news changes nothing
+  // The current round was sent while every node was subscribed for this op: a release after it is
+  // heard.
+  bool covered_round_ = false;
+  bool competing_ = false;  // became first in line through compete(), not a hand-off
+  bool listening_ = false;  // holds an interest in release announcements
+};
+
+}  // namespace redlock::detail
+
+#endif

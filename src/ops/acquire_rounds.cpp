@@ -1,0 +1,396 @@
+#include "algo/validity.hpp"
+#include "ops/acquire_op.hpp"
+#include "resp/encoder.hpp"
+#include "scripts.hpp"
+#include "test_hooks.hpp"
+#include "text.hpp"
+#include "token.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace redlock::detail {
+
+std::atomic<bool> skip_fence_write_back_for_tests{false};
+
+void acquire_op::encode_set(std::string& out) const {
+  const std::string ttl = std::to_string(lease_->options.ttl.count());
+  resp::encode_command(out, {"SET", lease_->resource, lease_->token, "NX", "PX", ttl});
+}
+
+std::string acquire_op::encode_set_asking_ttl() const {
+  const std::string ttl = std::to_string(lease_->options.ttl.count());
+  const std::string_view keys[] = {lease_->resource};
+  const std::string_view args[] = {lease_->token, ttl};
+  return encode_evalsha(acquire_script(), keys, args);
+}
+
+std::string acquire_op::encode_fenced_set() const {
+  const std::string ttl = std::to_string(lease_->options.ttl.count());
+  const std::string counter = fencing_counter_key(lease_->resource);
+  const std::string_view keys[] = {lease_->resource, counter};
+  const std::string_view args[] = {lease_->token, ttl};
+  return encode_evalsha(fenced_acquire_script(), keys, args);
+}
+
+void acquire_op::begin_round() {
+  if (permits_) return begin_slot_round();
+  stage_ = stage::in_round;
+  woken_ = false;
+  heard_.clear();
+  // Only an op that listens can be covered, so an uncontended acquire never touches the
+  // listener.
+  if (competing_ && listening_) {
+    const auto* listener = space_->listener();
+    covered_round_ = listener != nullptr && listener->all_subscribed();
+  } else {
+    covered_round_ = false;
+  }
+  if (lease_->options.fencing) {
+    // Every round, the first included: the counter must be incremented by the SET's own
+    // script, where nothing can run between the grant and the increment.
+    if (rounds_++ > 0) lease_->token = make_lock_token();
+    open_round(set_form::fenced);
+    holder_ttls_.assign(nodes().size(), std::nullopt);
+    fences_.assign(nodes().size(), std::nullopt);
+    nodes().send(std::make_shared<const std::string>(encode_fenced_set()), *this, open_ballot(),
+                 lock_request::fenced_set);
+    return;
+  }
+  if (rounds_++ == 0 && !competing_) {
+    open_round(set_form::plain);
+    nodes().send(set_command_, *this, open_ballot(), lock_request::set);
+    return;
+  }
+  if (rounds_ > 1) lease_->token = make_lock_token();
+  open_round(set_form::asking_ttl);
+  holder_ttls_.assign(nodes().size(), std::nullopt);
+  nodes().send(std::make_shared<const std::string>(encode_set_asking_ttl()), *this, open_ballot(),
+               lock_request::set_asking_ttl);
+}
+
+void acquire_op::open_round(set_form form) {
+  round_.emplace(acquire_round::settings{.nodes = nodes().size(),
+                                         .ttl = lease_->options.ttl,
+                                         .drift_factor = space_->options().drift_factor,
+                                         .start = steady_clock::now()});
+  form_ = form;
+  holder_ttls_.clear();  // no allocation: most rounds ask no PTTL
+}
+
+void acquire_op::begin_slot_round() {
+  auto& plan = *permits_;
+  const auto held = held_here();
+  auto slot = plan.watch.choose(held, space_->random());
+  if (!slot) {
+    slot_watch any;
+    any.reset_unknown(plan.count);
+    slot = any.choose(held, space_->random());
+  }
+  if (!slot) {
+    // Every slot is held by this client (only one of its releases can help), or in a try was
+    // tried already (not reached: a try goes on only while an untried slot may be free).
+    if (single_round_) {
+      lease_->diagnostics =
+          fmt::format("redlock: every one of the {} permits of semaphore {} is held by this client",
+                      plan.count, quoted_resource(plan.name));
+      return finish(error::contended);
+    }
+    stage_ = stage::queued;
+    return arm_timer(deadline_);
+  }
+  stage_ = stage::in_round;
+  woken_ = false;
+  heard_.clear();
+  covered_round_ = false;
+  plan.tried = *slot;
+  if (single_round_) plan.tried_in_this_try[*slot] = true;
+  lease_->resource = plan.slot_keys[*slot];
+  if (rounds_++ > 0) lease_->token = make_lock_token();
+  open_round(lease_->options.fencing ? set_form::fenced_slot : set_form::slot);
+  plan.reports.assign(nodes().size(), {});
+  plan.disagreement.reset();
+  if (lease_->options.fencing) fences_.assign(nodes().size(), std::nullopt);
+
+  // Every slot's key and the permits record, then with fencing the tried slot's counter (only
+  // for this call).
+  const std::string counter = lease_->options.fencing ? fencing_counter_key(lease_->resource) : "";
+  if (lease_->options.fencing) plan.key_views.push_back(counter);
+  const std::string tried = std::to_string(*slot + 1);
+  const std::string ttl = std::to_string(lease_->options.ttl.count());
+  std::vector<std::string_view> args = {tried, lease_->token, ttl, plan.permits_text};
+  if (lease_->options.fencing) args.push_back("1");
+  auto payload = std::make_shared<const std::string>(
+      encode_evalsha(semaphore_acquire_script(), plan.key_views, args));
+  if (lease_->options.fencing) plan.key_views.pop_back();
+  nodes().send(payload, *this, open_ballot(), lock_request::slot_set);
+}
+
+void acquire_op::on_answer(std::size_t node, error_code ec, const resp::value& reply) {
+  set_answer answer = read_set_reply(ec, reply, form_);
+  // Any answer may decide the round, and the decision reads what is known of the nodes then.
+  if (!round_->decided()) {
+    for (std::size_t i = 0; i < nodes().size(); ++i)
+      round_->set_failing_for_good(i, nodes().permanent_failure(i));
+    if (!nodes().duplicate_nodes().empty()) round_->set_nodes_not_independent();
+  }
+  const auto now = steady_clock::now();
+  const bool carries_slots = is_slot_form(form_) && answer.what == node_answer::kind::no;
+  if (!round_->decided()) {
+    if (answer.holder_pttl) holder_ttls_[node] = holder_ttl{*answer.holder_pttl, now};
+    if (carries_slots) permits_->reports[node] = answer.slot_ttls;
+    if (answer.recorded_permits && !permits_->disagreement)
+      permits_->disagreement = {node, *answer.recorded_permits};
+    if (!fences_.empty() && answer.what == node_answer::kind::yes) fences_[node] = answer.counter;
+  }
+  switch (
+      round_->answer(node, make_answer(answer.what, ec, reply, std::move(answer.detail)), now)) {
+    case acquire_round::step::decided_now:
+      return decided(now);
+    case acquire_round::step::decided_before:
+      if (answer.holder_pttl) note_holder_ttl(node, *answer.holder_pttl, now);
+      if (carries_slots) note_slot_report(node, answer.slot_ttls, now);
+      if (stage_ == stage::fencing && write_back_) {
+        // A copy: late_answer may complete the acquire, which drops write_back_.
+        const auto write_back = write_back_;
+        write_back->late_answer(node, answer.counter);
+      }
+      return answered_after_decision(node);
+    case acquire_round::step::undecided:
+      return;
+  }
+}
+
+void acquire_op::decided(steady_clock::time_point now) {
+  if (stage_ != stage::in_round) return;  // cancelled meanwhile
+  space_->round_trip().note(now - round_->start());
+  const acquire_round::decision& round = round_->result();
+  if (round.what == acquire_round::outcome::held) {
+    if (lease_->options.fencing) return write_back_fence(round.valid_until);
+    return succeed(round.valid_until);
+  }
+  clean_up_failed_round(round.clean);
+  if (permits_ && permits_->disagreement) {
+    const auto [node, recorded] = *permits_->disagreement;
+    lease_->diagnostics = fmt::format(
+        "redlock: cannot acquire a permit of semaphore {}: {} records {} permits for it while "
+        "this acquire counts {}; every user of one semaphore must give the same number of "
+        "permits (the record expires once no permit is held)",
+        quoted_resource(permits_->name), nodes().node(node).address(), recorded, permits_->count);
+    space_->log(log_level::error, lease_->diagnostics);
+    return finish(error::invalid_argument);
+  }
+  if (!round.retry) {
+    // Misconfigured nodes (a wrong password, a missing permission, two names of one server)
+    // make every later round fail the same way: say so now instead of retrying until `wait`.
+    lease_->diagnostics = explain(round.code, now, true);
+    space_->log(log_level::error, lease_->diagnostics);
+    return finish(round.code);
+  }
+  lease_->diagnostics = explain(round.code, now);
+  space_->log(log_level::debug, lease_->diagnostics);
+  bool due_now = false;
+  if (permits_) {
+    due_now = learn_from_slot_round(now);
+    // A try goes on while some slot it has not tried is not known to be held on a quorum (a
+    // node that granted the tried slot said nothing of the others), so it makes `permits`
+    // rounds at most, and `contended` means every slot was refused or seen held on a quorum.
+    if (single_round_ && round.code == error::contended &&
+        permits_->watch.choose(held_here(), space_->random())) {
+      return begin_round();
+    }
+  }
+  if (const auto code = acquire_ends(round, single_round_, deadline_, now)) return finish(*code);
+  if (!permits_) due_now = learn_from_round();
+  const bool first_look = rounds_ == 1 && !covered_round_;
+  listen();
+  if (first_look) {
+    // Known neither when the key expires nor whether a release would be heard: once subscribed,
+    // try again (asking PTTL this time).
+    stage_ = stage::subscribing;
+    const auto* listener = space_->listener();
+    if (listener == nullptr || listener->all_settled()) return wake_soon();
+    // The subscribers report within connect_timeout; this is only a backstop.
+    return arm_timer(until_deadline(now + space_->options().connect_timeout, deadline_));
+  }
+  sleep(now, due_now);
+}
+
+void acquire_op::write_back_fence(steady_clock::time_point valid_until) {
+  std::uint64_t fence = 0;
+  std::size_t pending = 0;
+  std::vector<std::optional<std::uint64_t>> counters(nodes().size());
+  for (std::size_t i = 0; i < nodes().size(); ++i) {
+    const auto what = round_->answers()[i].what;
+    if (what == node_answer::kind::pending) ++pending;
+    if (what != node_answer::kind::yes) continue;
+    counters[i] = fences_[i].value_or(0);  // a grant always carries its counter (>= 1)
+    fence = std::max(fence, *counters[i]);
+  }
+  stage_ = stage::fencing;
+  fence_ = fence;
+  if (skip_fence_write_back_for_tests) return fence_written_back(true, {}, valid_until);  // unsafe
+  write_back_ = std::make_shared<fence_write_back>(
+      space_, [weak = weak_from_this(), valid_until](bool confirmed, const node_answers& answers) {
+        if (const auto self = weak.lock())
+          self->fence_written_back(confirmed, answers, valid_until);
+      });
+  // A copy: send() may complete the acquire, which drops write_back_.
+  const auto write_back = write_back_;
+  write_back->send(lease_->resource, lease_->token, fence, counters, pending);
+}
+
+void acquire_op::fence_written_back(bool confirmed, const node_answers& answers,
+                                    steady_clock::time_point valid_until) {
+  if (stage_ != stage::fencing) return;  // cancelled meanwhile
+  write_back_.reset();
+  const auto now = steady_clock::now();
+  if (confirmed && now < valid_until) {
+    lease_->fencing_token = fence_;
+    return succeed(valid_until);
+  }
+  // Like a failed round: release what this round may have set, then try again or end.
+  release_where(round_->cleanup_targets(), lease_->resource, lease_->token);
+  const error_code code =
+      confirmed ? make_error_code(error::validity_expired) : make_error_code(error::no_quorum);
+  lease_->diagnostics =
+      confirmed ? fmt::format(
+                      "redlock: {}: the fencing write-back was confirmed after the validity "
+                      "ran out ({} ms after the round started)",
+                      subject(),
+                      std::chrono::duration_cast<std::chrono::milliseconds>(now - round_->start())
+                          .count())
+                : fmt::format(
+                      "redlock: {}: the fencing write-back was confirmed by fewer than {} of "
+                      "{} nodes: {}",
+                      subject(), nodes().quorum(), nodes().size(),
+                      nodes().describe(
+                          answers, "raised", "the key was no longer ours", nullptr,
+                          quoted_keys({lease_->resource, fencing_counter_key(lease_->resource)})));
+  space_->log(log_level::debug, lease_->diagnostics);
+  if (single_round_) return finish(code);
+  if (deadline_ && now >= *deadline_) return finish(error::wait_timeout);
+  const bool due_now = permits_ ? learn_from_slot_round(now) : learn_from_round();
+  listen();
+  sleep(now, due_now);
+}
+
+std::string acquire_op::explain(error_code ec, steady_clock::time_point now, bool lasting) const {
+  const tally& t = round_->votes();
+  if (lasting && ec == error::invalid_argument && !nodes().duplicate_nodes().empty()) {
+    return fmt::format("redlock: {} not acquired: {}", subject(), nodes().duplicate_nodes());
+  }
+  const auto failing = lasting_failures();
+  return fmt::format(
+      "redlock: {} not acquired ({}): {} of {} nodes granted, quorum {}, round took {} ms{}: {}",
+      subject(), ec.message(), t.yes_count(), t.nodes(), t.quorum(), to_ms(now - round_->start()),
+      lasting ? "; not retried: the failing nodes cannot serve the lock until their "
+                "configuration is fixed"
+              : "",
+      nodes().describe(round_->answers(), "granted", "held by another owner", &failing,
+                       keys_of_round()));
+}
+
+std::string acquire_op::keys_of_round() const {
+  if (!permits_) {
+    if (!lease_->options.fencing) return quoted_keys({lease_->resource});
+    return quoted_keys({lease_->resource, fencing_counter_key(lease_->resource)});
+  }
+  auto keys = fmt::format("{} .. {}", quoted_resource(permits_->slot_keys.front()),
+                          quoted_resource(permits_->slot_keys.back()));
+  keys += ", " + quoted_resource(lease_->companion_key);
+  if (lease_->options.fencing)
+    keys += ", " + quoted_resource(fencing_counter_key(lease_->resource));
+  return keys;
+}
+
+std::vector<std::string> acquire_op::lasting_failures() const {
+  std::vector<std::string> texts(nodes().size());
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    const auto connection_failure = nodes().permanent_failure(i);
+    if (connection_failure && round_->answers()[i].what == node_answer::kind::pending) {
+      texts[i] = nodes().last_error(i);
+    }
+  }
+  return texts;
+}
+
+void acquire_op::release_where(const std::vector<bool>& targets, const std::string& key,
+                               const std::string& token) {
+  if (std::find(targets.begin(), targets.end(), true) == targets.end()) return;
+  nodes().release_best_effort(key, token, space_->options().release_channel, lease_->options.ttl,
+                              &targets);
+}
+
+void acquire_op::clean_up_failed_round(const std::vector<bool>& targets) {
+  std::vector<bool> now = targets;
+  deferred_cleanup later{ballot(), lease_->resource, lease_->token, form_,
+                         std::vector<bool>(targets.size(), false)};
+  bool any_later = false;
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    if (targets[i] && round_->answers()[i].what == node_answer::kind::pending) {
+      now[i] = false;
+      later.nodes[i] = true;
+      any_later = true;
+    }
+  }
+  release_where(now, lease_->resource, lease_->token);
+  if (!any_later) return;
+  if (deferred_.size() == max_deferred_rounds) {
+    release_where(deferred_.front().nodes, deferred_.front().key, deferred_.front().token);
+    deferred_.pop_front();
+  }
+  deferred_.push_back(std::move(later));
+}
+
+void acquire_op::on_earlier_answer(std::size_t of_ballot, std::size_t node, error_code ec,
+                                   const resp::value& reply) {
+  for (const auto& waiting : deferred_) {
+    if (waiting.ballot != of_ballot) continue;
+    auto answer = read_set_reply(ec, reply, waiting.form);
+    return settle_deferred_cleanup(of_ballot, node,
+                                   make_answer(answer.what, ec, reply, std::move(answer.detail)));
+  }
+}
+
+void acquire_op::settle_deferred_cleanup(std::size_t of_ballot, std::size_t node,
+                                         const node_answer& answer) {
+  const auto waiting =
+      std::find_if(deferred_.begin(), deferred_.end(),
+                   [&](const deferred_cleanup& d) { return d.ballot == of_ballot; });
+  if (waiting == deferred_.end() || node >= waiting->nodes.size() || !waiting->nodes[node]) return;
+  waiting->nodes[node] = false;
+  if (answer.what != node_answer::kind::no && !answer.unsent) {
+    std::vector<bool> only(nodes().size(), false);
+    only[node] = true;
+    release_where(only, waiting->key, waiting->token);
+  }
+  if (std::find(waiting->nodes.begin(), waiting->nodes.end(), true) == waiting->nodes.end()) {
+    deferred_.erase(waiting);
+  }
+}
+
+void acquire_op::send_deferred_cleanups() {
+  for (const auto& waiting : deferred_)
+    release_where(waiting.nodes, waiting.key, waiting.token);
+  deferred_.clear();
+}
+
+void acquire_op::answered_after_decision(std::size_t node) {
+  if (!acquired_) return settle_deferred_cleanup(ballot(), node, round_->answers()[node]);
+  if (round_->answers()[node].what == node_answer::kind::yes) ++lease_->granted_nodes;
+  note_if_degraded();
+}
+
+void acquire_op::note_if_degraded() {
+  const tally& t = round_->votes();
+  if (!t.complete() || t.yes_count() == t.nodes()) return;
+  if (lease_->current != lease_state::phase::held) return;
+  lease_->diagnostics = fmt::format(
+      "redlock: {} acquired on {} of {} nodes (quorum {}): {}", subject(), t.yes_count(), t.nodes(),
+      t.quorum(), nodes().describe(round_->answers(), "granted", "held by another owner"));
+  space_->log(log_level::warning, lease_->diagnostics);
+}
+
+}  // namespace redlock::detail

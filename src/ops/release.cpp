@@ -1,0 +1,89 @@
+#include "ops/release.hpp"
+
+#include "algo/replies.hpp"
+#include "lease_state.hpp"
+#include "ops/vote.hpp"
+#include "scripts.hpp"
+#include "text.hpp"
+
+#include <fmt/format.h>
+
+#include <string_view>
+
+namespace redlock::detail {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+namespace {
+
+// async_release: token-checked DEL on every node.
+class release_op final : public operation_vote {
+ public:
+  release_op(std::shared_ptr<lease_state> state, void_caller&& caller)
+      : operation_vote(state->space, std::move(caller)), state_(std::move(state)) {}
+
+  void run() {
+    const auto how = state_->space->queues().release_of(*state_);
+    report_gone_keys_ = how.next_waiter_competes;
+    const std::string_view keys[] = {state_->resource};
+    const std::string_view args[] = {state_->token, how.channel};
+    payload_ = encode_evalsha(release_script(), keys, args);
+    state_->space->nodes().send(payload_, *this, open_ballot(), lock_request::release, nullptr,
+                                state_->longest_ttl);
+  }
+
+ private:
+  node_answer::kind classify(error_code ec, const resp::value& reply,
+                             std::string& detail) override {
+    return classify_script_reply(ec, reply, detail);
+  }
+
+  void on_node_answer(std::size_t node, const node_answer& answer) override {
+    // Deleted, or not ours: gone either way (local_queues::lease_release).
+    if (report_gone_keys_ &&
+        (answer.what == node_answer::kind::yes || answer.what == node_answer::kind::no)) {
+      state_->space->queues().key_gone_on_node(node, state_->resource);
+    }
+  }
+
+  std::optional<error_code> decide(const tally& t) override {
+    if (t.no_quorum()) return make_error_code(error::not_held);
+    if (t.too_many_failed()) return make_error_code(error::no_quorum);
+    if (t.no_quorum_impossible() && t.too_many_failed_impossible()) return error_code{};
+    return std::nullopt;
+  }
+
+  void decided(error_code ec) override {
+    if (ec) {
+      state_->diagnostics = fmt::format(
+          "redlock: releasing {}: {}: {}", quoted_resource(state_->resource), ec.message(),
+          state_->space->nodes().describe(answers(), "released", "not ours", nullptr,
+                                          quoted_keys({state_->resource})));
+    }
+    finish(ec);
+  }
+
+  std::shared_ptr<lease_state> state_;
+  std::string payload_;  // read by the connections until every node has answered
+  bool report_gone_keys_ = false;
+};
+
+}  // namespace
+
+void run_release(const std::shared_ptr<lease_state>& state, void_caller caller) {
+  auto op = std::make_shared<release_op>(state, std::move(caller));
+  if (state->space->closed()) return op->finish(asio::error::operation_aborted);
+  if (state->current != lease_state::phase::held) {
+    state->diagnostics =
+        fmt::format("redlock: {} is not held by this lease", quoted_resource(state->resource));
+    return op->finish(error::not_held);
+  }
+  op->start();
+  // The release requests are queued first, and only then the resource is handed to the next local
+  // waiter: on every node our DEL runs before its SET.
+  op->run();
+  state->stop_holding(lease_state::phase::released, asio::error::operation_aborted);
+}
+
+}  // namespace redlock::detail

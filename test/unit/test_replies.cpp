@@ -1,0 +1,198 @@
+// Reading a node's reply once into a typed answer: what each form of acquire request accepts as a
+// grant or a refusal, what a refusal carries (the holder's PTTL, every slot's PTTL), what a grant
+// carries (the fencing counter), and which replies are failures.
+
+#include "algo/replies.hpp"
+#include "redlock/error.hpp"
+
+#include <boost/asio/error.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rd = redlock::detail;
+namespace resp = redlock::resp;
+using boost::system::error_code;
+using rd::node_answer;
+using rd::set_form;
+
+namespace {
+
+resp::value text_of(resp::type kind, std::string text) {
+  resp::value v;
+  v.kind = kind;
+  v.text = std::move(text);
+  return v;
+}
+resp::value simple(std::string text) {
+  return text_of(resp::type::simple_string, std::move(text));
+}
+resp::value bulk(std::string text) {
+  return text_of(resp::type::bulk_string, std::move(text));
+}
+resp::value error_reply(std::string text) {
+  return text_of(resp::type::simple_error, std::move(text));
+}
+resp::value integer(std::int64_t n) {
+  resp::value v;
+  v.kind = resp::type::integer;
+  v.integer = n;
+  return v;
+}
+resp::value array(std::vector<resp::value> elements) {
+  resp::value v;
+  v.kind = resp::type::array;
+  v.elements = std::move(elements);
+  return v;
+}
+const resp::value nil{};
+
+constexpr auto yes = node_answer::kind::yes;
+constexpr auto no = node_answer::kind::no;
+constexpr auto failed = node_answer::kind::failed;
+
+const set_form all_forms[] = {set_form::plain, set_form::asking_ttl, set_form::fenced,
+                              set_form::slot, set_form::fenced_slot};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(replies)
+
+BOOST_AUTO_TEST_CASE(each_form_grants_only_on_the_reply_its_request_gives) {
+  struct row {
+    set_form form;
+    resp::value reply;
+    node_answer::kind expected;
+  };
+  const row rows[] = {
+      {set_form::plain, simple("OK"), yes},
+      {set_form::plain, nil, no},
+      {set_form::plain, integer(1), failed},
+      {set_form::asking_ttl, simple("OK"), yes},
+      {set_form::asking_ttl, integer(250), no},
+      {set_form::asking_ttl, nil, no},
+      {set_form::asking_ttl, array({integer(4)}), failed},  // a fenced grant: another request's
+      {set_form::fenced, array({integer(4)}), yes},
+      {set_form::fenced, simple("OK"), failed},  // a plain grant carries no counter
+      {set_form::fenced, integer(250), no},
+      {set_form::fenced, array({integer(0)}), failed},  // counters start at 1
+      {set_form::slot, simple("OK"), yes},
+      {set_form::slot, bulk("120,-2,5"), no},
+      {set_form::slot, integer(3), failed},
+      {set_form::fenced_slot, integer(3), yes},
+      {set_form::fenced_slot, simple("OK"), failed},
+      {set_form::fenced_slot, bulk("7"), no},
+  };
+  for (const auto& r : rows) {
+    BOOST_TEST_CONTEXT("form " << static_cast<int>(r.form) << ", reply "
+                               << resp::to_debug_string(r.reply)) {
+      const auto answer = rd::read_set_reply({}, r.reply, r.form);
+      BOOST_TEST((answer.what == r.expected));
+      if (r.expected == failed) BOOST_TEST(answer.detail.starts_with("unexpected reply"));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_refusal_that_asks_carries_the_holders_pttl) {
+  for (auto form : {set_form::asking_ttl, set_form::fenced}) {
+    BOOST_TEST_CONTEXT("form " << static_cast<int>(form)) {
+      BOOST_TEST((rd::read_set_reply({}, integer(250), form).holder_pttl == 250));
+      BOOST_TEST((rd::read_set_reply({}, integer(-1), form).holder_pttl == -1));  // no expiry
+      BOOST_TEST(!rd::read_set_reply({}, nil, form).holder_pttl.has_value());     // unreadable
+    }
+  }
+  // A plain SET is never asked: its refusal carries nothing.
+  BOOST_TEST(!rd::read_set_reply({}, nil, set_form::plain).holder_pttl.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(a_slot_refusal_carries_every_slots_pttl) {
+  const auto answer = rd::read_set_reply({}, bulk("120,-2,-1,-3"), set_form::slot);
+  BOOST_TEST((answer.what == no));
+  BOOST_TEST(answer.slot_ttls == (std::vector<long long>{120, -2, -1, -3}));
+  // Text that is not a list of numbers is no refusal: a failure that names the reply.
+  for (const char* text : {"", "12,", ",12", "1 2", "12,x"}) {
+    BOOST_TEST_CONTEXT("\"" << text << "\"") {
+      const auto broken = rd::read_set_reply({}, bulk(text), set_form::slot);
+      BOOST_TEST((broken.what == failed));
+      BOOST_TEST(broken.slot_ttls.empty());
+    }
+  }
+  // A simple string other than OK is no list of TTLs.
+  BOOST_TEST((rd::read_set_reply({}, simple("5"), set_form::slot).what == failed));
+}
+
+BOOST_AUTO_TEST_CASE(a_fenced_grant_carries_its_counter) {
+  BOOST_TEST((rd::read_set_reply({}, array({integer(42)}), set_form::fenced).counter == 42u));
+  BOOST_TEST((rd::read_set_reply({}, integer(9), set_form::fenced_slot).counter == 9u));
+  BOOST_TEST(!rd::read_set_reply({}, simple("OK"), set_form::slot).counter.has_value());
+  BOOST_TEST(!rd::read_set_reply({}, integer(250), set_form::fenced).counter.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(a_slot_round_names_a_disagreeing_permits_record) {
+  for (auto form : {set_form::slot, set_form::fenced_slot}) {
+    const auto answer = rd::read_set_reply({}, array({bulk("permits"), bulk("3")}), form);
+    BOOST_TEST((answer.what == failed));
+    BOOST_TEST((answer.recorded_permits == 3u));
+    BOOST_TEST(answer.detail == "it records 3 permits for this semaphore");
+  }
+  // Only a slot round reads it so.
+  const auto lock = rd::read_set_reply({}, array({bulk("permits"), bulk("3")}), set_form::plain);
+  BOOST_TEST(!lock.recorded_permits.has_value());
+  const auto garbled = rd::read_set_reply({}, array({bulk("permits"), bulk("3x")}), set_form::slot);
+  BOOST_TEST(!garbled.recorded_permits.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(a_request_error_is_a_failure_with_its_text_for_every_form) {
+  for (auto form : all_forms) {
+    BOOST_TEST_CONTEXT("form " << static_cast<int>(form)) {
+      const auto answer = rd::read_set_reply(make_error_code(redlock::error::request_timeout),
+                                             bulk("127.0.0.1:7001: timed out"), form);
+      BOOST_TEST((answer.what == failed));
+      BOOST_TEST(answer.detail == "127.0.0.1:7001: timed out");
+      BOOST_TEST(!answer.holder_pttl.has_value());
+      BOOST_TEST(!answer.counter.has_value());
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_noperm_error_keeps_the_servers_words) {
+  const auto answer = rd::read_set_reply(
+      {}, error_reply("NOPERM this user has no permissions to access one of the keys"),
+      set_form::plain);
+  BOOST_TEST((answer.what == failed));
+  BOOST_TEST(answer.detail.starts_with("NOPERM"));
+  const auto as_answer =
+      rd::make_answer(answer.what, {}, error_reply("NOPERM no"), std::string(answer.detail));
+  BOOST_TEST((as_answer.failure == redlock::error::permission_denied));
+  BOOST_TEST(!as_answer.unsent);
+}
+
+BOOST_AUTO_TEST_CASE(a_script_answers_one_for_done_and_zero_for_not_ours) {
+  std::string detail;
+  BOOST_TEST((rd::classify_script_reply({}, integer(1), detail) == yes));
+  BOOST_TEST((rd::classify_script_reply({}, integer(0), detail) == no));
+  BOOST_TEST((rd::classify_script_reply({}, simple("OK"), detail) == failed));
+  BOOST_TEST(detail.starts_with("unexpected reply"));
+}
+
+BOOST_AUTO_TEST_CASE(a_request_that_never_reached_its_node_is_unsent) {
+  using redlock::error;
+  for (error_code ec :
+       {make_error_code(error::not_connected), make_error_code(error::node_unresponsive)}) {
+    BOOST_TEST_CONTEXT(ec.message()) {
+      const auto answer = rd::make_answer(failed, ec, nil, "down");
+      BOOST_TEST(answer.unsent);
+      BOOST_TEST((answer.failure == ec));
+    }
+  }
+  // A timeout after the write: the SET may have run, so it is not unsent.
+  const auto late = rd::make_answer(failed, make_error_code(error::request_timeout), nil, "late");
+  BOOST_TEST(!late.unsent);
+  // A reply the server gave that no form accepts: a server error.
+  const auto odd = rd::make_answer(failed, {}, integer(7), "unexpected reply 7");
+  BOOST_TEST((odd.failure == error::server_error));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
