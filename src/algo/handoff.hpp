@@ -1,0 +1,57 @@
+#ifndef REDLOCK_ALGO_HANDOFF_HPP
+#define REDLOCK_ALGO_HANDOFF_HPP
+
+#include <chrono>
+#include <optional>
+
+namespace redlock::detail {
+
+using std::chrono::steady_clock;
+
+// How a held lease's release goes out, decided right before it is sent: whether it hands the
+// resource to the next local waiter silently, or announces itself and lets that waiter compete
+// with the waiters of other processes.
+//
+// Rules:
+//  - Hand-off: when the holder releases while others of this client wait, the first waiter's SET
+//    follows the release on every node in the same write; announcing the release would only wake
+//    other processes to lose. So it announces nothing, and the hand-off is counted.
+//  - Fairness across processes: after lock_options::local_handoffs of those in a row, the release
+//    is announced instead and the first waiter competes: it waits for the announcement like
+//    waiters elsewhere, or for the release's own answer where the key was already gone. The count
+//    starts again. With local_handoffs = 0 every release competes.
+//  - The competing waiter must not sleep past the key's life if no answer ever comes: every
+//    request of the lease was sent before `now` and gave the key longest_ttl at most by the
+//    server's clock, so the key is gone by now + longest_ttl * (1 + drift_factor) + 1 ms.
+//  - "In a row" counts the releases of this resource's holders while someone waited: a release
+//    with nobody waiting starts the count again (and announces itself).
+//  - A release of a lease that is not its queue's holder (a semaphore's permit, a lease no longer
+//    queued) announces itself and changes nothing.
+struct handoff_inputs {
+  bool holder = false;                       // the releasing lease is its resource queue's holder
+  bool waiting = false;                      // someone of this client waits in that queue
+  unsigned handoffs_in_a_row = 0;            // the queue's count so far
+  unsigned local_handoffs = 0;               // lock_options::local_handoffs
+  std::chrono::milliseconds longest_ttl{0};  // the longest TTL the lease gave its key
+  double drift_factor = 0.0;
+  steady_clock::time_point now{};
+};
+
+struct handoff {
+  bool announce = true;  // the release announces itself on the release channel
+  // The holder released while someone waits: this release decides how the first waiter starts
+  // (the queue's next_competes becomes next_waiter_competes). Otherwise the queue's flags stay.
+  bool decides_next_waiter = false;
+  bool next_waiter_competes = false;
+  // With next_waiter_competes: when the released key is gone on every node at the latest.
+  std::optional<steady_clock::time_point> key_gone_by;
+  unsigned handoffs_in_a_row = 0;  // the queue's count from now on
+
+  bool operator==(const handoff&) const = default;
+};
+
+handoff decide_handoff(const handoff_inputs& in);
+
+}  // namespace redlock::detail
+
+#endif
