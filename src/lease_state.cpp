@@ -28,8 +28,7 @@ void lease_state::on_acquired(steady_clock::time_point round_start,
                               steady_clock::time_point until) {
   current = phase::held;
   acquired_at = round_start;
-  valid_until = until;
-  longest_ttl = options.ttl;
+  validity.on_acquired(until, options.ttl);
   space->track_lease(this);
   schedule_renewal();
   arm_timer();
@@ -37,7 +36,7 @@ void lease_state::on_acquired(steady_clock::time_point round_start,
 
 void lease_state::arm_timer() {
   ++timer_generation;
-  timer.expires_at(std::min(next_renewal, valid_until));
+  timer.expires_at(std::min(next_renewal, validity.valid_until()));
   timer.async_wait([weak = weak_from_this(), generation = timer_generation](error_code ec) {
     auto self = weak.lock();
     if (ec || !self || generation != self->timer_generation || self->current != phase::held) {
@@ -49,7 +48,7 @@ void lease_state::arm_timer() {
 
 void lease_state::on_timer() {
   const auto now = steady_clock::now();
-  if (now >= valid_until) return lose(why_expired());
+  if (now >= validity.valid_until()) return lose(why_expired());
   if (now >= next_renewal) renew();
   arm_timer();
 }
@@ -63,7 +62,7 @@ std::string lease_state::why_expired() const {
   if (renewal_stopped_by_max_hold) {
     // Renewal made its last extension, capped at max_hold, or had none left to make: the lease
     // was to end within a TTL anyway.
-    if (unconfirmed_extensions.empty()) {
+    if (!validity.has_unconfirmed()) {
       return fmt::format("redlock: {} expired: max_hold of {} ms reached",
                          quoted_resource(resource), options.max_hold->count());
     }
@@ -72,7 +71,7 @@ std::string lease_state::why_expired() const {
         "quorum in time",
         quoted_resource(resource), options.max_hold->count());
   }
-  if (!options.auto_renew && unconfirmed_extensions.empty()) {
+  if (!options.auto_renew && !validity.has_unconfirmed()) {
     return fmt::format("redlock: {} expired: its TTL ran out (auto_renew is off)",
                        quoted_resource(resource));
   }
@@ -88,48 +87,23 @@ void lease_state::schedule_renewal() {
   }
   // At acquire this is half of the TTL after the round started, less the round's duration and the
   // drift allowance; after a long user extension, half a TTL before that one runs out.
-  next_renewal = valid_until - options.ttl / 2;
+  next_renewal = renewal_due(validity.valid_until(), options.ttl);
 }
-
-namespace {
-
-// The TTL that, sent now, keeps a key until `until` after the drift allowance:
-// ttl - (ttl * drift_factor + 2 ms) >= until - now.
-std::chrono::milliseconds ttl_covering(steady_clock::time_point until, steady_clock::time_point now,
-                                       double drift_factor) {
-  const double needed_ms = std::chrono::duration<double, std::milli>(until - now).count() + 2.0;
-  const auto ttl = std::chrono::milliseconds(
-      static_cast<std::chrono::milliseconds::rep>(std::ceil(needed_ms / (1.0 - drift_factor))) + 1);
-  return std::max(ttl, std::chrono::milliseconds(1));
-}
-
-}  // namespace
 
 void lease_state::renew() {
-  const auto now = steady_clock::now();
-  // Never shorten what is claimed, or what an extension still in flight may give the key: the TTL
-  // covers both, and is at least the lease's own TTL.
-  auto claimed = valid_until;
-  for (const auto& sent : unconfirmed_extensions)
-    claimed = std::max(claimed, sent.cap);
-  auto ttl = std::max(options.ttl, ttl_covering(claimed, now, space->options().drift_factor));
-  if (options.max_hold) {
-    // Never past acquired_at + max_hold: the extension that reaches it is the last one, and only
-    // if it still lengthens the validity claimed now (after a user extension past max_hold it
-    // would not). The lock then runs out, and the timer reports it lost.
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        acquired_at + *options.max_hold - now);
-    if (left <= ttl) {
-      ttl = left;
-      renewal_stopped_by_max_hold = true;
-      if (ttl <= std::chrono::milliseconds(0) ||
-          now + ttl - drift_allowance(ttl, space->options().drift_factor) <= valid_until) {
-        next_renewal = steady_clock::time_point::max();
-        return;
-      }
-    }
+  // Never shorter than what is claimed or what an extension in flight may give the key, never
+  // past acquired_at + max_hold: the extension that reaches max_hold is the last one (the lock
+  // then runs out, and the timer reports it lost), if it still lengthens the validity at all.
+  std::optional<steady_clock::time_point> max_hold_end;
+  if (options.max_hold) max_hold_end = acquired_at + *options.max_hold;
+  const auto plan = plan_renewal(validity, steady_clock::now(), options.ttl, max_hold_end,
+                                 space->options().drift_factor);
+  if (plan.last) renewal_stopped_by_max_hold = true;
+  if (plan.none) {
+    next_renewal = steady_clock::time_point::max();
+    return;
   }
-  start_extend(ttl, true, nullptr);
+  start_extend(plan.ttl, true, nullptr);
 }
 
 void lease_state::release_on_nodes(const std::vector<bool>* only) {
@@ -140,40 +114,22 @@ void lease_state::release_on_nodes(const std::vector<bool>* only) {
       if (const auto owner = weak.lock()) owner->queues().key_gone_on_node(node, key);
     };
   }
-  space->nodes().release_best_effort(resource, token, how.channel, longest_ttl, only,
+  space->nodes().release_best_effort(resource, token, how.channel, validity.longest_ttl(), only,
                                      std::move(on_gone));
-}
-
-bool lease_state::confirm_extension(std::uint64_t id, steady_clock::time_point now) {
-  if (now >= valid_until) return false;  // the lease had run out: a late yes brings nothing back
-  const auto confirmed = std::find_if(unconfirmed_extensions.begin(), unconfirmed_extensions.end(),
-                                      [id](const sent_extension& sent) { return sent.id == id; });
-  // Not found: a newer extension was confirmed first, and this older one ran before it.
-  if (confirmed == unconfirmed_extensions.end()) return true;
-  auto until = confirmed->cap;
-  for (auto later = confirmed; later != unconfirmed_extensions.end(); ++later)
-    until = std::min(until, later->cap);
-  valid_until = std::max(valid_until, until);
-  unconfirmed_extensions.erase(unconfirmed_extensions.begin(), confirmed + 1);
-  return true;
 }
 
 void lease_state::start_extend(std::chrono::milliseconds ttl, bool from_renewal,
                                std::shared_ptr<user_operation> caller) {
-  const auto start = steady_clock::now();
-  const sent_extension sent{++extensions_sent,
-                            start + ttl - drift_allowance(ttl, space->options().drift_factor)};
   // From now on the extension may run on any node, whatever its answer will be: it can only
-  // shorten what we may claim until a quorum confirms it (see lease_state).
-  valid_until = std::min(valid_until, sent.cap);
-  unconfirmed_extensions.push_back(sent);
-  longest_ttl = std::max(longest_ttl, ttl);
+  // shorten what we may claim until a quorum confirms it.
+  const sent_extension sent =
+      validity.send(steady_clock::now(), ttl, space->options().drift_factor);
   if (from_renewal) {
     renewal_in_flight = true;
     next_renewal = steady_clock::time_point::max();  // until it is decided
   } else if (options.auto_renew && !renewal_in_flight && !renewal_stopped_by_max_hold) {
     // A shorter validity needs an earlier renewal; a longer one is planned when confirmed.
-    next_renewal = std::min(next_renewal, valid_until - options.ttl / 2);
+    next_renewal = std::min(next_renewal, renewal_due(validity.valid_until(), options.ttl));
   }
   arm_timer();
   start_extension(shared_from_this(), ttl, sent.id, from_renewal, std::move(caller));

@@ -1,6 +1,7 @@
 #ifndef REDLOCK_LEASE_STATE_HPP
 #define REDLOCK_LEASE_STATE_HPP
 
+#include "algo/extension_validity.hpp"
 #include "intrusive_list.hpp"
 #include "lock_space.hpp"
 #include "redlock/lease.hpp"
@@ -25,29 +26,10 @@ using std::chrono::steady_clock;
 class user_operation;
 struct resource_queue;
 
-// Everything behind a redlock::lease. Lives on the client's executor.
-//
-// Validity under extensions. On every node, requests run in the order they were issued on its one
-// connection (a NOSCRIPT answer to an extension is final, never resent behind later requests), so
-// the key's expiry there is set by the last extension that ran, and a reply that never came may
-// still mean the extension ran. Hence:
-//  - when an extension is sent at `start` with `ttl`, valid_until drops at once to at most
-//    start + ttl - drift (its cap), whatever its answer will be;
-//  - only a quorum confirmation that arrives while the lease is still valid raises it again, to
-//    the smallest cap among the confirmed extension and every one sent after it: those may still
-//    run after it on any node of that quorum. Extensions sent before it ran before it there.
-// Across a reconnect the order rests on the server having read the broken link's last commands
-// before the new link's first (written only after a handshake round trip). Renewal never sends
-// less than an earlier extension may give the key, so a late old command could only matter for
-// a user's shortening async_extend sent right before a link broke.
+// Everything behind a redlock::lease. Lives on the client's executor. How extensions move its
+// validity is extension_validity's (algo/extension_validity.hpp).
 struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   enum class phase : std::uint8_t { never_held, held, released, lost };
-
-  // An extension that was sent and may still run on some node, newest last.
-  struct sent_extension {
-    std::uint64_t id;
-    steady_clock::time_point cap;  // start + ttl - drift: the key lives at least this long
-  };
 
   lease_state(std::shared_ptr<lock_space> space, std::string resource, const lock_options& options);
   ~lease_state();
@@ -66,19 +48,16 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   // anything but `held` may rely on it without a hop to the executor.
   std::atomic<phase> current{phase::never_held};
   steady_clock::time_point acquired_at{};
-  steady_clock::time_point valid_until{};
-  // Extensions sent since the newest confirmed one; see above.
-  std::vector<sent_extension> unconfirmed_extensions;
-  std::uint64_t extensions_sent = 0;
-  // The longest TTL any request of this lease gave the key: how long a cleanup can matter.
-  std::chrono::milliseconds longest_ttl{0};
+  // Until when the lock is ours, the extensions that may still run, and the longest TTL any
+  // request of this lease gave the key (how long a cleanup can matter).
+  extension_validity validity;
   resource_queue* queue = nullptr;  // while held: this resource's local queue
   std::string diagnostics;
   // Nodes that granted the acquire: the quorum that decided it, then every later grant as its
   // reply arrives.
   std::atomic<std::size_t> granted_nodes{0};
 
-  // One timer serves renewal and expiry: it is armed for min(next_renewal, valid_until), so a loss
+  // One timer serves renewal and expiry: it is armed for min(next_renewal, validity), so a loss
   // is reported on time also while an extension is in flight or after max_hold stopped renewal.
   // The generation tells a stale expiry (queued before a re-arm) from the current one.
   boost::asio::steady_timer timer;
@@ -89,7 +68,7 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   std::vector<std::shared_ptr<user_operation>> lost_waiters;  // unfinished ones only
 
   bool is_held() const noexcept {
-    return current == phase::held && steady_clock::now() < valid_until;
+    return current == phase::held && steady_clock::now() < validity.valid_until();
   }
 
   // Became held through a successful round that started at `round_start`.
@@ -112,8 +91,6 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   // outcome.
   void start_extend(std::chrono::milliseconds ttl, bool from_renewal,
                     std::shared_ptr<user_operation> caller);
-  // The extension `id` was confirmed by a quorum at `now`. Returns false if that came too late.
-  bool confirm_extension(std::uint64_t id, steady_clock::time_point now);
   // Token-checked DEL on every node (or those in `only`), nobody waiting for it, announced unless
   // it hands the resource to a local waiter (local_queues::release_of).
   void release_on_nodes(const std::vector<bool>* only = nullptr);

@@ -1,5 +1,6 @@
 #include "local_queues.hpp"
 
+#include "algo/handoff.hpp"
 #include "lease_state.hpp"
 #include "scripts.hpp"
 
@@ -56,25 +57,25 @@ resource_queue* local_queues::waiting_for(std::string_view resource) {
 
 local_queues::lease_release local_queues::release_of(lease_state& state) {
   resource_queue* queue = state.queue;
-  if (queue == nullptr || queue->holder != &state) return {release_channel_};
-  if (queue->waiters.empty()) {
-    queue->handoffs_in_a_row = 0;
-    return {release_channel_};
+  const bool holder = queue != nullptr && queue->holder == &state;
+  const handoff decision =
+      decide_handoff({.holder = holder,
+                      .waiting = holder && !queue->waiters.empty(),
+                      .handoffs_in_a_row = holder ? queue->handoffs_in_a_row : 0,
+                      .local_handoffs = state.options.local_handoffs,
+                      .longest_ttl = state.validity.longest_ttl(),
+                      .drift_factor = drift_factor_,
+                      .now = steady_clock::now()});
+  if (holder) {
+    queue->handoffs_in_a_row = decision.handoffs_in_a_row;
+    // Read by the holder_gone that follows this release.
+    if (decision.decides_next_waiter) {
+      queue->next_competes = decision.next_waiter_competes;
+      if (decision.key_gone_by) queue->released_key_gone_by = *decision.key_gone_by;
+    }
   }
-  if (queue->handoffs_in_a_row < state.options.local_handoffs) {
-    ++queue->handoffs_in_a_row;
-    queue->next_competes = false;
-    return {};
-  }
-  queue->handoffs_in_a_row = 0;
-  queue->next_competes = true;
-  // Every request of the lease was sent before now and gave the key longest_ttl at most, by the
-  // server's clock.
-  const auto longest = std::chrono::duration<double, std::milli>(
-      static_cast<double>(state.longest_ttl.count()) * (1.0 + drift_factor_) + 1.0);
-  queue->released_key_gone_by =
-      steady_clock::now() + std::chrono::duration_cast<steady_clock::duration>(longest);
-  return {release_channel_, true};
+  if (!decision.announce) return {};
+  return {release_channel_, decision.next_waiter_competes};
 }
 
 void local_queues::key_gone_on_node(std::size_t node, const std::string& resource) {

@@ -3,6 +3,7 @@
 
 #include "algo/acquire_round.hpp"
 #include "algo/backoff.hpp"
+#include "algo/cleanup_plan.hpp"
 #include "algo/release_watch.hpp"
 #include "algo/replies.hpp"
 #include "algo/slot_watch.hpp"
@@ -21,7 +22,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -272,14 +272,9 @@ class acquire_op final : public abortable,
   void release_where(const std::vector<bool>& targets, const std::string& key,
                      const std::string& token);
 
-  // A failed round's keys are released where the node granted or may have (it failed): at once
-  // where it answered, and where its answer is still to come, once it comes, if it is not a
-  // refusal. In a contended round the nodes that answer after the decision have almost always
-  // refused, and a release sent to each of them would double the requests of a lost round. Those
-  // answers reach answered_after_decision, or on_earlier_answer once a later round has opened its
-  // ballot. Every request is answered in the end (a reply, an error, or the connection's failure),
-  // so a deferral is settled or, at the latest, sent unconditionally when the op finishes or when
-  // more than max_deferred_rounds rounds wait (a node that stopped answering for a while).
+  // Releases a failed round's keys as cleanup_plan says: at once where the node answered, later
+  // where its answer is still to come. Those answers reach answered_after_decision, or
+  // on_earlier_answer once a later round has opened its ballot.
   void clean_up_failed_round(const std::vector<bool>& targets);
 
   void on_earlier_answer(std::size_t of_ballot, std::size_t node, error_code ec,
@@ -331,16 +326,8 @@ class acquire_op final : public abortable,
   std::vector<std::optional<std::uint64_t>> fences_;
   std::uint64_t fence_ = 0;  // the held round's fencing token, while it is written back
   std::shared_ptr<fence_write_back> write_back_;  // in stage fencing: the round's late grants join
-  // Failed rounds whose cleanup waits for some nodes' answers, oldest first.
-  struct deferred_cleanup {
-    std::size_t ballot;
-    std::string key;          // that round's
-    std::string token;        // that round's
-    set_form form;            // how to read its answers (read_set_reply)
-    std::vector<bool> nodes;  // still to answer
-  };
-  static constexpr std::size_t max_deferred_rounds = 32;
-  std::deque<deferred_cleanup> deferred_;
+  // Failed rounds whose cleanup waits for some nodes' answers.
+  cleanup_plan<set_form> cleanups_;
   unsigned rounds_ = 0;
   bool acquired_ = false;  // the last round won
   // Waiting: where the lock is held and until when, as of round watch_round_.

@@ -218,18 +218,16 @@ void acquire_op::decided(steady_clock::time_point now) {
 }
 
 void acquire_op::write_back_fence(steady_clock::time_point valid_until) {
-  std::uint64_t fence = 0;
-  std::size_t pending = 0;
+  std::vector<bool> still_pending(nodes().size(), false);
   std::vector<std::optional<std::uint64_t>> counters(nodes().size());
   for (std::size_t i = 0; i < nodes().size(); ++i) {
     const auto what = round_->answers()[i].what;
-    if (what == node_answer::kind::pending) ++pending;
-    if (what != node_answer::kind::yes) continue;
-    counters[i] = fences_[i].value_or(0);  // a grant always carries its counter (>= 1)
-    fence = std::max(fence, *counters[i]);
+    still_pending[i] = what == node_answer::kind::pending;
+    // A grant always carries its counter (>= 1).
+    if (what == node_answer::kind::yes) counters[i] = fences_[i].value_or(0);
   }
   stage_ = stage::fencing;
-  fence_ = fence;
+  fence_ = fence_of(counters);
   if (skip_fence_write_back_for_tests) return fence_written_back(true, {}, valid_until);  // unsafe
   write_back_ = std::make_shared<fence_write_back>(
       space_, [weak = weak_from_this(), valid_until](bool confirmed, const node_answers& answers) {
@@ -238,7 +236,7 @@ void acquire_op::write_back_fence(steady_clock::time_point valid_until) {
       });
   // A copy: send() may complete the acquire, which drops write_back_.
   const auto write_back = write_back_;
-  write_back->send(lease_->resource, lease_->token, fence, counters, pending);
+  write_back->send(lease_->resource, lease_->token, fence_, counters, still_pending);
 }
 
 void acquire_op::fence_written_back(bool confirmed, const node_answers& answers,
@@ -324,57 +322,34 @@ void acquire_op::release_where(const std::vector<bool>& targets, const std::stri
 }
 
 void acquire_op::clean_up_failed_round(const std::vector<bool>& targets) {
-  std::vector<bool> now = targets;
-  deferred_cleanup later{ballot(), lease_->resource, lease_->token, form_,
-                         std::vector<bool>(targets.size(), false)};
-  bool any_later = false;
-  for (std::size_t i = 0; i < targets.size(); ++i) {
-    if (targets[i] && round_->answers()[i].what == node_answer::kind::pending) {
-      now[i] = false;
-      later.nodes[i] = true;
-      any_later = true;
-    }
-  }
-  release_where(now, lease_->resource, lease_->token);
-  if (!any_later) return;
-  if (deferred_.size() == max_deferred_rounds) {
-    release_where(deferred_.front().nodes, deferred_.front().key, deferred_.front().token);
-    deferred_.pop_front();
-  }
-  deferred_.push_back(std::move(later));
+  std::vector<bool> still_pending(targets.size(), false);
+  for (std::size_t i = 0; i < targets.size(); ++i)
+    still_pending[i] = round_->answers()[i].what == node_answer::kind::pending;
+  const auto plan =
+      cleanups_.plan(ballot(), lease_->resource, lease_->token, form_, targets, still_pending);
+  release_where(plan.release_now, lease_->resource, lease_->token);
+  if (plan.evicted) release_where(plan.evicted->nodes, plan.evicted->key, plan.evicted->token);
 }
 
 void acquire_op::on_earlier_answer(std::size_t of_ballot, std::size_t node, error_code ec,
                                    const resp::value& reply) {
-  for (const auto& waiting : deferred_) {
-    if (waiting.ballot != of_ballot) continue;
-    auto answer = read_set_reply(ec, reply, waiting.form);
-    return settle_deferred_cleanup(of_ballot, node,
-                                   make_answer(answer.what, ec, reply, std::move(answer.detail)));
-  }
+  const auto form = cleanups_.find_form(of_ballot);
+  if (!form) return;
+  auto answer = read_set_reply(ec, reply, *form);
+  settle_deferred_cleanup(of_ballot, node,
+                          make_answer(answer.what, ec, reply, std::move(answer.detail)));
 }
 
 void acquire_op::settle_deferred_cleanup(std::size_t of_ballot, std::size_t node,
                                          const node_answer& answer) {
-  const auto waiting =
-      std::find_if(deferred_.begin(), deferred_.end(),
-                   [&](const deferred_cleanup& d) { return d.ballot == of_ballot; });
-  if (waiting == deferred_.end() || node >= waiting->nodes.size() || !waiting->nodes[node]) return;
-  waiting->nodes[node] = false;
-  if (answer.what != node_answer::kind::no && !answer.unsent) {
-    std::vector<bool> only(nodes().size(), false);
-    only[node] = true;
-    release_where(only, waiting->key, waiting->token);
-  }
-  if (std::find(waiting->nodes.begin(), waiting->nodes.end(), true) == waiting->nodes.end()) {
-    deferred_.erase(waiting);
-  }
+  const bool refused_or_unsent = answer.what == node_answer::kind::no || answer.unsent;
+  if (const auto release = cleanups_.settle(of_ballot, node, refused_or_unsent))
+    release_where(release->nodes, release->key, release->token);
 }
 
 void acquire_op::send_deferred_cleanups() {
-  for (const auto& waiting : deferred_)
-    release_where(waiting.nodes, waiting.key, waiting.token);
-  deferred_.clear();
+  for (const auto& release : cleanups_.drain())
+    release_where(release.nodes, release.key, release.token);
 }
 
 void acquire_op::answered_after_decision(std::size_t node) {

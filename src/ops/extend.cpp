@@ -1,5 +1,6 @@
 #include "ops/extend.hpp"
 
+#include "algo/extension_validity.hpp"
 #include "algo/replies.hpp"
 #include "algo/validity.hpp"
 #include "lease_state.hpp"
@@ -19,13 +20,6 @@ namespace asio = boost::asio;
 using boost::system::error_code;
 
 namespace {
-
-// After a failed renewal, try again this soon (while validity lasts): a tenth of the TTL, within
-// [10 ms, 500 ms].
-steady_clock::duration renewal_retry_delay(std::chrono::milliseconds ttl) {
-  return std::clamp<steady_clock::duration>(ttl / 10, std::chrono::milliseconds(10),
-                                            std::chrono::milliseconds(500));
-}
 
 // One extension of a held lease, for the renewal task (no caller) or for async_extend.
 class extend_op final : public vote, public std::enable_shared_from_this<extend_op> {
@@ -71,7 +65,7 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
       if (caller_) caller_->finish(error::not_held);
       return;
     }
-    if (!ec && !self.confirm_extension(id_, now)) {
+    if (!ec && !self.validity.confirm(id_, now)) {
       ec = error::no_quorum;  // confirmed, but too late to count
     }
     if (ec == error::not_held) {
@@ -91,8 +85,8 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
       if (from_renewal_ && ec) {
         // Try again soon while validity lasts; later than that is useless, the timer reports the
         // loss at valid_until.
-        const auto retry = now + renewal_retry_delay(self.options.ttl);
-        self.next_renewal = retry < self.valid_until ? retry : steady_clock::time_point::max();
+        self.next_renewal = renewal_retry_at(now, self.options.ttl, self.validity.valid_until())
+                                .value_or(steady_clock::time_point::max());
       } else if (from_renewal_ || !ec) {
         self.schedule_renewal();
       }

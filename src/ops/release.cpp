@@ -30,7 +30,7 @@ class release_op final : public operation_vote {
     const std::string_view args[] = {state_->token, how.channel};
     payload_ = encode_evalsha(release_script(), keys, args);
     state_->space->nodes().send(payload_, *this, open_ballot(), lock_request::release, nullptr,
-                                state_->longest_ttl);
+                                state_->validity.longest_ttl());
   }
 
  private:

@@ -1,0 +1,94 @@
+#include "ops/fence_write_back.hpp"
+
+#include "algo/replies.hpp"
+#include "scripts.hpp"
+
+#include <fmt/format.h>
+
+#include <string_view>
+
+namespace redlock::detail {
+
+using boost::system::error_code;
+
+fence_write_back::fence_write_back(std::shared_ptr<lock_space> space, on_decided done)
+    : ballot_sink(space->nodes().size()),
+      space_(std::move(space)),
+      done_(std::move(done)),
+      quorum_(space_->nodes().size(), space_->nodes().quorum()),
+      answers_(space_->nodes().size()) {}
+
+void fence_write_back::send(const std::string& resource, const std::string& token,
+                            std::uint64_t fence,
+                            const std::vector<std::optional<std::uint64_t>>& counters,
+                            const std::vector<bool>& still_pending) {
+  const std::string counter = fencing_counter_key(resource);
+  const std::string fence_text = std::to_string(fence);
+  const std::string_view keys[] = {resource, counter};
+  const std::string_view args[] = {token, fence_text};
+  payload_ = encode_evalsha(fence_write_back_script(), keys, args);
+  first_tag_ = open_ballot();
+  const auto targets = quorum_.start(fence, counters, still_pending);
+  for (std::size_t i = 0; i < answers_.size(); ++i)
+    show_state(i);
+  write_to(targets);
+  report_if_decided();
+}
+
+void fence_write_back::late_answer(std::size_t node, std::optional<std::uint64_t> counter) {
+  if (reported_) return;
+  const bool write = quorum_.late_answer(node, counter);
+  show_state(node);
+  if (write) {
+    std::vector<bool> only(answers_.size(), false);
+    only[node] = true;
+    write_to(only);
+  }
+  report_if_decided();
+}
+
+void fence_write_back::write_to(const std::vector<bool>& targets) {
+  if (std::find(targets.begin(), targets.end(), true) == targets.end()) return;
+  space_->nodes().send(payload_, *this, first_tag_, lock_request::fence_write_back, &targets);
+}
+
+void fence_write_back::show_state(std::size_t node) {
+  node_answer& shown = answers_[node];
+  switch (quorum_.state(node)) {
+    case fence_quorum::node_state::at_token:
+      shown = node_answer{};
+      shown.what = node_answer::kind::yes;
+      shown.detail = "its grant's increment reached the token";
+      return;
+    case fence_quorum::node_state::awaited:
+      shown = node_answer{};  // pending
+      return;
+    case fence_quorum::node_state::not_asked:
+    case fence_quorum::node_state::round_pending:
+      shown = node_answer{};
+      shown.what = node_answer::kind::failed;
+      shown.unsent = true;
+      shown.detail = "not asked: it did not grant";
+      return;
+    case fence_quorum::node_state::written_back:
+    case fence_quorum::node_state::write_back_failed:
+      return;  // the write-back's own answer is shown
+  }
+}
+
+void fence_write_back::on_answer(std::size_t node, error_code ec, const resp::value& reply) {
+  std::string detail;
+  const auto what = classify_script_reply(ec, reply, detail);
+  answers_[node] = make_answer(what, ec, reply, std::move(detail));
+  quorum_.answered(node, what == node_answer::kind::yes);
+  report_if_decided();
+}
+
+void fence_write_back::report_if_decided() {
+  const auto decision = quorum_.decision();
+  if (reported_ || !decision) return;
+  reported_ = true;
+  done_(*decision, answers_);
+}
+
+}  // namespace redlock::detail
