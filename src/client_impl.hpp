@@ -19,10 +19,10 @@ class user_operation;
 // shutdown. Lives on the client's executor.
 class client_impl : public std::enable_shared_from_this<client_impl> {
  public:
+  // Throws system_error (error::invalid_argument, naming the problem) for options that no lock
+  // can work with.
   client_impl(boost::asio::any_io_executor executor, std::vector<node_config> nodes,
-              client_options options)
-      : space_(std::make_shared<lock_space>(std::move(executor), std::move(nodes),
-                                            std::move(options))) {}
+              client_options options);
 
   const std::shared_ptr<lock_space>& space() const noexcept { return space_; }
   const boost::asio::any_io_executor& executor() const noexcept { return space_->executor(); }
@@ -30,9 +30,7 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   std::size_t quorum() const noexcept { return space_->nodes().quorum(); }
 
   // See client_shutdown.
-  void shutdown(std::shared_ptr<user_operation> waiter = nullptr) {
-    shutdown_.run(*space_, std::move(waiter));
-  }
+  void shutdown(std::shared_ptr<user_operation> waiter = nullptr);
 
  private:
   std::shared_ptr<lock_space> space_;

@@ -1,14 +1,8 @@
 #include "redlock/lease.hpp"
 
 #include "lease_state.hpp"
-#include "ops/extend.hpp"
-#include "ops/release.hpp"
-#include "ops/vote.hpp"
 
-#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/dispatch.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/system_executor.hpp>
 
 namespace redlock::detail {
 
@@ -24,66 +18,7 @@ void abandon(const std::shared_ptr<lease_state>& state) {
   state->stop_holding(lease_state::phase::released, asio::error::operation_aborted);
 }
 
-// Completes `handler` with `ec` when there is no lease state to run on.
-void complete_without_state(void_handler handler, error_code ec) {
-  // A default-constructed lease knows no I/O executor: hop through the system executor into the
-  // handler's own, so that the handler never runs inside the initiating function.
-  auto executor = asio::get_associated_executor(handler);
-  asio::post(asio::system_executor(),
-             asio::bind_executor(executor, [handler = void_handler(std::move(handler)),
-                                            ec]() mutable { std::move(handler)(ec); }));
-}
-
-// async_wait_lost: kept in the lease's list while it waits, and out of it as soon as it is done
-// (cancelled, or the client shut down), so that a watchdog that waits and gives up again and again
-// costs nothing that grows.
-class lost_waiter final : public user_operation {
- public:
-  lost_waiter(const std::shared_ptr<lease_state>& state, void_caller&& caller)
-      : user_operation(state->space, std::move(caller)), state_(state) {}
-
- private:
-  void on_finished() override {
-    if (auto state = state_.lock()) {
-      const auto keep_alive = shared_from_this();  // the list may hold the last reference
-      std::erase_if(state->lost_waiters,
-                    [this](const auto& waiter) { return waiter.get() == this; });
-    }
-  }
-
-  std::weak_ptr<lease_state> state_;
-};
-
 }  // namespace
-
-void initiate_release(const std::shared_ptr<lease_state>& state, void_caller caller) {
-  if (!state) return complete_without_state(std::move(caller.handler), error::not_held);
-  run_release(state, std::move(caller));
-}
-
-void initiate_extend(const std::shared_ptr<lease_state>& state, std::chrono::milliseconds ttl,
-                     void_caller caller) {
-  if (!state) return complete_without_state(std::move(caller.handler), error::not_held);
-  run_extend(state, ttl, std::move(caller));
-}
-
-void initiate_wait_lost(const std::shared_ptr<lease_state>& state, void_caller caller) {
-  if (!state) return complete_without_state(std::move(caller.handler), error::not_held);
-  auto op = std::make_shared<lost_waiter>(state, std::move(caller));
-  switch (state->current) {
-    case lease_state::phase::lost:
-      return op->finish(error::lock_lost);
-    case lease_state::phase::never_held:
-      return op->finish(error::not_held);
-    case lease_state::phase::released:
-      return op->finish(asio::error::operation_aborted);
-    case lease_state::phase::held:
-      break;
-  }
-  if (state->space->closed()) return op->finish(asio::error::operation_aborted);
-  state->lost_waiters.push_back(op);
-  op->start();
-}
 
 const asio::any_io_executor& executor_of(const lease_state* state) noexcept {
   static const asio::any_io_executor none;

@@ -71,26 +71,18 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
     return current == phase::held && steady_clock::now() < validity.valid_until();
   }
 
-  // Became held through a successful round that started at `round_start`.
+  // Became held through a successful round that started at `round_start` (renewal and expiry:
+  // start_renewal, ops/extend.hpp).
   void on_acquired(steady_clock::time_point round_start, steady_clock::time_point until);
-  void arm_timer();
-  void on_timer();
   // Why the lease ran out, for the loss it is reported as: max_hold reached, the TTL without
   // renewal, or extensions not confirmed in time.
   std::string why_expired() const;
   // The keys an extension uses, quoted, for messages.
   std::string keys() const;
-  // When the next renewal is due for the validity claimed now: once less than half a TTL is left.
-  void schedule_renewal();
-  void renew();
   // The lock cannot be kept: clean up the nodes, tell waiters, free the resource locally.
   void lose(std::string why);
   // Not ours any more by our own choice (release, destruction, client shutdown).
   void stop_holding(phase next, boost::system::error_code waiters_get);
-  // Sends an extension and lowers the validity to its cap; `caller` (null for renewal) gets the
-  // outcome.
-  void start_extend(std::chrono::milliseconds ttl, bool from_renewal,
-                    std::shared_ptr<user_operation> caller);
   // Token-checked DEL on every node (or those in `only`), nobody waiting for it, announced unless
   // it hands the resource to a local waiter (local_queues::release_of).
   void release_on_nodes(const std::vector<bool>* only = nullptr);

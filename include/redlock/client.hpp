@@ -29,7 +29,6 @@
 namespace redlock {
 
 namespace detail {
-using acquire_signature = void(boost::system::error_code, redlock::lease);
 using acquire_handler = boost::asio::any_completion_handler<acquire_signature>;
 REDLOCK_API void initiate_acquire(const std::shared_ptr<client_impl>& client, std::string resource,
                                   const lock_options& options, bool single_round,

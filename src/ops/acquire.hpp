@@ -1,7 +1,8 @@
 #ifndef REDLOCK_OPS_ACQUIRE_HPP
 #define REDLOCK_OPS_ACQUIRE_HPP
 
-#include "redlock/client.hpp"
+#include "redlock/detail/initiate.hpp"
+#include "redlock/options.hpp"
 
 #include <cstddef>
 #include <memory>

@@ -1,6 +1,7 @@
 #include "ops/acquire_op.hpp"
 
 #include "ops/acquire.hpp"
+#include "ops/extend.hpp"
 #include "options_check.hpp"
 #include "redlock/semaphore.hpp"
 #include "scripts.hpp"
@@ -191,6 +192,7 @@ void acquire_op::succeed(steady_clock::time_point valid_until) {
   lease_->granted_nodes = round_->votes().yes_count();
   acquired_ = true;
   lease_->on_acquired(round_->start(), valid_until);
+  start_renewal(*lease_);
   note_if_degraded();
   done_.complete(error_code{}, make_lease());
   // A semaphore's next waiter need not wait for this lease: it tries the other slots.

@@ -14,7 +14,9 @@
 #include "lock_space.hpp"
 #include "ops/fence_write_back.hpp"
 #include "ops/vote.hpp"
-#include "redlock/client.hpp"
+#include "redlock/detail/initiate.hpp"
+#include "redlock/lease.hpp"
+#include "redlock/options.hpp"
 
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/steady_timer.hpp>

@@ -21,6 +21,10 @@ using boost::system::error_code;
 
 namespace {
 
+void arm_lease_timer(lease_state& lease);
+void on_lease_timer(lease_state& lease);
+void renew(lease_state& lease);
+
 // One extension of a held lease, for the renewal task (no caller) or for async_extend.
 class extend_op final : public vote, public std::enable_shared_from_this<extend_op> {
  public:
@@ -88,9 +92,9 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
         self.next_renewal = renewal_retry_at(now, self.options.ttl, self.validity.valid_until())
                                 .value_or(steady_clock::time_point::max());
       } else if (from_renewal_ || !ec) {
-        self.schedule_renewal();
+        schedule_renewal(self);
       }
-      self.arm_timer();  // valid_until or next_renewal may have moved
+      arm_lease_timer(self);  // the validity or next_renewal may have moved
     }
     if (caller_) caller_->finish(ec);
   }
@@ -103,15 +107,86 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
   std::string payload_;
 };
 
-}  // namespace
-
-void start_extension(std::shared_ptr<lease_state> state, std::chrono::milliseconds ttl,
-                     std::uint64_t id, bool from_renewal, std::shared_ptr<user_operation> caller) {
-  std::make_shared<extend_op>(std::move(state), ttl, id, from_renewal, std::move(caller))->run();
+void arm_lease_timer(lease_state& lease) {
+  ++lease.timer_generation;
+  lease.timer.expires_at(std::min(lease.next_renewal, lease.validity.valid_until()));
+  lease.timer.async_wait(
+      [weak = lease.weak_from_this(), generation = lease.timer_generation](error_code ec) {
+        auto self = weak.lock();
+        if (ec || !self || generation != self->timer_generation ||
+            self->current != lease_state::phase::held) {
+          return;
+        }
+        on_lease_timer(*self);
+      });
 }
 
-void run_extend(const std::shared_ptr<lease_state>& state, std::chrono::milliseconds ttl,
-                void_caller caller) {
+void on_lease_timer(lease_state& lease) {
+  const auto now = steady_clock::now();
+  if (now >= lease.validity.valid_until()) return lease.lose(lease.why_expired());
+  if (now >= lease.next_renewal) renew(lease);
+  arm_lease_timer(lease);
+}
+
+void renew(lease_state& lease) {
+  // Never shorter than what is claimed or what an extension in flight may give the key, never
+  // past acquired_at + max_hold: the extension that reaches max_hold is the last one (the lock
+  // then runs out, and the timer reports it lost), if it still lengthens the validity at all.
+  const auto& options = lease.options;
+  std::optional<steady_clock::time_point> max_hold_end;
+  if (options.max_hold) max_hold_end = lease.acquired_at + *options.max_hold;
+  const auto plan = plan_renewal(lease.validity, steady_clock::now(), options.ttl, max_hold_end,
+                                 lease.space->options().drift_factor);
+  if (plan.last) lease.renewal_stopped_by_max_hold = true;
+  if (plan.none) {
+    lease.next_renewal = steady_clock::time_point::max();
+    return;
+  }
+  send_extension(lease, plan.ttl, true, nullptr);
+}
+
+}  // namespace
+
+void schedule_renewal(lease_state& lease) {
+  const auto& options = lease.options;
+  if (!options.auto_renew || lease.renewal_in_flight || lease.renewal_stopped_by_max_hold) {
+    if (!lease.renewal_in_flight) lease.next_renewal = steady_clock::time_point::max();
+    return;
+  }
+  // At acquire this is half of the TTL after the round started, less the round's duration and the
+  // drift allowance; after a long user extension, half a TTL before that one runs out.
+  lease.next_renewal = renewal_due(lease.validity.valid_until(), options.ttl);
+}
+
+void start_renewal(lease_state& lease) {
+  schedule_renewal(lease);
+  arm_lease_timer(lease);
+}
+
+void send_extension(lease_state& lease, std::chrono::milliseconds ttl, bool from_renewal,
+                    std::shared_ptr<user_operation> caller) {
+  // From now on the extension may run on any node, whatever its answer will be: it can only
+  // shorten what we may claim until a quorum confirms it.
+  const sent_extension sent =
+      lease.validity.send(steady_clock::now(), ttl, lease.space->options().drift_factor);
+  const auto& options = lease.options;
+  if (from_renewal) {
+    lease.renewal_in_flight = true;
+    lease.next_renewal = steady_clock::time_point::max();  // until it is decided
+  } else if (options.auto_renew && !lease.renewal_in_flight && !lease.renewal_stopped_by_max_hold) {
+    // A shorter validity needs an earlier renewal; a longer one is planned when confirmed.
+    lease.next_renewal =
+        std::min(lease.next_renewal, renewal_due(lease.validity.valid_until(), options.ttl));
+  }
+  arm_lease_timer(lease);
+  std::make_shared<extend_op>(lease.shared_from_this(), ttl, sent.id, from_renewal,
+                              std::move(caller))
+      ->run();
+}
+
+void initiate_extend(const std::shared_ptr<lease_state>& state, std::chrono::milliseconds ttl,
+                     void_caller caller) {
+  if (!state) return complete_without_state(std::move(caller.handler), error::not_held);
   // Total cancellation is not honoured: once sent, the extension may apply whatever the caller
   // does, so it cannot be undone, only stopped being waited for (terminal, partial).
   auto op = std::make_shared<user_operation>(
@@ -128,7 +203,7 @@ void run_extend(const std::shared_ptr<lease_state>& state, std::chrono::millisec
     return op->finish(error::invalid_argument);
   }
   op->start();
-  state->start_extend(ttl, false, op);
+  send_extension(*state, ttl, false, op);
 }
 
 }  // namespace redlock::detail

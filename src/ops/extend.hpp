@@ -1,10 +1,7 @@
 #ifndef REDLOCK_OPS_EXTEND_HPP
 #define REDLOCK_OPS_EXTEND_HPP
 
-#include "redlock/detail/initiate.hpp"
-
 #include <chrono>
-#include <cstdint>
 #include <memory>
 
 namespace redlock::detail {
@@ -12,16 +9,23 @@ namespace redlock::detail {
 struct lease_state;
 class user_operation;
 
-// Sends extension `id` (extend_script with `ttl`, token-checked) of a held lease to every node and
-// applies its outcome to the lease: the validity a quorum confirms (lease_state), a loss when a
-// quorum says the key is no longer ours, the next renewal. `caller` (null for renewal) gets the
-// outcome.
-void start_extension(std::shared_ptr<lease_state> state, std::chrono::milliseconds ttl,
-                     std::uint64_t id, bool from_renewal, std::shared_ptr<user_operation> caller);
+// Extension and renewal of a held lease. One timer of the lease serves renewal and expiry: armed
+// for the earlier of the next renewal and the end of the validity, so that a loss is reported on
+// time also while an extension is in flight or after max_hold stopped renewal.
 
-// lease::async_extend on a lease that has a state.
-void run_extend(const std::shared_ptr<lease_state>& state, std::chrono::milliseconds ttl,
-                void_caller caller);
+// The lease became held: plans its first renewal (half a TTL before the validity ends, with
+// lock_options::auto_renew) and arms its timer.
+void start_renewal(lease_state& lease);
+
+// When the next renewal is due for the validity claimed now.
+void schedule_renewal(lease_state& lease);
+
+// Sends an extension by `ttl` (extend_script, token-checked) to every node and lowers the
+// validity to its cap at once; a quorum's confirmation raises it again (extension_validity). A
+// quorum saying the key is no longer ours loses the lease. `caller` (null for renewal) gets the
+// outcome.
+void send_extension(lease_state& lease, std::chrono::milliseconds ttl, bool from_renewal,
+                    std::shared_ptr<user_operation> caller);
 
 }  // namespace redlock::detail
 

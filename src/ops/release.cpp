@@ -1,5 +1,3 @@
-#include "ops/release.hpp"
-
 #include "algo/replies.hpp"
 #include "lease_state.hpp"
 #include "ops/vote.hpp"
@@ -71,7 +69,8 @@ class release_op final : public operation_vote {
 
 }  // namespace
 
-void run_release(const std::shared_ptr<lease_state>& state, void_caller caller) {
+void initiate_release(const std::shared_ptr<lease_state>& state, void_caller caller) {
+  if (!state) return complete_without_state(std::move(caller.handler), error::not_held);
   auto op = std::make_shared<release_op>(state, std::move(caller));
   if (state->space->closed()) return op->finish(asio::error::operation_aborted);
   if (state->current != lease_state::phase::held) {

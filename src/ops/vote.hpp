@@ -4,10 +4,9 @@
 #include "algo/node_answer.hpp"
 #include "algo/quorum.hpp"
 #include "algo/replies.hpp"
-#include "completion.hpp"
 #include "lock_space.hpp"
-#include "redlock/detail/initiate.hpp"
 #include "redlock/error.hpp"
+#include "user_operation.hpp"
 
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/system/error_code.hpp>
@@ -19,57 +18,6 @@
 #include <vector>
 
 namespace redlock::detail {
-
-// A caller's pending void(error_code) operation that the client can end: cancellation by the
-// caller and client shutdown both complete it with operation_aborted. The work behind it (requests
-// already queued on the nodes) goes on either way; only the caller stops waiting.
-class user_operation : public abortable, public std::enable_shared_from_this<user_operation> {
- public:
-  static constexpr auto any_cancellation = boost::asio::cancellation_type::terminal |
-                                           boost::asio::cancellation_type::partial |
-                                           boost::asio::cancellation_type::total;
-
-  // `honoured`: the cancellation types that end the operation; others are ignored.
-  user_operation(std::shared_ptr<lock_space> space, void_caller&& caller,
-                 boost::asio::cancellation_type honoured = any_cancellation)
-      : space_(std::move(space)),
-        done_(std::move(caller.handler), space_->executor(), caller.on_client_executor),
-        honoured_(honoured) {}
-  virtual ~user_operation() = default;
-
-  // Registers with the client and the caller's cancellation slot.
-  void start() {
-    space_->track(this);
-    done_.on_cancel([weak = weak_from_this()](boost::asio::cancellation_type type) {
-      auto self = weak.lock();
-      if (self && (type & self->honoured_) != boost::asio::cancellation_type::none) {
-        self->finish(boost::asio::error::operation_aborted);
-      }
-    });
-  }
-
-  void abort() override { finish(boost::asio::error::operation_aborted); }
-
-  // The caller's handler is posted (see completion), so this may be called from anywhere.
-  void finish(boost::system::error_code ec) {
-    if (done_.done()) return;
-    space_->untrack(this);
-    done_.complete(ec);
-    on_finished();
-  }
-
-  bool done() const noexcept { return done_.done(); }
-
- protected:
-  const std::shared_ptr<lock_space>& space() const noexcept { return space_; }
-  // Called once, right after the caller's handler has been handed over.
-  virtual void on_finished() {}
-
- private:
-  std::shared_ptr<lock_space> space_;
-  completion<boost::system::error_code> done_;
-  boost::asio::cancellation_type honoured_;
-};
 
 // The sink of one fan-out at a time: each fan-out opens a ballot, whose requests are tagged
 // ballot * width + slot * nodes + node (width = nodes * slots), so that a late reply to an earlier

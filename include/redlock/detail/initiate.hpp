@@ -55,6 +55,8 @@ caller_handler<Signature> erase_handler(Handler&& handler, const boost::asio::an
 }
 
 using void_caller = caller_handler<void(boost::system::error_code)>;
+// What an acquire completes with: the lease, held or not (see client::async_acquire).
+using acquire_signature = void(boost::system::error_code, redlock::lease);
 
 REDLOCK_API void initiate_ping(const std::shared_ptr<client_impl>& client, void_caller caller);
 REDLOCK_API void initiate_shutdown(const std::shared_ptr<client_impl>& client, void_caller caller);

@@ -1,0 +1,55 @@
+#include "lease_state.hpp"
+#include "redlock/detail/initiate.hpp"
+#include "user_operation.hpp"
+
+#include <boost/asio/error.hpp>
+
+#include <memory>
+
+namespace redlock::detail {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// async_wait_lost: kept in the lease's list while it waits, and out of it as soon as it is done
+// (cancelled, or the client shut down), so that a watchdog that waits and gives up again and again
+// costs nothing that grows.
+class lost_waiter final : public user_operation {
+ public:
+  lost_waiter(const std::shared_ptr<lease_state>& state, void_caller&& caller)
+      : user_operation(state->space, std::move(caller)), state_(state) {}
+
+ private:
+  void on_finished() override {
+    if (auto state = state_.lock()) {
+      const auto keep_alive = shared_from_this();  // the list may hold the last reference
+      std::erase_if(state->lost_waiters,
+                    [this](const auto& waiter) { return waiter.get() == this; });
+    }
+  }
+
+  std::weak_ptr<lease_state> state_;
+};
+
+}  // namespace
+
+void initiate_wait_lost(const std::shared_ptr<lease_state>& state, void_caller caller) {
+  if (!state) return complete_without_state(std::move(caller.handler), error::not_held);
+  auto op = std::make_shared<lost_waiter>(state, std::move(caller));
+  switch (state->current) {
+    case lease_state::phase::lost:
+      return op->finish(error::lock_lost);
+    case lease_state::phase::never_held:
+      return op->finish(error::not_held);
+    case lease_state::phase::released:
+      return op->finish(asio::error::operation_aborted);
+    case lease_state::phase::held:
+      break;
+  }
+  if (state->space->closed()) return op->finish(asio::error::operation_aborted);
+  state->lost_waiters.push_back(op);
+  op->start();
+}
+
+}  // namespace redlock::detail
