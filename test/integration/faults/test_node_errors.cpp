@@ -3,6 +3,7 @@
 // user without the commands the lock needs, a port where no Redis listens, one server listed
 // under two names. Also what the messages of ordinary outcomes say, and how many nodes granted.
 
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "support/acquire_once.hpp"
 #include "support/async_test.hpp"
@@ -33,31 +34,16 @@
 
 namespace {
 
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
-using boost::system::error_code;
 using redlock::condition;
-using redlock::error;
 using redlock::test::acquire_once;
 using redlock::test::check_fails_at_once;
 using redlock::test::contains;
 using redlock::test::default_wait;
 using redlock::test::fake_command;
 using redlock::test::fake_server;
-using redlock::test::fast_client_options;
-using redlock::test::inspector;
 using redlock::test::long_wait;
-using redlock::test::ms_since;
-using redlock::test::redis_fleet;
 using redlock::test::redis_server;
 using redlock::test::redis_server_options;
-using redlock::test::run_async;
-using redlock::test::sleep_for;
-using redlock::test::sync_client;
-using std::chrono::milliseconds;
-using std::chrono::steady_clock;
-
-using redlock::test::tuple_awaitable;
 
 std::vector<redlock::node_config> with_password(std::vector<redlock::node_config> nodes,
                                                 const std::string& password) {

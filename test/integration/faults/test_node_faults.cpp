@@ -2,6 +2,7 @@
 // saw and, where a hold is involved, by the mutual-exclusion checker: a minority costs at most one
 // node_timeout and no safety, a majority fails fast and leaves no key behind.
 
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/chaos_proxy.hpp"
@@ -30,23 +31,7 @@
 
 namespace {
 
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
-using boost::system::error_code;
-using redlock::error;
-using redlock::test::eventually;
-using redlock::test::fast_client_options;
-using redlock::test::inspector;
 using redlock::test::ms_between;
-using redlock::test::ms_since;
-using redlock::test::redis_fleet;
-using redlock::test::run_async;
-using redlock::test::sleep_for;
-using redlock::test::sync_client;
-using std::chrono::milliseconds;
-using std::chrono::steady_clock;
-
-using redlock::test::tuple_awaitable;
 
 using recorder = redlock::test::lock_recorder;
 using redlock::test::plain_lock;

@@ -2,6 +2,7 @@
 // kind for a minute; judged by the mutual-exclusion checker, a witness counter and the gaps in
 // which nobody held the lock.
 
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/chaos_proxy.hpp"
@@ -43,18 +44,8 @@ constexpr bool sanitized_build = true;
 constexpr bool sanitized_build = false;
 #endif
 
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
 using redlock::test::eventually_blocking;
-using redlock::test::fast_client_options;
-using redlock::test::inspector;
 using redlock::test::mono_now;
-using redlock::test::redis_fleet;
-using redlock::test::run_async;
-using redlock::test::sleep_for;
-using redlock::test::sync_client;
-using std::chrono::milliseconds;
-using std::chrono::steady_clock;
 
 using redlock::test::plain_lock;
 

@@ -2,6 +2,7 @@
 // middle of a pipeline, a SET applied after its round gave up. Late replies are dropped, never
 // paired with a later command, and what a late command did is undone.
 
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/chaos_proxy.hpp"
@@ -32,20 +33,9 @@
 
 namespace {
 
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
-using redlock::error;
-using redlock::test::eventually;
-using redlock::test::fast_client_options;
-using redlock::test::inspector;
 using redlock::test::mono_now;
 using redlock::test::op_kind;
 using redlock::test::op_result;
-using redlock::test::run_async;
-using redlock::test::sleep_for;
-using redlock::test::sync_client;
-
-using redlock::test::tuple_awaitable;
 
 using recorder = redlock::test::lock_recorder;
 using redlock::test::plain_lock;

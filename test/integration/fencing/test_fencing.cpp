@@ -4,6 +4,7 @@
 // counterexample that needs the write-back is run with the write-back skipped (a test hook) and
 // must break the order; Kleppmann's paused holder is shown rejected by a fenced store and landing
 // in an unfenced one.
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "scripts.hpp"
 #include "support/async_test.hpp"
@@ -38,18 +39,6 @@
 #include <vector>
 
 namespace {
-
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
-using redlock::error;
-using redlock::test::eventually;
-using redlock::test::fast_client_options;
-using redlock::test::lock_for;
-using redlock::test::redis_fleet;
-using redlock::test::run_async;
-using redlock::test::sleep_for;
-using redlock::test::sync_client;
-using redlock::test::tuple_awaitable;
 
 redlock::lock_options fenced_lock(std::chrono::milliseconds ttl = 10s) {
   auto options = lock_for(ttl);

@@ -3,6 +3,7 @@
 // connection that stays open, an RST versus a FIN, exact byte counts). Timing assertions are lower
 // bounds that sleeping guarantees, plus generous upper bounds only.
 
+#include "integration/prelude.hpp"
 #include "resp/encoder.hpp"
 #include "support/async_test.hpp"
 #include "support/chaos_proxy.hpp"
@@ -38,11 +39,8 @@
 
 namespace {
 
-using namespace std::chrono_literals;
 using redlock::test::eventually_blocking;
-using redlock::test::ms_since;
 using redlock::test::redis_server;
-using redlock::test::sync_client;
 using chaos = redlock::test::chaos_proxy;
 using dir = chaos::direction;
 using clock_type = std::chrono::steady_clock;

@@ -1,3 +1,4 @@
+#include "integration/prelude.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
 
@@ -20,14 +21,11 @@
 
 namespace {
 
-using namespace std::chrono_literals;
 using boost::asio::ip::tcp;
 using redlock::resp::type;
 using redlock::resp::value;
-using redlock::test::redis_fleet;
 using redlock::test::redis_server;
 using redlock::test::redis_server_options;
-using redlock::test::sync_client;
 
 bool is_pong(const value& v) {
   return v.kind == type::simple_string && v.text == "PONG";

@@ -3,6 +3,7 @@
 // once. Each unsafe variant must make the checker report an overlap, and the library in the same
 // situation must not: a checker that cannot fail proves nothing.
 
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
@@ -24,21 +25,8 @@
 
 namespace {
 
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
-using redlock::error;
-using redlock::test::eventually;
-using redlock::test::fast_client_options;
-using redlock::test::inspector;
 using redlock::test::mono_now;
-using redlock::test::redis_fleet;
-using redlock::test::run_async;
-using redlock::test::sleep_for;
-using redlock::test::sync_client;
 using redlock::test::to_mono_ns;
-using std::chrono::milliseconds;
-
-using redlock::test::tuple_awaitable;
 
 using recorder = redlock::test::lock_recorder;
 using redlock::test::plain_lock;

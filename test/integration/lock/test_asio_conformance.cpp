@@ -4,6 +4,7 @@
 // cancel_after, so `cancel_after_ms` below is a token adapter written the same way: it arms a
 // timer on the initiation's executor and cancels the operation when the timer fires.
 
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
@@ -34,18 +35,7 @@
 
 namespace {
 
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
-using boost::system::error_code;
-using redlock::error;
-using redlock::test::fast_client_options;
-using redlock::test::inspector;
-using redlock::test::ms_since;
 using redlock::test::plain_lock;
-using redlock::test::redis_fleet;
-using redlock::test::run_async;
-using std::chrono::milliseconds;
-using std::chrono::steady_clock;
 
 // How many initiations the adapter asked for their executor, and whether each was the client's.
 std::atomic<int> executors_asked{0};
@@ -108,8 +98,6 @@ struct boost::asio::async_result<cancel_after_ms<Token>, Signatures...> {
 };
 
 namespace {
-
-using redlock::test::tuple_awaitable;
 
 template <class Token>
 cancel_after_ms<Token> cancel_after(milliseconds after, Token inner) {

@@ -3,6 +3,7 @@
 // during backoff) and destroying the client. Every operation completes exactly once, and what
 // was taken on the nodes is given back.
 
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
@@ -26,21 +27,8 @@
 
 namespace {
 
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
-using redlock::error;
-using redlock::test::eventually;
-using redlock::test::fast_client_options;
 using redlock::test::ms_between;
-using redlock::test::ms_since;
 using redlock::test::node_range;
-using redlock::test::run_async;
-using redlock::test::sleep_for;
-using std::chrono::steady_clock;
-
-using redlock::test::tuple_awaitable;
-
-using redlock::test::lock_for;
 
 using redlock::test::acquire_outcome;
 using redlock::test::no_keys_anywhere;

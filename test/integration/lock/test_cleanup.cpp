@@ -4,6 +4,7 @@
 // lock. Shown for a failed round, a cancelled acquire and a destroyed client, with the link reset
 // after the SET ran on 1 and on 3 of 5 nodes.
 
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
@@ -31,20 +32,9 @@
 
 namespace {
 
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
-using boost::system::error_code;
-using redlock::error;
 using redlock::test::chaos_proxy;
-using redlock::test::eventually;
-using redlock::test::fast_client_options;
-using redlock::test::inspector;
 using redlock::test::plain_lock;
 using redlock::test::proxied_fleet;
-using redlock::test::run_async;
-using std::chrono::milliseconds;
-
-using redlock::test::tuple_awaitable;
 
 // How the acquire whose cleanup meets the broken link ends.
 enum class ending { round_fails, cancelled, client_destroyed };

@@ -2,6 +2,7 @@
 // awaitables and futures on one thread, a future waited for on another, and a client used from
 // a strand of four threads.
 
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
@@ -36,21 +37,7 @@
 
 namespace {
 
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
-using boost::system::error_code;
-using redlock::error;
-using redlock::test::eventually;
 using redlock::test::eventually_blocking;
-using redlock::test::fast_client_options;
-using redlock::test::inspector;
-using redlock::test::redis_fleet;
-using redlock::test::run_async;
-using redlock::test::sleep_for;
-
-using redlock::test::tuple_awaitable;
-
-using redlock::test::lock_for;
 
 using redlock::test::acquire_outcome;
 using redlock::test::gone_everywhere;

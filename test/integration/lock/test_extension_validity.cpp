@@ -4,6 +4,7 @@
 // a user's extension reschedules it. Judged by the mutual-exclusion checker over what the clients
 // saw, with the unsafe variant (a holder that keeps its old validity) shown to be caught.
 
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
@@ -28,27 +29,14 @@
 
 namespace {
 
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
-using boost::system::error_code;
-using redlock::error;
 using redlock::test::chaos_proxy;
-using redlock::test::eventually;
-using redlock::test::fast_client_options;
-using redlock::test::inspector;
 using redlock::test::lock_recorder;
 using redlock::test::mono_now;
 using redlock::test::ms_between;
 using redlock::test::op_result;
 using redlock::test::plain_lock;
 using redlock::test::proxied_fleet;
-using redlock::test::run_async;
-using redlock::test::sleep_for;
 using redlock::test::to_mono_ns;
-using std::chrono::milliseconds;
-using std::chrono::steady_clock;
-
-using redlock::test::tuple_awaitable;
 
 redlock::lock_options renewed_lock(milliseconds ttl) {
   redlock::lock_options options;

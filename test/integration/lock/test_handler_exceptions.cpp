@@ -3,6 +3,7 @@
 // io_context::run() as Asio users expect, and the client goes on working when run() is called
 // again. On a plain io_context and on a strand run by several threads.
 
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
@@ -32,14 +33,7 @@
 
 namespace {
 
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
-using boost::system::error_code;
-using redlock::test::fast_client_options;
 using redlock::test::redis_server;
-using redlock::test::sync_client;
-
-using redlock::test::tuple_awaitable;
 
 struct user_failure : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -2,6 +2,7 @@
 // partial) or its client destroyed after 0 to 5 replies, and a lease destroyed with an extension
 // or release in flight. Each completes exactly once, and nothing of its own is left on any node.
 
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
@@ -27,22 +28,7 @@
 
 namespace {
 
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
-using boost::system::error_code;
-using redlock::error;
-using redlock::test::eventually;
-using redlock::test::fast_client_options;
-using redlock::test::inspector;
 using redlock::test::ms_between;
-using redlock::test::ms_since;
-using redlock::test::run_async;
-using redlock::test::sleep_for;
-using redlock::test::sync_client;
-using std::chrono::milliseconds;
-using std::chrono::steady_clock;
-
-using redlock::test::tuple_awaitable;
 
 using redlock::test::plain_lock;
 using redlock::test::proxied_fleet;

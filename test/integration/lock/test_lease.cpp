@@ -3,6 +3,7 @@
 // destruction off the client's executor, and extensions after the script cache was flushed.
 
 #include "client_impl.hpp"
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/chaos_proxy.hpp"
@@ -36,23 +37,7 @@
 
 namespace {
 
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
-using boost::system::error_code;
-using redlock::error;
-using redlock::test::eventually;
-using redlock::test::fast_client_options;
-using redlock::test::inspector;
-using redlock::test::ms_since;
 using redlock::test::plain_lock;
-using redlock::test::redis_fleet;
-using redlock::test::run_async;
-using redlock::test::sleep_for;
-using redlock::test::sync_client;
-using std::chrono::milliseconds;
-using std::chrono::steady_clock;
-
-using redlock::test::tuple_awaitable;
 
 std::size_t lost_waiters_of(const redlock::lease& lease) {
   return redlock::detail::client_impl::state_of(lease)->lost_waiters.size();

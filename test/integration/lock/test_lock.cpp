@@ -13,6 +13,7 @@
 #pragma GCC diagnostic ignored "-Wrestrict"
 #endif
 
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/chaos_proxy.hpp"
@@ -40,23 +41,8 @@
 
 namespace {
 
-namespace asio = boost::asio;
 namespace bdata = boost::unit_test::data;
-using namespace std::chrono_literals;
-using redlock::error;
-using redlock::test::eventually;
-using redlock::test::fast_client_options;
-using redlock::test::inspector;
 using redlock::test::ms_between;
-using redlock::test::ms_since;
-using redlock::test::redis_fleet;
-using redlock::test::run_async;
-using redlock::test::sleep_for;
-using std::chrono::steady_clock;
-
-using redlock::test::tuple_awaitable;
-
-using redlock::test::lock_for;
 
 using redlock::test::gone_everywhere;
 using redlock::test::is_hex_token;

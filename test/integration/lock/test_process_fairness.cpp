@@ -4,6 +4,7 @@
 // process and each contender got. The unfair variant (unbounded local hand-off, no release
 // announcements) is run too, and the same fairness verdict must catch it.
 
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
@@ -34,14 +35,7 @@
 
 namespace {
 
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
 using redlock::test::eventually_blocking;
-using redlock::test::fast_client_options;
-using redlock::test::inspector;
-using redlock::test::redis_fleet;
-using redlock::test::run_async;
-using redlock::test::sync_client;
 
 constexpr std::size_t processes = 4;
 constexpr std::size_t contenders_per_process = 4;

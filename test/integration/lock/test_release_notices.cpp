@@ -4,6 +4,7 @@
 // own waiters only a bounded number of times in a row. Every waiter here has a backoff of seconds,
 // so acquiring within a fraction of that shows it was woken, not polling.
 
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "scripts.hpp"
 #include "support/async_test.hpp"
@@ -37,19 +38,7 @@
 
 namespace {
 
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
-using redlock::test::eventually;
-using redlock::test::fast_client_options;
-using redlock::test::lock_for;
-using redlock::test::ms_since;
-using redlock::test::redis_fleet;
 using redlock::test::renewal;
-using redlock::test::run_async;
-using redlock::test::sleep_for;
-using redlock::test::sync_client;
-using redlock::test::tuple_awaitable;
-using std::chrono::steady_clock;
 
 const std::string channel = "redlock:released";
 

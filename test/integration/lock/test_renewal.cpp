@@ -2,6 +2,7 @@
 // stops at max_hold, signals the loss when a majority dies, and never touches a key that is not
 // the lease's own.
 
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
@@ -24,21 +25,7 @@
 
 namespace {
 
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
-using redlock::error;
-using redlock::test::eventually;
-using redlock::test::fast_client_options;
 using redlock::test::ms_between;
-using redlock::test::ms_since;
-using redlock::test::redis_fleet;
-using redlock::test::run_async;
-using redlock::test::sleep_for;
-using std::chrono::steady_clock;
-
-using redlock::test::tuple_awaitable;
-
-using redlock::test::lock_for;
 
 using redlock::test::gone_everywhere;
 using redlock::test::record;

@@ -3,6 +3,7 @@
 // still alive. A release that no quorum confirmed is reported, and cancelling the wait does not
 // stop the shutdown.
 
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
@@ -30,21 +31,6 @@
 
 namespace {
 
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
-using boost::system::error_code;
-using redlock::error;
-using redlock::test::eventually;
-using redlock::test::fast_client_options;
-using redlock::test::inspector;
-using redlock::test::run_async;
-using redlock::test::sleep_for;
-using std::chrono::milliseconds;
-using std::chrono::steady_clock;
-
-using redlock::test::tuple_awaitable;
-
-using redlock::test::lock_for;
 using redlock::test::renewal;
 
 }  // namespace

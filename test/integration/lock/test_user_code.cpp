@@ -3,6 +3,7 @@
 // use-after-free of the default options), and every async_ function called without a completion
 // token, which returns a deferred operation to co_await or to launch with a token later.
 
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
@@ -29,19 +30,7 @@
 
 namespace {
 
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
-using boost::system::error_code;
-using redlock::error;
-using redlock::test::eventually;
 using redlock::test::gone_everywhere;
-using redlock::test::lock_for;
-using redlock::test::ms_since;
-using redlock::test::redis_fleet;
-using redlock::test::run_async;
-using redlock::test::sync_client;
-using redlock::test::tuple_awaitable;
-using std::chrono::steady_clock;
 
 // client_options::release_channel as the library defaults it.
 const std::string default_channel = "redlock:released";

@@ -1,6 +1,7 @@
 // with_lock against real redis-server processes: the body's value and exception come out and the
 // lock is released either way; a lost lock cancels the body.
 
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
@@ -23,20 +24,6 @@
 #include <string>
 
 namespace {
-
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
-using boost::system::error_code;
-using redlock::error;
-using redlock::test::eventually;
-using redlock::test::fast_client_options;
-using redlock::test::ms_since;
-using redlock::test::redis_fleet;
-using redlock::test::run_async;
-using redlock::test::sleep_for;
-using std::chrono::steady_clock;
-
-using redlock::test::lock_for;
 
 using redlock::test::gone_everywhere;
 

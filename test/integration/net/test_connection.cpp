@@ -1,5 +1,6 @@
 // The pipelined per-node connection against real redis-server processes.
 
+#include "integration/prelude.hpp"
 #include "net/connection.hpp"
 #include "net/script.hpp"
 #include "redlock/error.hpp"
@@ -37,22 +38,11 @@
 
 namespace {
 
-namespace asio = boost::asio;
 namespace rd = redlock::detail;
 namespace resp = redlock::resp;
-using namespace std::chrono_literals;
-using boost::system::error_code;
-using redlock::error;
-using redlock::test::eventually;
 using redlock::test::ms_between;
-using redlock::test::ms_since;
 using redlock::test::redis_server;
 using redlock::test::redis_server_options;
-using redlock::test::run_async;
-using redlock::test::sleep_for;
-using std::chrono::steady_clock;
-
-using redlock::test::tuple_awaitable;
 
 std::shared_ptr<rd::connection> make_connection(asio::io_context& io, redlock::node_config node,
                                                 rd::connection_options options = {}) {

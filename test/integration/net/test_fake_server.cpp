@@ -1,6 +1,7 @@
 // Malformed and unexpected replies, from a scripted fake server: first against one
 // redlock::detail::connection, then against a redlock::client whose majority is real Redis.
 
+#include "integration/prelude.hpp"
 #include "net/connection.hpp"
 #include "net/script.hpp"
 #include "redlock/client.hpp"
@@ -32,21 +33,12 @@
 
 namespace {
 
-namespace asio = boost::asio;
 namespace rd = redlock::detail;
 namespace resp = redlock::resp;
 namespace fake = redlock::test::fake;
-using namespace std::chrono_literals;
-using boost::system::error_code;
-using redlock::error;
-using redlock::test::eventually;
 using redlock::test::fake_command;
 using redlock::test::fake_reply;
 using fake_node = redlock::test::fake_server;  // the suite below is named fake_server
-using redlock::test::run_async;
-using redlock::test::sleep_for;
-
-using redlock::test::tuple_awaitable;
 
 // Encodes a command. Built in its own call, not as a braced list inside a co_await expression:
 // g++ 12 cannot keep an initializer_list's array across a suspension.

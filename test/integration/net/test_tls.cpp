@@ -4,6 +4,7 @@
 // ends, servers and clients that disagree about TLS, and fleets that mix TLS, plain TCP and Unix
 // sockets.
 
+#include "integration/prelude.hpp"
 #include "net/connection.hpp"
 #include "redlock/redlock.hpp"
 #include "resp/encoder.hpp"
@@ -34,32 +35,18 @@
 
 namespace {
 
-namespace asio = boost::asio;
 namespace rd = redlock::detail;
-using namespace std::chrono_literals;
-using boost::system::error_code;
 using redlock::condition;
-using redlock::error;
 using redlock::test::acquire_once;
 using redlock::test::check_fails_at_once;
 using redlock::test::contains;
 using redlock::test::default_wait;
-using redlock::test::fast_client_options;
-using redlock::test::inspector;
-using redlock::test::lock_for;
 using redlock::test::long_wait;
-using redlock::test::ms_since;
-using redlock::test::redis_fleet;
 using redlock::test::redis_server;
 using redlock::test::redis_server_options;
 using redlock::test::renewal;
-using redlock::test::run_async;
-using redlock::test::sleep_for;
-using redlock::test::sync_client;
 using redlock::test::test_pki;
 using redlock::test::tls_probe_server;
-using redlock::test::tuple_awaitable;
-using std::chrono::steady_clock;
 
 // Made once per test process: a dozen openssl runs.
 const test_pki& pki() {

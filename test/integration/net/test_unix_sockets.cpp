@@ -2,6 +2,7 @@
 // with a password and a database, a node killed and restarted, and a socket the process may not
 // open (permission denied, named with the path).
 
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "support/acquire_once.hpp"
 #include "support/async_test.hpp"
@@ -23,19 +24,10 @@
 
 namespace {
 
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
-using redlock::error;
 using redlock::test::acquire_once;
 using redlock::test::contains;
 using redlock::test::default_wait;
-using redlock::test::fast_client_options;
-using redlock::test::redis_fleet;
 using redlock::test::redis_server_options;
-using redlock::test::run_async;
-using redlock::test::sleep_for;
-using redlock::test::sync_client;
-using redlock::test::tuple_awaitable;
 
 redis_server_options on_a_socket(std::string password = {}) {
   redis_server_options options;

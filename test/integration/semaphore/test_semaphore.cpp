@@ -2,6 +2,7 @@
 // of them next, the local queue and its wake-ups, announcements across clients, the cleanup of a
 // refused round's grants on the slot it tried, fencing per slot, with_permit, cancellation. The
 // "at most N holders" property under faults is in test_semaphore_safety.cpp.
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "scripts.hpp"
 #include "support/async_test.hpp"
@@ -31,18 +32,7 @@
 
 namespace {
 
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
-using redlock::error;
 using redlock::detail::semaphore_slot_key;
-using redlock::test::eventually;
-using redlock::test::fast_client_options;
-using redlock::test::lock_for;
-using redlock::test::redis_fleet;
-using redlock::test::run_async;
-using redlock::test::sleep_for;
-using redlock::test::sync_client;
-using redlock::test::tuple_awaitable;
 using clock = std::chrono::steady_clock;
 
 // Sets slot `slot` of semaphore `name` on `server` for a holder that is not a client of the test.

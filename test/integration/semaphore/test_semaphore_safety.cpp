@@ -6,6 +6,7 @@
 // contended when all are held, a dead holder's slot free after its TTL, renewal and release that
 // never touch a rival's key, and the arguments refused.
 
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "scripts.hpp"
 #include "support/async_test.hpp"
@@ -45,23 +46,9 @@
 
 namespace {
 
-namespace asio = boost::asio;
 namespace rt = redlock::test;
-using namespace std::chrono_literals;
-using boost::system::error_code;
-using redlock::error;
-using redlock::test::eventually;
-using redlock::test::fast_client_options;
-using redlock::test::lock_for;
 using redlock::test::mono_now;
-using redlock::test::redis_fleet;
-using redlock::test::run_async;
-using redlock::test::sleep_for;
-using redlock::test::sync_client;
 using redlock::test::to_mono_ns;
-using redlock::test::tuple_awaitable;
-using std::chrono::milliseconds;
-using std::chrono::steady_clock;
 
 redlock::lock_options permit_for(milliseconds ttl, rt::renewal renew = rt::renewal::on) {
   return lock_for(ttl, renew);

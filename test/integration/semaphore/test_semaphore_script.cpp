@@ -1,6 +1,7 @@
 // The semaphore's acquire script on a real server: one slot set where it is free, the PTTL of
 // every slot where it is not, the fencing counter incremented only with a grant, and the record
 // of how many permits the holders count with.
+#include "integration/prelude.hpp"
 #include "scripts.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
@@ -16,7 +17,6 @@ namespace {
 using redlock::detail::semaphore_acquire_script;
 using redlock::detail::semaphore_permits_key;
 using redlock::detail::semaphore_slot_key;
-using redlock::test::sync_client;
 
 // EVAL of the script on slots 0..permits-1 of "jobs", trying `tried` (0-based), with `ttl` ms.
 redlock::resp::value try_slot(sync_client& c, std::size_t permits, std::size_t tried,

@@ -4,6 +4,7 @@
 // sections at once whose lease is valid), the generalised checker over the recorded history (at
 // most 3 holders of the semaphore, at most one per slot), and no slot key left at the end.
 
+#include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "scripts.hpp"
 #include "support/async_test.hpp"
@@ -36,17 +37,9 @@
 
 namespace {
 
-namespace asio = boost::asio;
 namespace rt = redlock::test;
-using namespace std::chrono_literals;
-using redlock::test::eventually;
-using redlock::test::fast_client_options;
 using redlock::test::mono_now;
-using redlock::test::sleep_for;
 using redlock::test::to_mono_ns;
-using redlock::test::tuple_awaitable;
-using std::chrono::milliseconds;
-using std::chrono::steady_clock;
 
 constexpr std::size_t permits = 3;
 constexpr std::size_t node_count = 5;
