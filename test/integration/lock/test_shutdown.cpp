@@ -1,0 +1,269 @@
+// client::async_shutdown: operations end with operation_aborted, held leases are released and the
+// nodes' answers awaited, the connections close and io_context::run() returns, with the client
+// still alive. A release that no quorum confirmed is reported, and cancelling the wait does not
+// stop the shutdown.
+
+#include "integration/prelude.hpp"
+#include "redlock/redlock.hpp"
+#include "support/async_test.hpp"
+#include "support/client_options.hpp"
+#include "support/five_nodes.hpp"
+#include "support/inspector.hpp"
+#include "support/printing.hpp"
+#include "support/proxied_fleet.hpp"
+#include "support/redis_fleet.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+using redlock::test::renewal;
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(client_shutdown)
+
+// Three held leases (one renewing), a local waiter behind one of them and a lost-waiter: the
+// shutdown releases all three on every node and says so, the waiters end with operation_aborted,
+// later operations fail with it, and io_context::run() returns on its own while the client lives.
+BOOST_FIXTURE_TEST_CASE(releases_held_leases_and_lets_run_return, redlock::test::five_nodes) {
+  asio::io_context io;
+  redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+
+  std::vector<redlock::lease> held;
+  std::vector<std::string> tokens;
+  std::optional<error_code> waiter_result, lost_result, shutdown_result, acquire_after, ping_after;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        for (const char* resource : {"a", "b", "c"}) {
+          auto [ec, lease] = co_await locks.async_try_acquire(
+              resource, lock_for(10s, resource == std::string("c") ? renewal::on : renewal::off),
+              tuple_awaitable);
+          BOOST_TEST_REQUIRE(!ec, lease.diagnostics());
+          tokens.push_back(lease.token());
+          held.push_back(std::move(lease));
+        }
+        // Waits behind "a", held by this client.
+        locks.async_acquire("a", lock_for(10s, renewal::off),
+                            [&](error_code ec, redlock::lease) { waiter_result = ec; });
+        held[2].async_wait_lost([&](error_code ec) { lost_result = ec; });
+        co_await sleep_for(50ms);  // the waiter is queued, the lost-waiter registered
+
+        auto [ec] = co_await locks.async_shutdown(tuple_awaitable);
+        shutdown_result = ec;
+        for (const auto& lease : held)
+          BOOST_TEST(!lease.held());
+        std::tie(ec, std::ignore) =
+            co_await locks.async_try_acquire("d", lock_for(10s, renewal::off), tuple_awaitable);
+        acquire_after = ec;
+        std::tie(ec) = co_await locks.async_ping(tuple_awaitable);
+        ping_after = ec;
+      },
+      [](std::exception_ptr e) {
+        if (e) std::rethrow_exception(e);
+      });
+
+  const auto started = steady_clock::now();
+  io.run_for(20s);
+  // Out of work, not out of time: the connections closed and nothing else was left to run.
+  BOOST_TEST(io.stopped());
+  BOOST_TEST((steady_clock::now() - started < 15s));
+
+  BOOST_TEST_REQUIRE(shutdown_result.has_value());
+  BOOST_TEST(!*shutdown_result, shutdown_result->message());
+  BOOST_TEST_REQUIRE(waiter_result.has_value());
+  BOOST_TEST((*waiter_result == asio::error::operation_aborted), waiter_result->message());
+  BOOST_TEST_REQUIRE(lost_result.has_value());
+  BOOST_TEST((*lost_result == asio::error::operation_aborted), lost_result->message());
+  BOOST_TEST_REQUIRE(acquire_after.has_value());
+  BOOST_TEST((*acquire_after == asio::error::operation_aborted), acquire_after->message());
+  BOOST_TEST_REQUIRE(ping_after.has_value());
+  BOOST_TEST((*ping_after == asio::error::operation_aborted), ping_after->message());
+  // Released, not left to expire.
+  const char* resources[] = {"a", "b", "c"};
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    BOOST_TEST(nodes.present(resources[i]) == 0u, resources[i]);
+  }
+  BOOST_TEST(nodes.present("d") == 0u);
+}
+
+// An acquire in flight when the shutdown starts completes with operation_aborted, and the keys its
+// round took are released: nothing is left on any node.
+BOOST_AUTO_TEST_CASE(aborts_an_acquire_in_flight_and_frees_its_keys) {
+  redlock::test::proxied_fleet nodes;
+  inspector servers(nodes.fleet);
+  run_async([&](asio::io_context&) -> asio::awaitable<void> {
+    const auto executor = co_await asio::this_coro::executor;
+    redlock::client locks(executor, nodes.configs(), fast_client_options(1s));
+    BOOST_TEST_REQUIRE(co_await nodes.connect(locks));
+    // Replies take 300 ms: the SETs run, the round is still waiting when the shutdown comes.
+    for (auto& proxy : nodes.proxies)
+      proxy->set_latency(redlock::test::chaos_proxy::direction::downstream, 300ms);
+    std::optional<error_code> acquired;
+    locks.async_try_acquire("r", lock_for(10s, renewal::off),
+                            [&](error_code ec, redlock::lease) { acquired = ec; });
+    BOOST_TEST(co_await eventually([&] { return servers.present("r") == 5u; }, 2s));
+
+    auto [ec] = co_await locks.async_shutdown(tuple_awaitable);
+    BOOST_TEST(!ec, ec.message());  // no lease was held
+    BOOST_TEST_REQUIRE(acquired.has_value());
+    BOOST_TEST((*acquired == asio::error::operation_aborted), acquired->message());
+    BOOST_TEST(co_await eventually([&] { return servers.present("r") == 0u; }, 3s),
+               "the aborted round's keys were left on " << servers.present("r") << " nodes");
+  });
+}
+
+// Three of five nodes stop answering: the release cannot be confirmed by a quorum, and the
+// shutdown says so within node_timeout, naming the nodes in the lease's diagnostics.
+BOOST_AUTO_TEST_CASE(reports_a_release_no_quorum_confirmed) {
+  redlock::test::proxied_fleet nodes;
+  run_async([&](asio::io_context&) -> asio::awaitable<void> {
+    const auto executor = co_await asio::this_coro::executor;
+    redlock::client locks(executor, nodes.configs(), fast_client_options(300ms));
+    BOOST_TEST_REQUIRE(co_await nodes.connect(locks));
+    auto [ec, lease] =
+        co_await locks.async_try_acquire("r", lock_for(10s, renewal::off), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, lease.diagnostics());
+    for (std::size_t i = 0; i < 3; ++i)
+      nodes.proxies[i]->set_blackhole(true);
+
+    const auto started = steady_clock::now();
+    std::tie(ec) = co_await locks.async_shutdown(tuple_awaitable);
+    BOOST_TEST((ec == error::no_quorum), ec.message());
+    BOOST_TEST((steady_clock::now() - started < 3s));
+    BOOST_TEST(lease.diagnostics().find(nodes.proxies[0]->config().address()) != std::string::npos,
+               lease.diagnostics());
+    nodes.clear_toxics();
+  });
+}
+
+// A second async_shutdown while the first waits shares its outcome; one after it finished
+// completes at once with success. A lease whose key another owner holds now (it expired and was
+// taken) is no longer ours to release, and counts as released.
+BOOST_FIXTURE_TEST_CASE(later_calls_share_the_outcome, redlock::test::five_nodes) {
+  run_async([&](asio::io_context&) -> asio::awaitable<void> {
+    const auto executor = co_await asio::this_coro::executor;
+    redlock::client locks(executor, fleet.configs(), fast_client_options());
+    auto [ec, taken] =
+        co_await locks.async_try_acquire("taken", lock_for(10s, renewal::off), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, taken.diagnostics());
+    auto [ec2, kept] =
+        co_await locks.async_try_acquire("kept", lock_for(10s, renewal::off), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec2, kept.diagnostics());
+    for (std::size_t i = 0; i < 5; ++i)
+      nodes.set(i, "taken", "another-owner", 10s);
+
+    std::optional<error_code> second;
+    locks.async_shutdown([&](error_code e) { second = e; });
+    std::tie(ec) = co_await locks.async_shutdown(tuple_awaitable);
+    BOOST_TEST(!ec, ec.message());
+    co_await sleep_for(10ms);  // the second handler is posted
+    BOOST_TEST_REQUIRE(second.has_value());
+    BOOST_TEST(!*second, second->message());
+    BOOST_TEST(nodes.present("kept") == 0u);
+    BOOST_TEST(nodes.holding("taken", "another-owner") == 5u);  // never someone else's key
+
+    std::tie(ec) = co_await locks.async_shutdown(tuple_awaitable);
+    BOOST_TEST(!ec, ec.message());
+  });
+}
+
+// Cancelling the wait completes the handler with operation_aborted at once; the releases still go
+// out and the keys are gone all the same.
+BOOST_AUTO_TEST_CASE(cancelling_the_wait_does_not_stop_the_shutdown) {
+  redlock::test::proxied_fleet nodes;
+  inspector servers(nodes.fleet);
+  run_async([&](asio::io_context&) -> asio::awaitable<void> {
+    const auto executor = co_await asio::this_coro::executor;
+    redlock::client locks(executor, nodes.configs(), fast_client_options(2s));
+    BOOST_TEST_REQUIRE(co_await nodes.connect(locks));
+    auto [ec, lease] =
+        co_await locks.async_try_acquire("r", lock_for(30s, renewal::off), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, lease.diagnostics());
+    for (auto& proxy : nodes.proxies)
+      proxy->set_latency(redlock::test::chaos_proxy::direction::downstream, 500ms);
+
+    asio::cancellation_signal stop_waiting;
+    std::optional<error_code> result;
+    locks.async_shutdown(
+        asio::bind_cancellation_slot(stop_waiting.slot(), [&](error_code e) { result = e; }));
+    co_await sleep_for(50ms);
+    BOOST_TEST(!result.has_value());  // the replies are 500 ms late
+    stop_waiting.emit(asio::cancellation_type::terminal);
+    co_await sleep_for(10ms);
+    BOOST_TEST_REQUIRE(result.has_value());
+    BOOST_TEST((*result == asio::error::operation_aborted), result->message());
+    BOOST_TEST(co_await eventually([&] { return servers.present("r") == 0u; }, 3s));
+    nodes.clear_toxics();
+  });
+}
+
+// A node that refused every connect was never sent a request: nothing of ours can be there, so
+// the end of the client does not wait for it, while a node once connected still gets its bounded
+// wait for the releases kept for it. Three nodes, one refusing: a lock taken and released (or
+// dropped while held), the client destroyed, and run() returns at once, not after
+// 2 x node_timeout + connect_timeout (2.4 s here).
+BOOST_AUTO_TEST_CASE(a_node_never_reached_is_not_waited_for) {
+  redlock::test::redis_fleet fleet(2);
+  for (const bool release_first : {true, false}) {
+    BOOST_TEST_CONTEXT((release_first ? "released" : "dropped while held")) {
+      asio::io_context io;
+      // Bound but not listening: every connect to it is refused.
+      asio::ip::tcp::acceptor refusing(io);
+      refusing.open(asio::ip::tcp::v4());
+      refusing.bind({asio::ip::address_v4::loopback(), 0});
+      auto nodes = fleet.configs();
+      nodes.push_back(nodes.front());
+      nodes.back().port = refusing.local_endpoint().port();
+
+      auto options = fast_client_options(200ms);
+      options.connect_timeout = 2s;
+      std::optional<redlock::client> locks;
+      locks.emplace(io.get_executor(), nodes, options);
+      std::optional<steady_clock::time_point> destroyed_at;
+      asio::co_spawn(
+          io,
+          [&]() -> asio::awaitable<void> {
+            {
+              auto [ec, lease] = co_await locks->async_try_acquire("r", lock_for(10s, renewal::off),
+                                                                   tuple_awaitable);
+              BOOST_TEST_REQUIRE(!ec, lease.diagnostics());
+              BOOST_TEST(lease.granted_nodes() == 2u);
+              if (release_first) {
+                std::tie(ec) = co_await lease.async_release(tuple_awaitable);
+                BOOST_TEST(!ec, lease.diagnostics());
+              }
+            }
+            destroyed_at = steady_clock::now();
+            locks.reset();
+          },
+          [](std::exception_ptr e) {
+            if (e) std::rethrow_exception(e);
+          });
+      io.run_for(20s);
+      BOOST_TEST(io.stopped());
+      BOOST_TEST_REQUIRE(destroyed_at.has_value());
+      const auto took = redlock::test::ms_since(*destroyed_at);
+      BOOST_TEST(took < 1000, "run() returned " << took << " ms after the client went");
+      inspector servers(fleet);
+      BOOST_TEST(servers.present("r") == 0u);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
