@@ -1,8 +1,8 @@
 #ifndef REDLOCK_CLIENT_IMPL_HPP
 #define REDLOCK_CLIENT_IMPL_HPP
 
-#include "algo/backoff.hpp"
 #include "algo/node_answer.hpp"
+#include "backoff.hpp"
 #include "completion.hpp"
 #include "intrusive_list.hpp"
 #include "log.hpp"

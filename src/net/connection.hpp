@@ -1,7 +1,7 @@
 #ifndef REDLOCK_NET_CONNECTION_HPP
 #define REDLOCK_NET_CONNECTION_HPP
 
-#include "algo/backoff.hpp"
+#include "backoff.hpp"
 #include "net/multiplexer.hpp"
 #include "net/transport.hpp"
 #include "redlock/node_config.hpp"
