@@ -46,9 +46,6 @@ bool is_permanent(error_code ec) {
 
 constexpr std::size_t handshake_head_size = 24;
 
-// transport::connect's stage while it waits for the server's side of the TLS handshake.
-constexpr std::string_view tls_handshake_stage = "performing the TLS handshake";
-
 // Redis 7 words NOPERM for a key "... no permissions to access one of the keys used as
 // arguments" (or "... access a key"); for a command it names the command ("... no permissions to
 // run the 'evalsha' command").
@@ -242,7 +239,7 @@ void connection::arm_deadline_timer(steady_clock::time_point at) {
 
 void connection::on_deadline_timer() {
   deadline_armed_ = false;
-  mux_.expire_deadlines(steady_clock::now(), connect_stage_text());
+  mux_.expire_deadlines(steady_clock::now(), transport_.stage_text(connect_stage_));
   watch_deadlines();
 }
 
@@ -264,16 +261,6 @@ void connection::set_last_error(error_code ec, std::string_view what) {
   if (ec == asio::error::operation_aborted) return;
   last_cause_ = what;
   last_error_ = fmt::format("{}: {}", name_, what);
-}
-
-std::string_view connection::connect_stage_text() const noexcept {
-  // A plain Redis port never answers a ClientHello (it waits for the end of an inline command),
-  // so a TLS handshake without an answer asks about that, in every text it causes: a connect
-  // timeout, a request that timed out behind it, one skipped behind that one.
-  if (node_.tls.enabled && connect_stage_ == tls_handshake_stage) {
-    return "performing the TLS handshake (no TLS answer: is it a plain redis:// port?)";
-  }
-  return connect_stage_;
 }
 
 void connection::log(log_level level, std::string_view message) const {
@@ -352,9 +339,9 @@ asio::awaitable<error_code> connection::connect_with_timeout() {
   auto outcome = co_await (connect_and_handshake() || timer.async_wait(use_tuple));
   if (outcome.index() == 0) co_return std::get<0>(outcome);
   transport_.close();
-  set_last_error(error::connect_timeout,
-                 fmt::format("connect timed out after {} ms while {}",
-                             to_ms(options_.connect_timeout), connect_stage_text()));
+  set_last_error(error::connect_timeout, fmt::format("connect timed out after {} ms while {}",
+                                                     to_ms(options_.connect_timeout),
+                                                     transport_.stage_text(connect_stage_)));
   co_return error::connect_timeout;
 }
 

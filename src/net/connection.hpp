@@ -209,9 +209,6 @@ class connection : public std::enable_shared_from_this<connection> {
   boost::asio::awaitable<boost::system::error_code> writer_loop();
   boost::asio::awaitable<boost::system::error_code> health_check_loop();
   void set_last_error(boost::system::error_code ec, std::string_view what);
-  // What the connect under way is doing, for the texts of a connect timeout and of the requests
-  // it holds up: connect_stage_, with what a stall there may mean.
-  std::string_view connect_stage_text() const noexcept;
   void log(log_level level, std::string_view message) const;
 
   executor_type executor_;
