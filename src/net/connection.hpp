@@ -3,6 +3,7 @@
 
 #include "backoff.hpp"
 #include "net/connection_options.hpp"
+#include "net/handshake.hpp"
 #include "net/multiplexer.hpp"
 #include "net/transport.hpp"
 #include "redlock/node_config.hpp"
@@ -203,6 +204,9 @@ class connection : public std::enable_shared_from_this<connection> {
   void drop_requests() noexcept;
   boost::asio::awaitable<boost::system::error_code> connect_with_timeout();
   boost::asio::awaitable<boost::system::error_code> connect_and_handshake();
+  // Records a failed connect's cause (unless the verdict leaves the transport's standing) and
+  // returns its code.
+  boost::system::error_code fail_connect(const handshake_verdict& verdict);
   boost::asio::awaitable<boost::system::error_code> read_reply(resp::value& out);
   boost::asio::awaitable<boost::system::error_code> read_more();
   boost::asio::awaitable<boost::system::error_code> reader_loop();
@@ -215,6 +219,8 @@ class connection : public std::enable_shared_from_this<connection> {
   node_config node_;
   connection_options options_;
   std::string name_;  // "host:port", used in every message
+  // Built once from node_ and options_, run on every connect.
+  handshake handshake_;
 
   transport transport_;
   resp::parser parser_;
@@ -239,7 +245,6 @@ class connection : public std::enable_shared_from_this<connection> {
   std::string last_error_;  // "host:port: cause"
   std::string last_cause_;  // the same without the node's name, for request failure texts
   boost::system::error_code permanent_failure_;
-  std::string handshake_head_;  // the first bytes the server sent on this link, for messages
   std::string_view connect_stage_ = "connecting";  // for connect timeout messages
 };
 

@@ -1,6 +1,7 @@
 #ifndef REDLOCK_NET_CONNECTION_OPTIONS_HPP
 #define REDLOCK_NET_CONNECTION_OPTIONS_HPP
 
+#include "net/handshake.hpp"
 #include "redlock/options.hpp"
 #include "resp/parser.hpp"
 #include "resp/value.hpp"
@@ -36,10 +37,7 @@ struct connection_options {
   // the connect: NOPERM for the command as error::permission_denied, naming the probe's command
   // (its first word); NOPERM for a key is accepted, since key patterns depend on the resource and
   // each lock request meets them itself.
-  struct probe {
-    std::string command;  // for messages: "EVALSHA"
-    std::string encoded;
-  };
+  using probe = handshake_probe;
   std::vector<probe> permission_probes;
   // Asked after every TCP connect, with the peer's address ("127.0.0.1:6379"; every loopback
   // address reads "loopback"): a non-empty answer refuses the connect with
