@@ -57,7 +57,7 @@ std::string check_client_options(const std::vector<node_config>& nodes,
       return fmt::format("node {}: a TLS client certificate needs both cert_file and key_file",
                          node.address());
     }
-    // As written: client_impl compares what the names resolve to once connected.
+    // As written: the node set compares what the names resolve to once connected.
     if (!seen.insert(node.address()).second) {
       return fmt::format("node {} is listed twice; Redlock needs independent nodes",
                          node.address());

@@ -2,10 +2,9 @@
 
 #include "completion.hpp"
 #include "log.hpp"
-#include "net/script.hpp"
+#include "net/handshake.hpp"
 #include "redlock/error.hpp"
 #include "resp/encoder.hpp"
-#include "text.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -20,7 +19,6 @@
 #include <algorithm>
 #include <exception>
 #include <variant>
-#include <vector>
 
 namespace redlock::detail {
 
@@ -31,74 +29,17 @@ using namespace asio::experimental::awaitable_operators;
 
 namespace {
 
-constexpr std::size_t read_chunk = 16 * 1024;
-
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 long long to_ms(std::chrono::milliseconds d) {
   return static_cast<long long>(d.count());
 }
 
-// Connect failures that the same attempt would meet again until someone changes a configuration.
-bool is_permanent(error_code ec) {
-  return ec == error::auth_failed || ec == error::select_failed || ec == error::permission_denied ||
-         ec == error::protocol_error || ec == error::invalid_argument ||
-         ec == error::tls_handshake_failed || ec == error::certificate_rejected;
-}
-
-constexpr std::size_t handshake_head_size = 24;
-
-// transport::connect's stage while it waits for the server's side of the TLS handshake.
-constexpr std::string_view tls_handshake_stage = "performing the TLS handshake";
-
-// Redis 7 words NOPERM for a key "... no permissions to access one of the keys used as
-// arguments" (or "... access a key"); for a command it names the command ("... no permissions to
-// run the 'evalsha' command").
-bool is_key_permission_error(std::string_view text) {
-  return text.find("permissions to access") != std::string_view::npos &&
-         text.find("key") != std::string_view::npos;
-}
-
-// What to tell a user whose "Redis" answered bytes that are not RESP.
-std::string not_resp_hint(std::string_view first_bytes) {
-  if (first_bytes.starts_with("H")) {  // "HTTP/1.1 400 Bad Request"
-    return " (an HTTP server?)";
-  }
-  if (first_bytes.starts_with("\x15") || first_bytes.starts_with("\x16")) {
-    return " (a TLS port? use rediss://)";
-  }
-  if (first_bytes.starts_with("SSH-")) return " (an SSH server?)";
-  return "";
+handshake_verdict tls_failure(error_code ec) {
+  return {error::tls_handshake_failed, fmt::format("TLS failed: {}", transport::tls_reason(ec))};
 }
 
 }  // namespace
-
-resp::parser_limits limits_for(const reply_limits& replies) {
-  resp::parser_limits limits;
-  limits.max_depth = replies.max_depth;
-  limits.max_reply_memory = replies.max_reply_memory;
-  // What the memory bound implies for the other limits: no piece of a reply can be larger than
-  // the reply may take in memory, nor hold more elements than fit in it.
-  limits.max_reply_size = replies.max_reply_memory;
-  limits.max_bulk_length = replies.max_reply_memory;
-  limits.max_line_length = std::min(limits.max_line_length, replies.max_reply_memory);
-  limits.max_aggregate_size = replies.max_reply_memory / sizeof(resp::value);
-  // The reader parses every complete reply before it reads again, so what is buffered then is at
-  // most one unfinished reply; a read adds one chunk.
-  limits.max_buffer = replies.max_reply_memory + 2 * read_chunk;
-  return limits;
-}
-
-connection_options connection_options::from(const client_options& options) {
-  connection_options result;
-  result.connect_timeout = options.connect_timeout;
-  result.reconnect = options.reconnect;
-  result.health_check_timeout = options.health_check_timeout;
-  result.client_name = options.client_name;
-  result.logger = options.logger;
-  result.limits = limits_for(options.replies);
-  return result;
-}
 
 std::shared_ptr<connection> connection::create(executor_type executor, node_config node,
                                                connection_options options) {
@@ -111,6 +52,11 @@ connection::connection(executor_type executor, node_config node, connection_opti
       node_(std::move(node)),
       options_(std::move(options)),
       name_(node_.address()),
+      handshake_(node_, {.client_name = options_.client_name,
+                         .subscribe_channel = options_.subscribe_channel,
+                         .preload = options_.preload,
+                         .probes = options_.permission_probes,
+                         .admit_peer = options_.admit_peer}),
       transport_(executor_, node_),
       parser_(options_.limits),
       mux_(
@@ -271,7 +217,7 @@ void connection::arm_deadline_timer(steady_clock::time_point at) {
 
 void connection::on_deadline_timer() {
   deadline_armed_ = false;
-  mux_.expire_deadlines(steady_clock::now(), connect_stage_text());
+  mux_.expire_deadlines(steady_clock::now(), transport_.stage_text(connect_stage_));
   watch_deadlines();
 }
 
@@ -293,16 +239,6 @@ void connection::set_last_error(error_code ec, std::string_view what) {
   if (ec == asio::error::operation_aborted) return;
   last_cause_ = what;
   last_error_ = fmt::format("{}: {}", name_, what);
-}
-
-std::string_view connection::connect_stage_text() const noexcept {
-  // A plain Redis port never answers a ClientHello (it waits for the end of an inline command),
-  // so a TLS handshake without an answer asks about that, in every text it causes: a connect
-  // timeout, a request that timed out behind it, one skipped behind that one.
-  if (node_.tls.enabled && connect_stage_ == tls_handshake_stage) {
-    return "performing the TLS handshake (no TLS answer: is it a plain redis:// port?)";
-  }
-  return connect_stage_;
 }
 
 void connection::log(log_level level, std::string_view message) const {
@@ -329,7 +265,8 @@ asio::awaitable<void> connection::run(run_owner /*owner*/) {
 
       // Only a failure of the handshake itself can be permanent: a protocol error later on
       // breaks one link, not the node's configuration.
-      permanent_failure_ = is_permanent(request_error) ? request_error : error_code{};
+      permanent_failure_ =
+          is_permanent_connect_failure(request_error) ? request_error : error_code{};
       if (!request_error) {
         state_ = state::ready;
         reconnect_backoff_.reset();
@@ -381,9 +318,9 @@ asio::awaitable<error_code> connection::connect_with_timeout() {
   auto outcome = co_await (connect_and_handshake() || timer.async_wait(use_tuple));
   if (outcome.index() == 0) co_return std::get<0>(outcome);
   transport_.close();
-  set_last_error(error::connect_timeout,
-                 fmt::format("connect timed out after {} ms while {}",
-                             to_ms(options_.connect_timeout), connect_stage_text()));
+  set_last_error(error::connect_timeout, fmt::format("connect timed out after {} ms while {}",
+                                                     to_ms(options_.connect_timeout),
+                                                     transport_.stage_text(connect_stage_)));
   co_return error::connect_timeout;
 }
 
@@ -392,151 +329,41 @@ asio::awaitable<error_code> connection::connect_and_handshake() {
     set_last_error(failure.code, failure.what);
     co_return failure.code;
   }
-  if (node_.tls.enabled && !node_.tls.verify_peer) {
-    log(log_level::warning,
-        fmt::format("{}: TLS peer verification is off (verify=no): the server is not "
-                    "authenticated, and anyone in the path can read and change the traffic",
-                    name_));
-  }
+  if (!handshake_.caution().empty()) log(log_level::warning, handshake_.caution());
   parser_.reset();
-  handshake_head_.clear();
-  if (options_.admit_peer) {
-    if (auto refusal = options_.admit_peer(transport_.peer()); !refusal.empty()) {
-      set_last_error(error::invalid_argument, refusal);
-      co_return error::invalid_argument;
-    }
-  }
-
-  // All handshake commands go out in one write; their replies come back in the same order.
-  struct step {
-    std::string_view command;
-    error failure;
-    const script* loaded = nullptr;  // SCRIPT LOAD: the reply must be this script's SHA-1
-    bool probe = false;              // connection_options::permission_probes
-  };
-  std::vector<step> steps;
-  std::string out;
-  const std::string database = std::to_string(node_.database);
-  if (!node_.password.empty()) {
-    if (node_.username.empty()) {
-      resp::encode_command(out, {"AUTH", node_.password});
-    } else {
-      resp::encode_command(out, {"AUTH", node_.username, node_.password});
-    }
-    steps.push_back({"AUTH", error::auth_failed});
-  }
-  if (node_.database != 0) {
-    resp::encode_command(out, {"SELECT", database});
-    steps.push_back({"SELECT", error::select_failed});
-  }
-  // Always one command that needs authentication, so a server that requires a password we do not
-  // have is detected now (NOAUTH) rather than on the first lock request.
-  if (!options_.client_name.empty()) {
-    resp::encode_command(out, {"CLIENT", "SETNAME", options_.client_name});
-    steps.push_back({"CLIENT SETNAME", error::server_error});
-  } else {
-    resp::encode_command(out, {"PING"});
-    steps.push_back({"PING", error::server_error});
-  }
-  if (!options_.subscribe_channel.empty()) {
-    // RESP3, so that messages (pushes) cannot be mistaken for replies to requests.
-    resp::encode_command(out, {"HELLO", "3"});
-    steps.push_back({"HELLO 3", error::server_error});
-    resp::encode_command(out, {"SUBSCRIBE", options_.subscribe_channel});
-    steps.push_back({"SUBSCRIBE", error::server_error});
-  }
-  for (const script* lua : options_.preload) {
-    resp::encode_command(out, {"SCRIPT", "LOAD", lua->source()});
-    steps.push_back({"SCRIPT LOAD", error::server_error, lua});
-  }
-  for (const auto& probe : options_.permission_probes) {
-    out += probe.encoded;
-    steps.push_back({probe.command, error::server_error, nullptr, true});
+  handshake_.restart();
+  if (auto refusal = handshake_.admit(transport_.peer()); refusal.failed()) {
+    co_return fail_connect(refusal);
   }
 
   connect_stage_ = "waiting for the handshake";
+  const auto& out = handshake_.request();
   auto [write_error, written] = co_await transport_.async_write(asio::buffer(out), use_tuple);
   (void)written;
   if (write_error) {
-    if (transport::is_tls_protocol_error(write_error)) {
-      set_last_error(error::tls_handshake_failed,
-                     fmt::format("TLS failed: {}", transport::tls_reason(write_error)));
-      co_return error::tls_handshake_failed;
-    }
-    set_last_error(write_error, fmt::format("handshake write failed: {}", write_error.message()));
-    co_return write_error;
+    if (transport::is_tls_protocol_error(write_error))
+      co_return fail_connect(tls_failure(write_error));
+    co_return fail_connect(
+        {write_error, fmt::format("handshake write failed: {}", write_error.message())});
   }
-  for (const auto& s : steps) {
+  while (!handshake_.done()) {
     resp::value reply;
     if (auto ec = co_await read_reply(reply)) {
-      if (transport::is_tls_protocol_error(ec)) {
-        // A TLS 1.3 server judges the client's certificate after the client has finished its side
-        // of the handshake: a refusal arrives as an alert in place of the first reply.
-        set_last_error(error::tls_handshake_failed,
-                       fmt::format("TLS failed: {}", transport::tls_reason(ec)));
-        co_return error::tls_handshake_failed;
-      }
-      if (!node_.tls.enabled && handshake_head_.empty() &&
-          (ec == asio::error::eof || ec == asio::error::connection_reset)) {
-        // What a Redis TLS port does with plain RESP: it drops the connection without a byte.
-        // Also what a proxy without a backend may do, so it stays a passing failure.
-        set_last_error(ec, fmt::format("the server closed the connection without answering the "
-                                       "handshake ({}; a TLS port? use rediss://)",
-                                       ec.message()));
-        co_return ec;
-      }
-      if (ec == error::protocol_error) {
-        // Not a reply that went wrong: the first bytes were not RESP at all.
-        set_last_error(
-            ec, fmt::format("the server at {} does not speak RESP{}; it sent \"{}\" ({})", name_,
-                            not_resp_hint(handshake_head_), printable(handshake_head_),
-                            parser_.error_message()));
-      }
-      co_return ec;
+      // A TLS 1.3 server judges the client's certificate after the client has finished its side
+      // of the handshake: a refusal arrives as an alert in place of the first reply.
+      if (transport::is_tls_protocol_error(ec)) co_return fail_connect(tls_failure(ec));
+      co_return fail_connect(handshake_.on_link_error(ec, parser_.error_message()));
     }
-    if (reply.is_error()) {
-      const auto word = reply.error_code_word();
-      if (word == "NOAUTH") {
-        set_last_error(error::auth_failed,
-                       fmt::format("cannot log in: the server requires a password and {} ({})",
-                                   node_.password.empty() ? "none is configured"
-                                                          : "refused the one configured",
-                                   reply.text));
-        co_return error::auth_failed;
-      }
-      if (word == "NOPERM") {
-        // Naming the connection is a courtesy, and a key pattern is the resource's business.
-        if (s.command == "CLIENT SETNAME" || (s.probe && is_key_permission_error(reply.text))) {
-          continue;
-        }
-        set_last_error(error::permission_denied,
-                       fmt::format("ACL user \"{}\" may not run {}, which the lock needs ({})",
-                                   node_.username.empty() ? "default" : node_.username, s.command,
-                                   reply.text));
-        co_return error::permission_denied;
-      }
-      // A probe asks only about permissions. Any other refusal (OOM at maxmemory, READONLY on a
-      // replica) is the state of the node now, which the lock's own requests meet and report; a
-      // failed connect would also stop the releases that could free it.
-      if (s.probe) continue;
-      if (s.failure == error::auth_failed) {
-        set_last_error(s.failure, fmt::format("cannot log in: AUTH refused ({})", reply.text));
-      } else if (s.failure == error::select_failed) {
-        set_last_error(s.failure, fmt::format("cannot select database {}: SELECT refused ({})",
-                                              node_.database, reply.text));
-      } else {
-        set_last_error(s.failure, fmt::format("{} failed: {}", s.command, reply.text));
-      }
-      co_return s.failure;
-    }
-    if (s.loaded != nullptr && !(reply.is_string() && reply.text == s.loaded->sha1())) {
-      set_last_error(error::server_error,
-                     fmt::format("SCRIPT LOAD answered {}, not the script's SHA-1 {}",
-                                 resp::to_debug_string(reply), s.loaded->sha1()));
-      co_return error::server_error;
+    if (auto verdict = handshake_.on_reply(reply); verdict.failed()) {
+      co_return fail_connect(verdict);
     }
   }
   co_return error_code{};
+}
+
+error_code connection::fail_connect(const handshake_verdict& verdict) {
+  if (!verdict.message.empty()) set_last_error(verdict.code, verdict.message);
+  return verdict.code;
 }
 
 asio::awaitable<error_code> connection::read_reply(resp::value& out) {
@@ -552,7 +379,7 @@ asio::awaitable<error_code> connection::read_reply(resp::value& out) {
 }
 
 asio::awaitable<error_code> connection::read_more() {
-  auto space = parser_.prepare(read_chunk);
+  auto space = parser_.prepare(connection_read_chunk);
   if (space.empty()) {
     set_last_error(error::protocol_error, parser_.error_message());
     co_return error::protocol_error;
@@ -566,9 +393,7 @@ asio::awaitable<error_code> connection::read_more() {
                        : fmt::format("read failed: {}", transport_.describe(read_error)));
     co_return read_error;
   }
-  if (state_ == state::connecting && handshake_head_.size() < handshake_head_size) {
-    handshake_head_.append(space.data(), std::min(n, handshake_head_size - handshake_head_.size()));
-  }
+  if (state_ == state::connecting) handshake_.heard({space.data(), n});
   parser_.commit(n);
   last_read_ = steady_clock::now();
   co_return error_code{};

@@ -1,7 +1,9 @@
 #ifndef REDLOCK_NET_CONNECTION_HPP
 #define REDLOCK_NET_CONNECTION_HPP
 
-#include "algo/backoff.hpp"
+#include "backoff.hpp"
+#include "net/connection_options.hpp"
+#include "net/handshake.hpp"
 #include "net/multiplexer.hpp"
 #include "net/transport.hpp"
 #include "redlock/node_config.hpp"
@@ -19,7 +21,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <random>
@@ -27,59 +28,8 @@
 #include <string>
 #include <string_view>
 #include <utility>
-#include <vector>
 
 namespace redlock::detail {
-
-class script;
-
-struct connection_options {
-  std::chrono::milliseconds connect_timeout{1000};
-  retry_policy reconnect{std::chrono::milliseconds(50), std::chrono::milliseconds(2000), 2.0};
-  std::chrono::milliseconds health_check_timeout{5000};
-  std::string client_name = "redlock-asio";
-  redlock::logger logger;
-  resp::parser_limits limits;
-  // Loaded with SCRIPT LOAD during every handshake, so that an EVALSHA of one of them meets
-  // NOSCRIPT only after a SCRIPT FLUSH. Each must outlive the connection.
-  std::vector<const script*> preload;
-  // Cleanups (request_options::deliver_for) kept for a node that is down; the oldest are dropped
-  // beyond this many.
-  std::size_t max_pending_cleanups = 8192;
-  // Encoded commands sent after the preloads in every handshake to learn whether the ACL user may
-  // run what the lock needs. Each must be harmless (touch no existing key). An error reply fails
-  // the connect: NOPERM for the command as error::permission_denied, naming the probe's command
-  // (its first word); NOPERM for a key is accepted, since key patterns depend on the resource and
-  // each lock request meets them itself.
-  struct probe {
-    std::string command;  // for messages: "EVALSHA"
-    std::string encoded;
-  };
-  std::vector<probe> permission_probes;
-  // Asked after every TCP connect, with the peer's address ("127.0.0.1:6379"; every loopback
-  // address reads "loopback"): a non-empty answer refuses the connect with
-  // error::invalid_argument and that text. How a client refuses two nodes that are one server.
-  std::function<std::string(const std::string& peer)> admit_peer;
-
-  // A subscriber connection: when not empty, every handshake ends with HELLO 3 and SUBSCRIBE of
-  // this channel. The server then sends the channel's messages as RESP3 pushes, which go to
-  // on_push, while requests (PING) still get ordinary replies. The connection opens on start() or
-  // its first request like any other; a NOPERM for the channel fails the connect with
-  // error::permission_denied.
-  std::string subscribe_channel;
-  // Every push the server sends (the subscribe confirmation is read by the handshake), on the
-  // connection's executor, inside its read loop: it must not throw, and must not close() it.
-  std::function<void(const resp::value& push)> on_push;
-  // Told `true` after every successful handshake (for a subscriber: the subscription is in place)
-  // and `false` when a connect attempt fails or an established link breaks; not on close(). On the
-  // connection's executor, inside its run loop, with the same rules as on_push.
-  std::function<void(bool up)> on_link;
-
-  static connection_options from(const client_options& options);
-};
-
-// The parser's limits that enforce a client's reply_limits.
-resp::parser_limits limits_for(const reply_limits& replies);
 
 // One pipelined connection to one Redis node.
 //
@@ -254,21 +204,23 @@ class connection : public std::enable_shared_from_this<connection> {
   void drop_requests() noexcept;
   boost::asio::awaitable<boost::system::error_code> connect_with_timeout();
   boost::asio::awaitable<boost::system::error_code> connect_and_handshake();
+  // Records a failed connect's cause (unless the verdict leaves the transport's standing) and
+  // returns its code.
+  boost::system::error_code fail_connect(const handshake_verdict& verdict);
   boost::asio::awaitable<boost::system::error_code> read_reply(resp::value& out);
   boost::asio::awaitable<boost::system::error_code> read_more();
   boost::asio::awaitable<boost::system::error_code> reader_loop();
   boost::asio::awaitable<boost::system::error_code> writer_loop();
   boost::asio::awaitable<boost::system::error_code> health_check_loop();
   void set_last_error(boost::system::error_code ec, std::string_view what);
-  // What the connect under way is doing, for the texts of a connect timeout and of the requests
-  // it holds up: connect_stage_, with what a stall there may mean.
-  std::string_view connect_stage_text() const noexcept;
   void log(log_level level, std::string_view message) const;
 
   executor_type executor_;
   node_config node_;
   connection_options options_;
   std::string name_;  // "host:port", used in every message
+  // Built once from node_ and options_, run on every connect.
+  handshake handshake_;
 
   transport transport_;
   resp::parser parser_;
@@ -293,7 +245,6 @@ class connection : public std::enable_shared_from_this<connection> {
   std::string last_error_;  // "host:port: cause"
   std::string last_cause_;  // the same without the node's name, for request failure texts
   boost::system::error_code permanent_failure_;
-  std::string handshake_head_;  // the first bytes the server sent on this link, for messages
   std::string_view connect_stage_ = "connecting";  // for connect timeout messages
 };
 

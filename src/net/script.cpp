@@ -1,15 +1,31 @@
 #include "net/script.hpp"
 
-#include "net/sha1.hpp"
 #include "resp/encoder.hpp"
 
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <openssl/evp.h>
 #include <stdexcept>
 #include <vector>
 
 namespace redlock::detail {
+
+std::string sha1_hex(std::string_view data) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int size = 0;
+  if (EVP_Digest(data.data(), data.size(), digest.data(), &size, EVP_sha1(), nullptr) != 1) {
+    throw std::runtime_error("OpenSSL could not compute a SHA-1 digest");
+  }
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(2 * size);
+  for (unsigned int i = 0; i < size; ++i) {
+    hex.push_back(digits[digest[i] >> 4]);
+    hex.push_back(digits[digest[i] & 0xf]);
+  }
+  return hex;
+}
 
 script::script(std::string source) : source_(std::move(source)), sha1_(sha1_hex(source_)) {}
 

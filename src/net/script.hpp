@@ -11,6 +11,9 @@
 
 namespace redlock::detail {
 
+// Lower-case hex SHA-1 of `data` (40 characters): the name Redis gives a script for EVALSHA.
+std::string sha1_hex(std::string_view data);
+
 // A Lua script known by its SHA-1, run with EVALSHA so only 40 bytes travel per call.
 class script {
  public:

@@ -23,6 +23,9 @@ using boost::system::error_code;
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
+// connect()'s stage while it waits for the server's side of the TLS handshake.
+constexpr std::string_view tls_handshake_stage = "performing the TLS handshake";
+
 bool is_ip_literal(const std::string& name) {
   error_code ec;
   (void)asio::ip::make_address(name, ec);
@@ -30,6 +33,16 @@ bool is_ip_literal(const std::string& name) {
 }
 
 }  // namespace
+
+std::string_view transport::stage_text(std::string_view stage) const noexcept {
+  // A plain Redis port never answers a ClientHello (it waits for the end of an inline command),
+  // so a TLS handshake without an answer asks about that, in every text it causes: a connect
+  // timeout, a request that timed out behind it, one skipped behind that one.
+  if (node_.tls.enabled && stage == tls_handshake_stage) {
+    return "performing the TLS handshake (no TLS answer: is it a plain redis:// port?)";
+  }
+  return stage;
+}
 
 std::string transport::tls_reason(const error_code& ec) {
   if (ec == ssl::error::stream_truncated) return "the server closed the TLS connection";
@@ -171,7 +184,7 @@ asio::awaitable<connect_failure> transport::connect_tls(std::string_view& stage)
 
   if (auto failure = co_await connect_tcp(stream.next_layer(), stage)) co_return failure;
 
-  stage = "performing the TLS handshake";
+  stage = tls_handshake_stage;
   auto [handshake_error] = co_await stream.async_handshake(ssl::stream_base::client, use_tuple);
   if (handshake_error) {
     const long verdict = SSL_get_verify_result(session);

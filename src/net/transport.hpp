@@ -50,6 +50,10 @@ class transport {
   // date ("resolving", "connecting", "TLS handshake") for the caller's timeout message.
   boost::asio::awaitable<connect_failure> connect(std::string_view& stage);
 
+  // A stage of connect() as the texts of a stall there name it (a connect timeout, the requests
+  // it held up): the stage, with what a stall there may mean.
+  std::string_view stage_text(std::string_view stage) const noexcept;
+
   // Writes all of `bytes`. Completion: void(error_code, std::size_t).
   template <class CompletionToken>
   auto async_write(boost::asio::const_buffer bytes, CompletionToken&& token) {

@@ -2,12 +2,12 @@
 #define REDLOCK_OPS_ACQUIRE_OP_HPP
 
 #include "algo/acquire_round.hpp"
-#include "algo/backoff.hpp"
 #include "algo/cleanup_plan.hpp"
 #include "algo/release_watch.hpp"
 #include "algo/replies.hpp"
 #include "algo/slot_watch.hpp"
 #include "algo/wait_plan.hpp"
+#include "backoff.hpp"
 #include "completion.hpp"
 #include "lease_state.hpp"
 #include "local_queues.hpp"

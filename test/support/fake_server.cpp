@@ -1,6 +1,6 @@
 #include "support/fake_server.hpp"
 
-#include "net/sha1.hpp"
+#include "net/script.hpp"
 #include "resp/parser.hpp"
 #include "resp/value.hpp"
 #include "scripts.hpp"

@@ -1,6 +1,6 @@
 // Exponential backoff with full jitter.
 
-#include "algo/backoff.hpp"
+#include "backoff.hpp"
 
 #include <boost/test/unit_test.hpp>
 

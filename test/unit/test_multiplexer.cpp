@@ -7,8 +7,8 @@
 #include "net/script.hpp"
 #include "redlock/error.hpp"
 #include "resp/encoder.hpp"
-#include "resp/parser.hpp"
 #include "support/printing.hpp"
+#include "support/written_commands.hpp"
 
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/error.hpp>
@@ -68,26 +68,7 @@ rd::shared_payload encode(std::string_view words) {
   return out;
 }
 
-// The commands in `bytes`, one "WORD arg ..." each.
-std::vector<std::string> decode(const std::string& bytes) {
-  std::vector<std::string> commands;
-  resp::parser parser;
-  BOOST_REQUIRE(parser.feed(bytes));
-  error_code ec;
-  while (auto command = parser.next(ec)) {
-    std::string line;
-    for (const auto& word : command->elements) {
-      if (!line.empty()) line += ' ';
-      line += word.text;
-    }
-    commands.push_back(std::move(line));
-  }
-  BOOST_REQUIRE(!ec);
-  BOOST_REQUIRE(parser.buffered() == 0u);
-  return commands;
-}
-
-using commands = std::vector<std::string>;
+using redlock::test::commands;
 
 // A multiplexer with a hand-driven clock, recording every outcome it gives.
 class harness {
@@ -138,7 +119,7 @@ class harness {
     std::string bytes = "left over from the last write";
     const auto requests = mux.prepare_write(bytes, now);
     if (requests > 0) mux.commit_write(requests, bytes.size());
-    auto written = decode(bytes);
+    auto written = redlock::test::decode_commands(bytes);
     BOOST_TEST(written.size() == requests);
     return written;
   }

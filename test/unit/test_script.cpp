@@ -1,7 +1,6 @@
 // EVALSHA payloads and their EVAL fallback, byte for byte.
 
 #include "net/script.hpp"
-#include "net/sha1.hpp"
 #include "resp/encoder.hpp"
 #include "scripts.hpp"
 

@@ -1,5 +1,5 @@
-#ifndef REDLOCK_ALGO_BACKOFF_HPP
-#define REDLOCK_ALGO_BACKOFF_HPP
+#ifndef REDLOCK_BACKOFF_HPP
+#define REDLOCK_BACKOFF_HPP
 
 #include "redlock/options.hpp"
 
