@@ -54,14 +54,13 @@ using boost::system::error_code;
 //    the second round sees its effect instead. No lost wake-up.
 //  - Every round after the first sets the key with acquire_script, which answers a refusal with
 //    the key's PTTL, so a refused round knows when the holder's key expires at the latest.
-//  - Sleeping, it wakes on an announcement that may free a quorum (after wake_jitter,
-//  algo/wait_plan.hpp),
-//    or when a quorum can have expired (release_watch::free_by), or at its deadline. Its backoff
-//    only matters when that is not enough: announcements off or a node not subscribed, or no
-//    expiry known (a key without TTL, failing nodes).
+//  - Sleeping, it wakes on an announcement that may free a quorum (after wake_jitter), or when a
+//    quorum can have expired (release_watch::free_by), or at its deadline (wake_at; both in
+//    algo/wait_plan.hpp). Its backoff only matters when that is not enough: announcements off or a
+//    node not subscribed, or no expiry known (a key without TTL, failing nodes).
 //  - A subscription that comes back after a reconnect wakes it: announcements may have been lost.
 //  - Such news that comes while its own round is in flight is kept until the round is lost
-//    (heard_); the next round then follows after a collision backoff
+//    (heard_, a round_news); the next round then follows after a collision backoff
 //    (wake_after_news_heard_in_round).
 class acquire_op final : public abortable,
                          public ballot_sink,
