@@ -2,48 +2,26 @@
 
 #include "ops/acquire.hpp"
 #include "ops/extend.hpp"
+#include "ops/lock_rounds.hpp"
+#include "ops/slot_rounds.hpp"
 #include "options_check.hpp"
-#include "redlock/semaphore.hpp"
-#include "scripts.hpp"
-#include "text.hpp"
 #include "token.hpp"
 
 #include <fmt/format.h>
 
-#include <algorithm>
+#include <vector>
 
 namespace redlock::detail {
-
-void acquire_op::for_semaphore(std::string name, std::size_t permits) {
-  auto& plan = permits_.emplace();
-  plan.name = std::move(name);
-  plan.count = permits;
-  plan.queue_key = permit_queue_key(plan.name);
-  if (permits <= semaphore::max_permits) {
-    plan.watch.reset_unknown(permits);
-    plan.tried_in_this_try.assign(permits, false);
-    for (std::size_t slot = 0; slot < permits; ++slot)
-      plan.slot_keys.push_back(plan.queue_key + std::to_string(slot));
-    plan.key_views.assign(plan.slot_keys.begin(), plan.slot_keys.end());
-    plan.permits_text = std::to_string(permits);
-  }
-  lease_->resource = plan.queue_key + "0";  // each round sets the slot it tries
-  // Extended with every slot lease, so that it lives as long as the permits are held.
-  lease_->companion_key = semaphore_permits_key(plan.name);
-  plan.key_views.push_back(lease_->companion_key);
-}
 
 void acquire_op::start() {
   if (space_->closed()) {
     lease_->diagnostics = "the client is shut down";
     return done_.complete(asio::error::operation_aborted, make_lease());
   }
-  if (permits_) {
-    if (auto problem = check_semaphore(); !problem.empty()) {
-      lease_->diagnostics = fmt::format("redlock: cannot acquire a permit of semaphore {}: {}",
-                                        quoted_resource(permits_->name), problem);
-      return done_.complete(error::invalid_argument, make_lease());
-    }
+  if (auto problem = strategy_->problem(space_->options().replies.max_reply_memory);
+      !problem.empty()) {
+    lease_->diagnostics = std::move(problem);
+    return done_.complete(error::invalid_argument, make_lease());
   }
   if (auto problem = check_lock_options(lease_->resource, lease_->options, space_->options());
       !problem.empty()) {
@@ -55,20 +33,12 @@ void acquire_op::start() {
     return done_.complete(error::invalid_argument, make_lease());
   }
   lease_->token = make_lock_token();
-  encode_set(set_command_);
   if (lease_->options.wait) deadline_ = steady_clock::now() + *lease_->options.wait;
 
-  const std::string& queue_key = permits_ ? permits_->queue_key : lease_->resource;
+  const std::string& queue_key = strategy_->queue_key();
   if (single_round_) {
-    const resource_queue* busy = space_->queues().find(queue_key);
-    // A semaphore's own leases do not make it busy: a try skips the slots they hold.
-    if (permits_ && busy != nullptr && busy->waiters.empty()) busy = nullptr;
-    if (busy != nullptr && (busy->holder != nullptr || !busy->waiters.empty())) {
-      lease_->diagnostics =
-          permits_ ? fmt::format("redlock: another acquire of this client waits for a permit of {}",
-                                 quoted_resource(permits_->name))
-                   : fmt::format("redlock: {} is held or awaited by another lease of this client",
-                                 subject());
+    if (auto why = strategy_->contended_here(space_->queues().find(queue_key)); !why.empty()) {
+      lease_->diagnostics = std::move(why);
       return done_.complete(error::contended, make_lease());
     }
   }
@@ -78,11 +48,7 @@ void acquire_op::start() {
     if (auto self = weak.lock()) self->cancel(type);
   });
   queue_ = &space_->queues().queue_for(queue_key);
-  if (permits_) {
-    queue_->semaphore = true;
-    if (queue_->slot_holders.size() < permits_->count)
-      queue_->slot_holders.resize(permits_->count, nullptr);
-  }
+  strategy_->join(*queue_);
   queue_->waiters.push_back(shared_from_this());
   if (queue_->holder == nullptr && queue_->waiters.size() == 1) {
     begin_round();
@@ -102,7 +68,7 @@ void acquire_op::compete(steady_clock::time_point key_gone_by) {
   if (stage_ != stage::queued) return;
   const auto now = steady_clock::now();
   competing_ = true;
-  watch_.reset_all_held(nodes().size(), nodes().quorum(), key_gone_by);
+  strategy_->held_until(nodes().size(), nodes().quorum(), key_gone_by);
   sleep(now);
 }
 
@@ -116,7 +82,6 @@ void acquire_op::announced(std::size_t node, std::size_t slot) {
 }
 
 void acquire_op::permit_released_here(std::size_t slot) {
-  if (!permits_) return;
   for (std::size_t node = 0; node < nodes().size(); ++node) {
     if (round_in_flight()) {
       heard_.released(slot, node);
@@ -144,36 +109,6 @@ void acquire_op::subscription_changed(bool subscribed) {
   plan_wake(steady_clock::now());
 }
 
-std::string acquire_op::subject() const {
-  if (!permits_) return quoted_resource(lease_->resource);
-  return fmt::format("semaphore {} (slot {} of {})", quoted_resource(permits_->name),
-                     permits_->tried, permits_->count);
-}
-
-std::string acquire_op::check_semaphore() const {
-  if (permits_->name.empty()) return "its name is empty";
-  if (permits_->count == 0 || permits_->count > semaphore::max_permits) {
-    return fmt::format("permits must be between 1 and {}, not {}", semaphore::max_permits,
-                       permits_->count);
-  }
-  // A refusal carries every slot's PTTL as text (semaphore_acquire_script).
-  const std::size_t refusal_bytes = permits_->count * semaphore_refusal_bytes_per_permit + 256;
-  if (refusal_bytes > space_->options().replies.max_reply_memory) {
-    return fmt::format(
-        "a refusal of {} permits takes up to {} bytes, more than "
-        "client_options::replies.max_reply_memory ({})",
-        permits_->count, refusal_bytes, space_->options().replies.max_reply_memory);
-  }
-  return {};
-}
-
-std::vector<bool> acquire_op::held_here() const {
-  std::vector<bool> held(permits_->count, false);
-  for (std::size_t slot = 0; slot < held.size() && slot < queue_->slot_holders.size(); ++slot)
-    held[slot] = queue_->slot_holders[slot] != nullptr || permits_->tried_in_this_try[slot];
-  return held;
-}
-
 void acquire_op::succeed(steady_clock::time_point valid_until) {
   const auto keep_alive = shared_from_this();  // leaving the queue may drop the last owner
   stage_ = stage::finished;
@@ -182,11 +117,7 @@ void acquire_op::succeed(steady_clock::time_point valid_until) {
   stop_listening();
   drop_from_waiters();
   resource_queue* const queue = std::exchange(queue_, nullptr);
-  if (permits_) {
-    queue->slot_holders[permits_->tried] = lease_.get();
-  } else {
-    queue->holder = lease_.get();
-  }
+  const bool next_may_start = strategy_->hold(*queue, *lease_);
   lease_->queue = queue;
   lease_->diagnostics.clear();
   lease_->granted_nodes = round_->votes().yes_count();
@@ -195,8 +126,7 @@ void acquire_op::succeed(steady_clock::time_point valid_until) {
   start_renewal(*lease_);
   note_if_degraded();
   done_.complete(error_code{}, make_lease());
-  // A semaphore's next waiter need not wait for this lease: it tries the other slots.
-  if (permits_) space_->queues().start_next_waiter(*queue);
+  if (next_may_start) space_->queues().start_next_waiter(*queue);
 }
 
 void acquire_op::finish(error_code ec) {
@@ -220,7 +150,7 @@ void acquire_op::leave_queue() {
   drop_from_waiters();
   if (was_first && queue_->holder == nullptr) space_->queues().start_next_waiter(*queue_);
   queue_ = nullptr;
-  space_->queues().forget_if_idle(permits_ ? permits_->queue_key : lease_->resource);
+  space_->queues().forget_if_idle(strategy_->queue_key());
 }
 
 void acquire_op::cancel(asio::cancellation_type type) {
@@ -260,13 +190,7 @@ void acquire_op::arm_timer(std::optional<steady_clock::time_point> at) {
 void acquire_op::on_timer() {
   const bool timed_out = deadline_ && steady_clock::now() >= *deadline_;
   if (stage_ == stage::queued && timed_out) {
-    lease_->diagnostics =
-        permits_ ? fmt::format(
-                       "redlock: no permit of semaphore {} for this acquire after {} ms: "
-                       "this client's other leases and acquires had them all",
-                       quoted_resource(permits_->name), lease_->options.wait->count())
-                 : fmt::format("redlock: {} still held by another lease of this client after {} ms",
-                               subject(), lease_->options.wait->count());
+    lease_->diagnostics = strategy_->queued_too_long(*lease_->options.wait);
     finish(error::wait_timeout);
   } else if (stage_ == stage::sleeping || stage_ == stage::subscribing) {
     if (timed_out) return finish(error::wait_timeout);
@@ -281,16 +205,22 @@ namespace redlock::detail {
 void start_acquire(const std::shared_ptr<lock_space>& space, std::string resource,
                    const lock_options& options, bool single_round,
                    caller_handler<acquire_signature> caller) {
-  std::make_shared<acquire_op>(space, std::move(resource), options, single_round, std::move(caller))
+  auto rounds = std::make_unique<lock_rounds>(resource);
+  std::make_shared<acquire_op>(space, std::move(rounds), std::move(resource), options, single_round,
+                               std::move(caller))
       ->start();
 }
 
 void start_acquire_permit(const std::shared_ptr<lock_space>& space, std::string name,
                           std::size_t permits, const lock_options& options, bool single_round,
                           caller_handler<acquire_signature> caller) {
-  auto op =
-      std::make_shared<acquire_op>(space, std::string(), options, single_round, std::move(caller));
-  op->for_semaphore(std::move(name), permits);
+  auto rounds = std::make_unique<slot_rounds>(std::move(name), permits, single_round);
+  std::string first_slot = rounds->first_slot_key();
+  std::string permits_record = rounds->permits_key();
+  auto op = std::make_shared<acquire_op>(space, std::move(rounds), std::move(first_slot), options,
+                                         single_round, std::move(caller));
+  // Extended with every slot lease, so that it lives as long as the permits are held.
+  op->extend_along(std::move(permits_record));
   op->start();
 }
 

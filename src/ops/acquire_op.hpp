@@ -3,9 +3,7 @@
 
 #include "algo/acquire_round.hpp"
 #include "algo/cleanup_plan.hpp"
-#include "algo/release_watch.hpp"
 #include "algo/replies.hpp"
-#include "algo/slot_watch.hpp"
 #include "algo/wait_plan.hpp"
 #include "backoff.hpp"
 #include "completion.hpp"
@@ -13,6 +11,7 @@
 #include "local_queues.hpp"
 #include "lock_space.hpp"
 #include "ops/fence_write_back.hpp"
+#include "ops/round_strategy.hpp"
 #include "ops/vote.hpp"
 #include "redlock/detail/initiate.hpp"
 #include "redlock/lease.hpp"
@@ -36,9 +35,10 @@ namespace redlock::detail {
 namespace asio = boost::asio;
 using boost::system::error_code;
 
-// One async_acquire or async_try_acquire, from the local queue through rounds and waits to one
-// completion. What a round's answers mean is acquire_round's, when the lock can be free
-// release_watch's; this is the plumbing around them.
+// One async_acquire or async_try_acquire (of a lock, or of a semaphore's permit), from the local
+// queue through rounds and waits to one completion. What a round sends and what its answers teach
+// of the holders is the round strategy's (lock_rounds, slot_rounds); whether the round won is
+// acquire_round's; when to try again is wait_plan's. This is the plumbing around them.
 //
 // Stages: queued (behind a local holder or waiter; nothing sent), in_round (SETs in flight),
 // fencing (with lock_options::fencing: a held round's write-back in flight, see write_back_fence),
@@ -52,10 +52,10 @@ using boost::system::error_code;
 //    subscribes on every node. Its second round waits until that subscription is in place (or its
 //    node known down): a release between the refusal and the subscription would be missed, and
 //    the second round sees its effect instead. No lost wake-up.
-//  - Every round after the first sets the key with acquire_script, which answers a refusal with
-//    the key's PTTL, so a refused round knows when the holder's key expires at the latest.
+//  - Every round after the first asks for the holders' PTTLs with its refusals (see the
+//    strategies), so a refused round knows when the holder's key expires at the latest.
 //  - Sleeping, it wakes on an announcement that may free a quorum (after wake_jitter), or when a
-//    quorum can have expired (release_watch::free_by), or at its deadline (wake_at; both in
+//    quorum can have expired (round_strategy::free_by), or at its deadline (wake_at; both in
 //    algo/wait_plan.hpp). Its backoff only matters when that is not enough: announcements off or a
 //    node not subscribed, or no expiry known (a key without TTL, failing nodes).
 //  - A subscription that comes back after a reconnect wakes it: announcements may have been lost.
@@ -67,18 +67,20 @@ class acquire_op final : public abortable,
                          public queued_acquire,
                          public std::enable_shared_from_this<acquire_op> {
  public:
-  acquire_op(std::shared_ptr<lock_space> space, std::string resource, const lock_options& options,
-             bool single_round, caller_handler<acquire_signature>&& caller)
+  // `resource`: the lease's key until the first round sets the one the strategy names.
+  acquire_op(std::shared_ptr<lock_space> space, std::unique_ptr<round_strategy> strategy,
+             std::string resource, const lock_options& options, bool single_round,
+             caller_handler<acquire_signature>&& caller)
       : ballot_sink(space->nodes().size()),
         space_(std::move(space)),
+        strategy_(std::move(strategy)),
         lease_(std::make_shared<lease_state>(space_, std::move(resource), options)),
         single_round_(single_round),
         done_(std::move(caller.handler), space_->executor(), caller.on_client_executor),
         retry_(options.retry) {}
 
-  // A semaphore's acquire instead of a lock's: each round tries one of `permits` slot locks; see
-  // permit_plan. Called before start().
-  void for_semaphore(std::string name, std::size_t permits);
+  // A key that the lease extends with its own (lease_state::companion_key). Called before start().
+  void extend_along(std::string key) { lease_->companion_key = std::move(key); }
 
   void start();
 
@@ -113,55 +115,17 @@ class acquire_op final : public abortable,
     finished
   };
 
-  struct holder_ttl {
-    long long pttl_ms;
-    steady_clock::time_point at;
-  };
-
-  // A semaphore acquire (for_semaphore): which slot the current round tries and what is known of
-  // the others. A slot lease is a lock lease of the slot's key: the lease's resource is set to the
-  // tried slot's key each round, with a fresh token, and everything after the acquire (renewal,
-  // loss, release, fencing with the slot's own counter) is the lock's.
-  struct permit_plan {
-    std::string name;
-    std::size_t count = 0;
-    std::string queue_key;  // permit_queue_key(name); slot i's key is this + i
-    slot_watch watch;
-    std::size_t tried = 0;
-    std::vector<slot_watch::slot_ttls> reports;  // the current round's refusals, by node
-    std::vector<bool> tried_in_this_try;         // async_try_acquire tries each slot once at most
-    std::vector<std::string> slot_keys;          // by slot, made once: every round names them all
-    std::vector<std::string_view> key_views;     // of slot_keys and the permits record
-    std::string permits_text;                    // `count` in decimal
-    // A node whose permits record disagrees with `count`, and the number it records.
-    std::optional<std::pair<std::size_t, std::size_t>> disagreement;
-  };
-
-  // What the diagnostics name: the lock's resource, or the semaphore and the slot last tried.
-  std::string subject() const;
-
-  // Why a semaphore cannot be used; empty when it can.
-  std::string check_semaphore() const;
-
-  // The slots not to try: those this client's leases hold, and in a try those it has tried.
-  std::vector<bool> held_here() const;
+  std::string subject() const { return strategy_->subject(); }
 
   // Whether trying again may succeed now, as far as the last round and announcements tell.
-  bool may_be_free() const;
-
-  // When trying again succeeds at the latest unless holders extend; see release_watch::free_by.
-  std::optional<steady_clock::time_point> free_by() const;
-
-  // After a semaphore round that was not held: what its refusals tell of every slot, then what
-  // was heard while it was in flight. Returns whether the next round is due at once.
-  bool learn_from_slot_round(steady_clock::time_point now);
+  bool may_be_free() const { return strategy_->may_be_free(); }
 
   // Whether SETs of the current round are in flight, or its held outcome is being written back:
   // news of the lock then waits in heard_ until the round's own answers are applied.
   bool round_in_flight() const noexcept;
 
   // The holder of `slot` (0 for a lock) is gone from `node`.
-  void forget_holder(std::size_t slot, std::size_t node);
+  void forget_holder(std::size_t slot, std::size_t node) { strategy_->forget_holder(slot, node); }
 
   // Applies what was heard during the round that was just decided without the lock; true when
   // it makes the next round due at once: a release that may free a quorum, or a subscription that
@@ -171,14 +135,6 @@ class acquire_op final : public abortable,
   lease make_lease() { return lease_access::make(lease_); }
   node_set& nodes() const noexcept { return space_->nodes(); }
 
-  void encode_set(std::string& out) const;
-
-  // The same SET through acquire_script, which also answers a refusal with the holder's PTTL.
-  std::string encode_set_asking_ttl() const;
-
-  // acquire_script's fencing variant, which also increments the fencing counter where it grants.
-  std::string encode_fenced_set() const;
-
   // Every round has a token of its own. A request of an earlier round can still run on a node
   // after this round's SET: a cleanup release that met NOSCRIPT is resent as EVAL behind the
   // requests issued meanwhile, and a SET can sit in a slow node's queue. Were the token shared,
@@ -186,41 +142,24 @@ class acquire_op final : public abortable,
   // client would count a vote it no longer has. With distinct tokens a stale request can only
   // delete or set keys of rounds that are over.
   //
-  // The first round sends set_command_, which the op owns; later rounds do not rewrite it (requests
-  // of earlier rounds may still be queued with a view of it) but give their requests their own
-  // copy.
-  //
-  // Rounds after the first set the key through acquire_script, whose refusal carries the holder's
-  // PTTL: what a refusal needs to bound the wait, in one request per node. The first round of an
-  // uncontended lock, or of a local hand-off, sends a plain SET (no script to run); that of an op
-  // competing after a hand-off limit asks, and if every node was subscribed when it was sent, a
-  // refusal needs no second look (see decided).
+  // What a round sends is the strategy's. The first round of a lock competing after a hand-off
+  // limit asks for the holder's PTTL; if every node was subscribed when it was sent, a refusal
+  // needs no second look (see decided).
   void begin_round();
 
   void open_round(set_form form);
 
-  // A semaphore round: semaphore_acquire_script on one slot that no lease of this client holds,
-  // drawn as slot_watch::choose says (before the first refusal: any of those). When the last
-  // refusals show every slot held, a random one is tried anyway: the wait before this round was
-  // bounded by the backoff or the holders' TTLs, and a round is how to look again.
-  void begin_slot_round();
-
-  // A semaphore round's refusal that answers after the round was decided: taken into a sleeping
-  // op's plan at once, as note_holder_ttl.
-  void note_slot_report(std::size_t node, const slot_watch::slot_ttls& ttls,
-                        steady_clock::time_point now);
-
-  // A refusal that carries the holder's PTTL. One that answers after the round was decided is
-  // taken into a sleeping op's plan at once.
-  void note_holder_ttl(std::size_t node, long long pttl_ms, steady_clock::time_point now);
+  // A refusal of the current round that answers after its decision: taken into a sleeping op's
+  // plan at once.
+  void note_late_refusal(std::size_t node, const set_answer& answer, steady_clock::time_point now);
 
   std::shared_ptr<void> owner() override { return shared_from_this(); }
 
   void on_answer(std::size_t node, error_code ec, const resp::value& reply) override;
 
-  // After a lock round that was not held: which nodes block the lock, and until when, then what
-  // was heard while it was in flight. Returns whether the next round is due at once.
-  bool learn_from_round();
+  // After a round that was not held: where the lock (or each slot) is held, and until when, then
+  // what was heard while it was in flight. Returns whether the next round is due at once.
+  bool learn_from_round(steady_clock::time_point now);
 
   void decided(steady_clock::time_point now);
 
@@ -237,7 +176,7 @@ class acquire_op final : public abortable,
   void fence_written_back(bool confirmed, const node_answers& answers,
                           steady_clock::time_point valid_until);
 
-  // Waits, from `now`, for the lock to become free as watch_ describes it; with `due_now` only
+  // Waits, from `now`, for the lock to become free as the strategy knows it; with `due_now` only
   // for the wake-up jitter.
   void sleep(steady_clock::time_point now, bool due_now = false);
 
@@ -260,9 +199,6 @@ class acquire_op final : public abortable,
   void stop_listening();
 
   std::string explain(error_code ec, steady_clock::time_point now, bool lasting = false) const;
-
-  // The keys the current round's request uses, quoted, for messages.
-  std::string keys_of_round() const;
 
   // Nodes failing for good (connection::permanent_failure) whose answer in this round came after
   // the decision or not at all: shown as such, not as "not awaited".
@@ -310,6 +246,8 @@ class acquire_op final : public abortable,
   void on_timer();
 
   std::shared_ptr<lock_space> space_;
+  // What the rounds send and learn: a lock's or a semaphore permit's.
+  std::unique_ptr<round_strategy> strategy_;
   std::shared_ptr<lease_state> lease_;
   bool single_round_;
   completion<error_code, lease> done_;
@@ -320,9 +258,7 @@ class acquire_op final : public abortable,
   stage stage_ = stage::idle;
   std::optional<acquire_round> round_;  // the current or last round
   set_form form_ = set_form::plain;     // the current round's
-  std::optional<permit_plan> permits_;  // a semaphore's acquire
   resource_queue* queue_ = nullptr;     // set while this op is in it
-  std::string set_command_;  // the first round's SET key token NX PX ttl; read by the connections
   // Fenced rounds: each granting node's counter, as its grant answered before the decision.
   std::vector<std::optional<std::uint64_t>> fences_;
   std::uint64_t fence_ = 0;  // the held round's fencing token, while it is written back
@@ -331,10 +267,8 @@ class acquire_op final : public abortable,
   cleanup_plan<set_form> cleanups_;
   unsigned rounds_ = 0;
   bool acquired_ = false;  // the last round won
-  // Waiting: where the lock is held and until when, as of round watch_round_.
-  release_watch watch_;
+  // Waiting: the strategy knows where the lock is held and until when, as of round watch_round_.
   unsigned watch_round_ = 0;
-  std::vector<std::optional<holder_ttl>> holder_ttls_;  // the current round's PTTL replies
   steady_clock::time_point backoff_until_{};
   // News of the lock that came while the current round was in flight (round_in_flight), applied
   // once the round is decided without the lock.

@@ -1,6 +1,5 @@
 #include "algo/validity.hpp"
 #include "ops/acquire_op.hpp"
-#include "resp/encoder.hpp"
 #include "scripts.hpp"
 #include "test_hooks.hpp"
 #include "text.hpp"
@@ -14,28 +13,30 @@ namespace redlock::detail {
 
 std::atomic<bool> skip_fence_write_back_for_tests{false};
 
-void acquire_op::encode_set(std::string& out) const {
-  const std::string ttl = std::to_string(lease_->options.ttl.count());
-  resp::encode_command(out, {"SET", lease_->resource, lease_->token, "NX", "PX", ttl});
-}
-
-std::string acquire_op::encode_set_asking_ttl() const {
-  const std::string ttl = std::to_string(lease_->options.ttl.count());
-  const std::string_view keys[] = {lease_->resource};
-  const std::string_view args[] = {lease_->token, ttl};
-  return encode_evalsha(acquire_script(), keys, args);
-}
-
-std::string acquire_op::encode_fenced_set() const {
-  const std::string ttl = std::to_string(lease_->options.ttl.count());
-  const std::string counter = fencing_counter_key(lease_->resource);
-  const std::string_view keys[] = {lease_->resource, counter};
-  const std::string_view args[] = {lease_->token, ttl};
-  return encode_evalsha(fenced_acquire_script(), keys, args);
-}
-
 void acquire_op::begin_round() {
-  if (permits_) return begin_slot_round();
+  // A round after the first has a token of its own, set once the round opens.
+  std::string fresh_token;
+  if (rounds_ > 0) fresh_token = make_lock_token();
+  const auto request =
+      strategy_->next_round({.nodes = nodes().size(),
+                             .token = rounds_ > 0 ? std::string_view(fresh_token) : lease_->token,
+                             .ttl = lease_->options.ttl,
+                             .fencing = lease_->options.fencing,
+                             .first = rounds_ == 0,
+                             .competing = competing_,
+                             .single_round = single_round_},
+                            space_->random());
+  if (!request) {
+    if (single_round_) {
+      lease_->diagnostics = strategy_->nothing_to_try();
+      return finish(error::contended);
+    }
+    // Until a lease of this client releases a slot (permit_released_here) or the deadline.
+    stage_ = stage::queued;
+    return arm_timer(deadline_);
+  }
+  if (rounds_++ > 0) lease_->token = std::move(fresh_token);
+  lease_->resource = request->key;
   stage_ = stage::in_round;
   woken_ = false;
   heard_.clear();
@@ -47,27 +48,13 @@ void acquire_op::begin_round() {
   } else {
     covered_round_ = false;
   }
-  if (lease_->options.fencing) {
-    // Every round, the first included: the counter must be incremented by the SET's own
-    // script, where nothing can run between the grant and the increment.
-    if (rounds_++ > 0) lease_->token = make_lock_token();
-    open_round(set_form::fenced);
-    holder_ttls_.assign(nodes().size(), std::nullopt);
-    fences_.assign(nodes().size(), std::nullopt);
-    nodes().send(std::make_shared<const std::string>(encode_fenced_set()), *this, open_ballot(),
-                 lock_request::fenced_set);
-    return;
+  open_round(request->form);
+  if (lease_->options.fencing) fences_.assign(nodes().size(), std::nullopt);
+  if (request->shared) {
+    nodes().send(request->shared, *this, open_ballot(), request->kind);
+  } else {
+    nodes().send(request->owned, *this, open_ballot(), request->kind);
   }
-  if (rounds_++ == 0 && !competing_) {
-    open_round(set_form::plain);
-    nodes().send(set_command_, *this, open_ballot(), lock_request::set);
-    return;
-  }
-  if (rounds_ > 1) lease_->token = make_lock_token();
-  open_round(set_form::asking_ttl);
-  holder_ttls_.assign(nodes().size(), std::nullopt);
-  nodes().send(std::make_shared<const std::string>(encode_set_asking_ttl()), *this, open_ballot(),
-               lock_request::set_asking_ttl);
 }
 
 void acquire_op::open_round(set_form form) {
@@ -76,55 +63,6 @@ void acquire_op::open_round(set_form form) {
                                          .drift_factor = space_->options().drift_factor,
                                          .start = steady_clock::now()});
   form_ = form;
-  holder_ttls_.clear();  // no allocation: most rounds ask no PTTL
-}
-
-void acquire_op::begin_slot_round() {
-  auto& plan = *permits_;
-  const auto held = held_here();
-  auto slot = plan.watch.choose(held, space_->random());
-  if (!slot) {
-    slot_watch any;
-    any.reset_unknown(plan.count);
-    slot = any.choose(held, space_->random());
-  }
-  if (!slot) {
-    // Every slot is held by this client (only one of its releases can help), or in a try was
-    // tried already (not reached: a try goes on only while an untried slot may be free).
-    if (single_round_) {
-      lease_->diagnostics =
-          fmt::format("redlock: every one of the {} permits of semaphore {} is held by this client",
-                      plan.count, quoted_resource(plan.name));
-      return finish(error::contended);
-    }
-    stage_ = stage::queued;
-    return arm_timer(deadline_);
-  }
-  stage_ = stage::in_round;
-  woken_ = false;
-  heard_.clear();
-  covered_round_ = false;
-  plan.tried = *slot;
-  if (single_round_) plan.tried_in_this_try[*slot] = true;
-  lease_->resource = plan.slot_keys[*slot];
-  if (rounds_++ > 0) lease_->token = make_lock_token();
-  open_round(lease_->options.fencing ? set_form::fenced_slot : set_form::slot);
-  plan.reports.assign(nodes().size(), {});
-  plan.disagreement.reset();
-  if (lease_->options.fencing) fences_.assign(nodes().size(), std::nullopt);
-
-  // Every slot's key and the permits record, then with fencing the tried slot's counter (only
-  // for this call).
-  const std::string counter = lease_->options.fencing ? fencing_counter_key(lease_->resource) : "";
-  if (lease_->options.fencing) plan.key_views.push_back(counter);
-  const std::string tried = std::to_string(*slot + 1);
-  const std::string ttl = std::to_string(lease_->options.ttl.count());
-  std::vector<std::string_view> args = {tried, lease_->token, ttl, plan.permits_text};
-  if (lease_->options.fencing) args.push_back("1");
-  auto payload = std::make_shared<const std::string>(
-      encode_evalsha(semaphore_acquire_script(), plan.key_views, args));
-  if (lease_->options.fencing) plan.key_views.pop_back();
-  nodes().send(payload, *this, open_ballot(), lock_request::slot_set);
 }
 
 void acquire_op::on_answer(std::size_t node, error_code ec, const resp::value& reply) {
@@ -136,12 +74,8 @@ void acquire_op::on_answer(std::size_t node, error_code ec, const resp::value& r
     if (!nodes().duplicate_nodes().empty()) round_->set_nodes_not_independent();
   }
   const auto now = steady_clock::now();
-  const bool carries_slots = is_slot_form(form_) && answer.what == node_answer::kind::no;
   if (!round_->decided()) {
-    if (answer.holder_pttl) holder_ttls_[node] = holder_ttl{*answer.holder_pttl, now};
-    if (carries_slots) permits_->reports[node] = answer.slot_ttls;
-    if (answer.recorded_permits && !permits_->disagreement)
-      permits_->disagreement = {node, *answer.recorded_permits};
+    strategy_->record(node, answer, now);
     if (!fences_.empty() && answer.what == node_answer::kind::yes) fences_[node] = answer.counter;
   }
   switch (
@@ -149,8 +83,7 @@ void acquire_op::on_answer(std::size_t node, error_code ec, const resp::value& r
     case acquire_round::step::decided_now:
       return decided(now);
     case acquire_round::step::decided_before:
-      if (answer.holder_pttl) note_holder_ttl(node, *answer.holder_pttl, now);
-      if (carries_slots) note_slot_report(node, answer.slot_ttls, now);
+      note_late_refusal(node, answer, now);
       if (stage_ == stage::fencing && write_back_) {
         // A copy: late_answer may complete the acquire, which drops write_back_.
         const auto write_back = write_back_;
@@ -171,13 +104,8 @@ void acquire_op::decided(steady_clock::time_point now) {
     return succeed(round.valid_until);
   }
   clean_up_failed_round(round.clean);
-  if (permits_ && permits_->disagreement) {
-    const auto [node, recorded] = *permits_->disagreement;
-    lease_->diagnostics = fmt::format(
-        "redlock: cannot acquire a permit of semaphore {}: {} records {} permits for it while "
-        "this acquire counts {}; every user of one semaphore must give the same number of "
-        "permits (the record expires once no permit is held)",
-        quoted_resource(permits_->name), nodes().node(node).address(), recorded, permits_->count);
+  if (auto problem = strategy_->lasting_problem(nodes()); !problem.empty()) {
+    lease_->diagnostics = std::move(problem);
     space_->log(log_level::error, lease_->diagnostics);
     return finish(error::invalid_argument);
   }
@@ -190,19 +118,10 @@ void acquire_op::decided(steady_clock::time_point now) {
   }
   lease_->diagnostics = explain(round.code, now);
   space_->log(log_level::debug, lease_->diagnostics);
-  bool due_now = false;
-  if (permits_) {
-    due_now = learn_from_slot_round(now);
-    // A try goes on while some slot it has not tried is not known to be held on a quorum (a
-    // node that granted the tried slot said nothing of the others), so it makes `permits`
-    // rounds at most, and `contended` means every slot was refused or seen held on a quorum.
-    if (single_round_ && round.code == error::contended &&
-        permits_->watch.choose(held_here(), space_->random())) {
-      return begin_round();
-    }
-  }
+  const bool due_now = learn_from_round(now);
+  if (round.code == error::contended && strategy_->another_try_may_win(space_->random()))
+    return begin_round();
   if (const auto code = acquire_ends(round, single_round_, deadline_, now)) return finish(*code);
-  if (!permits_) due_now = learn_from_round();
   const bool first_look = rounds_ == 1 && !covered_round_;
   listen();
   if (first_look) {
@@ -269,7 +188,7 @@ void acquire_op::fence_written_back(bool confirmed, const node_answers& answers,
   space_->log(log_level::debug, lease_->diagnostics);
   if (single_round_) return finish(code);
   if (deadline_ && now >= *deadline_) return finish(error::wait_timeout);
-  const bool due_now = permits_ ? learn_from_slot_round(now) : learn_from_round();
+  const bool due_now = learn_from_round(now);
   listen();
   sleep(now, due_now);
 }
@@ -287,20 +206,7 @@ std::string acquire_op::explain(error_code ec, steady_clock::time_point now, boo
                 "configuration is fixed"
               : "",
       nodes().describe(round_->answers(), "granted", "held by another owner", &failing,
-                       keys_of_round()));
-}
-
-std::string acquire_op::keys_of_round() const {
-  if (!permits_) {
-    if (!lease_->options.fencing) return quoted_keys({lease_->resource});
-    return quoted_keys({lease_->resource, fencing_counter_key(lease_->resource)});
-  }
-  auto keys = fmt::format("{} .. {}", quoted_resource(permits_->slot_keys.front()),
-                          quoted_resource(permits_->slot_keys.back()));
-  keys += ", " + quoted_resource(lease_->companion_key);
-  if (lease_->options.fencing)
-    keys += ", " + quoted_resource(fencing_counter_key(lease_->resource));
-  return keys;
+                       strategy_->keys_of_round(lease_->options.fencing)));
 }
 
 std::vector<std::string> acquire_op::lasting_failures() const {

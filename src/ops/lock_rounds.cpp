@@ -1,0 +1,103 @@
+#include "ops/lock_rounds.hpp"
+
+#include "lease_state.hpp"
+#include "local_queues.hpp"
+#include "net/script.hpp"
+#include "resp/encoder.hpp"
+#include "scripts.hpp"
+#include "text.hpp"
+
+#include <fmt/format.h>
+
+namespace redlock::detail {
+
+std::string lock_rounds::subject() const {
+  return quoted_resource(resource_);
+}
+
+std::string lock_rounds::contended_here(const resource_queue* queue) const {
+  if (queue == nullptr || (queue->holder == nullptr && queue->waiters.empty())) return {};
+  return fmt::format("redlock: {} is held or awaited by another lease of this client", subject());
+}
+
+std::string lock_rounds::queued_too_long(std::chrono::milliseconds waited) const {
+  return fmt::format("redlock: {} still held by another lease of this client after {} ms",
+                     subject(), waited.count());
+}
+
+std::optional<round_strategy::round_request> lock_rounds::next_round(const round_inputs& in,
+                                                                     std::minstd_rand&) {
+  const std::string ttl = std::to_string(in.ttl.count());
+  if (in.fencing) {
+    holder_ttls_.assign(in.nodes, std::nullopt);
+    const std::string counter = fencing_counter_key(resource_);
+    const std::string_view keys[] = {resource_, counter};
+    const std::string_view args[] = {in.token, ttl};
+    return round_request{
+        .form = set_form::fenced,
+        .kind = lock_request::fenced_set,
+        .key = resource_,
+        .shared = std::make_shared<const std::string>(
+            encode_evalsha(fenced_acquire_script(), keys, args)),
+    };
+  }
+  if (in.first && !in.competing) {
+    holder_ttls_.clear();  // no allocation
+    resp::encode_command(plain_set_, {"SET", resource_, in.token, "NX", "PX", ttl});
+    return round_request{.kind = lock_request::set, .key = resource_, .owned = plain_set_};
+  }
+  holder_ttls_.assign(in.nodes, std::nullopt);
+  const std::string_view keys[] = {resource_};
+  const std::string_view args[] = {in.token, ttl};
+  return round_request{
+      .form = set_form::asking_ttl,
+      .kind = lock_request::set_asking_ttl,
+      .key = resource_,
+      .shared = std::make_shared<const std::string>(encode_evalsha(acquire_script(), keys, args)),
+  };
+}
+
+void lock_rounds::record(std::size_t node, const set_answer& answer, steady_clock::time_point now) {
+  if (answer.holder_pttl && node < holder_ttls_.size())
+    holder_ttls_[node] = holder_ttl{*answer.holder_pttl, now};
+}
+
+void lock_rounds::learn(const node_answers& answers, std::size_t quorum, steady_clock::time_point,
+                        double drift_factor) {
+  watch_.reset(answers, quorum);
+  for (std::size_t i = 0; i < holder_ttls_.size() && i < answers.size(); ++i) {
+    if (holder_ttls_[i] && answers[i].what == node_answer::kind::no)
+      watch_.holder_ttl(i, holder_ttls_[i]->pttl_ms, holder_ttls_[i]->at, drift_factor);
+  }
+}
+
+bool lock_rounds::late_refusal(std::size_t node, const set_answer& answer,
+                               steady_clock::time_point now, double drift_factor, bool watching) {
+  if (!answer.holder_pttl) return false;
+  // Kept for a later learn as well: a fenced round's write-back can still fail.
+  record(node, answer, now);
+  if (!watching) return false;
+  watch_.holder_ttl(node, *answer.holder_pttl, now, drift_factor);
+  return true;
+}
+
+void lock_rounds::forget_holder(std::size_t, std::size_t node) {
+  watch_.released(node);
+}
+
+void lock_rounds::held_until(std::size_t nodes, std::size_t quorum,
+                             steady_clock::time_point key_gone_by) {
+  watch_.reset_all_held(nodes, quorum, key_gone_by);
+}
+
+std::string lock_rounds::keys_of_round(bool fencing) const {
+  if (!fencing) return quoted_keys({resource_});
+  return quoted_keys({resource_, fencing_counter_key(resource_)});
+}
+
+bool lock_rounds::hold(resource_queue& queue, lease_state& lease) {
+  queue.holder = &lease;
+  return false;
+}
+
+}  // namespace redlock::detail

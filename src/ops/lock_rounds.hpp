@@ -1,0 +1,69 @@
+#ifndef REDLOCK_OPS_LOCK_ROUNDS_HPP
+#define REDLOCK_OPS_LOCK_ROUNDS_HPP
+
+#include "algo/release_watch.hpp"
+#include "ops/round_strategy.hpp"
+
+#include <string>
+#include <vector>
+
+namespace redlock::detail {
+
+// A lock's rounds: SET of the resource's key on every node.
+//
+// The first round of an uncontended lock, or of a local hand-off, sends a plain SET (no script to
+// run). Every later round, and the first of an acquire that competes after a hand-off limit, sets
+// the key through acquire_script, whose refusal carries the holder's PTTL: what a refusal needs to
+// bound the wait, in one request per node. With fencing, every round (the first included) sets it
+// through fenced_acquire_script, which increments the fencing counter where it grants and also
+// answers a refusal with the PTTL; nothing can run between the grant and the increment.
+//
+// What is known of the holders is a release_watch: the nodes that refused the last round are
+// blocked until an announcement from them, a PTTL that has run out, or the next round.
+class lock_rounds final : public round_strategy {
+ public:
+  explicit lock_rounds(std::string resource) : resource_(std::move(resource)) {}
+
+  const std::string& queue_key() const override { return resource_; }
+  std::string subject() const override;
+  std::string problem(std::size_t) const override { return {}; }
+  std::string contended_here(const resource_queue* queue) const override;
+  void join(resource_queue&) override {}
+  std::string queued_too_long(std::chrono::milliseconds waited) const override;
+
+  std::optional<round_request> next_round(const round_inputs& in,
+                                          std::minstd_rand& random) override;
+  std::string nothing_to_try() const override { return {}; }  // a lock always has its key to try
+  void record(std::size_t node, const set_answer& answer, steady_clock::time_point now) override;
+  std::string lasting_problem(const node_set&) const override { return {}; }
+  bool another_try_may_win(std::minstd_rand&) const override { return false; }
+  void learn(const node_answers& answers, std::size_t quorum, steady_clock::time_point now,
+             double drift_factor) override;
+  bool late_refusal(std::size_t node, const set_answer& answer, steady_clock::time_point now,
+                    double drift_factor, bool watching) override;
+  void forget_holder(std::size_t slot, std::size_t node) override;
+  void held_until(std::size_t nodes, std::size_t quorum,
+                  steady_clock::time_point key_gone_by) override;
+  bool may_be_free() const override { return watch_.may_be_free(); }
+  std::optional<steady_clock::time_point> free_by() const override { return watch_.free_by(); }
+  std::string keys_of_round(bool fencing) const override;
+  bool hold(resource_queue& queue, lease_state& lease) override;
+
+ private:
+  struct holder_ttl {
+    long long pttl_ms;
+    steady_clock::time_point at;
+  };
+
+  std::string resource_;
+  // The first round's SET key token NX PX ttl. Requests of later rounds may still be queued with a
+  // view of it: it is written once.
+  std::string plain_set_;
+  // The current round's PTTL replies, by node; empty for a plain SET round (most rounds ask none).
+  std::vector<std::optional<holder_ttl>> holder_ttls_;
+  release_watch watch_;
+};
+
+}  // namespace redlock::detail
+
+#endif

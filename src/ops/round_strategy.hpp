@@ -1,0 +1,130 @@
+#ifndef REDLOCK_OPS_ROUND_STRATEGY_HPP
+#define REDLOCK_OPS_ROUND_STRATEGY_HPP
+
+#include "algo/node_answer.hpp"
+#include "algo/replies.hpp"
+#include "nodes/node_set.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+
+namespace redlock::detail {
+
+using std::chrono::steady_clock;
+
+struct lease_state;
+struct resource_queue;
+
+// What the rounds of one acquire send and what their answers teach about when to try again: a
+// lock's rounds (lock_rounds.hpp) or a semaphore permit's (slot_rounds.hpp). The acquire op owns
+// everything else, the same for both: the local queue, the ballot and its decision, fencing,
+// cleanups, sleeping and cancellation. A strategy does no I/O and reads no clock.
+//
+// Call order: next_round opens a round; record takes each answer that comes before the round's
+// decision; after a decision without the lock, learn replaces what is known with what that round
+// taught, and late_refusal adds the refusals that answer after it. forget_holder applies
+// announcements (a holder's key deleted on a node); may_be_free and free_by read the result.
+class round_strategy {
+ public:
+  virtual ~round_strategy() = default;
+
+  // The local queue (local_queues) the acquire waits in.
+  virtual const std::string& queue_key() const = 0;
+
+  // What diagnostics name: the lock's resource, or the semaphore and the slot last tried.
+  virtual std::string subject() const = 0;
+
+  // Why the acquire cannot start, as its diagnostics say it; empty when it can. Replies of up to
+  // `max_reply_memory` bytes are read (client_options::replies).
+  virtual std::string problem(std::size_t max_reply_memory) const = 0;
+
+  // A try (single round) that finds `queue`, the acquire's local queue, as it is: why it is
+  // contended here without asking the nodes; empty when it may go on.
+  virtual std::string contended_here(const resource_queue* queue) const = 0;
+
+  // The acquire entered `queue`; it stays there until it holds or ends.
+  virtual void join(resource_queue& queue) = 0;
+
+  // Why a queued acquire met its deadline there: this client's other leases and acquires kept it
+  // from the nodes for `waited`.
+  virtual std::string queued_too_long(std::chrono::milliseconds waited) const = 0;
+
+  struct round_inputs {
+    std::size_t nodes = 0;
+    std::string_view token;  // the round's own (every round has one)
+    std::chrono::milliseconds ttl;
+    bool fencing = false;
+    bool first = false;      // the acquire's first round
+    bool competing = false;  // first in line after a hand-off limit (queued_acquire::compete)
+    bool single_round = false;
+  };
+
+  // What a round sends to every node.
+  struct round_request {
+    set_form form = set_form::plain;
+    lock_request kind = lock_request::set;
+    // The key the round sets: the lease's resource from now on.
+    std::string_view key{};
+    // The request's bytes: `shared`, or when that is null `owned`, which the strategy keeps for as
+    // long as it lives (the op, and with it the strategy, outlives its requests).
+    shared_payload shared{};
+    std::string_view owned{};
+  };
+
+  // Opens a round: what it sends. Empty when nothing can be tried now (every slot is held by this
+  // client, see nothing_to_try); the op then waits in its queue.
+  virtual std::optional<round_request> next_round(const round_inputs& in,
+                                                  std::minstd_rand& random) = 0;
+
+  // Why next_round had nothing to try, for a try that ends on it.
+  virtual std::string nothing_to_try() const = 0;
+
+  // An answer of the current round that came before its decision.
+  virtual void record(std::size_t node, const set_answer& answer, steady_clock::time_point now) = 0;
+
+  // After a decision without the lock: a mistake of the caller's that no later round can fix (a
+  // semaphore whose nodes record another number of permits), explained; empty when there is none.
+  virtual std::string lasting_problem(const node_set& nodes) const = 0;
+
+  // After a decision without the lock in a try: whether another round of the same try may still
+  // win (a semaphore slot it has not tried that is not known to be held on a quorum).
+  virtual bool another_try_may_win(std::minstd_rand& random) const = 0;
+
+  // After a decision without the lock: what the round taught replaces what was known.
+  virtual void learn(const node_answers& answers, std::size_t quorum, steady_clock::time_point now,
+                     double drift_factor) = 0;
+
+  // A refusal of the current round that came after its decision. `watching`: the op waits on what
+  // this round taught, so the refusal is applied to it now. Returns whether it was.
+  virtual bool late_refusal(std::size_t node, const set_answer& answer,
+                            steady_clock::time_point now, double drift_factor, bool watching) = 0;
+
+  // A holder (of slot `slot`; a lock has only slot 0) is gone from `node`.
+  virtual void forget_holder(std::size_t slot, std::size_t node) = 0;
+
+  // The local holder released after its hand-off limit: every node is held until `key_gone_by`.
+  virtual void held_until(std::size_t nodes, std::size_t quorum,
+                          steady_clock::time_point key_gone_by) = 0;
+
+  // Whether trying again may succeed now, as far as the last round and announcements tell.
+  virtual bool may_be_free() const = 0;
+
+  // When trying again succeeds at the latest unless holders extend; see release_watch::free_by.
+  virtual std::optional<steady_clock::time_point> free_by() const = 0;
+
+  // The keys the current round's request uses, quoted, for messages.
+  virtual std::string keys_of_round(bool fencing) const = 0;
+
+  // The round won: `lease` holds what it set, as `queue`'s holder. Returns whether the queue's
+  // next waiter may start at once (a semaphore's: it tries the other slots).
+  virtual bool hold(resource_queue& queue, lease_state& lease) = 0;
+};
+
+}  // namespace redlock::detail
+
+#endif

@@ -1,0 +1,321 @@
+// What an acquire's rounds send and learn, without a server: a lock's rounds (plain SET first,
+// then asking the holder's PTTL; fenced from the first) and a semaphore permit's (a slot this
+// client does not hold, each slot once in a try), and how their refusals, late refusals and
+// announcements say when the lock can be free.
+
+#include "algo/replies.hpp"
+#include "local_queues.hpp"
+#include "ops/lock_rounds.hpp"
+#include "ops/slot_rounds.hpp"
+#include "resp/encoder.hpp"
+#include "scripts.hpp"
+#include "unit/answers_of.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <ostream>
+#include <random>
+#include <set>
+#include <string>
+
+using namespace std::chrono_literals;
+using redlock::detail::lock_request;
+using redlock::detail::lock_rounds;
+using redlock::detail::node_answer;
+using redlock::detail::resource_queue;
+using redlock::detail::round_strategy;
+using redlock::detail::set_answer;
+using redlock::detail::set_form;
+using redlock::detail::slot_rounds;
+using redlock::detail::steady_clock;
+using redlock::test::answers_of;
+
+namespace redlock::detail {
+// For Boost.Test's messages.
+std::ostream& boost_test_print_type(std::ostream& out, set_form form) {
+  constexpr const char* names[] = {"plain", "asking_ttl", "fenced", "slot", "fenced_slot"};
+  return out << names[static_cast<int>(form)];
+}
+std::ostream& boost_test_print_type(std::ostream& out, lock_request kind) {
+  return out << "lock_request " << static_cast<int>(kind);
+}
+}  // namespace redlock::detail
+
+namespace {
+
+constexpr auto yes = node_answer::kind::yes;
+constexpr auto no = node_answer::kind::no;
+constexpr auto failed = node_answer::kind::failed;
+constexpr double drift = 0.01;
+
+round_strategy::round_inputs inputs(bool first, bool fencing = false, bool competing = false) {
+  return {.nodes = 5,
+          .token = "tok",
+          .ttl = 10'000ms,
+          .fencing = fencing,
+          .first = first,
+          .competing = competing,
+          .single_round = false};
+}
+
+std::string payload_of(const round_strategy::round_request& request) {
+  return request.shared ? *request.shared : std::string(request.owned);
+}
+
+set_answer refusal_with_pttl(long long pttl) {
+  set_answer answer;
+  answer.what = no;
+  answer.holder_pttl = pttl;
+  return answer;
+}
+
+// A lease of this client in a queue, as the strategies see one: never dereferenced, only compared
+// with null.
+redlock::detail::lease_state* some_lease() {
+  static int storage;
+  return reinterpret_cast<redlock::detail::lease_state*>(&storage);
+}
+
+set_answer slot_refusal(std::vector<long long> ttls) {
+  set_answer answer;
+  answer.what = no;
+  answer.slot_ttls = std::move(ttls);
+  return answer;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(lock_round_strategy)
+
+BOOST_AUTO_TEST_CASE(the_first_uncontended_round_is_a_plain_set_and_later_ones_ask_the_pttl) {
+  lock_rounds rounds("res");
+  std::minstd_rand random(1);
+  const auto first = rounds.next_round(inputs(true), random);
+  BOOST_REQUIRE(first);
+  BOOST_TEST(first->form == set_form::plain);
+  BOOST_TEST(first->kind == lock_request::set);
+  BOOST_TEST(first->key == "res");
+  BOOST_TEST(!first->shared);
+  std::string expected;
+  redlock::resp::encode_command(expected, {"SET", "res", "tok", "NX", "PX", "10000"});
+  BOOST_TEST(payload_of(*first) == expected);
+
+  const auto second = rounds.next_round(inputs(false), random);
+  BOOST_REQUIRE(second);
+  BOOST_TEST(second->form == set_form::asking_ttl);
+  BOOST_TEST(second->kind == lock_request::set_asking_ttl);
+  BOOST_TEST(payload_of(*second).find(redlock::detail::acquire_script().sha1()) !=
+             std::string::npos);
+  // The first round's bytes stay as they were: its requests may still be queued with a view.
+  BOOST_TEST(payload_of(*first) == expected);
+}
+
+BOOST_AUTO_TEST_CASE(a_competing_first_round_asks_and_fencing_rounds_always_count) {
+  lock_rounds rounds("res");
+  std::minstd_rand random(1);
+  const auto competing = rounds.next_round(inputs(true, false, true), random);
+  BOOST_REQUIRE(competing);
+  BOOST_TEST(competing->form == set_form::asking_ttl);
+
+  lock_rounds fenced("res");
+  const auto first = fenced.next_round(inputs(true, true), random);
+  BOOST_REQUIRE(first);
+  BOOST_TEST(first->form == set_form::fenced);
+  BOOST_TEST(first->kind == lock_request::fenced_set);
+  BOOST_TEST(payload_of(*first).find(redlock::detail::fencing_counter_key("res")) !=
+             std::string::npos);
+  BOOST_TEST(fenced.keys_of_round(true).find("res") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(refusals_bound_the_wait_and_announcements_free_their_nodes) {
+  lock_rounds rounds("res");
+  std::minstd_rand random(1);
+  rounds.next_round(inputs(false), random);
+  const auto t0 = steady_clock::now();
+  // Three of five nodes refuse with the holder's PTTL, two failed: no quorum of five is free
+  // until the refusals' keys expire.
+  for (std::size_t node = 0; node < 3; ++node)
+    rounds.record(node, refusal_with_pttl(1000 * static_cast<long long>(node + 1)), t0);
+  rounds.learn(answers_of({no, no, no, failed, failed}), 3, t0, drift);
+  BOOST_TEST(!rounds.may_be_free());
+  // Failed nodes never expire: a quorum of 3 needs every refusing node free, the latest at 3 s.
+  const auto by = rounds.free_by();
+  BOOST_REQUIRE(by);
+  BOOST_TEST((*by > t0 + 3000ms && *by < t0 + 3100ms));
+
+  rounds.forget_holder(0, 0);
+  rounds.forget_holder(0, 1);
+  BOOST_TEST(!rounds.may_be_free());
+  rounds.forget_holder(0, 2);
+  BOOST_TEST(rounds.may_be_free());
+}
+
+BOOST_AUTO_TEST_CASE(a_late_refusal_is_applied_only_to_a_watching_op_but_kept_for_learn) {
+  lock_rounds rounds("res");
+  std::minstd_rand random(1);
+  rounds.next_round(inputs(false), random);
+  const auto t0 = steady_clock::now();
+  // Decided without the lock: nodes 0 and 1 refused with their PTTL, node 2 with nil (the key
+  // expired between SET and PTTL), node 3 failed; node 4's refusal answers after the decision.
+  rounds.record(0, refusal_with_pttl(100), t0);
+  rounds.record(1, refusal_with_pttl(200), t0);
+  const auto answers = answers_of({no, no, no, failed, no});
+  rounds.learn(answers, 3, t0, drift);
+  BOOST_TEST(!rounds.free_by());  // two known expiries of the three a quorum needs
+
+  // Not watching (a fenced round's write-back still in flight): not applied, but kept...
+  BOOST_TEST(!rounds.late_refusal(4, refusal_with_pttl(500), t0, drift, false));
+  BOOST_TEST(!rounds.free_by());
+  // ... for the learn that follows a failed write-back.
+  rounds.learn(answers, 3, t0, drift);
+  BOOST_REQUIRE(rounds.free_by());
+  BOOST_TEST((*rounds.free_by() > t0 + 500ms && *rounds.free_by() < t0 + 520ms));
+
+  // A refusal without PTTL teaches nothing.
+  set_answer nil_refusal;
+  nil_refusal.what = no;
+  BOOST_TEST(!rounds.late_refusal(4, nil_refusal, t0, drift, true));
+
+  // Watching: applied at once. Node 2 granted (its key was cleaned up), so two more nodes free
+  // make a quorum.
+  lock_rounds other("res");
+  other.next_round(inputs(false), random);
+  other.learn(answers_of({no, no, yes, failed, no}), 3, t0, drift);
+  BOOST_TEST(!other.free_by());
+  BOOST_TEST(other.late_refusal(0, refusal_with_pttl(200), t0, drift, true));
+  BOOST_TEST(!other.free_by());
+  BOOST_TEST(other.late_refusal(4, refusal_with_pttl(300), t0, drift, true));
+  BOOST_REQUIRE(other.free_by());
+  BOOST_TEST((*other.free_by() > t0 + 300ms && *other.free_by() < t0 + 320ms));
+}
+
+BOOST_AUTO_TEST_CASE(after_a_handoff_limit_every_node_is_held_until_the_key_is_gone) {
+  lock_rounds rounds("res");
+  const auto gone_by = steady_clock::now() + 2s;
+  rounds.held_until(5, 3, gone_by);
+  BOOST_TEST(!rounds.may_be_free());
+  BOOST_REQUIRE(rounds.free_by());
+  BOOST_TEST((*rounds.free_by() == gone_by));
+}
+
+BOOST_AUTO_TEST_CASE(a_try_is_contended_here_behind_a_local_holder_or_waiter) {
+  lock_rounds rounds("res");
+  BOOST_TEST(rounds.contended_here(nullptr).empty());
+  resource_queue queue;
+  BOOST_TEST(rounds.contended_here(&queue).empty());
+  queue.holder = some_lease();
+  BOOST_TEST(rounds.contended_here(&queue).find("held or awaited") != std::string::npos);
+  std::minstd_rand random(1);
+  BOOST_TEST(!rounds.another_try_may_win(random));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(slot_round_strategy)
+
+BOOST_AUTO_TEST_CASE(bad_semaphores_are_refused_with_the_reason) {
+  BOOST_TEST(slot_rounds("", 3, false).problem(1 << 20).find("name is empty") != std::string::npos);
+  BOOST_TEST(slot_rounds("s", 0, false).problem(1 << 20).find("between 1 and") !=
+             std::string::npos);
+  BOOST_TEST(slot_rounds("s", 1'000'000, false).problem(1 << 20).find("between 1 and") !=
+             std::string::npos);
+  BOOST_TEST(slot_rounds("s", 1000, false).problem(4096).find("max_reply_memory") !=
+             std::string::npos);
+  BOOST_TEST(slot_rounds("s", 3, false).problem(1 << 20).empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_round_never_tries_a_slot_this_client_holds) {
+  slot_rounds rounds("sem", 4, false);
+  resource_queue queue;
+  rounds.join(queue);
+  BOOST_TEST(queue.semaphore);
+  BOOST_REQUIRE(queue.slot_holders.size() == 4);
+  auto* ours = some_lease();
+  queue.slot_holders[0] = ours;
+  queue.slot_holders[2] = ours;
+  std::minstd_rand random(3);
+  std::set<std::string> keys;
+  for (int i = 0; i < 100; ++i) {
+    const auto request = rounds.next_round(inputs(i == 0), random);
+    BOOST_REQUIRE(request);
+    BOOST_TEST(request->kind == lock_request::slot_set);
+    BOOST_TEST(request->form == set_form::slot);
+    keys.insert(std::string(request->key));
+  }
+  const std::string prefix = redlock::detail::permit_queue_key("sem");
+  BOOST_TEST((keys == std::set<std::string>{prefix + "1", prefix + "3"}));
+
+  queue.slot_holders[1] = ours;
+  queue.slot_holders[3] = ours;
+  BOOST_TEST(!rounds.next_round(inputs(false), random));
+  BOOST_TEST(rounds.nothing_to_try().find("held by this client") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_try_tries_each_slot_once_and_stops_when_none_may_be_free) {
+  slot_rounds rounds("sem", 3, true);
+  resource_queue queue;
+  rounds.join(queue);
+  std::minstd_rand random(5);
+  const auto t0 = steady_clock::now();
+  std::set<std::string> tried;
+  for (int round = 0; round < 3; ++round) {
+    auto in = inputs(round == 0);
+    in.nodes = 3;
+    in.single_round = true;
+    const auto request = rounds.next_round(in, random);
+    BOOST_REQUIRE(request);
+    tried.insert(std::string(request->key));
+    // Every node refuses the tried slot and reports the others free.
+    for (std::size_t node = 0; node < 3; ++node)
+      rounds.record(node, slot_refusal({-2, -2, -2}), t0);
+    rounds.learn(answers_of({no, no, no}), 2, t0, drift);
+    BOOST_TEST(rounds.another_try_may_win(random) == (round < 2));
+  }
+  BOOST_TEST(tried.size() == 3u);
+  BOOST_TEST(!rounds.next_round(inputs(false), random));
+}
+
+BOOST_AUTO_TEST_CASE(refusals_and_announcements_tell_which_slot_can_be_free) {
+  slot_rounds rounds("sem", 2, false);
+  resource_queue queue;
+  rounds.join(queue);
+  std::minstd_rand random(5);
+  const auto t0 = steady_clock::now();
+  auto in = inputs(true, true);
+  in.nodes = 3;
+  const auto request = rounds.next_round(in, random);
+  BOOST_REQUIRE(request);
+  BOOST_TEST(request->form == set_form::fenced_slot);
+  BOOST_TEST(rounds.keys_of_round(true).find(redlock::detail::fencing_counter_key(request->key)) !=
+             std::string::npos);
+  // Both slots held for 1 s on every node that refused; the third node failed.
+  rounds.record(0, slot_refusal({1000, 1000}), t0);
+  rounds.record(1, slot_refusal({1000, 1000}), t0);
+  rounds.learn(answers_of({no, no, failed}), 2, t0, drift);
+  BOOST_TEST(!rounds.may_be_free());
+  BOOST_REQUIRE(rounds.free_by());
+  BOOST_TEST((*rounds.free_by() < t0 + 1100ms));
+
+  // An announcement of slot 1 on node 0 alone frees no quorum; on node 1 too it does.
+  rounds.forget_holder(1, 0);
+  BOOST_TEST(!rounds.may_be_free());
+  rounds.forget_holder(1, 1);
+  BOOST_TEST(rounds.may_be_free());
+
+  // A late refusal is applied only to an op that watches this round.
+  BOOST_TEST(!rounds.late_refusal(2, slot_refusal({-2, -2}), t0, drift, false));
+  BOOST_TEST(rounds.late_refusal(2, slot_refusal({-2, -2}), t0, drift, true));
+}
+
+BOOST_AUTO_TEST_CASE(a_try_of_a_semaphore_is_contended_only_behind_a_local_waiter) {
+  slot_rounds rounds("sem", 2, true);
+  resource_queue queue;
+  BOOST_TEST(rounds.contended_here(&queue).empty());
+  queue.slot_holders.assign(2, some_lease());
+  BOOST_TEST(rounds.contended_here(&queue).empty());
+  queue.waiters.push_back(nullptr);
+  BOOST_TEST(rounds.contended_here(&queue).find("waits for a permit") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
