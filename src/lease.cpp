@@ -14,8 +14,9 @@ namespace {
 // Ends a held lease whose handle is going away: stop renewing, release best effort.
 void abandon(const std::shared_ptr<lease_state>& state) {
   if (state->current != lease_state::phase::held) return;
-  if (!state->space->closed()) state->release_on_nodes();
-  state->stop_holding(lease_state::phase::released, asio::error::operation_aborted);
+  next_waiter_start next_waiter;  // a closed client releases nothing: the next waiter wakes
+  if (!state->space->closed()) next_waiter = state->release_on_nodes().next_waiter;
+  state->stop_holding(lease_state::phase::released, asio::error::operation_aborted, next_waiter);
 }
 
 }  // namespace

@@ -58,16 +58,17 @@ std::string lease_state::why_expired() const {
       quoted_resource(resource));
 }
 
-void lease_state::release_on_nodes(const std::vector<bool>* only) {
+local_queues::lease_release lease_state::release_on_nodes(const std::vector<bool>* only) {
   const auto how = space->queues().release_of(*this);
   node_set::key_gone on_gone;
-  if (how.next_waiter_competes) {
+  if (how.next_waiter.competes) {
     on_gone = [weak = std::weak_ptr<lock_space>(space), key = resource](std::size_t node) {
       if (const auto owner = weak.lock()) owner->queues().key_gone_on_node(node, key);
     };
   }
   space->nodes().release_best_effort(resource, token, how.channel, validity.longest_ttl(), only,
                                      std::move(on_gone));
+  return how;
 }
 
 void lease_state::lose(std::string why) {
@@ -75,11 +76,11 @@ void lease_state::lose(std::string why) {
   space->log(log_level::warning, diagnostics);
   // Whatever is left of our key on a minority of nodes would only expire: delete it now, and
   // before the next local waiter's SET is queued, so that on every node our DEL runs first.
-  release_on_nodes();
-  stop_holding(phase::lost, make_error_code(error::lock_lost));
+  const auto how = release_on_nodes();
+  stop_holding(phase::lost, make_error_code(error::lock_lost), how.next_waiter);
 }
 
-void lease_state::stop_holding(phase next, error_code waiters_get) {
+void lease_state::stop_holding(phase next, error_code waiters_get, next_waiter_start next_waiter) {
   if (current != phase::held) return;
   current = next;
   ++timer_generation;
@@ -90,7 +91,7 @@ void lease_state::stop_holding(phase next, error_code waiters_get) {
   for (auto& waiter : waiters)
     waiter->finish(waiters_get);
   // Last: the next local waiter's SET is queued behind whatever this lease sent before.
-  space->queues().holder_gone(*this);
+  space->queues().holder_gone(*this, next_waiter);
 }
 
 }  // namespace redlock::detail

@@ -3,6 +3,7 @@
 
 #include "algo/extension_validity.hpp"
 #include "intrusive_list.hpp"
+#include "local_queues.hpp"
 #include "lock_space.hpp"
 #include "redlock/lease.hpp"
 #include "redlock/options.hpp"
@@ -81,11 +82,15 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   std::string keys() const;
   // The lock cannot be kept: clean up the nodes, tell waiters, free the resource locally.
   void lose(std::string why);
-  // Not ours any more by our own choice (release, destruction, client shutdown).
-  void stop_holding(phase next, boost::system::error_code waiters_get);
+  // Not ours any more (release, destruction, client shutdown, loss): the next local waiter starts
+  // as `next_waiter` says, which is what this lease's release returned (release_of); without a
+  // release, it wakes and tries at once.
+  void stop_holding(phase next, boost::system::error_code waiters_get,
+                    next_waiter_start next_waiter = {});
   // Token-checked DEL on every node (or those in `only`), nobody waiting for it, announced unless
-  // it hands the resource to a local waiter (local_queues::release_of).
-  void release_on_nodes(const std::vector<bool>* only = nullptr);
+  // it hands the resource to a local waiter (local_queues::release_of, whose decision it returns
+  // for stop_holding).
+  local_queues::lease_release release_on_nodes(const std::vector<bool>* only = nullptr);
 };
 
 // The library's way into a redlock::lease: makes one from its state, and (for tests) reads it.

@@ -66,16 +66,12 @@ local_queues::lease_release local_queues::release_of(lease_state& state) {
                       .longest_ttl = state.validity.longest_ttl(),
                       .drift_factor = drift_factor_,
                       .now = steady_clock::now()});
-  if (holder) {
-    queue->handoffs_in_a_row = decision.handoffs_in_a_row;
-    // Read by the holder_gone that follows this release.
-    if (decision.decides_next_waiter) {
-      queue->next_competes = decision.next_waiter_competes;
-      if (decision.key_gone_by) queue->released_key_gone_by = *decision.key_gone_by;
-    }
-  }
-  if (!decision.announce) return {};
-  return {release_channel_, decision.next_waiter_competes};
+  if (holder) queue->handoffs_in_a_row = decision.handoffs_in_a_row;
+  lease_release how;
+  if (decision.announce) how.channel = release_channel_;
+  if (decision.next_waiter_competes)
+    how.next_waiter = {.competes = true, .key_gone_by = *decision.key_gone_by};
+  return how;
 }
 
 void local_queues::key_gone_on_node(std::size_t node, const std::string& resource) {
@@ -85,12 +81,12 @@ void local_queues::key_gone_on_node(std::size_t node, const std::string& resourc
   head->announced(node, 0);
 }
 
-void local_queues::holder_gone(lease_state& state) {
+void local_queues::holder_gone(lease_state& state, next_waiter_start next_waiter) {
   resource_queue* queue = std::exchange(state.queue, nullptr);
   if (queue != nullptr && queue->semaphore) return permit_holder_gone(*queue, state);
   if (queue == nullptr || queue->holder != &state) return;
   queue->holder = nullptr;
-  start_next_waiter(*queue);
+  start_next_waiter(*queue, next_waiter);
   forget_if_idle(state.resource);
 }
 
@@ -106,12 +102,11 @@ void local_queues::permit_holder_gone(resource_queue& queue, lease_state& state)
   if (const auto key = split_slot_key(state.resource)) forget_if_idle(std::string(key->first));
 }
 
-void local_queues::start_next_waiter(resource_queue& queue) {
-  const bool competes = std::exchange(queue.next_competes, false);
+void local_queues::start_next_waiter(resource_queue& queue, next_waiter_start how) {
   if (queue.waiters.empty()) return;
   auto next = queue.waiters.front();  // keeps it alive while it starts
-  if (competes) {
-    next->compete(queue.released_key_gone_by);
+  if (how.competes) {
+    next->compete(how.key_gone_by);
   } else {
     next->wake();
   }

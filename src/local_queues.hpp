@@ -36,6 +36,15 @@ class queued_acquire {
   ~queued_acquire() = default;
 };
 
+// How the first waiter of a queue starts once the resource is free locally
+// (local_queues::start_next_waiter). By default it wakes and tries at once; after a release that
+// announced itself instead of handing the resource on (local_queues::release_of), it competes.
+struct next_waiter_start {
+  bool competes = false;  // queued_acquire::compete instead of queued_acquire::wake
+  // With `competes`: the released key is gone on every node by then at the latest.
+  steady_clock::time_point key_gone_by{};
+};
+
 // Per resource: the lease of this client holding it (if any) and the acquires waiting, oldest
 // first. Only the first waiter sends anything to the nodes, and only while no local lease holds
 // the resource.
@@ -44,9 +53,10 @@ class queued_acquire {
 // the release in the same write (the release announces nothing). After
 // lock_options::local_handoffs of those in a row the release is announced instead, and the first
 // waiter competes: it waits for the announcement like waiters in other processes, or for the
-// release's own answer where the key was already gone (local_queues::release_of decides,
-// holder_gone carries it out). "In a row" counts the releases of this resource's holders while
-// someone waited: a release with nobody waiting starts the count again.
+// release's own answer where the key was already gone. local_queues::release_of decides and
+// returns how the next waiter starts; the releasing lease passes that on to holder_gone, which
+// carries it out. "In a row" counts the releases of this resource's holders while someone waited:
+// a release with nobody waiting starts the count again.
 //
 // A semaphore's queue (keyed by its slot keys' common prefix, see permit_queue_key) differs in
 // one way: leases of this client that hold some of its slots do not block the first waiter, which
@@ -58,10 +68,6 @@ struct resource_queue {
   std::vector<lease_state*> slot_holders;  // semaphore: by slot, null where none of ours holds it
   std::vector<std::shared_ptr<queued_acquire>> waiters;  // short; a deque allocates when empty
   unsigned handoffs_in_a_row = 0;
-  // Set by release_of for the holder_gone that follows: the first waiter competes, and the
-  // released key is gone by `released_key_gone_by` at the latest.
-  bool next_competes = false;
-  steady_clock::time_point released_key_gone_by{};
 
   bool idle() const noexcept {
     return holder == nullptr && waiters.empty() &&
@@ -91,21 +97,27 @@ class local_queues {
     // Where it announces itself: empty when it hands the resource to the next local waiter, whose
     // SET follows it on every node; else the release channel.
     std::string_view channel;
-    // The next local waiter competes for the resource (queued_acquire::compete): each node's
-    // answer to the release that shows our key gone there (deleted, or found no longer ours) is
-    // passed to that waiter as an announcement would be (key_gone_on_node). A release that finds
-    // the key already gone (a lost lease) deletes and announces nothing, and must not leave it
-    // asleep until the key's TTL.
-    bool next_waiter_competes = false;
+    // How the next local waiter starts once the lease has stopped holding: the releasing lease
+    // passes it to holder_gone. When it competes (queued_acquire::compete), each node's answer to
+    // the release that shows our key gone there (deleted, or found no longer ours) is passed to
+    // that waiter as an announcement would be (key_gone_on_node). A release that finds the key
+    // already gone (a lost lease) deletes and announces nothing, and must not leave it asleep
+    // until the key's TTL.
+    next_waiter_start next_waiter;
   };
+  // Counts the hand-off in the lease's queue; the caller sends the release and then passes
+  // next_waiter on to holder_gone.
   lease_release release_of(lease_state& state);
 
   // The holder's key of lock `resource` is gone from `node`: tells the first waiter of its queue,
   // as an announcement from that node would.
   void key_gone_on_node(std::size_t node, const std::string& resource);
-  // A lease of this client stopped holding its resource: the next waiter goes.
-  void holder_gone(lease_state& state);
-  void start_next_waiter(resource_queue& queue);
+  // A lease of this client stopped holding its resource: the next waiter goes, as `next_waiter`
+  // says (what release_of returned for the lease's release; a semaphore's waiter ignores it).
+  void holder_gone(lease_state& state, next_waiter_start next_waiter);
+  // The first waiter of `queue`, if any, starts as `how` says; by default it wakes and tries at
+  // once.
+  void start_next_waiter(resource_queue& queue, next_waiter_start how = {});
 
   // Release announcements, routed to the first waiter of the queue they concern.
   void on_release_announced(std::size_t node, std::string_view resource);

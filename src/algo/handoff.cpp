@@ -10,7 +10,6 @@ handoff decide_handoff(const handoff_inputs& in) {
     out.handoffs_in_a_row = 0;
     return out;
   }
-  out.decides_next_waiter = true;
   if (in.handoffs_in_a_row < in.local_handoffs) {
     out.announce = false;
     out.handoffs_in_a_row = in.handoffs_in_a_row + 1;

@@ -39,9 +39,8 @@ struct handoff_inputs {
 
 struct handoff {
   bool announce = true;  // the release announces itself on the release channel
-  // The holder released while someone waits: this release decides how the first waiter starts
-  // (the queue's next_competes becomes next_waiter_competes). Otherwise the queue's flags stay.
-  bool decides_next_waiter = false;
+  // Once the holder is gone, the first waiter competes instead of waking to try at once
+  // (local_queues::next_waiter_start): only after an announced release while someone waits.
   bool next_waiter_competes = false;
   // With next_waiter_competes: when the released key is gone on every node at the latest.
   std::optional<steady_clock::time_point> key_gone_by;

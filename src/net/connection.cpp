@@ -69,8 +69,7 @@ connection::connection(executor_type executor, node_config node, connection_opti
       reconnect_timer_(executor_),
       drain_timer_(executor_),
       deadline_timer_(executor_),
-      reconnect_backoff_(options_.reconnect),
-      jitter_(std::random_device{}()) {}
+      failures_(name_, options_.reconnect) {}
 
 connection::~connection() = default;
 
@@ -103,9 +102,7 @@ void connection::close() {
 
 void connection::close_when_idle(std::chrono::milliseconds bound) {
   if (state_ == state::closed) return;
-  if (state_ == state::idle || !mux_.worth_draining()) return close();
-  // Down, with nothing that a reconnect would deliver: the requests there fail as it is.
-  if (state_ == state::backoff && !mux_.has_kept_cleanups()) return close();
+  if (state_ == state::idle || !mux_.worth_draining(state_ == state::backoff)) return close();
   draining_ = true;
   drain_timer_.expires_after(bound);
   drain_timer_.async_wait([weak_self = weak_from_this()](error_code ec) {
@@ -116,22 +113,12 @@ void connection::close_when_idle(std::chrono::milliseconds bound) {
 
 void connection::exec_direct(std::string_view payload, request_options options, reply_sink& sink,
                              std::size_t tag, steady_clock::time_point now) {
-  auto req = mux_.make_request();
-  // The sink's bytes: a request that must outlive its answer (a cleanup answered before it was
-  // delivered) copies them when it is answered.
-  req->payload = payload;
-  req->sink = sink_ref(&sink);
-  req->tag = tag;
-  start_request(std::move(req), options, now);
+  start_request(mux_.make_request(payload, sink, tag), options, now);
 }
 
 void connection::exec_direct(shared_payload payload, request_options options, reply_sink& sink,
                              std::size_t tag, steady_clock::time_point now) {
-  auto req = mux_.make_request();
-  req->own(std::move(payload));
-  req->sink = sink_ref(&sink);
-  req->tag = tag;
-  start_request(std::move(req), options, now);
+  start_request(mux_.make_request(std::move(payload), sink, tag), options, now);
 }
 
 void connection::start_request(shared_payload payload, request_options options,
@@ -157,14 +144,8 @@ void connection::start_request(request_ptr req, request_options options,
     return;
   }
   if (state_ == state::backoff) {
-    if (permanent_failure_) {
-      mux_.fail_unsent(std::move(req), options, permanent_failure_,
-                       fmt::format("not sent: {}", last_cause_), now);
-    } else {
-      mux_.fail_unsent(std::move(req), options, error::not_connected,
-                       fmt::format("node is down, reconnecting (last error: {})", last_cause_),
-                       now);
-    }
+    mux_.fail_while_down(std::move(req), options, failures_.permanent_failure(),
+                         failures_.last_cause(), now);
     return;
   }
   if (!mux_.add(std::move(req), options, now)) return;
@@ -234,13 +215,6 @@ void connection::wake_writer() {
   writer_wakeup_.cancel();
 }
 
-void connection::set_last_error(error_code ec, std::string_view what) {
-  // A loop that was cancelled because another one failed must not overwrite the real cause.
-  if (ec == asio::error::operation_aborted) return;
-  last_cause_ = what;
-  last_error_ = fmt::format("{}: {}", name_, what);
-}
-
 void connection::log(log_level level, std::string_view message) const {
   call_logger(options_.logger, executor_, level, message);
 }
@@ -262,14 +236,9 @@ asio::awaitable<void> connection::run(run_owner /*owner*/) {
       mux_.on_connect_started();
       error_code request_error = co_await connect_with_timeout();
       if (state_ == state::closed) break;
-
-      // Only a failure of the handshake itself can be permanent: a protocol error later on
-      // breaks one link, not the node's configuration.
-      permanent_failure_ =
-          is_permanent_connect_failure(request_error) ? request_error : error_code{};
+      failures_.connect_finished(request_error);
       if (!request_error) {
         state_ = state::ready;
-        reconnect_backoff_.reset();
         const auto now = steady_clock::now();
         last_read_ = now;
         // The kept cleanups go first, ahead of everything queued while the node was down.
@@ -288,23 +257,24 @@ asio::awaitable<void> connection::run(run_owner /*owner*/) {
       state_ = state::backoff;
       if (options_.on_link) options_.on_link(false);
       if (state_ == state::closed) break;
-      const auto delay = reconnect_backoff_.next(jitter_);
+      const auto delay = failures_.next_delay();
       // Answers are posted: whoever they set off (a failed round's cleanup) finds the node down
       // and its cleanup kept for the next connection.
-      mux_.on_connection_lost(request_error, last_cause_, steady_clock::now());
+      mux_.on_connection_lost(request_error, failures_.last_cause(), steady_clock::now());
       stop_deadline_timer();
       if (draining_ && mux_.idle()) {
         close();
         break;
       }
-      log(log_level::warning, fmt::format("{}; reconnecting in {} ms", last_error_, to_ms(delay)));
+      log(log_level::warning,
+          fmt::format("{}; reconnecting in {} ms", failures_.last_error(), to_ms(delay)));
       reconnect_timer_.expires_after(delay);
       co_await reconnect_timer_.async_wait(use_tuple);
     }
   } catch (const std::exception& e) {
     // Only resource exhaustion gets here; the connection cannot go on.
-    last_error_ = fmt::format("{}: internal failure: {}", name_, e.what());
-    log(log_level::error, last_error_);
+    failures_.record_internal_failure(e.what());
+    log(log_level::error, failures_.last_error());
     state_ = state::closed;
   }
   transport_.close();
@@ -318,15 +288,15 @@ asio::awaitable<error_code> connection::connect_with_timeout() {
   auto outcome = co_await (connect_and_handshake() || timer.async_wait(use_tuple));
   if (outcome.index() == 0) co_return std::get<0>(outcome);
   transport_.close();
-  set_last_error(error::connect_timeout, fmt::format("connect timed out after {} ms while {}",
-                                                     to_ms(options_.connect_timeout),
-                                                     transport_.stage_text(connect_stage_)));
+  failures_.record(error::connect_timeout, fmt::format("connect timed out after {} ms while {}",
+                                                       to_ms(options_.connect_timeout),
+                                                       transport_.stage_text(connect_stage_)));
   co_return error::connect_timeout;
 }
 
 asio::awaitable<error_code> connection::connect_and_handshake() {
   if (auto failure = co_await transport_.connect(connect_stage_)) {
-    set_last_error(failure.code, failure.what);
+    failures_.record(failure.code, failure.what);
     co_return failure.code;
   }
   if (!handshake_.caution().empty()) log(log_level::warning, handshake_.caution());
@@ -362,7 +332,7 @@ asio::awaitable<error_code> connection::connect_and_handshake() {
 }
 
 error_code connection::fail_connect(const handshake_verdict& verdict) {
-  if (!verdict.message.empty()) set_last_error(verdict.code, verdict.message);
+  if (!verdict.message.empty()) failures_.record(verdict.code, verdict.message);
   return verdict.code;
 }
 
@@ -371,7 +341,7 @@ asio::awaitable<error_code> connection::read_reply(resp::value& out) {
     error_code ec;
     if (parser_.next(out, ec)) co_return error_code{};
     if (ec) {
-      set_last_error(ec, parser_.error_message());
+      failures_.record(ec, parser_.error_message());
       co_return ec;
     }
     if (auto read_error = co_await read_more()) co_return read_error;
@@ -381,16 +351,16 @@ asio::awaitable<error_code> connection::read_reply(resp::value& out) {
 asio::awaitable<error_code> connection::read_more() {
   auto space = parser_.prepare(connection_read_chunk);
   if (space.empty()) {
-    set_last_error(error::protocol_error, parser_.error_message());
+    failures_.record(error::protocol_error, parser_.error_message());
     co_return error::protocol_error;
   }
   auto [read_error, n] =
       co_await transport_.async_read_some(asio::buffer(space.data(), space.size()), use_tuple);
   if (read_error) {
-    set_last_error(read_error,
-                   read_error == asio::error::eof
-                       ? std::string("connection closed by the server")
-                       : fmt::format("read failed: {}", transport_.describe(read_error)));
+    failures_.record(read_error,
+                     read_error == asio::error::eof
+                         ? std::string("connection closed by the server")
+                         : fmt::format("read failed: {}", transport_.describe(read_error)));
     co_return read_error;
   }
   if (state_ == state::connecting) handshake_.heard({space.data(), n});
@@ -411,8 +381,8 @@ asio::awaitable<error_code> connection::reader_loop() {
         continue;
       }
       if (!mux_.consume_reply(reply)) {
-        set_last_error(error::protocol_error,
-                       fmt::format("unsolicited reply {}", resp::to_debug_string(reply)));
+        failures_.record(error::protocol_error,
+                         fmt::format("unsolicited reply {}", resp::to_debug_string(reply)));
         co_return error::protocol_error;
       }
       // A NOSCRIPT re-send or a script reload was queued.
@@ -422,7 +392,7 @@ asio::awaitable<error_code> connection::reader_loop() {
       if (state_ != state::ready) co_return asio::error::operation_aborted;
     }
     if (ec) {
-      set_last_error(ec, parser_.error_message());
+      failures_.record(ec, parser_.error_message());
       co_return ec;
     }
     if (auto read_error = co_await read_more()) co_return read_error;
@@ -449,7 +419,7 @@ asio::awaitable<error_code> connection::writer_loop() {
     auto [ec, n] = co_await transport_.async_write(asio::buffer(write_buffer_), use_tuple);
     if (ec) {
       if (state_ == state::ready) {
-        set_last_error(ec, fmt::format("write failed: {}", ec.message()));
+        failures_.record(ec, fmt::format("write failed: {}", ec.message()));
       }
       co_return ec;
     }
@@ -469,7 +439,7 @@ asio::awaitable<error_code> connection::health_check_loop() {
     auto [ec] = co_await timer.async_wait(use_tuple);
     if (ec) co_return ec;
     if (mux_.reply_overdue(last_read_, limit, steady_clock::now())) {
-      set_last_error(
+      failures_.record(
           error::connection_lost,
           fmt::format("no reply for more than {} ms (server hung or stopped)", to_ms(limit)));
       co_return error::connection_lost;

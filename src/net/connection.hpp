@@ -1,9 +1,9 @@
 #ifndef REDLOCK_NET_CONNECTION_HPP
 #define REDLOCK_NET_CONNECTION_HPP
 
-#include "backoff.hpp"
 #include "net/connection_options.hpp"
 #include "net/handshake.hpp"
+#include "net/link_failures.hpp"
 #include "net/multiplexer.hpp"
 #include "net/transport.hpp"
 #include "redlock/node_config.hpp"
@@ -23,7 +23,6 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
-#include <random>
 #include <span>
 #include <string>
 #include <string_view>
@@ -148,14 +147,16 @@ class connection : public std::enable_shared_from_this<connection> {
   const node_config& node() const noexcept { return node_; }
   const connection_stats& stats() const noexcept { return mux_.stats(); }
   // The most recent connection-level failure, naming the node; empty if there was none.
-  const std::string& last_error() const noexcept { return last_error_; }
+  const std::string& last_error() const noexcept { return failures_.last_error(); }
 
   // Set while the last connect attempt failed in a way that retrying will not fix until someone
   // changes a configuration: error::auth_failed, select_failed, permission_denied, protocol_error
   // (the server does not speak RESP) or invalid_argument (admit_peer refused it). Requests issued
   // meanwhile fail at once with this code instead of error::not_connected. The connection still
   // reconnects with backoff, and clears it when a connect succeeds.
-  boost::system::error_code permanent_failure() const noexcept { return permanent_failure_; }
+  boost::system::error_code permanent_failure() const noexcept {
+    return failures_.permanent_failure();
+  }
 
   // For a TLS node: the name the server's certificate was verified against on the current (or
   // last) connection; empty when not verified or not TLS.
@@ -212,7 +213,6 @@ class connection : public std::enable_shared_from_this<connection> {
   boost::asio::awaitable<boost::system::error_code> reader_loop();
   boost::asio::awaitable<boost::system::error_code> writer_loop();
   boost::asio::awaitable<boost::system::error_code> health_check_loop();
-  void set_last_error(boost::system::error_code ec, std::string_view what);
   void log(log_level level, std::string_view message) const;
 
   executor_type executor_;
@@ -238,13 +238,10 @@ class connection : public std::enable_shared_from_this<connection> {
   bool deadline_armed_ = false;
   bool draining_ = false;
   boost::asio::cancellation_signal stop_signal_;
-  backoff reconnect_backoff_;
-  std::minstd_rand jitter_;
   std::chrono::steady_clock::time_point last_read_{};
 
-  std::string last_error_;  // "host:port: cause"
-  std::string last_cause_;  // the same without the node's name, for request failure texts
-  boost::system::error_code permanent_failure_;
+  // The last failure's cause, whether retrying can fix it, and when to try again.
+  link_failures failures_;
   std::string_view connect_stage_ = "connecting";  // for connect timeout messages
 };
 

@@ -105,6 +105,25 @@ multiplexer::request_ptr multiplexer::make_request() {
   return pool_->make(++last_request_id_);
 }
 
+multiplexer::request_ptr multiplexer::make_request(shared_payload payload, reply_sink& sink,
+                                                   std::size_t tag) {
+  auto req = make_request();
+  req->own(std::move(payload));
+  req->sink = sink_ref(&sink);
+  req->tag = tag;
+  return req;
+}
+
+multiplexer::request_ptr multiplexer::make_request(std::string_view borrowed, reply_sink& sink,
+                                                   std::size_t tag) {
+  auto req = make_request();
+  // Copied by answer() if the request may still be written or resent after its sink is gone.
+  req->payload = borrowed;
+  req->sink = sink_ref(&sink);
+  req->tag = tag;
+  return req;
+}
+
 void multiplexer::apply(request& req, const request_options& options) const noexcept {
   req.timeout = options.timeout;
   req.eval_fallback = options.eval_fallback;
@@ -139,6 +158,18 @@ void multiplexer::fail_unsent(request_ptr req, const request_options& options, e
   // Never answered inside the initiating function: posted.
   answer_failure(*req, ec, why, delivery::post);
   if (req->cleanup() && !closed_) keep_cleanup(std::move(req), now);
+}
+
+void multiplexer::fail_while_down(request_ptr req, const request_options& options,
+                                  error_code permanent_failure, std::string_view last_cause,
+                                  time_point now) {
+  if (permanent_failure) {
+    fail_unsent(std::move(req), options, permanent_failure, fmt::format("not sent: {}", last_cause),
+                now);
+  } else {
+    fail_unsent(std::move(req), options, error::not_connected,
+                fmt::format("node is down, reconnecting (last error: {})", last_cause), now);
+  }
 }
 
 void multiplexer::cancel(std::uint64_t id, asio::cancellation_type type) {

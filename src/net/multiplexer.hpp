@@ -232,6 +232,11 @@ class multiplexer {
   // A fresh request with a unique id, for the issuer to fill (payload, caller or sink, tag) and
   // pass to add() or fail_unsent().
   request_ptr make_request();
+  // One of the library's own requests, answered through `sink` under `tag`: with bytes it keeps
+  // alive by itself, or with `borrowed` bytes of the sink's, which it copies only if it must
+  // outlive its answer (a cleanup answered before it was delivered).
+  request_ptr make_request(shared_payload payload, reply_sink& sink, std::size_t tag);
+  request_ptr make_request(std::string_view borrowed, reply_sink& sink, std::size_t tag);
 
   // Issues a request on a link that is up or being opened: queued behind everything issued
   // earlier, with its deadline counted from `now`; or failed unsent at once (posted) when it may
@@ -243,6 +248,13 @@ class multiplexer {
   // closed, nothing is kept.
   void fail_unsent(request_ptr req, const request_options& options, boost::system::error_code ec,
                    std::string_view why, time_point now);
+  // fail_unsent while the node is down between connect attempts. The code tells the caller whether
+  // waiting can help: `permanent_failure` when the last connect failed in a way that retrying will
+  // not fix (connection::permanent_failure), else error::not_connected. The text carries the last
+  // failure's cause (`last_cause`, without the node's name) either way.
+  void fail_while_down(request_ptr req, const request_options& options,
+                       boost::system::error_code permanent_failure, std::string_view last_cause,
+                       time_point now);
 
   // The caller of request `id` cancelled it (from its cancellation slot; answers are posted).
   void cancel(std::uint64_t id, boost::asio::cancellation_type type);
@@ -311,8 +323,12 @@ class multiplexer {
   // kept are worth waiting for before the link is closed. Not when there are none; nor when no
   // request was ever written on any link to this node (it never completed a handshake, say):
   // then nothing we sent has run there, no key there is ours for a kept cleanup to delete, and
-  // whatever is left may fail unsent at once.
-  bool worth_draining() const noexcept { return ever_written_ && !idle(); }
+  // whatever is left may fail unsent at once; nor, while the link is down (`link_down`: waiting
+  // to reconnect), when no cleanup is kept: only a kept cleanup is delivered by a reconnect, and
+  // every other request fails as it is.
+  bool worth_draining(bool link_down) const noexcept {
+    return ever_written_ && !idle() && (!link_down || has_kept_cleanups());
+  }
   bool has_kept_cleanups() const noexcept { return !kept_cleanups_.empty(); }
   const connection_stats& stats() const noexcept { return stats_; }
 

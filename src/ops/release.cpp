@@ -21,14 +21,17 @@ class release_op final : public operation_vote {
   release_op(std::shared_ptr<lease_state> state, void_caller&& caller)
       : operation_vote(state->space, std::move(caller)), state_(std::move(state)) {}
 
-  void run() {
+  // Queues the release on every node; returns how the next local waiter starts once the lease has
+  // stopped holding.
+  next_waiter_start run() {
     const auto how = state_->space->queues().release_of(*state_);
-    report_gone_keys_ = how.next_waiter_competes;
+    report_gone_keys_ = how.next_waiter.competes;
     const std::string_view keys[] = {state_->resource};
     const std::string_view args[] = {state_->token, how.channel};
     payload_ = encode_evalsha(release_script(), keys, args);
     state_->space->nodes().send(payload_, *this, open_ballot(), lock_request::release, nullptr,
                                 state_->validity.longest_ttl());
+    return how.next_waiter;
   }
 
  private:
@@ -81,8 +84,8 @@ void initiate_release(const std::shared_ptr<lease_state>& state, void_caller cal
   op->start();
   // The release requests are queued first, and only then the resource is handed to the next local
   // waiter: on every node our DEL runs before its SET.
-  op->run();
-  state->stop_holding(lease_state::phase::released, asio::error::operation_aborted);
+  const auto next_waiter = op->run();
+  state->stop_holding(lease_state::phase::released, asio::error::operation_aborted, next_waiter);
 }
 
 }  // namespace redlock::detail

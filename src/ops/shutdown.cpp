@@ -60,8 +60,9 @@ void client_shutdown::run(lock_space& space, std::shared_ptr<user_operation> wai
   for (auto* state : space.leases()) {
     if (state->current != lease_state::phase::held) continue;
     if (under_way->waiters.empty()) {
-      state->release_on_nodes();
-      state->stop_holding(lease_state::phase::released, asio::error::operation_aborted);
+      const auto how = state->release_on_nodes();
+      state->stop_holding(lease_state::phase::released, asio::error::operation_aborted,
+                          how.next_waiter);
       continue;
     }
     // Before the space is closed, which would fail the release at once. Its handler runs posted

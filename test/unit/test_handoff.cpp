@@ -30,12 +30,12 @@ rd::handoff_inputs release_while_waiting(unsigned in_a_row, unsigned local_hando
 
 // The whole decision on one line, e.g. "announce, next competes, key gone by 10101 ms, count 0":
 //   announce / silent: whether the release announces itself;
-//   next wakes / next competes: how the first waiter starts (only when the release decides it);
+//   next wakes / next competes: how the first waiter (if any) starts once the holder is gone;
 //   key gone by: milliseconds after t0; count: the queue's hand-offs in a row from now on.
 std::string describe(const rd::handoff& h) {
   std::ostringstream out;
   out << (h.announce ? "announce" : "silent");
-  if (h.decides_next_waiter) out << (h.next_waiter_competes ? ", next competes" : ", next wakes");
+  out << (h.next_waiter_competes ? ", next competes" : ", next wakes");
   if (h.key_gone_by) {
     out << ", key gone by "
         << std::chrono::duration<double, std::milli>(*h.key_gone_by - t0).count() << " ms";
@@ -51,7 +51,7 @@ BOOST_AUTO_TEST_SUITE(handoff)
 BOOST_AUTO_TEST_CASE(with_nobody_waiting_the_release_announces_and_the_count_starts_again) {
   auto in = release_while_waiting(3);
   in.waiting = false;
-  BOOST_TEST(describe(rd::decide_handoff(in)) == "announce, count 0");
+  BOOST_TEST(describe(rd::decide_handoff(in)) == "announce, next wakes, count 0");
 }
 
 BOOST_AUTO_TEST_CASE(below_the_limit_the_resource_is_handed_on_silently_and_counted) {
@@ -106,7 +106,7 @@ BOOST_AUTO_TEST_CASE(a_release_that_is_not_the_holders_announces_and_changes_not
       auto in = release_while_waiting(2);
       in.holder = false;
       in.waiting = waiting;
-      BOOST_TEST(describe(rd::decide_handoff(in)) == "announce, count 2");
+      BOOST_TEST(describe(rd::decide_handoff(in)) == "announce, next wakes, count 2");
     }
   }
 }

@@ -1,7 +1,7 @@
 // The request queue of one node's connection, without a socket: what is written in which order,
 // which request a reply belongs to, deadlines, cancellation, NOSCRIPT re-sends, cleanups kept
-// across a reconnect, and when the node counts as unresponsive. Each rule the lock relies on is
-// named by a test case.
+// across a reconnect, how requests fail while the node is down, and when the node counts as
+// unresponsive. Each rule the lock relies on is named by a test case.
 
 #include "net/multiplexer.hpp"
 #include "net/script.hpp"
@@ -14,6 +14,7 @@
 #include <boost/asio/error.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -32,6 +33,17 @@ using boost::system::error_code;
 using redlock::error;
 using delivery = rd::multiplexer::delivery;
 using time_point = rd::multiplexer::time_point;
+
+// A sink of the library's own requests (connection::exec_direct); the harness records the answers,
+// so this only counts the references the requests hold.
+class counting_sink final : public rd::reply_sink {
+ public:
+  void on_reply(std::size_t, error_code, const resp::value&) override {}
+  void add_ref() noexcept override { ++refs; }
+  void drop_ref() noexcept override { --refs; }
+
+  int refs = 0;
+};
 
 struct outcome {
   std::size_t tag = 0;
@@ -91,9 +103,12 @@ class harness {
     return id;
   }
 
-  // Issues `command` while the node is down: it fails unsent.
-  void issue_while_down(std::size_t tag, std::string_view command, rd::request_options options) {
-    mux.fail_unsent(make(tag, command), options, error::not_connected, "node is down", now);
+  // Issues `command` while the node is down, the last connect having failed with `cause`
+  // (permanently: `permanent_failure`): it fails unsent.
+  void issue_while_down(std::size_t tag, std::string_view command, rd::request_options options,
+                        std::string_view cause = "connect failed: Connection refused",
+                        error_code permanent_failure = {}) {
+    mux.fail_while_down(make(tag, command), options, permanent_failure, cause, now);
   }
 
   // Issues an EVALSHA of `lua` (with its EVAL fallback).
@@ -429,6 +444,33 @@ BOOST_AUTO_TEST_CASE(cleanups_kept_across_reconnect_go_first) {
   BOOST_TEST(h.mux.idle());
 }
 
+// While the node is down between connect attempts, a request fails unsent at once, and its text
+// names the last failure. Its code says whether waiting can help: not_connected, or the connect
+// failure that retrying will not fix (a refused AUTH) until someone changes a configuration. A
+// cleanup is kept for the next handshake either way, since the connection keeps reconnecting.
+BOOST_AUTO_TEST_CASE(requests_issued_while_down_fail_unsent_with_the_last_failure) {
+  harness h;
+  h.issue_while_down(1, "SET a 1 NX PX 10000", {}, "connect failed: Connection refused");
+  h.issue_while_down(2, "SET a 1 NX PX 10000", {}, "AUTH failed: WRONGPASS invalid password",
+                     error::auth_failed);
+  h.issue_while_down(3, "EVALSHA release 1 a t1", cleanup(1s), "AUTH failed: WRONGPASS",
+                     error::auth_failed);
+  BOOST_TEST(h.answered_tags() == (std::vector<std::size_t>{1, 2, 3}));
+  for (const auto& a : h.answers)
+    BOOST_TEST((a.how == delivery::post));  // never inside the initiating function
+  BOOST_TEST(h.answer_of(1)->ec == error::not_connected);
+  BOOST_TEST(h.answer_of(1)->reply.text ==
+             "node:6379: node is down, reconnecting (last error: connect failed: Connection "
+             "refused)");
+  BOOST_TEST(h.answer_of(2)->ec == error::auth_failed);
+  BOOST_TEST(h.answer_of(2)->reply.text ==
+             "node:6379: not sent: AUTH failed: WRONGPASS invalid password");
+  BOOST_TEST(h.answer_of(3)->ec == error::auth_failed);
+  BOOST_TEST(h.mux.has_kept_cleanups());
+  h.connect();
+  BOOST_TEST(h.write() == (commands{"EVALSHA release 1 a t1"}));
+}
+
 BOOST_AUTO_TEST_CASE(kept_cleanups_bounded_by_count_and_age) {
   struct scenario {
     const char* name;
@@ -731,34 +773,62 @@ BOOST_AUTO_TEST_CASE(drop_all_answers_nobody) {
 
 // At shutdown a connection waits (bounded) for what is left only if a request was ever written
 // to its node: a cleanup kept for a node that was connected may still have a key to delete, but
-// a node never written to (never connected, say) cannot hold anything we sent.
+// a node never written to (never connected, say) cannot hold anything we sent. While the link is
+// down, only kept cleanups are worth waiting for: a reconnect delivers nothing else.
 BOOST_AUTO_TEST_CASE(shutdown_waits_only_for_a_node_that_was_ever_written_to) {
   harness h;
-  BOOST_TEST(!h.mux.worth_draining());  // nothing left
+  BOOST_TEST(!h.mux.worth_draining(false));  // nothing left
   // Refused from the start: a round's SET failed unsent and the cleanup behind it is kept.
   h.issue_while_down(1, "SET lock t1 NX PX 10000", skippable(100ms));
   h.issue_while_down(2, "EVALSHA release 1 lock t1", cleanup(100ms));
   BOOST_TEST(h.mux.has_kept_cleanups());
-  BOOST_TEST(!h.mux.worth_draining());
+  BOOST_TEST(!h.mux.worth_draining(true));
   // A connect attempt under way, with requests queued behind it: still nothing was written.
   h.mux.on_connect_started();
   h.issue(3, "SET lock t3 NX PX 10000", skippable(100ms));
   h.issue(4, "EVALSHA release 1 lock t3", cleanup(100ms));
-  BOOST_TEST(!h.mux.worth_draining());
+  BOOST_TEST(!h.mux.worth_draining(false));
   // Once something has gone out, what is left is waited for, on this link and after it broke.
   h.mux.on_handshake_done(h.now);
   BOOST_TEST(h.write() == (commands{"EVALSHA release 1 lock t1", "SET lock t3 NX PX 10000",
                                     "EVALSHA release 1 lock t3"}));
-  BOOST_TEST(h.mux.worth_draining());  // in flight
+  BOOST_TEST(h.mux.worth_draining(false));  // in flight
   h.reply(simple("0"));
   h.reply(simple("OK"));
   h.reply(simple("1"));
-  BOOST_TEST(!h.mux.worth_draining());  // idle
+  BOOST_TEST(!h.mux.worth_draining(false));  // idle
   h.issue(5, "SET lock t5 NX PX 10000", skippable(100ms));
   h.write();
+  BOOST_TEST(h.mux.worth_draining(false));
+  // The link has just gone down: the SET fails as it is, and no reconnect would deliver it.
+  BOOST_TEST(!h.mux.worth_draining(true));
   h.mux.on_connection_lost(error::connection_lost, "connection closed by the server", h.now);
   h.issue_while_down(6, "EVALSHA release 1 lock t5", cleanup(100ms));
-  BOOST_TEST(h.mux.worth_draining());  // the SET may have run: its release must get there
+  BOOST_TEST(h.mux.worth_draining(true));  // the SET may have run: its release must get there
+}
+
+// A library request borrows its sink's bytes. One that must outlive its answer (a cleanup that
+// timed out before it was written) copies them when it is answered: the sink may reuse or free
+// them before the write.
+BOOST_AUTO_TEST_CASE(a_sinks_borrowed_bytes_are_copied_when_a_request_outlives_its_answer) {
+  harness h;
+  counting_sink sink;
+  std::string bytes = *encode("EVALSHA release 1 lock t1");
+  h.mux.on_connect_started();
+  BOOST_TEST(h.mux.add(h.mux.make_request(std::string_view(bytes), sink, 1), cleanup(50ms), h.now));
+  BOOST_TEST(h.mux.add(h.mux.make_request(encode("GET a"), sink, 2), with_timeout(1s), h.now));
+  BOOST_TEST(sink.refs == 2);  // each request keeps the sink alive
+  h.now += 50ms;
+  h.mux.expire_deadlines(h.now, "connecting");
+  BOOST_TEST(h.answer_of(1)->ec == error::request_timeout);
+  std::fill(bytes.begin(), bytes.end(), 'x');  // the sink's buffer, reused
+  h.mux.on_handshake_done(h.now);
+  BOOST_TEST(h.write() == (commands{"EVALSHA release 1 lock t1", "GET a"}));
+  h.reply(simple("1"));
+  h.reply(simple("OK"));
+  BOOST_TEST(h.answer_of(2)->reply.text == "OK");
+  BOOST_TEST(h.mux.idle());
+  BOOST_TEST(sink.refs == 0);  // released with the requests
 }
 
 BOOST_AUTO_TEST_CASE(reply_overdue_counts_from_the_last_read_and_the_oldest_write) {
