@@ -1,18 +1,23 @@
 // 05_dedup_save_once: many servers, many duplicate requests, every item saved exactly once.
 //
 // What it shows
-//   - client::async_try_acquire as a "whoever gets there first does it, the others skip" guard:
-//     one round, no waiting; error::contended means someone else is on it right now.
+//   - client::async_try_acquire as the fast path of a "whoever gets there first does it" guard:
+//     one round, no waiting. The winner of an item's lock checks the store (a std::map standing in
+//     for a database), saves, and releases.
+//   - What error::contended does and does not promise. It says that other owners hold the key on
+//     enough nodes to stop this round, not that a live request is saving the item: a request whose
+//     round failed after the nodes wrote its key (too few answered in time on a busy host) leaves
+//     that key until its own release reaches the nodes, and two such leftovers plus one slow node
+//     refuse a round as well as a holder does. A loser that skipped could then leave the item
+//     unsaved. So a loser waits for the lock (async_acquire with lock_options::wait), and skips
+//     only when it finds the item saved under it.
 //   - Several redlock::client instances stand in for several app servers (each would be its own
 //     process; here four clients on one io_context), all using the same Redis nodes.
 //   - 4000 "save item X" requests for 300 items arrive shuffled, at about eight per millisecond,
-//     spread over the four servers, and overlap each other. The winner of an item's lock checks
-//     the store (a std::map standing in for a database), saves, and releases. Losers skip.
+//     spread over the four servers, and overlap each other.
 //   - When too few nodes answer (down, or slow on a busy host), nobody is known to hold the item:
-//     the request tries again with growing pauses. A release too few nodes confirmed is counted,
-//     not fatal: the save stands and the keys left behind expire with their TTL.
-//   - The check happens under the lock. A request for an item whose save has already finished
-//     takes the lock without contention, and must then find the saved item and skip.
+//     the try is repeated with growing pauses. A release too few nodes confirmed is counted, not
+//     fatal: the save stands and the keys left behind expire with their TTL.
 //
 // Why the lock matters: a save is "check, then (slowly) write". The write takes a few
 // milliseconds, and without the lock any other request for the item arriving meanwhile passes
@@ -28,7 +33,7 @@
 //
 // Prints "requests 4000, saves 300, skipped 3700, duplicates 0" and exits 0 when every item was
 // saved exactly once; exits 1 (with a message) when an item was saved twice or never, or when a
-// request could not be served because too few nodes answered, even after retrying for 10 s.
+// request could not be served because too few nodes answered, even after trying for 10 s.
 // A release that too few nodes confirmed is reported but is not a failure: the save stands.
 
 #include "common/nodes.hpp"
@@ -70,6 +75,9 @@ constexpr int items = 300;
 constexpr int requests = 4000;
 constexpr auto arrivals_over = 500ms;  // the requests arrive evenly over this time
 constexpr auto write_takes = 5ms;      // a slow database write
+// Far longer than a save; short enough that a key whose release never reached a node (a lost
+// connection) stops blocking the item well within a request's retry_for.
+constexpr auto lock_ttl = 2000ms;
 
 // How long a request keeps trying while too few nodes answer, and the pauses between its tries.
 constexpr auto retry_for = 10s;
@@ -78,11 +86,11 @@ constexpr auto max_retry_pause = 320ms;
 
 struct counts {
   int saves = 0;
-  int contended = 0;             // skipped: another request held the item's lock
+  int waited = 0;                // found the item's lock held, and waited for it
   int already_saved = 0;         // skipped: the item was in the store when we got the lock
   int duplicates = 0;            // saves of an item that was saved already
   int retries = 0;               // tries repeated because too few nodes answered
-  int failed = 0;                // requests that never got enough answers: not served
+  int failed = 0;                // requests that never got the lock: not served
   int releases_unconfirmed = 0;  // releases too few nodes confirmed; their keys expire
 };
 
@@ -100,26 +108,34 @@ asio::awaitable<void> save_request(redlock::client& locks, int server, int item,
                                    counts& seen) {
   co_await sleep_until(arrives);
 
-  // One round, no waiting: if someone else holds the item, they are saving it.
+  // One round, no waiting: usually the item is free, or saved already and free again.
   const std::string resource = "item:" + std::to_string(item);
   const auto give_up_at = steady_clock::now() + retry_for;
   auto pause = first_retry_pause;
+  redlock::lock_options options;
+  options.ttl = lock_ttl;
   redlock::error_code failed;
   redlock::lease lease;
   while (true) {
     std::tie(failed, lease) =
-        co_await locks.async_try_acquire(resource, {}, asio::as_tuple(asio::use_awaitable));
-    if (failed == redlock::error::contended) {
-      ++seen.contended;
-      co_return;
-    }
-    // Other failures mean too few nodes answered in time (down, or slow on a busy host): nobody
-    // is known to hold the item, so skipping would risk never saving it. Try again, backing off,
-    // until the request's own deadline.
-    if (!failed || steady_clock::now() + pause >= give_up_at) break;
+        co_await locks.async_try_acquire(resource, options, asio::as_tuple(asio::use_awaitable));
+    // Other failures mean too few nodes answered in time (down, or slow on a busy host): try
+    // again, backing off, until the request's own deadline.
+    if (!failed || failed == redlock::error::contended || steady_clock::now() + pause >= give_up_at)
+      break;
     ++seen.retries;
     co_await sleep_until(steady_clock::now() + pause);
     pause = std::min(2 * pause, max_retry_pause);
+  }
+  if (failed == redlock::error::contended) {
+    // Held by another request, which is probably saving the item, or by the leftover of a round
+    // that failed: wait for the lock (woken by its release) and decide under it.
+    ++seen.waited;
+    const auto wait_left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(give_up_at - steady_clock::now());
+    options.wait = std::max(wait_left, std::chrono::milliseconds(1));
+    std::tie(failed, lease) =
+        co_await locks.async_acquire(resource, options, asio::as_tuple(asio::use_awaitable));
   }
   if (failed) {
     if (++seen.failed <= 3) {  // the first few are worth a look
@@ -139,8 +155,7 @@ asio::awaitable<void> save_request(redlock::client& locks, int server, int item,
     ++seen.saves;
   }
   // A release that too few nodes confirmed in time does not undo the save. The keys it could not
-  // delete expire with the TTL; until then requests for the item are refused as contended, which
-  // is the right answer for an item that is saved.
+  // delete expire with the TTL; until then requests for the item wait for them.
   auto [release_failed] = co_await lease.async_release(asio::as_tuple(asio::use_awaitable));
   if (release_failed) ++seen.releases_unconfirmed;
 }
@@ -199,9 +214,10 @@ int main() {
   if (!finished) return 1;
 
   // Printed only now, after every client is gone: the summary is the example's final word.
-  const int skipped = seen.contended + seen.already_saved;
-  std::printf("skipped: %d found the item locked, %d found it already saved\n", seen.contended,
-              seen.already_saved);
+  const int skipped = seen.already_saved;
+  std::printf(
+      "skipped: %d found the item saved under its lock; %d requests waited for a held lock\n",
+      seen.already_saved, seen.waited);
   if (seen.retries > 0 || seen.failed > 0 || seen.releases_unconfirmed > 0) {
     std::printf(
         "too few nodes answered in time: %d tries repeated, %d requests not served, %d releases "
