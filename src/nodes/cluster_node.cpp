@@ -172,7 +172,8 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
 
   // Called by a routed request's sink (below).
   void on_redirect(const cluster_redirect& redirect) {
-    if (redirect.what == cluster_redirect::kind::moved) {
+    // After close_when_idle no connection is opened: it would never be closed.
+    if (redirect.what == cluster_redirect::kind::moved && !closing_) {
       slot_owner_[redirect.slot] = link_index(redirect.target);
       refresh_soon();
     }
@@ -417,7 +418,16 @@ void cluster_router::route(std::uint16_t slot, const payload_ref& payload,
                            std::size_t tag, steady_clock::time_point now, unsigned redirects,
                            std::optional<cluster_endpoint> asking,
                            std::optional<steady_clock::time_point> deadline) {
-  std::uint16_t owner = asking ? link_index(*asking) : slot_owner_[slot];
+  if (closing_ && asking) {
+    // After close_when_idle no connection is opened: it would never be closed.
+    const auto known =
+        std::find_if(links_.begin(), links_.end(), [&](const link& l) { return l.at == *asking; });
+    if (known == links_.end()) {
+      return fail_later(std::move(sink), tag, asio::error::operation_aborted,
+                        fmt::format("{}: the client is shutting down", config_.address()));
+    }
+  }
+  const std::uint16_t owner = asking ? link_index(*asking) : slot_owner_[slot];
   if (owner == no_master) {
     refresh_soon();
     return fail_later(std::move(sink), tag, make_error_code(error::not_connected),
@@ -597,6 +607,8 @@ asio::awaitable<std::optional<std::string>> cluster_router::read_topology_from(
   rules.timeout = settings_.connect_timeout + std::chrono::milliseconds(1000);
   auto [ec, reply] = co_await shared_conn->async_exec_shared(cluster_shards_command(), rules,
                                                              asio::as_tuple(asio::use_awaitable));
+  // Closed meanwhile: adopting would open connections that nobody closes.
+  if (closing_) co_return "the client is shutting down";
   const std::string where = endpoint_text(at);
   if (ec) {
     if (ec == condition::node_failure || ec == error::invalid_argument) lasting_ = ec;
@@ -612,6 +624,7 @@ asio::awaitable<std::optional<std::string>> cluster_router::read_topology_from(
     // A server older than Redis 7 knows CLUSTER SLOTS only.
     std::tie(ec, reply) = co_await shared_conn->async_exec_shared(
         cluster_slots_command(), rules, asio::as_tuple(asio::use_awaitable));
+    if (closing_) co_return "the client is shutting down";
     if (ec || reply.is_error())
       co_return fmt::format("{}: CLUSTER SHARDS and SLOTS failed: {}", where, reply.text);
     read = read_cluster_slots(reply, at.host);

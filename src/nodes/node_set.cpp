@@ -33,16 +33,22 @@ node_set::node_set(asio::any_io_executor executor, std::vector<node_config> node
   prepare_for_lock(connection_settings);
   nodes_.reserve(nodes.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (nodes[i].kind == node_kind::cluster) {
-      nodes_.push_back(std::make_unique<cluster_node>(executor_, std::move(nodes[i]),
-                                                      connection_settings, peers_, i));
-      continue;
-    }
-    auto settings = connection_settings;
-    settings.admit_peer = peer_registry::check_for(peers_, i, 0);
+    has_cluster_node_ = has_cluster_node_ || nodes[i].kind == node_kind::cluster;
     nodes_.push_back(
-        std::make_unique<standalone_node>(executor_, std::move(nodes[i]), std::move(settings)));
+        make_lock_node(executor_, std::move(nodes[i]), connection_settings, peers_, i));
   }
+}
+
+std::unique_ptr<lock_node> make_lock_node(const asio::any_io_executor& executor, node_config config,
+                                          connection_options settings,
+                                          const std::shared_ptr<peer_registry>& peers,
+                                          std::size_t index) {
+  if (config.kind == node_kind::cluster) {
+    return std::make_unique<cluster_node>(executor, std::move(config), std::move(settings), peers,
+                                          index);
+  }
+  settings.admit_peer = peer_registry::check_for(peers, index, 0);
+  return std::make_unique<standalone_node>(executor, std::move(config), std::move(settings));
 }
 
 std::vector<node_config> node_set::configs() const {

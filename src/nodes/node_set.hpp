@@ -45,6 +45,14 @@ enum class lock_request : std::uint8_t {
   ping
 };
 
+// The lock_node for `config`: a cluster_node for node_kind::cluster, else a standalone_node.
+// `settings` are those of the client's lock connections; the node's admit_peer checks are made from
+// `peers` for node number `index`.
+std::unique_ptr<lock_node> make_lock_node(const boost::asio::any_io_executor& executor,
+                                          node_config config, connection_options settings,
+                                          const std::shared_ptr<peer_registry>& peers,
+                                          std::size_t index);
+
 // The Redlock nodes of one client: the one way operations and leases reach them. A node is a
 // standalone server behind one connection, or a Redis Cluster whose requests go to the master of
 // their key's hash slot (lock_node); requests about one key run in the order they are sent.
@@ -62,6 +70,8 @@ class node_set {
   std::size_t quorum() const noexcept { return nodes_.size() / 2 + 1; }
   const node_config& node(std::size_t i) const noexcept { return nodes_[i]->config(); }
   std::vector<node_config> configs() const;
+  // Some node is a Redis Cluster: every key of one request must be in one hash slot.
+  bool has_cluster_node() const noexcept { return has_cluster_node_; }
 
   // The per-request rules of `kind` (see lock_request), each with node_timeout.
   request_options rules_for(lock_request kind,
@@ -126,6 +136,7 @@ class node_set {
   client_options options_;
   std::shared_ptr<peer_registry> peers_;
   std::vector<std::unique_ptr<lock_node>> nodes_;
+  bool has_cluster_node_ = false;
 };
 
 }  // namespace redlock::detail

@@ -28,6 +28,8 @@ class standalone_node final : public lock_node {
   const std::string& last_error() const noexcept override { return conn_->last_error(); }
   void close_when_idle(std::chrono::milliseconds bound) override { conn_->close_when_idle(bound); }
 
+  const connection& link() const noexcept { return *conn_; }
+
  private:
   template <typename Payload>
   void send(const request& what, const Payload& payload, reply_sink& sink, std::size_t tag,

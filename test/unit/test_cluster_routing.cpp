@@ -5,6 +5,7 @@
 #include "nodes/cluster/hash_slot.hpp"
 #include "nodes/cluster/topology.hpp"
 #include "resp/parser.hpp"
+#include "scripts.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -216,6 +217,29 @@ BOOST_AUTO_TEST_CASE(passing_refusals_are_named) {
                  .find("replica") != std::string_view::npos);
   BOOST_TEST(cluster_refusal(error_reply("ERR other")).empty());
   BOOST_TEST(cluster_refusal(error_reply("MOVED 1 h:1")).empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(one_slot_per_resource)
+
+// Every key the library makes from a name (fence counter, semaphore slots and record) is in the
+// name's slot, except for a name that holds a '}' and no hash tag: such a name is refused on a
+// cluster node when it needs more than one key.
+BOOST_AUTO_TEST_CASE(derived_keys_share_the_slot_of_the_name) {
+  using redlock::detail::fencing_counter_key;
+  using redlock::detail::keys_share_hash_slot;
+  using redlock::detail::semaphore_slot_key;
+  for (const std::string_view name : {"orders:42", "{orders}:42", "a{b}c", "x{", "{", "{{x}}y"}) {
+    BOOST_TEST(keys_share_hash_slot(name), name);
+    BOOST_TEST(hash_slot(fencing_counter_key(name)) == hash_slot(name), name);
+    BOOST_TEST(hash_slot(semaphore_slot_key(name, 7)) == hash_slot(name), name);
+  }
+  for (const std::string_view name : {"a}b", "}", "{}}", "x}{y", "{}x", "a{}{b}"}) {
+    BOOST_TEST(!keys_share_hash_slot(name), name);
+  }
+  // Why they are refused: their counter lands elsewhere.
+  BOOST_TEST(hash_slot(fencing_counter_key("a}b")) != hash_slot("a}b"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
