@@ -5,12 +5,14 @@
 //                 [--table]
 //
 // NAME is one of the workloads in the table below (latency, throughput, contention,
-// contention_procs, semaphore, slow_node, renewal_scale, scale_curve, tls, wake_latency) or all.
+// contention_procs, semaphore, slow_node, renewal_scale, scale_curve, tls, wake_latency, cluster)
+// or all.
 // Without --nodes it starts five redis-server children on free loopback ports (and stops them);
 // with --nodes the workloads use those nodes. tls, which compares plain TCP with TLS, starts five
 // servers of its own that listen for both when --nodes is not given; with --nodes it measures the
 // rediss:// nodes over TLS and the redis:// ones over plain TCP, and needs one rediss:// node at
-// least (--workload tls refuses such a list; all leaves tls out, saying so on stderr).
+// least (--workload tls refuses such a list; all leaves tls out, saying so on stderr). cluster
+// always starts a three-master Redis Cluster and a standalone server of its own.
 // --quick: one run with tiny sizes.
 // --table: after the JSON lines, a readable table of the medians. bench/run.sh runs them all.
 //
@@ -51,6 +53,7 @@ constexpr workload workloads[] = {
     {"scale_curve", run_scale_curve, scale_curve_params},
     {"tls", run_tls, tls_params},
     {"wake_latency", run_wake_latency, wake_latency_params},
+    {"cluster", run_cluster, cluster_params},
 };
 
 constexpr std::string_view usage =

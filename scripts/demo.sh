@@ -8,6 +8,8 @@
 #   scripts/demo.sh                                   five nodes of its own, on free loopback ports
 #   REDLOCK_DEMO_PORT_BASE=7000 scripts/demo.sh       five nodes of its own, on ports 7000-7004
 #   scripts/demo.sh --port-base 7000                  the same
+#   scripts/demo.sh --cluster                         one Redis Cluster of its own (3 masters, a
+#                                                     replica each) as the one Redlock node
 #   REDLOCK_NODES=redis://h1:6379,redis://h2:6379,redis://h3:6379 scripts/demo.sh
 #                                                     your nodes: the demo starts none
 #   scripts/demo.sh --with-nodes redis://h1:6379,redis://h2:6379,redis://h3:6379    the same
@@ -33,13 +35,15 @@ own_count=5
 
 usage() {
   cat <<EOF
-usage: scripts/demo.sh [--with-nodes [URL,...] | --port-base PORT] [--no-build]
+usage: scripts/demo.sh [--with-nodes [URL,...] | --port-base PORT | --cluster] [--no-build]
 
 Builds what the demo needs (in \$REDLOCK_DEMO_BUILD, default build/demo) and shows the lock at
 work. By default on $own_count Redis nodes of its own, on free loopback ports, stopped at the end.
 
   --with-nodes URL,...  run against these nodes (redis:// URLs, comma-separated) and start none
   --port-base PORT      start its own $own_count nodes on ports PORT to PORT+$((own_count - 1))
+  --cluster             start a Redis Cluster of its own (3 masters, a replica each, free
+                        loopback ports) and use it as the one node (a redis+cluster:// URL)
   --no-build            use the build tree as it is: install and build nothing
   -h, --help            this text
 
@@ -60,6 +64,7 @@ nodes="${REDLOCK_NODES:-}"
 port_base="${REDLOCK_DEMO_PORT_BASE:-}"
 build_first=1
 second_stage=0
+own_cluster=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --with-nodes)
@@ -78,6 +83,7 @@ while [ $# -gt 0 ]; do
       port_base="$2"
       shift
       ;;
+    --cluster) own_cluster=1 ;;
     --no-build) build_first=0 ;;
     -h | --help)
       usage
@@ -90,6 +96,10 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+if [ "$own_cluster" = 1 ] && [ "$second_stage" = 0 ]; then
+  [ -z "$nodes" ] && [ -z "$port_base" ] ||
+    die "--cluster starts its own cluster: leave out the nodes (REDLOCK_NODES, --with-nodes) and the port base"
+fi
 if [ -n "$port_base" ]; then
   [ -z "$nodes" ] || die "nodes given (REDLOCK_NODES or --with-nodes) and a port base: choose one"
   case "$port_base" in
@@ -233,5 +243,8 @@ elif [ -n "$port_base" ]; then
   echo "== done; stopping the nodes"
 else
   [ -x "$launcher" ] || die "$launcher is not built (run without --no-build)"
+  if [ "$own_cluster" = 1 ]; then
+    exec "$launcher" --cluster --quiet -- "$0" --with-nodes
+  fi
   exec "$launcher" --count "$own_count" --quiet -- "$0" --with-nodes
 fi

@@ -65,6 +65,8 @@ run_suite() {
 run_suite build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo
 echo "== demo (the README's first command) on build/release"
 REDLOCK_DEMO_BUILD="$root/build/release" scripts/demo.sh >/dev/null
+echo "== demo on a Redis Cluster of its own"
+REDLOCK_DEMO_BUILD="$root/build/release" scripts/demo.sh --cluster --no-build >/dev/null
 
 if [ "${REDLOCK_SKIP_SANITIZE:-0}" != "1" ]; then
   # halt_on_error and no recovery: any sanitizer report fails the run.

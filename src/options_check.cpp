@@ -4,11 +4,181 @@
 
 #include <fmt/format.h>
 
+#include <arpa/inet.h>
+#include <charconv>
 #include <chrono>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 
 namespace redlock::detail {
+namespace {
+
+constexpr std::string_view whitespace = " \t\r\n\v\f";
+
+bool is_digit(char c) noexcept {
+  return c >= '0' && c <= '9';
+}
+
+bool all_digits(std::string_view s) noexcept {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!is_digit(c)) return false;
+  }
+  return true;
+}
+
+// RFC 3986 reg-name characters that make sense in a host name; anything else (spaces, '%', ',',
+// a stray ']') is almost certainly a typo and would only fail later in the resolver.
+bool is_host_char(char c) noexcept {
+  return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '.' ||
+         c == '_';
+}
+
+// The problems of a cluster or sentinel node's own fields, or of fields that only those kinds use
+// set on another kind.
+std::string check_node_kind(const node_config& node) {
+  const bool grouped = node.kind == node_kind::cluster || node.kind == node_kind::sentinel;
+  if (!grouped && node.kind != node_kind::standalone) {
+    return fmt::format("node {} has an unknown kind {}", node.address(),
+                       static_cast<unsigned>(node.kind));
+  }
+  if (node.kind == node_kind::cluster) {
+    if (!node.unix_path.empty()) {
+      return fmt::format(
+          "node {}: a cluster is reached over TCP at host:port; unix_path must be empty",
+          node.address());
+    }
+    if (node.database != 0) {
+      return fmt::format("node {}: a cluster has only database 0, not {}", node.address(),
+                         node.database);
+    }
+  }
+  if (node.kind == node_kind::sentinel) {
+    if (!node.unix_path.empty()) {
+      return fmt::format(
+          "node {}: sentinels are reached over TCP at host:port; unix_path must be empty",
+          node.address());
+    }
+    if (node.sentinel_master.empty()) {
+      return fmt::format(
+          "node {}: a sentinel node needs sentinel_master, the name the sentinels know the master "
+          "by",
+          node.address());
+    }
+    if (!node.sentinel_username.empty() && node.sentinel_password.empty()) {
+      return fmt::format("node {} names sentinel user \"{}\" without a sentinel_password",
+                         node.address(), node.sentinel_username);
+    }
+  } else if (!node.sentinel_master.empty() || !node.sentinel_username.empty() ||
+             !node.sentinel_password.empty()) {
+    return fmt::format(
+        "node {}: sentinel_master, sentinel_username and sentinel_password are for sentinel nodes",
+        node.address());
+  }
+  if (!grouped && !node.seeds.empty()) {
+    return fmt::format("node {}: seeds are for cluster and sentinel nodes, not a standalone one",
+                       node.address());
+  }
+  for (const auto& seed : node.seeds) {
+    if (auto problem = seed_problem(seed); !problem.empty()) {
+      return fmt::format("node {}: seed \"{}\" is not \"host:port\": {}", node.address(), seed,
+                         problem);
+    }
+  }
+  if (node.wait_replicas > most_wait_replicas) {
+    return fmt::format("node {}: wait_replicas {} is above the limit of {}", node.address(),
+                       node.wait_replicas, most_wait_replicas);
+  }
+  return {};
+}
+
+}  // namespace
+
+endpoint parse_endpoint(std::string_view text, std::string_view bracket_example) {
+  endpoint result;
+  std::string_view host;
+  std::optional<std::string_view> port;
+  auto refuse = [&](std::string problem) {
+    result.problem = std::move(problem);
+    return result;
+  };
+
+  if (text.find("://") != std::string_view::npos) {
+    return refuse("write host:port, without a scheme");
+  }
+  if (!text.empty() && text.front() == '[') {
+    const auto close = text.find(']');
+    if (close == std::string_view::npos) return refuse("IPv6 host is missing its closing ']'");
+    host = text.substr(1, close - 1);
+    const std::string_view after = text.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') {
+        return refuse(fmt::format("unexpected \"{}\" after the IPv6 host", after));
+      }
+      port = after.substr(1);
+    }
+    if (host.empty()) return refuse("host is empty");
+    const std::string address(host);
+    in6_addr binary{};
+    if (::inet_pton(AF_INET6, address.c_str(), &binary) != 1) {
+      return refuse(fmt::format("host \"[{}]\" is not an IPv6 address", host));
+    }
+  } else {
+    const auto colon = text.find(':');
+    host = text.substr(0, colon);
+    if (colon != std::string_view::npos) {
+      port = text.substr(colon + 1);
+      // Only hex digits, ':' and '.' make an IPv6 address; with anything else (whitespace, say)
+      // the second ':' more likely comes from another "host:port".
+      if (port->find(':') != std::string_view::npos &&
+          text.find_first_not_of("0123456789abcdefABCDEF:.") == std::string_view::npos) {
+        return refuse(fmt::format("host looks like an IPv6 address; write it in brackets: \"{}\"",
+                                  bracket_example));
+      }
+    }
+    if (host.empty()) return refuse("host is empty");
+    for (char c : host) {
+      if (!is_host_char(c))
+        return refuse(fmt::format("host \"{}\" has an invalid character", host));
+    }
+  }
+  result.host = std::string(host);
+
+  if (port) {
+    if (port->empty()) return refuse("port is empty");
+    if (!all_digits(*port)) {
+      result.blank_in_port = port->find_first_of(whitespace) != std::string_view::npos;
+      return refuse(fmt::format("port \"{}\" is not a decimal number", *port));
+    }
+    // More than 5 significant digits cannot be in range; checking that first also keeps
+    // from_chars away from values that overflow.
+    const auto first = port->find_first_not_of('0');
+    const std::string_view digits =
+        first == std::string_view::npos ? std::string_view("0") : port->substr(first);
+    unsigned value = 0;
+    if (digits.size() <= 5) std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (digits.size() > 5 || value < 1 || value > 65535) {
+      return refuse(fmt::format("port {} is out of range 1-65535", *port));
+    }
+    result.port = static_cast<std::uint16_t>(value);
+  }
+  return result;
+}
+
+std::string seed_problem(std::string_view seed) {
+  auto parsed = parse_endpoint(seed, "[::1]:7000");
+  if (!parsed.problem.empty()) return std::move(parsed.problem);
+  if (!parsed.port) return "the port is missing";
+  return {};
+}
+
+std::string sentinel_not_supported_yet(const node_config& node) {
+  if (node.kind != node_kind::sentinel) return {};
+  return fmt::format("node {}: sentinel nodes are not supported yet", node.address());
+}
 
 std::string check_client_options(const std::vector<node_config>& nodes,
                                  const client_options& options) {
@@ -57,6 +227,8 @@ std::string check_client_options(const std::vector<node_config>& nodes,
       return fmt::format("node {}: a TLS client certificate needs both cert_file and key_file",
                          node.address());
     }
+    if (auto problem = check_node_kind(node); !problem.empty()) return problem;
+    if (auto problem = sentinel_not_supported_yet(node); !problem.empty()) return problem;
     // As written: the node set compares what the names resolve to once connected.
     if (!seen.insert(node.address()).second) {
       return fmt::format("node {} is listed twice; Redlock needs independent nodes",

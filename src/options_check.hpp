@@ -5,7 +5,10 @@
 #include "redlock/options.hpp"
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace redlock::detail {
@@ -14,10 +17,39 @@ namespace redlock::detail {
 // the terminating zero included.
 inline constexpr std::size_t longest_unix_path = 107;
 
+// The most replicas node_config::wait_replicas may ask for. A master has a few replicas, rarely
+// more than a dozen; a number no master has can never be reached, so every vote of that node would
+// fail after node_timeout. Such a value is a typo (or counts something else) and is refused up
+// front; 64 is far above any real replica set and still catches "wait_replicas=1000".
+inline constexpr unsigned most_wait_replicas = 64;
+
+// "host[:port]" or "[IPv6]:port" taken apart, the way a node URL's host and a seed are written.
+struct endpoint {
+  std::string host;                   // without the brackets of an IPv6 address
+  std::optional<std::uint16_t> port;  // empty when the text has none
+  std::string problem;                // why the text is not of that form; empty when it is
+  bool blank_in_port = false;         // the port holds whitespace: two addresses run together?
+};
+
+// Parses `text`. A host name takes letters, digits, '-', '.' and '_'; an IPv6 address must be in
+// brackets, and `bracket_example` ("redis://[::1]:6379") shows how when it is not. The port is
+// decimal, 1-65535. The problem reads like "port 0 is out of range 1-65535".
+endpoint parse_endpoint(std::string_view text, std::string_view bracket_example);
+
+// Why `seed` is not a seed as node_config::seeds holds it ("host:port", the port required), or an
+// empty text.
+std::string seed_problem(std::string_view seed);
+
 // Why a client cannot be built on `nodes` with `options`: an empty text when it can, else the
 // reason without the "redlock: " prefix ("node_timeout must be positive").
 std::string check_client_options(const std::vector<node_config>& nodes,
                                  const client_options& options);
+
+// "node ADDRESS: sentinel nodes are not supported yet" for a sentinel node, else an empty text.
+// node_config and its URLs describe sentinel nodes already, but no node set speaks to sentinels
+// yet; this check is the only thing that refuses them. Remove it, and its call in
+// check_client_options, when one does.
+std::string sentinel_not_supported_yet(const node_config& node);
 
 // Why `resource` cannot be locked with `options` on a client with `client`: an empty text when it
 // can, else the reason ("the resource name is empty").

@@ -73,6 +73,15 @@ std::string key_in_hash_slot_of(std::string_view name, std::string_view suffix) 
   return fmt::format("{}{}", name, suffix);
 }
 
+bool keys_share_hash_slot(std::string_view name) noexcept {
+  const auto open = name.find('{');
+  if (open != std::string_view::npos) {
+    const auto close = name.find('}', open + 1);
+    if (close != std::string_view::npos && close > open + 1) return true;
+  }
+  return name.find('}') == std::string_view::npos;
+}
+
 std::string fencing_counter_key(std::string_view resource) {
   return key_in_hash_slot_of(resource, ":fence");
 }

@@ -45,6 +45,10 @@ const script& fence_write_back_script();
 // it holds a '}' that would end the tag early, and then the key is simply name + suffix.
 std::string key_in_hash_slot_of(std::string_view name, std::string_view suffix);
 
+// Whether every key made from `name` by key_in_hash_slot_of is in the hash slot of `name`: false
+// only for a name that holds a '}' and no hash tag, whose suffixed keys hash as a whole.
+bool keys_share_hash_slot(std::string_view name) noexcept;
+
 // The key of `resource`'s fencing counter on each node: `resource` + ":fence", in its hash slot.
 std::string fencing_counter_key(std::string_view resource);
 

@@ -59,6 +59,11 @@ std::string tls_nodes_problem(const std::vector<redlock::node_config>& given);
 run_result run_wake_latency(const run_context& context);
 std::string wake_latency_params(bool quick);
 
+// latency and throughput on a Redis Cluster of three masters as the one node, against one
+// standalone server, on servers of its own (--nodes is not used).
+run_result run_cluster(const run_context& context);
+std::string cluster_params(bool quick);
+
 }  // namespace redlock::bench
 
 #endif

@@ -36,6 +36,14 @@ struct tls_options {
   friend bool operator==(const tls_options&, const tls_options&) = default;
 };
 
+// What one node_config stands for. Whatever the kind, it is one Redlock node: it grants or refuses
+// a lock as one vote, and a majority of such nodes decides.
+enum class node_kind : std::uint8_t {
+  standalone,  // one Redis server, reached at host:port or unix_path (the default)
+  cluster,     // a Redis Cluster: each key goes to the shard that owns its hash slot
+  sentinel,    // the master that a group of Redis Sentinels names, followed across failovers
+};
+
 // Where one Redis master lives and how to log in to it.
 struct REDLOCK_API node_config {
   std::string host = "127.0.0.1";
@@ -50,14 +58,65 @@ struct REDLOCK_API node_config {
   // When not empty, the node is reached through this Unix-domain socket and host/port are unused.
   std::string unix_path{};
 
+  // What stands behind host:port. Default: standalone.
+  //   standalone: one server; the fields above say everything.
+  //   cluster: host:port is one node of a Redis Cluster, the first one asked for the topology;
+  //     the whole cluster is this one Redlock node. username, password and tls apply to every
+  //     node of the cluster. database must be 0 (a cluster has no other) and unix_path empty.
+  //   sentinel: host:port is one Sentinel of the group that watches the master named
+  //     sentinel_master. The lock is taken on that master, with username, password, database and
+  //     tls; the sentinels are asked only where the master is, with sentinel_username and
+  //     sentinel_password (and the same tls settings). unix_path must be empty.
+  node_kind kind = node_kind::standalone;
+
+  // cluster and sentinel: further members of the same group, tried in this order after
+  // host:port: other nodes of the cluster, or the other sentinels. Each is "host:port", an IPv6
+  // host in brackets ("[::1]:7000"). A standalone node takes none. Default: none.
+  std::vector<std::string> seeds{};
+
+  // sentinel only, and required there: the name the sentinels know the master by (the NAME of
+  // "sentinel monitor NAME ..."). Default: empty.
+  std::string sentinel_master{};
+
+  // sentinel only: how to log in to the sentinels, as username and password do for the master.
+  // An empty sentinel_password sends no AUTH to the sentinels; a user needs a password. Default:
+  // empty.
+  std::string sentinel_username{};
+  std::string sentinel_password{};
+
+  // Every kind. 0 (the default) turns it off. N > 0: after a SET that grants the lock, and after
+  // an extension, the master must report with WAIT that N of its replicas have the write within
+  // node_timeout, else the node's vote counts as a failure. This narrows the window in which a
+  // failover to a replica that had not yet received the key lets a second client take the lock.
+  // At most 64: no master has more replicas, and a count it cannot reach would fail every vote.
+  unsigned wait_replicas = 0;
+
   // Parses one of
-  //   redis://[[user]:password@]host[:port][/db]
-  //   rediss://[[user]:password@]host[:port][/db][?ca=FILE&ca_dir=DIR&cert=FILE&key=FILE&sni=NAME
-  //            &verify=no]
-  //   unix://[[user]:password@]/path/to/redis.sock[?db=N]
+  //   redis://[[user]:password@]host[:port][/db][?wait_replicas=N]
+  //   rediss://[[user]:password@]host[:port][/db][?TLS...][&wait_replicas=N]
+  //   unix://[[user]:password@]/path/to/redis.sock[?db=N][&wait_replicas=N]
+  //   redis+cluster://[[user]:password@]host[:port][?seed=host[:port]&seed=...][&wait_replicas=N]
+  //   rediss+cluster://... as redis+cluster://, and the TLS parameters
+  //   redis+sentinel://[[user]:password@]host[:port][/db]?master=NAME[&seed=host[:port]&seed=...]
+  //                    [&sentinel_user=USER&sentinel_password=PASSWORD][&wait_replicas=N]
+  //   rediss+sentinel://... as redis+sentinel://, and the TLS parameters
+  // where the TLS parameters are ca=FILE, ca_dir=DIR, cert=FILE, key=FILE (cert and key together),
+  // sni=NAME and verify=no|yes, each at most once, filling `tls`. Schemes are case-insensitive.
+  // The port defaults to 6379; in a sentinel URL, for the sentinels and their seeds, to 26379.
+  // - redis+cluster: kind = cluster; host:port is the first node of the cluster and each seed=, in
+  //   order, goes to `seeds`. A database path other than "/0" is refused: a cluster has only
+  //   database 0.
+  // - redis+sentinel: kind = sentinel; host:port and the seeds are sentinels; master= is required
+  //   and goes to sentinel_master. The user and password before '@' log in to the master,
+  //   sentinel_user= and sentinel_password= to the sentinels. The path is the master's database.
+  // - Seeds are stored as "host:port" ("[::1]:7000"), the port filled in when left out.
+  // - wait_replicas= is a decimal number from 0 to 64, on every scheme.
+  // Only seed= may be repeated; a parameter that the scheme does not take is refused by its name.
   // Percent-escapes (%XX) are decoded in user, password and query values; an IPv6 host is written
-  // in brackets ("redis://[::1]:6380"). Throws std::invalid_argument whose message names the bad
-  // part (scheme, host, port, database, escape, query parameter) and never shows the password.
+  // in brackets ("redis://[::1]:6380"). Escape '&' in sentinel_password as %26: an unescaped one
+  // is kept in the password unless the name of a parameter and '=' follow it. Throws
+  // std::invalid_argument whose message names the bad part (scheme, host, port, database, seed,
+  // escape, query parameter) and never shows the password or the sentinel password.
   // Whitespace followed by another URL ("redis://a:1 redis://b:2", a list written without commas)
   // is refused with a message that gives its position and does not quote the URL.
   static node_config from_url(std::string_view url);
@@ -69,6 +128,8 @@ struct REDLOCK_API node_config {
 
   // Parses a comma-separated list of such URLs, the form a setting such as REDLOCK_NODES takes:
   // "redis://10.0.0.1,redis://10.0.0.2:6380,redis://10.0.0.3". Blanks around a URL are ignored.
+  // A comma always ends a URL, also in its query: a cluster's seeds are several seed= parameters
+  // ("redis+cluster://a:7000?seed=b:7000&seed=c:7000"), never a comma-separated value.
   // Throws std::invalid_argument naming the problem: an empty list, an empty entry (by its
   // position), an entry holding two URLs separated by whitespace instead of a comma (by its
   // position), a bad URL (as from_url), or a node whose address() is listed twice. Messages never
@@ -81,7 +142,8 @@ struct REDLOCK_API node_config {
   static std::vector<node_config> from_url_list(const char* urls);
 
   // "host:port" (IPv6 in brackets), or "unix:PATH" for a Unix socket; names the node in messages.
-  // Never contains credentials.
+  // For a cluster or sentinel node, the host:port of its first member (not the seeds). Never
+  // contains credentials.
   std::string address() const;
 
   friend bool operator==(const node_config&, const node_config&) = default;

@@ -1,5 +1,7 @@
 #include "nodes/node_set.hpp"
 
+#include "nodes/cluster_node.hpp"
+#include "nodes/standalone_node.hpp"
 #include "options_check.hpp"
 #include "redlock/error.hpp"
 #include "scripts.hpp"
@@ -16,59 +18,44 @@ namespace asio = boost::asio;
 using boost::system::error_code;
 using std::chrono::steady_clock;
 
-// The peer each node's connection reached last, by node: two nodes that reach one server would
-// count that server's vote twice. Shared with the connections' admit_peer checks, which may
-// outlive the node set while they drain.
-struct node_set::peer_registry {
-  std::vector<std::string> addresses;  // node_config::address(), for messages
-  std::vector<std::string> peers;      // empty until the node has connected
-  std::string refusal;                 // the first duplicate found
-
-  std::string admit(std::size_t node, const std::string& peer) {
-    if (peer.empty()) return {};
-    for (std::size_t other = 0; other < peers.size(); ++other) {
-      if (other == node || peers[other] != peer) continue;
-      std::string why = fmt::format(
-          "{} and {} reach one server ({}); Redlock needs independent nodes, so this client "
-          "refuses to lock until one of them is removed",
-          addresses[other], addresses[node], peer);
-      if (refusal.empty()) refusal = why;
-      return why;
-    }
-    peers[node] = peer;
-    return {};
-  }
-};
-
 node_set::node_set(asio::any_io_executor executor, std::vector<node_config> nodes,
                    client_options options)
-    : executor_(std::move(executor)),
-      options_(std::move(options)),
-      peers_(std::make_shared<peer_registry>()) {
+    : executor_(std::move(executor)), options_(std::move(options)) {
   if (auto problem = check_client_options(nodes, options_); !problem.empty()) {
     throw boost::system::system_error(make_error_code(error::invalid_argument),
                                       "redlock: " + problem);
   }
-  connections_.reserve(nodes.size());
+  std::vector<std::string> addresses;
+  for (const auto& node : nodes)
+    addresses.push_back(node.address());
+  peers_ = std::make_shared<peer_registry>(std::move(addresses));
   auto connection_settings = connection_options::from(options_);
   prepare_for_lock(connection_settings);
-  peers_->peers.resize(nodes.size());
-  for (const auto& node : nodes)
-    peers_->addresses.push_back(node.address());
+  nodes_.reserve(nodes.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    // Names were compared as written; what they resolve to can only be compared once connected.
-    connection_settings.admit_peer = [peers = peers_, i](const std::string& peer) {
-      return peers->admit(i, peer);
-    };
-    connections_.push_back(connection::create(executor_, std::move(nodes[i]), connection_settings));
+    has_cluster_node_ = has_cluster_node_ || nodes[i].kind == node_kind::cluster;
+    nodes_.push_back(
+        make_lock_node(executor_, std::move(nodes[i]), connection_settings, peers_, i));
   }
+}
+
+std::unique_ptr<lock_node> make_lock_node(const asio::any_io_executor& executor, node_config config,
+                                          connection_options settings,
+                                          const std::shared_ptr<peer_registry>& peers,
+                                          std::size_t index) {
+  if (config.kind == node_kind::cluster) {
+    return std::make_unique<cluster_node>(executor, std::move(config), std::move(settings), peers,
+                                          index);
+  }
+  settings.admit_peer = peer_registry::check_for(peers, index, 0);
+  return std::make_unique<standalone_node>(executor, std::move(config), std::move(settings));
 }
 
 std::vector<node_config> node_set::configs() const {
   std::vector<node_config> nodes;
-  nodes.reserve(connections_.size());
-  for (const auto& conn : connections_)
-    nodes.push_back(conn->node());
+  nodes.reserve(nodes_.size());
+  for (const auto& node : nodes_)
+    nodes.push_back(node->config());
   return nodes;
 }
 
@@ -118,25 +105,41 @@ request_options node_set::rules_for(lock_request kind,
   return per_node;
 }
 
+namespace {
+
+// Requests that write the lock's keys: with node_config::wait_replicas they count only once
+// replicated. A release is not one: it must never wait behind a replica.
+bool writes_the_lock(lock_request kind) noexcept {
+  return kind != lock_request::release && kind != lock_request::ping;
+}
+
+}  // namespace
+
 template <typename Payload>
-void node_set::send_each(const Payload& payload, reply_sink& sink, std::size_t first_tag,
-                         const request_options& rules, const std::vector<bool>* only) {
+void node_set::send_each(std::string_view key, const Payload& payload, reply_sink& sink,
+                         std::size_t first_tag, lock_request kind, const request_options& rules,
+                         const std::vector<bool>* only) {
   const auto now = steady_clock::now();
-  for (std::size_t i = 0; i < connections_.size(); ++i) {
-    if (!only || (*only)[i]) connections_[i]->exec_direct(payload, rules, sink, first_tag + i, now);
+  const bool writes = writes_the_lock(kind);
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (only && !(*only)[i]) continue;
+    auto& node = *nodes_[i];
+    const lock_node::request what{
+        .key = key, .rules = rules, .replicas = writes ? node.config().wait_replicas : 0u};
+    node.exec(what, payload, sink, first_tag + i, now);
   }
 }
 
-void node_set::send(std::string_view payload, reply_sink& sink, std::size_t first_tag,
-                    lock_request kind, const std::vector<bool>* only,
+void node_set::send(std::string_view key, std::string_view payload, reply_sink& sink,
+                    std::size_t first_tag, lock_request kind, const std::vector<bool>* only,
                     std::chrono::milliseconds key_lifetime) {
-  send_each(payload, sink, first_tag, rules_for(kind, key_lifetime), only);
+  send_each(key, payload, sink, first_tag, kind, rules_for(kind, key_lifetime), only);
 }
 
-void node_set::send(const shared_payload& payload, reply_sink& sink, std::size_t first_tag,
-                    lock_request kind, const std::vector<bool>* only,
+void node_set::send(std::string_view key, const shared_payload& payload, reply_sink& sink,
+                    std::size_t first_tag, lock_request kind, const std::vector<bool>* only,
                     std::chrono::milliseconds key_lifetime) {
-  send_each(payload, sink, first_tag, rules_for(kind, key_lifetime), only);
+  send_each(key, payload, sink, first_tag, kind, rules_for(kind, key_lifetime), only);
 }
 
 namespace {
@@ -187,28 +190,29 @@ void node_set::release_best_effort(std::string_view key, std::string_view token,
   const auto payload =
       std::make_shared<const std::string>(encode_evalsha(release_script(), keys, args));
   const auto rules = rules_for(lock_request::release, key_lifetime);
-  if (!on_gone) return send_each(payload, ignore_replies(), 0, rules, only);
+  if (!on_gone)
+    return send_each(key, payload, ignore_replies(), 0, lock_request::release, rules, only);
   // Held across the sending, so that it is freed also when no request was sent.
   sink_ref reporter(new gone_key_reporter(std::move(on_gone)));
-  send_each(payload, *reporter.get(), 0, rules, only);
+  send_each(key, payload, *reporter.get(), 0, lock_request::release, rules, only);
 }
 
 error_code node_set::permanent_failure(std::size_t i) const noexcept {
-  return connections_[i]->permanent_failure();
+  return nodes_[i]->permanent_failure();
 }
 
 const std::string& node_set::last_error(std::size_t i) const noexcept {
-  return connections_[i]->last_error();
+  return nodes_[i]->last_error();
 }
 
 const std::string& node_set::duplicate_nodes() const noexcept {
-  return peers_->refusal;
+  return peers_->refusal();
 }
 
 void node_set::close_when_idle(std::chrono::milliseconds bound) {
   // One that never wrote a request closes at once: nothing of ours can be on that node.
-  for (auto& conn : connections_)
-    conn->close_when_idle(bound);
+  for (auto& node : nodes_)
+    node->close_when_idle(bound);
 }
 
 namespace {
@@ -229,7 +233,7 @@ std::string node_set::describe(const node_answers& answers, std::string_view yes
   std::string out;
   for (std::size_t i = 0; i < answers.size(); ++i) {
     if (i != 0) out += "; ";
-    const std::string address = connections_[i]->node().address();
+    const std::string address = nodes_[i]->config().address();
     out += address;
     switch (answers[i].what) {
       case node_answer::kind::yes:
@@ -243,7 +247,7 @@ std::string node_set::describe(const node_answers& answers, std::string_view yes
         if (answers[i].failure == error::permission_denied && !answers[i].unsent && !keys.empty()) {
           // A key pattern of the node's ACL user left out a key of this request: say which user
           // and which keys, or the user is left guessing (the server names neither).
-          const auto& user = connections_[i]->node().username;
+          const auto& user = nodes_[i]->config().username;
           out += fmt::format(" failed (ACL user \"{}\" may not use every key of {}: {})",
                              user.empty() ? "default" : user, keys,
                              without_address(answers[i].detail, address));

@@ -4,6 +4,8 @@
 #include "algo/node_answer.hpp"
 #include "log.hpp"
 #include "net/connection.hpp"
+#include "nodes/lock_node.hpp"
+#include "nodes/peer_registry.hpp"
 #include "redlock/node_config.hpp"
 #include "redlock/options.hpp"
 
@@ -43,8 +45,17 @@ enum class lock_request : std::uint8_t {
   ping
 };
 
-// The Redlock nodes of one client: the one way operations and leases reach them. Each node is a
-// standalone server behind one connection; requests to a node run in the order they are sent.
+// The lock_node for `config`: a cluster_node for node_kind::cluster, else a standalone_node.
+// `settings` are those of the client's lock connections; the node's admit_peer checks are made from
+// `peers` for node number `index`.
+std::unique_ptr<lock_node> make_lock_node(const boost::asio::any_io_executor& executor,
+                                          node_config config, connection_options settings,
+                                          const std::shared_ptr<peer_registry>& peers,
+                                          std::size_t index);
+
+// The Redlock nodes of one client: the one way operations and leases reach them. A node is a
+// standalone server behind one connection, or a Redis Cluster whose requests go to the master of
+// their key's hash slot (lock_node); requests about one key run in the order they are sent.
 // Lives on the client's executor; every member is called there.
 class node_set {
  public:
@@ -55,23 +66,27 @@ class node_set {
 
   const boost::asio::any_io_executor& executor() const noexcept { return executor_; }
   const client_options& options() const noexcept { return options_; }
-  std::size_t size() const noexcept { return connections_.size(); }
-  std::size_t quorum() const noexcept { return connections_.size() / 2 + 1; }
-  const node_config& node(std::size_t i) const noexcept { return connections_[i]->node(); }
+  std::size_t size() const noexcept { return nodes_.size(); }
+  std::size_t quorum() const noexcept { return nodes_.size() / 2 + 1; }
+  const node_config& node(std::size_t i) const noexcept { return nodes_[i]->config(); }
   std::vector<node_config> configs() const;
+  // Some node is a Redis Cluster: every key of one request must be in one hash slot.
+  bool has_cluster_node() const noexcept { return has_cluster_node_; }
 
   // The per-request rules of `kind` (see lock_request), each with node_timeout.
   request_options rules_for(lock_request kind,
                             std::chrono::milliseconds key_lifetime = {}) const noexcept;
 
-  // Sends one request to every node (or those marked in `only`) with the rules of `kind`;
+  // Sends one request about `key` (its first key; every key of a request shares one hash slot;
+  // empty for PING) to every node (or those marked in `only`) with the rules of `kind`;
   // sink.on_reply(first_tag + node, ec, reply) is called once per node, on the executor. The
   // string_view form's bytes must be owned by the sink or outlive it; a shared_payload is kept
   // alive by the requests themselves.
-  void send(std::string_view payload, reply_sink& sink, std::size_t first_tag, lock_request kind,
-            const std::vector<bool>* only = nullptr, std::chrono::milliseconds key_lifetime = {});
-  void send(const shared_payload& payload, reply_sink& sink, std::size_t first_tag,
+  void send(std::string_view key, std::string_view payload, reply_sink& sink, std::size_t first_tag,
             lock_request kind, const std::vector<bool>* only = nullptr,
+            std::chrono::milliseconds key_lifetime = {});
+  void send(std::string_view key, const shared_payload& payload, reply_sink& sink,
+            std::size_t first_tag, lock_request kind, const std::vector<bool>* only = nullptr,
             std::chrono::milliseconds key_lifetime = {});
 
   // Called with a node whose answer to a best-effort release shows the key gone there (deleted,
@@ -86,7 +101,7 @@ class node_set {
                            std::chrono::milliseconds key_lifetime,
                            const std::vector<bool>* only = nullptr, key_gone on_gone = {});
 
-  // Whether node i's connection fails for good (a refused login, a wrong database...), and with
+  // Whether node i fails for good (a refused login, a wrong database...), and with
   // what; its last failure's text.
   boost::system::error_code permanent_failure(std::size_t i) const noexcept;
   const std::string& last_error(std::size_t i) const noexcept;
@@ -112,16 +127,16 @@ class node_set {
   void close_when_idle(std::chrono::milliseconds bound);
 
  private:
-  struct peer_registry;
-
   template <typename Payload>
-  void send_each(const Payload& payload, reply_sink& sink, std::size_t first_tag,
-                 const request_options& rules, const std::vector<bool>* only);
+  void send_each(std::string_view key, const Payload& payload, reply_sink& sink,
+                 std::size_t first_tag, lock_request kind, const request_options& rules,
+                 const std::vector<bool>* only);
 
   boost::asio::any_io_executor executor_;
   client_options options_;
   std::shared_ptr<peer_registry> peers_;
-  std::vector<std::shared_ptr<connection>> connections_;
+  std::vector<std::unique_ptr<lock_node>> nodes_;
+  bool has_cluster_node_ = false;
 };
 
 }  // namespace redlock::detail

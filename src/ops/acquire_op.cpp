@@ -28,6 +28,14 @@ void acquire_op::start() {
     lease_->diagnostics = fmt::format("redlock: cannot acquire {}: {}", subject(), problem);
     return done_.complete(error::invalid_argument, make_lease());
   }
+  if (nodes().has_cluster_node() && !strategy_->keys_in_one_slot(lease_->options.fencing)) {
+    // Its keys would be in several hash slots, and a cluster refuses such scripts (CROSSSLOT).
+    lease_->diagnostics = fmt::format(
+        "redlock: cannot acquire {} on a Redis Cluster node: its keys would not share one hash "
+        "slot, because the name holds a '}}' but no hash tag; give it one, as in \"{{orders}}:42\"",
+        subject());
+    return done_.complete(error::invalid_argument, make_lease());
+  }
   if (const auto& duplicates = nodes().duplicate_nodes(); !duplicates.empty()) {
     lease_->diagnostics = fmt::format("redlock: cannot acquire {}: {}", subject(), duplicates);
     return done_.complete(error::invalid_argument, make_lease());

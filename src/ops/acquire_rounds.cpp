@@ -51,9 +51,9 @@ void acquire_op::begin_round() {
   open_round(request->form);
   if (lease_->options.fencing) fences_.assign(nodes().size(), std::nullopt);
   if (request->shared) {
-    nodes().send(request->shared, *this, open_ballot(), request->kind);
+    nodes().send(request->key, request->shared, *this, open_ballot(), request->kind);
   } else {
-    nodes().send(request->owned, *this, open_ballot(), request->kind);
+    nodes().send(request->key, request->owned, *this, open_ballot(), request->kind);
   }
 }
 

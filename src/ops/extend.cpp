@@ -43,7 +43,8 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
     const std::string_view args[] = {state_->token, ttl_text};
     const auto used_keys = std::span(keys, state_->companion_key.empty() ? 1 : 2);
     payload_ = encode_evalsha(extend_script(), used_keys, args);
-    state_->space->nodes().send(payload_, *this, open_ballot(), lock_request::extend);
+    state_->space->nodes().send(state_->resource, payload_, *this, open_ballot(),
+                                lock_request::extend);
   }
 
  private:

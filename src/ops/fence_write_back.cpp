@@ -27,6 +27,7 @@ void fence_write_back::send(const std::string& resource, const std::string& toke
   const std::string_view keys[] = {resource, counter};
   const std::string_view args[] = {token, fence_text};
   payload_ = encode_evalsha(fence_write_back_script(), keys, args);
+  key_ = resource;
   first_tag_ = open_ballot();
   const auto targets = quorum_.start(fence, counters, still_pending);
   for (std::size_t i = 0; i < answers_.size(); ++i)
@@ -49,7 +50,7 @@ void fence_write_back::late_answer(std::size_t node, std::optional<std::uint64_t
 
 void fence_write_back::write_to(const std::vector<bool>& targets) {
   if (std::find(targets.begin(), targets.end(), true) == targets.end()) return;
-  space_->nodes().send(payload_, *this, first_tag_, lock_request::fence_write_back, &targets);
+  space_->nodes().send(key_, payload_, *this, first_tag_, lock_request::fence_write_back, &targets);
 }
 
 void fence_write_back::show_state(std::size_t node) {

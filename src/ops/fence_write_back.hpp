@@ -55,6 +55,7 @@ class fence_write_back final : public ballot_sink,
   fence_quorum quorum_;
   node_answers answers_;
   std::string payload_;  // read by the connections until every request is answered
+  std::string key_;      // the lock key, which routes the requests
   std::size_t first_tag_ = 0;
   bool reported_ = false;
 };

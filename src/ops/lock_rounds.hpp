@@ -3,6 +3,7 @@
 
 #include "algo/release_watch.hpp"
 #include "ops/round_strategy.hpp"
+#include "scripts.hpp"
 
 #include <string>
 #include <vector>
@@ -47,6 +48,9 @@ class lock_rounds final : public round_strategy {
   bool may_be_free() const override { return watch_.may_be_free(); }
   std::optional<steady_clock::time_point> free_by() const override { return watch_.free_by(); }
   std::string keys_of_round(bool fencing) const override;
+  bool keys_in_one_slot(bool fencing) const override {
+    return !fencing || keys_share_hash_slot(resource_);
+  }
   bool hold(resource_queue& queue, lease_state& lease) override;
 
  private:

@@ -29,8 +29,8 @@ class release_op final : public operation_vote {
     const std::string_view keys[] = {state_->resource};
     const std::string_view args[] = {state_->token, how.channel};
     payload_ = encode_evalsha(release_script(), keys, args);
-    state_->space->nodes().send(payload_, *this, open_ballot(), lock_request::release, nullptr,
-                                state_->validity.longest_ttl());
+    state_->space->nodes().send(state_->resource, payload_, *this, open_ballot(),
+                                lock_request::release, nullptr, state_->validity.longest_ttl());
     return how.next_waiter;
   }
 

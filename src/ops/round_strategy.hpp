@@ -120,6 +120,10 @@ class round_strategy {
   // The keys the current round's request uses, quoted, for messages.
   virtual std::string keys_of_round(bool fencing) const = 0;
 
+  // Whether every key a round uses is in one hash slot, as a Redis Cluster node needs (a name with
+  // a '}' and no hash tag spreads a fence counter or a semaphore's slots over several).
+  virtual bool keys_in_one_slot(bool fencing) const = 0;
+
   // The round won: `lease` holds what it set, as `queue`'s holder. Returns whether the queue's
   // next waiter may start at once (a semaphore's: it tries the other slots).
   virtual bool hold(resource_queue& queue, lease_state& lease) = 0;

@@ -3,6 +3,7 @@
 
 #include "algo/slot_watch.hpp"
 #include "ops/round_strategy.hpp"
+#include "scripts.hpp"
 
 #include <cstddef>
 #include <optional>
@@ -62,6 +63,7 @@ class slot_rounds final : public round_strategy {
   bool may_be_free() const override;
   std::optional<steady_clock::time_point> free_by() const override;
   std::string keys_of_round(bool fencing) const override;
+  bool keys_in_one_slot(bool) const override { return keys_share_hash_slot(name_); }
   bool hold(resource_queue& queue, lease_state& lease) override;
 
  private:

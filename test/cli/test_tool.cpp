@@ -5,6 +5,7 @@
 #include "redlock/exit_codes.hpp"
 #include "support/async_test.hpp"
 #include "support/inspector.hpp"
+#include "support/redis_cluster.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
 #include "support/test_pki.hpp"
@@ -1043,3 +1044,30 @@ BOOST_AUTO_TEST_CASE(the_largest_semaphore_full_is_contended) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// A Redis Cluster as the one node: `run` holds the lock on the master of the resource's slot, and
+// `status` names that master.
+BOOST_AUTO_TEST_CASE(run_and_status_on_a_redis_cluster) {
+  redlock::test::redis_cluster cluster;
+  scratch_dir scratch;
+  const std::string url = cluster.seeds_url();
+  const std::string resource = "cli-on-a-cluster";
+  const auto master = cluster.master_of_slot(cluster.key_slot(resource));
+  const auto address = fmt::format("127.0.0.1:{}", cluster.port(master));
+
+  const auto ran =
+      run_tool({"run", resource, "--", "sh", "-c", "echo under the lock"}, url, scratch.path());
+  BOOST_TEST(ran.exit_code == 0, ran.err);
+  BOOST_TEST(contains(ran.out, "under the lock"), ran.out);
+
+  const auto status = run_tool({"status", "--nodes", url, resource}, {}, scratch.path());
+  BOOST_TEST(status.exit_code == 0, status.err);
+  const auto lines = lines_of(status.out);
+  BOOST_TEST_REQUIRE(lines.size() == 2u, status.out);
+  BOOST_TEST(contains(lines[0], "reachable    free"), lines[0]);
+  BOOST_TEST(contains(lines[0],
+                      fmt::format("cluster, slot {} on {}", cluster.key_slot(resource), address)),
+             lines[0]);
+  BOOST_TEST(lines[1] == resource + ": held on 0 of 1 nodes (quorum 1): free", status.out);
+  BOOST_TEST(cluster.dbsize(master) == 0);
+}

@@ -1,27 +1,25 @@
 #include "support/redis_fleet.hpp"
 
 #include "support/child_exec.hpp"
+#include "support/free_port.hpp"
 #include "support/netns.hpp"
 #include "support/sync_client.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <arpa/inet.h>
 #include <cerrno>
 #include <cstdlib>
 #include <deque>
 #include <fcntl.h>
 #include <fstream>
 #include <iterator>
-#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <system_error>
 #include <thread>
@@ -75,27 +73,6 @@ std::filesystem::path find_redis_server() {
     rest = rest.substr(colon + 1);
   }
   throw std::runtime_error("redis_server: redis-server not found on PATH");
-}
-
-// A port that was free a moment ago. Nothing holds it afterwards, so whoever binds it first wins;
-// the caller detects that from the server's exit and asks again.
-std::uint16_t pick_free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw_errno("socket");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    const int saved = errno;
-    ::close(fd);
-    errno = saved;
-    throw_errno("bind 127.0.0.1:0");
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
 }
 
 std::filesystem::path make_temp_dir() {

@@ -1,6 +1,6 @@
 // redis_nodes: runs a command with local redis-server nodes of its own.
 //
-//   redis_nodes [--count N] [--quiet] -- COMMAND [ARGS...]
+//   redis_nodes [--count N | --cluster] [--quiet] -- COMMAND [ARGS...]
 //
 // Starts N (default 5) redis-server processes on free loopback ports, with no persistence, runs
 // COMMAND with REDLOCK_NODES set to their URLs ("redis://127.0.0.1:P1,redis://127.0.0.1:P2,..."),
@@ -8,7 +8,12 @@
 // killed). Ctrl-C reaches COMMAND (same process group); the servers are stopped after it has
 // ended. The servers also die if this process is killed (they are its children, with a parent-death
 // signal). Used by the examples' tests and by scripts/demo.sh.
+//
+// --cluster starts a Redis Cluster instead (three masters with a replica each) and sets
+// REDLOCK_NODES to one redis+cluster:// URL naming every member as a seed: the cluster is the one
+// Redlock node.
 
+#include "support/redis_cluster.hpp"
 #include "support/redis_fleet.hpp"
 
 #include <fmt/format.h>
@@ -29,7 +34,7 @@ namespace {
 int usage(const char* why) {
   std::fprintf(stderr,
                "redis_nodes: %s\n"
-               "usage: redis_nodes [--count N] [--quiet] -- COMMAND [ARGS...]\n",
+               "usage: redis_nodes [--count N | --cluster] [--quiet] -- COMMAND [ARGS...]\n",
                why);
   return 2;
 }
@@ -62,6 +67,7 @@ int run_command(char* const argv[]) {
 int main(int argc, char* argv[]) {
   std::size_t count = 5;
   bool quiet = false;
+  bool cluster = false;
   int first = 1;
   for (; first < argc; ++first) {
     const std::string_view arg = argv[first];
@@ -71,6 +77,8 @@ int main(int argc, char* argv[]) {
     }
     if (arg == "--quiet") {
       quiet = true;
+    } else if (arg == "--cluster") {
+      cluster = true;
     } else if (arg == "--count" && first + 1 < argc) {
       char* end = nullptr;
       const long value = std::strtol(argv[++first], &end, 10);
@@ -86,17 +94,25 @@ int main(int argc, char* argv[]) {
   ::signal(SIGINT, SIG_IGN);
   ::signal(SIGTERM, SIG_IGN);
   try {
+    const auto run_with = [&](const std::string& urls, std::string_view what) {
+      ::setenv("REDLOCK_NODES", urls.c_str(), 1);
+      if (!quiet)
+        std::fprintf(stderr, "redis_nodes: %s: %s\n", std::string(what).c_str(), urls.c_str());
+      const int code = run_command(argv + first);
+      if (!quiet) std::fprintf(stderr, "redis_nodes: stopping the nodes\n");
+      return code;
+    };
+    if (cluster) {
+      redlock::test::redis_cluster servers;
+      return run_with(servers.seeds_url(), "a Redis Cluster of 3 masters and 3 replicas");
+    }
     redlock::test::redis_fleet fleet(count);
     std::string urls;
     for (const auto& node : fleet.configs()) {
       if (!urls.empty()) urls += ',';
       urls += fmt::format("redis://{}", node.address());
     }
-    ::setenv("REDLOCK_NODES", urls.c_str(), 1);
-    if (!quiet) std::fprintf(stderr, "redis_nodes: %zu nodes: %s\n", count, urls.c_str());
-    const int code = run_command(argv + first);
-    if (!quiet) std::fprintf(stderr, "redis_nodes: stopping the nodes\n");
-    return code;
+    return run_with(urls, fmt::format("{} nodes", count));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "redis_nodes: %s\n", e.what());
     return 127;

@@ -3,16 +3,24 @@
 #include "exit_codes.hpp"
 #include "messages.hpp"
 #include "net/connection.hpp"
+#include "nodes/cluster/hash_slot.hpp"
+#include "nodes/cluster_node.hpp"
+#include "nodes/node_set.hpp"
+#include "nodes/standalone_node.hpp"
+#include "resp/encoder.hpp"
 #include "resp/value.hpp"
 #include "scripts.hpp"
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
 #include <cstddef>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -94,9 +102,54 @@ std::vector<node_report> interpret_slots(const node_config& node, error_code ec,
   return reports;
 }
 
+// A reply of a lock node handed to a function, posted: a sink runs inside the connection's read
+// loop, where closing the connections (the last answer does) must not happen. The requests hold
+// the sink; it is freed with the last.
+class reply_function final : public detail::reply_sink {
+ public:
+  reply_function(asio::any_io_executor executor,
+                 std::function<void(error_code, const resp::value&)> on_reply)
+      : executor_(std::move(executor)), on_reply_(std::move(on_reply)) {}
+  void on_reply(std::size_t, error_code ec, const resp::value& reply) override {
+    asio::post(executor_, [on_reply = on_reply_, ec, reply] { on_reply(ec, reply); });
+  }
+  void add_ref() noexcept override { ++refs_; }
+  void drop_ref() noexcept override {
+    if (--refs_ == 0) delete this;
+  }
+
+ private:
+  asio::any_io_executor executor_;
+  std::function<void(error_code, const resp::value&)> on_reply_;
+  unsigned refs_ = 0;
+};
+
+void exec(const asio::any_io_executor& executor, detail::lock_node& node, std::string_view key,
+          std::span<const std::string_view> command, const detail::request_options& rules,
+          std::function<void(error_code, const resp::value&)> on_reply) {
+  std::string bytes;
+  resp::encode_command(bytes, command);
+  detail::sink_ref sink(new reply_function(executor, std::move(on_reply)));
+  node.exec({.key = key, .rules = rules}, std::make_shared<const std::string>(std::move(bytes)),
+            *sink.get(), 0, std::chrono::steady_clock::now());
+}
+
+std::string describe_connection(const node_config& node, const detail::connection& connection);
+
+// A cluster node: the shard master that serves the key now. A standalone node as its connection.
+std::string describe_link(const detail::lock_node& lock_node, std::string_view key) {
+  const auto& node = lock_node.config();
+  if (const auto* cluster = dynamic_cast<const detail::cluster_node*>(&lock_node)) {
+    const auto master = cluster->master_for(key);
+    return fmt::format("cluster{}, slot {} on {}", node.tls.enabled ? ", tls" : "",
+                       detail::hash_slot(key), master.empty() ? "no known master" : master);
+  }
+  return describe_connection(node, static_cast<const detail::standalone_node&>(lock_node).link());
+}
+
 // For a TLS node the name its certificate was verified against on this connection, so that a
 // node reached with verification off, or not reached at all, does not claim it.
-std::string describe_link(const node_config& node, const detail::connection& connection) {
+std::string describe_connection(const node_config& node, const detail::connection& connection) {
   if (!node.unix_path.empty()) return "unix socket";
   if (!node.tls.enabled) return {};
   const std::string& verified = connection.tls_verified_name();
@@ -131,44 +184,66 @@ int status_command(const status_options& options) {
   std::vector<std::vector<node_report>> reports(keys.size(),
                                                 std::vector<node_report>(nodes.size()));
   std::vector<std::optional<long long>> subscribers(nodes.size());
-  std::vector<std::shared_ptr<detail::connection>> connections;
+  std::vector<std::unique_ptr<detail::lock_node>> lock_nodes;
+  // Where each node's waiters subscribe (release_listener): the node, or a cluster's first seed.
+  std::vector<std::unique_ptr<detail::lock_node>> subscription_nodes;
+  std::vector<std::string> addresses;
+  for (const auto& node : nodes)
+    addresses.push_back(node.address());
+  const auto peers = std::make_shared<detail::peer_registry>(std::move(addresses));
   std::size_t pending = 2 * nodes.size();
   const auto answered = [&] {
     // Each request has its deadline, so this is reached within the timeout; closing the
     // connections then lets the io_context run out of work.
     if (--pending == 0) {
-      for (const auto& connection : connections)
-        connection->close();
+      for (const auto& node : lock_nodes)
+        node->close_when_idle(std::chrono::milliseconds(0));
+      for (const auto& node : subscription_nodes)
+        if (node) node->close_when_idle(std::chrono::milliseconds(0));
     }
   };
   const std::string channel = client_options{}.release_channel;
   const std::string key_count = std::to_string(keys.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    connections.push_back(detail::connection::create(io.get_executor(), nodes[i], settings));
+    lock_nodes.push_back(detail::make_lock_node(io.get_executor(), nodes[i], settings, peers, i));
     std::vector<std::string_view> read = {"EVAL", options.permits ? read_slots_script : read_script,
                                           key_count};
     read.insert(read.end(), keys.begin(), keys.end());
-    connections.back()->async_exec(read, request, [&, i](error_code ec, resp::value reply) {
-      const std::string link = describe_link(nodes[i], *connections[i]);
-      if (options.permits) {
-        auto slots = interpret_slots(nodes[i], ec, reply, keys.size());
-        for (std::size_t k = 0; k < keys.size(); ++k)
-          reports[k][i] = std::move(slots[k]);
-      } else {
-        reports[0][i] = interpret(nodes[i], ec, reply);
-      }
-      for (auto& key_reports : reports)
-        key_reports[i].link = link;
-      answered();
-    });
-    // ["redlock:released", N]: how many clients wait for some lock on this node.
-    connections.back()->async_exec(
-        {"PUBSUB", "NUMSUB", channel}, request, [&, i](error_code ec, resp::value reply) {
-          if (!ec && reply.elements.size() == 2 && reply.elements[1].kind == resp::type::integer) {
-            subscribers[i] = reply.elements[1].integer;
-          }
-          answered();
-        });
+    // Every key of the read is in the first one's hash slot (semaphore_slot_key).
+    exec(io.get_executor(), *lock_nodes[i], keys.front(), read, request,
+         [&, i](error_code ec, const resp::value& reply) {
+           const std::string link = describe_link(*lock_nodes[i], keys.front());
+           if (options.permits) {
+             auto slots = interpret_slots(nodes[i], ec, reply, keys.size());
+             for (std::size_t k = 0; k < keys.size(); ++k)
+               reports[k][i] = std::move(slots[k]);
+           } else {
+             reports[0][i] = interpret(nodes[i], ec, reply);
+           }
+           for (auto& key_reports : reports)
+             key_reports[i].link = link;
+           answered();
+         });
+    // ["redlock:released", N]: how many clients wait for some lock on this node. A cluster's
+    // waiters subscribe on its first seed, and only that server counts them.
+    subscription_nodes.emplace_back();
+    auto* asked = lock_nodes[i].get();
+    if (nodes[i].kind == node_kind::cluster) {
+      auto seed = nodes[i];
+      seed.kind = node_kind::standalone;
+      seed.seeds.clear();
+      subscription_nodes.back() =
+          detail::make_lock_node(io.get_executor(), std::move(seed), settings, peers, i);
+      asked = subscription_nodes.back().get();
+    }
+    const std::string_view numsub[] = {"PUBSUB", "NUMSUB", channel};
+    exec(io.get_executor(), *asked, {}, numsub, request,
+         [&, i](error_code ec, const resp::value& reply) {
+           if (!ec && reply.elements.size() == 2 && reply.elements[1].kind == resp::type::integer) {
+             subscribers[i] = reply.elements[1].integer;
+           }
+           answered();
+         });
   }
   io.run();
   for (auto& key_reports : reports) {

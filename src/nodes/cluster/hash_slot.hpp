@@ -1,0 +1,32 @@
+#ifndef REDLOCK_NODES_CLUSTER_HASH_SLOT_HPP
+#define REDLOCK_NODES_CLUSTER_HASH_SLOT_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace redlock::detail {
+
+// How Redis Cluster maps a key to one of its 16 384 hash slots: the CRC16 of the key (or of its
+// hash tag) modulo 16 384. Every key the library writes for one resource carries the resource's
+// name in braces or shares its hash tag, so a script never sees keys of two slots.
+inline constexpr std::size_t cluster_slot_count = 16384;
+
+// CRC16-CCITT in its XMODEM form (polynomial 0x1021, initial value 0, no reflection, no final
+// XOR): the checksum Redis Cluster hashes keys with. crc16_xmodem("123456789") == 0x31C3.
+std::uint16_t crc16_xmodem(std::string_view data) noexcept;
+
+// The part of `key` that decides its slot. When the key has a '{' followed later by a '}' with at
+// least one character between them, the text between the first '{' and the first '}' after it
+// (the hash tag); otherwise the whole key. "{user}:a" and "{user}:b" share a slot; "a{}b" hashes
+// whole; "a{{b}}c" hashes "{b".
+std::string_view hash_tag_part(std::string_view key) noexcept;
+
+// The slot of `key`, in [0, cluster_slot_count).
+inline std::uint16_t hash_slot(std::string_view key) noexcept {
+  return static_cast<std::uint16_t>(crc16_xmodem(hash_tag_part(key)) % cluster_slot_count);
+}
+
+}  // namespace redlock::detail
+
+#endif

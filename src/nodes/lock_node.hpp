@@ -1,0 +1,61 @@
+#ifndef REDLOCK_NODES_LOCK_NODE_HPP
+#define REDLOCK_NODES_LOCK_NODE_HPP
+
+#include "net/multiplexer.hpp"
+#include "redlock/node_config.hpp"
+
+#include <boost/system/error_code.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace redlock::detail {
+
+// One Redlock node as the node set sees it: where a request about a key goes, however many servers
+// stand behind the node. A standalone server is one connection; a Redis Cluster routes each key to
+// the master of its hash slot. Every member is called on the client's executor.
+//
+// The contract of exec is connection::exec_direct's, whatever the node: `sink.on_reply(tag, ...)`
+// is called exactly once, on the executor, never inside exec; requests about keys of one hash
+// slot run on the server in the order they were issued (a release sent after a SET runs after
+// it); the reply or failure text names the server that answered or failed.
+class lock_node {
+ public:
+  virtual ~lock_node() = default;
+
+  const node_config& config() const noexcept { return config_; }
+
+  // `key`: the request's first key; every key of one request shares its hash slot. Empty for a
+  // request about no key (PING), which a node of several servers sends to each and answers once:
+  // success when every one of them succeeded. `replicas`: not 0 for a write that counts only once
+  // that many replicas have it (node_config::wait_replicas; see replica_wait.hpp).
+  struct request {
+    std::string_view key;
+    const request_options& rules;
+    unsigned replicas = 0;
+  };
+  virtual void exec(const request& what, std::string_view payload, reply_sink& sink,
+                    std::size_t tag, std::chrono::steady_clock::time_point now) = 0;
+  virtual void exec(const request& what, const shared_payload& payload, reply_sink& sink,
+                    std::size_t tag, std::chrono::steady_clock::time_point now) = 0;
+
+  // A failure that lasts until someone changes a configuration (connection::permanent_failure),
+  // when the node as a whole has one; and the node's last failure's text.
+  virtual boost::system::error_code permanent_failure() const noexcept = 0;
+  virtual const std::string& last_error() const noexcept = 0;
+
+  // connection::close_when_idle, for every connection of the node.
+  virtual void close_when_idle(std::chrono::milliseconds bound) = 0;
+
+ protected:
+  explicit lock_node(node_config config) : config_(std::move(config)) {}
+
+ private:
+  node_config config_;
+};
+
+}  // namespace redlock::detail
+
+#endif

@@ -1,0 +1,72 @@
+#include "nodes/standalone_node.hpp"
+
+#include "nodes/replica_wait.hpp"
+
+#include <optional>
+#include <utility>
+
+namespace redlock::detail {
+
+namespace {
+
+using boost::system::error_code;
+
+// A write and the WAIT behind it on one connection: the operation's sink gets one answer, once
+// both replies are in (after_replica_wait).
+class replicated_write final : public reply_sink {
+ public:
+  replicated_write(sink_ref inner, std::size_t tag, unsigned wanted, std::string server)
+      : inner_(std::move(inner)), tag_(tag), wanted_(wanted), server_(std::move(server)) {}
+
+  void on_reply(std::size_t which, error_code ec, const resp::value& reply) override {
+    (which == 0 ? write_ : wait_).emplace(ec, reply);
+    if (!write_ || !wait_) return;
+    const auto answer = after_replica_wait(write_->first, write_->second, wait_->first,
+                                           wait_->second, wanted_, server_);
+    inner_->on_reply(tag_, answer.ec, answer.reply);
+  }
+  void add_ref() noexcept override { ++refs_; }
+  void drop_ref() noexcept override {
+    if (--refs_ == 0) delete this;
+  }
+
+ private:
+  sink_ref inner_;
+  std::size_t tag_;
+  unsigned wanted_;
+  std::string server_;
+  std::optional<std::pair<error_code, resp::value>> write_, wait_;
+  unsigned refs_ = 0;
+};
+
+}  // namespace
+
+standalone_node::standalone_node(const boost::asio::any_io_executor& executor, node_config config,
+                                 connection_options settings)
+    : lock_node(config),
+      conn_(connection::create(executor, std::move(config), std::move(settings))) {}
+
+template <typename Payload>
+void standalone_node::send(const request& what, const Payload& payload, reply_sink& sink,
+                           std::size_t tag, std::chrono::steady_clock::time_point now) {
+  if (what.replicas == 0) return conn_->exec_direct(payload, what.rules, sink, tag, now);
+  sink_ref paired(new replicated_write(sink_ref(&sink), tag, what.replicas, config().address()));
+  conn_->exec_direct(payload, what.rules, *paired.get(), 0, now);
+  request_options wait_rules = what.rules;
+  wait_rules.eval_fallback = nullptr;
+  wait_rules.noscript_is_final = false;
+  conn_->exec_direct(wait_command(what.replicas, what.rules.timeout), wait_rules, *paired.get(), 1,
+                     now);
+}
+
+void standalone_node::exec(const request& what, std::string_view payload, reply_sink& sink,
+                           std::size_t tag, std::chrono::steady_clock::time_point now) {
+  send(what, payload, sink, tag, now);
+}
+
+void standalone_node::exec(const request& what, const shared_payload& payload, reply_sink& sink,
+                           std::size_t tag, std::chrono::steady_clock::time_point now) {
+  send(what, payload, sink, tag, now);
+}
+
+}  // namespace redlock::detail

@@ -1,0 +1,452 @@
+// The lock on a Redis Cluster node (redis+cluster://) against a real local cluster of three
+// masters with a replica each: keys go to the master of their hash slot, slots that move while a
+// lock is held are followed through ASK and MOVED, a shard's failover is followed, a stopped
+// shard fails only its own resources, and wait_replicas makes a vote wait for the replicas.
+
+#include "integration/prelude.hpp"
+#include "redlock/redlock.hpp"
+#include "support/printing.hpp"
+#include "support/redis_cluster.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+using redlock::test::redis_cluster;
+using redlock::test::renewal;
+
+bool has(const std::string& text, std::string_view part) {
+  return text.find(part) != std::string::npos;
+}
+
+// The shard whose master serves `key` now.
+std::size_t shard_of_key(const redis_cluster& cluster, const std::string& key) {
+  return cluster.shard_of(cluster.master_of_slot(cluster.key_slot(key)));
+}
+
+// A resource name whose slot `shard` serves.
+std::string resource_of_shard(const redis_cluster& cluster, std::size_t shard,
+                              const std::string& stem) {
+  for (int i = 0; i < 1000; ++i) {
+    std::string name = stem + ":" + std::to_string(i);
+    if (shard_of_key(cluster, name) == shard) return name;
+  }
+  throw std::runtime_error("no resource of shard " + std::to_string(shard));
+}
+
+std::string value_on(const redis_cluster& cluster, std::size_t node, const std::string& key) {
+  const auto reply = cluster.command(node, {"GET", key});
+  return reply.is_null() ? std::string() : reply.text;
+}
+
+long long keys_on_masters(const redis_cluster& cluster) {
+  long long total = 0;
+  for (std::size_t shard = 0; shard < cluster.shards(); ++shard) {
+    if (cluster.live(cluster.master(shard))) total += cluster.dbsize(cluster.master(shard));
+  }
+  return total;
+}
+
+std::vector<redlock::node_config> cluster_node(const redis_cluster& cluster,
+                                               std::string_view query = {}) {
+  std::string url = cluster.seeds_url();
+  if (!query.empty()) url += std::string(url.find('?') == std::string::npos ? "?" : "&") += query;
+  return {redlock::node_config::from_url(url)};
+}
+
+}  // namespace
+
+// g++ 12 inlines Asio's frame allocator (aligned_alloc) into these tests' coroutines and then
+// mistakes the frame's matching operator delete for a mismatch; the pair is Asio's own.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+BOOST_AUTO_TEST_SUITE(cluster_lock)
+
+BOOST_AUTO_TEST_CASE(locks_on_every_shard_live_on_the_master_of_their_slot) {
+  redis_cluster cluster;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), cluster_node(cluster), fast_client_options());
+    std::vector<redlock::lease> held;
+    std::set<std::size_t> shards_used;
+    for (int i = 0; i < 300; ++i) {
+      const std::string resource = "order:" + std::to_string(i);
+      auto [ec, lease] = co_await locks.async_acquire(resource, lock_for(10s), tuple_awaitable);
+      BOOST_TEST_REQUIRE(!ec, resource << ": " << ec.message() << ": " << lease.diagnostics());
+      const auto shard = shard_of_key(cluster, resource);
+      shards_used.insert(shard);
+      BOOST_TEST(value_on(cluster, cluster.master(shard), resource) == lease.token(), resource);
+      held.push_back(std::move(lease));
+    }
+    BOOST_TEST(shards_used.size() == cluster.shards());
+    BOOST_TEST(keys_on_masters(cluster) == 300);
+    for (auto& lease : held) {
+      auto [ec] = co_await lease.async_release(tuple_awaitable);
+      BOOST_TEST(!ec, lease.resource() << ": " << ec.message());
+    }
+    BOOST_TEST(keys_on_masters(cluster) == 0);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(contenders_on_a_cluster_never_overlap) {
+  redis_cluster cluster;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    // Three clients (three "processes") with three contenders each on two resources: one held
+    // at a time per resource, checked by an occupancy count on this one thread.
+    std::vector<std::unique_ptr<redlock::client>> clients;
+    for (int c = 0; c < 3; ++c) {
+      clients.push_back(std::make_unique<redlock::client>(io.get_executor(), cluster_node(cluster),
+                                                          fast_client_options()));
+    }
+    int occupancy[2] = {0, 0};
+    int worst = 0;
+    int acquisitions = 0;
+    int running = 0;
+    const auto until = steady_clock::now() + 2s;
+    for (auto& client : clients) {
+      for (int k = 0; k < 6; ++k) {
+        ++running;
+        asio::co_spawn(
+            io,
+            [&, k, locks = client.get()]() -> asio::awaitable<void> {
+              const int which = k % 2;
+              const std::string resource = which == 0 ? "{acct}:a" : "acct:b";
+              while (steady_clock::now() < until) {
+                auto [ec, lease] =
+                    co_await locks->async_acquire(resource, lock_for(2s), tuple_awaitable);
+                if (ec) continue;
+                worst = std::max(worst, ++occupancy[which]);
+                ++acquisitions;
+                co_await sleep_for(1ms);
+                --occupancy[which];
+                co_await lease.async_release(tuple_awaitable);
+              }
+              --running;
+            },
+            asio::detached);
+      }
+    }
+    BOOST_TEST(co_await eventually([&] { return running == 0; }, 30s));
+    BOOST_TEST(worst == 1);
+    BOOST_TEST(acquisitions > 20);
+    BOOST_TEST(keys_on_masters(cluster) == 0);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_slot_moved_while_held_is_followed_by_extend_and_release) {
+  redis_cluster cluster;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), cluster_node(cluster), fast_client_options());
+    const std::string resource = resource_of_shard(cluster, 0, "moving");
+    const auto slot = cluster.key_slot(resource);
+    auto [ec, lease] =
+        co_await locks.async_acquire(resource, lock_for(10s, renewal::off), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
+
+    // Mid-migration, with the key already on the target: the source answers ASK.
+    cluster.begin_migration(slot, 1);
+    BOOST_TEST(cluster.move_keys(slot) == 1u);
+    const auto target = cluster.master(1);
+    BOOST_TEST(value_on(cluster, target, resource).empty() == false);
+    // (The target answers for the key only after ASKING, which is what the lease must send.)
+    auto [extend_ec] = co_await lease.async_extend(20s, tuple_awaitable);
+    BOOST_TEST(!extend_ec, extend_ec.message() << ": " << lease.diagnostics());
+
+    // Done: the source answers MOVED, and the client learns the slot's new master.
+    cluster.finish_migration(slot);
+    BOOST_TEST(cluster.command(target, {"PTTL", resource}).integer > 10000);
+    std::tie(extend_ec) = co_await lease.async_extend(30s, tuple_awaitable);
+    BOOST_TEST(!extend_ec, extend_ec.message() << ": " << lease.diagnostics());
+    auto [release_ec] = co_await lease.async_release(tuple_awaitable);
+    BOOST_TEST(!release_ec, release_ec.message());
+    BOOST_TEST(keys_on_masters(cluster) == 0);
+
+    auto [again_ec, again] = co_await locks.async_acquire(resource, lock_for(10s), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!again_ec, again_ec.message() << ": " << again.diagnostics());
+    BOOST_TEST(value_on(cluster, target, resource) == again.token());
+    co_await again.async_release(tuple_awaitable);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_shard_failover_is_followed) {
+  redis_cluster cluster;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), cluster_node(cluster), fast_client_options());
+    const std::string resource = resource_of_shard(cluster, 2, "failing-over");
+    auto [ec, lease] =
+        co_await locks.async_acquire(resource, lock_for(10s, renewal::off), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
+
+    const auto old_master = cluster.master(2);
+    cluster.failover(2);
+    BOOST_TEST(cluster.master(2) != old_master);
+
+    // The key was replicated before the manual failover: the lease still holds it, on the new
+    // master, and its release reaches it there.
+    auto [release_ec] = co_await lease.async_release(tuple_awaitable);
+    BOOST_TEST(!release_ec, release_ec.message() << ": " << lease.diagnostics());
+    BOOST_TEST(value_on(cluster, cluster.master(2), resource).empty());
+
+    // New locks on the shard work, at the latest after one topology refresh.
+    const auto start = steady_clock::now();
+    bool acquired = false;
+    while (!acquired && steady_clock::now() - start < 10s) {
+      auto [again_ec, again] =
+          co_await locks.async_acquire(resource, lock_for(5s), tuple_awaitable);
+      if (again_ec) continue;
+      acquired = true;
+      BOOST_TEST(value_on(cluster, cluster.master(2), resource) == again.token());
+      co_await again.async_release(tuple_awaitable);
+    }
+    BOOST_TEST(acquired);
+    BOOST_TEST_MESSAGE("acquired on the new master " << ms_since(start)
+                                                     << " ms after the failover");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(fencing_and_semaphores_on_a_cluster) {
+  redis_cluster cluster;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), cluster_node(cluster), fast_client_options());
+    auto fenced = lock_for(5s);
+    fenced.fencing = true;
+    std::uint64_t last = 0;
+    for (int i = 0; i < 3; ++i) {
+      auto [ec, lease] = co_await locks.async_acquire("ledger", fenced, tuple_awaitable);
+      BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
+      BOOST_TEST_REQUIRE(lease.fencing_token().has_value());
+      BOOST_TEST(*lease.fencing_token() > last);
+      last = *lease.fencing_token();
+      co_await lease.async_release(tuple_awaitable);
+    }
+
+    redlock::semaphore pool(locks, "pool", 2, lock_for(5s));
+    auto [a_ec, a] = co_await pool.async_acquire(tuple_awaitable);
+    auto [b_ec, b] = co_await pool.async_acquire(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!a_ec, a_ec.message() << ": " << a.diagnostics());
+    BOOST_TEST_REQUIRE(!b_ec, b_ec.message() << ": " << b.diagnostics());
+    auto [c_ec, c] = co_await pool.async_try_acquire(tuple_awaitable);
+    BOOST_TEST(c_ec == error::contended, c_ec.message() << ": " << c.diagnostics());
+    co_await a.async_release(tuple_awaitable);
+    co_await b.async_release(tuple_awaitable);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(names_whose_keys_would_span_slots_are_refused_with_a_reason) {
+  redis_cluster cluster;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), cluster_node(cluster), fast_client_options());
+    // One key: any name works.
+    auto [plain_ec, plain] = co_await locks.async_acquire("a}b", lock_for(5s), tuple_awaitable);
+    BOOST_TEST(!plain_ec, plain_ec.message() << ": " << plain.diagnostics());
+    co_await plain.async_release(tuple_awaitable);
+    // A fence counter or semaphore slots beside it: refused before anything is sent.
+    auto fenced = lock_for(5s);
+    fenced.fencing = true;
+    auto [fenced_ec, lease] = co_await locks.async_acquire("a}b", fenced, tuple_awaitable);
+    BOOST_TEST(fenced_ec == error::invalid_argument, fenced_ec.message());
+    BOOST_TEST(has(lease.diagnostics(), "hash tag"), lease.diagnostics());
+    redlock::semaphore pool(locks, "p}q", 2, lock_for(5s));
+    auto [pool_ec, permit] = co_await pool.async_try_acquire(tuple_awaitable);
+    BOOST_TEST(pool_ec == error::invalid_argument, pool_ec.message());
+    BOOST_TEST(has(permit.diagnostics(), "hash tag"), permit.diagnostics());
+    // With a hash tag the same shapes work.
+    auto [tagged_ec, tagged] = co_await locks.async_acquire("{a}b}", fenced, tuple_awaitable);
+    BOOST_TEST(!tagged_ec, tagged_ec.message() << ": " << tagged.diagnostics());
+    co_await tagged.async_release(tuple_awaitable);
+    BOOST_TEST(keys_on_masters(cluster) == 1);  // the fence counter, which has no TTL
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_redlock_of_a_cluster_and_two_standalone_servers) {
+  redis_cluster cluster;
+  redis_fleet fleet(2);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    auto nodes = fleet.configs();
+    nodes.push_back(cluster_node(cluster).front());
+    redlock::client locks(io.get_executor(), nodes, fast_client_options());
+    BOOST_TEST(locks.quorum() == 2u);
+    auto [ec, lease] = co_await locks.async_acquire("mixed", lock_for(5s), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
+    // The cluster node may answer after the two standalone ones decided: it reads its topology
+    // and connects to the shard first.
+    const auto shard_master = cluster.master(shard_of_key(cluster, "mixed"));
+    BOOST_TEST(co_await eventually(
+        [&] { return value_on(cluster, shard_master, "mixed") == lease.token(); }, 5s));
+    auto [release_ec] = co_await lease.async_release(tuple_awaitable);
+    BOOST_TEST(!release_ec);
+    BOOST_TEST(keys_on_masters(cluster) == 0);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_stopped_shard_master_fails_only_its_own_resources) {
+  redlock::test::redis_cluster_options options;
+  options.node_timeout = 60s;  // no automatic failover during the test
+  redis_cluster cluster(3, 1, options);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), cluster_node(cluster), fast_client_options());
+    const std::string down = resource_of_shard(cluster, 1, "down");
+    const std::string up = resource_of_shard(cluster, 0, "up");
+    // Connected to every shard first, so that the stop is met by a link that breaks.
+    for (const auto& name : {down, up}) {
+      auto [ec, lease] = co_await locks.async_acquire(name, lock_for(5s), tuple_awaitable);
+      BOOST_TEST_REQUIRE(!ec, ec.message());
+      co_await lease.async_release(tuple_awaitable);
+    }
+    const auto stopped = cluster.master(1);
+    cluster.stop(stopped);
+    auto [down_ec, down_lease] =
+        co_await locks.async_try_acquire(down, lock_for(5s), tuple_awaitable);
+    BOOST_TEST((down_ec == redlock::condition::not_acquired), down_ec.message());
+    BOOST_TEST(has(down_lease.diagnostics(), std::to_string(cluster.port(stopped))),
+               down_lease.diagnostics());
+    auto [up_ec, up_lease] = co_await locks.async_acquire(up, lock_for(5s), tuple_awaitable);
+    BOOST_TEST(!up_ec, up_ec.message() << ": " << up_lease.diagnostics());
+    co_await up_lease.async_release(tuple_awaitable);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(wait_replicas_counts_a_vote_only_once_replicated) {
+  redis_cluster cluster;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    {
+      redlock::client locks(io.get_executor(), cluster_node(cluster, "wait_replicas=1"),
+                            fast_client_options());
+      auto [ec, lease] = co_await locks.async_acquire("replicated", lock_for(5s), tuple_awaitable);
+      BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
+      const auto shard = shard_of_key(cluster, "replicated");
+      // A replica redirects a GET (MOVED), but lists its copies.
+      const auto copies = cluster.keys_on(cluster.replicas(shard).front());
+      BOOST_TEST((std::find(copies.begin(), copies.end(), "replicated") != copies.end()));
+      auto [extend_ec] = co_await lease.async_extend(8s, tuple_awaitable);
+      BOOST_TEST(!extend_ec, extend_ec.message() << ": " << lease.diagnostics());
+      co_await lease.async_release(tuple_awaitable);
+    }
+    {
+      // Each master has one replica: two can never acknowledge, and no vote counts.
+      redlock::client locks(io.get_executor(), cluster_node(cluster, "wait_replicas=2"),
+                            fast_client_options());
+      auto [ec, lease] =
+          co_await locks.async_try_acquire("unreplicated", lock_for(5s), tuple_awaitable);
+      BOOST_TEST((ec == redlock::condition::not_acquired), ec.message());
+      BOOST_TEST(has(lease.diagnostics(), "NOREPLICAS"), lease.diagnostics());
+      // The SET that may have been written is cleaned up.
+      BOOST_TEST(co_await eventually([&] { return keys_on_masters(cluster) == 0; }, 5s));
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_release_on_the_cluster_wakes_a_waiter_of_another_client) {
+  redis_cluster cluster;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client holder(io.get_executor(), cluster_node(cluster), fast_client_options());
+    redlock::client waiter(io.get_executor(), cluster_node(cluster), fast_client_options());
+    auto [ec, held] = co_await holder.async_acquire("woken", lock_for(10s), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << held.diagnostics());
+    // Without the announcement the waiter would sleep 5 s between rounds (or until the TTL).
+    auto patient = lock_for(10s);
+    patient.retry = {5s, 5s, 1.0};
+    patient.wait = 20s;
+    std::optional<error_code> waited;
+    redlock::lease won;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          auto [wait_ec, lease] = co_await waiter.async_acquire("woken", patient, tuple_awaitable);
+          won = std::move(lease);
+          waited = wait_ec;
+        },
+        asio::detached);
+    co_await sleep_for(500ms);  // refused, subscribed, asleep
+    BOOST_TEST_REQUIRE(!waited.has_value());
+    const auto released = steady_clock::now();
+    co_await held.async_release(tuple_awaitable);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return waited.has_value(); }, 15s));
+    const auto took = ms_since(released);
+    BOOST_TEST(!*waited, waited->message() << ": " << won.diagnostics());
+    BOOST_TEST(took < 2000, "woken " << took << " ms after the release");
+    BOOST_TEST_MESSAGE("woken " << took << " ms after the release");
+    co_await won.async_release(tuple_awaitable);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_tls_cluster_through_rediss_cluster_urls) {
+  redlock::test::redis_cluster_options options;
+  options.tls = true;
+  redis_cluster cluster(3, 1, options);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    const auto url = cluster.seed_url();
+    BOOST_TEST_REQUIRE(url.starts_with("rediss+cluster://"), url);
+    redlock::client locks(io.get_executor(), {redlock::node_config::from_url(url)},
+                          fast_client_options());
+    // The topology names each master's TLS port, and every shard is reached over TLS.
+    for (std::size_t shard = 0; shard < cluster.shards(); ++shard) {
+      const auto resource = resource_of_shard(cluster, shard, "tls");
+      auto [ec, lease] = co_await locks.async_acquire(resource, lock_for(5s), tuple_awaitable);
+      BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
+      BOOST_TEST(value_on(cluster, cluster.master(shard), resource) == lease.token());
+      auto [release_ec] = co_await lease.async_release(tuple_awaitable);
+      BOOST_TEST(!release_ec, release_ec.message());
+    }
+    BOOST_TEST(keys_on_masters(cluster) == 0);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(shutdown_releases_on_every_shard_and_closes_every_connection) {
+  redis_cluster cluster;
+  asio::io_context io;
+  bool shut_down = false;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        redlock::client locks(io.get_executor(), cluster_node(cluster), fast_client_options());
+        std::vector<redlock::lease> held;
+        for (std::size_t shard = 0; shard < cluster.shards(); ++shard) {
+          auto [ec, lease] = co_await locks.async_acquire(
+              resource_of_shard(cluster, shard, "shutdown"), lock_for(30s), tuple_awaitable);
+          BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
+          held.push_back(std::move(lease));
+        }
+        BOOST_TEST(keys_on_masters(cluster) == 3);
+        co_await locks.async_shutdown(tuple_awaitable);
+        shut_down = true;
+      },
+      asio::detached);
+  // Nothing of the client keeps the io_context busy once it is shut down and gone: no shard
+  // connection, refresh or timer is left behind.
+  const auto start = steady_clock::now();
+  io.run_for(30s);
+  BOOST_TEST(shut_down);
+  BOOST_TEST(io.stopped(), "the io_context still had work after " << ms_since(start) << " ms");
+  BOOST_TEST(keys_on_masters(cluster) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_server_that_is_not_a_cluster_is_refused_by_name) {
+  redis_fleet fleet(1);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    const auto url = "redis+cluster://" + fleet.configs().front().address();
+    redlock::client locks(io.get_executor(), {redlock::node_config::from_url(url)},
+                          fast_client_options());
+    auto [ec, lease] = co_await locks.async_try_acquire("nowhere", lock_for(5s), tuple_awaitable);
+    BOOST_TEST(ec == error::invalid_argument, ec.message());
+    BOOST_TEST(has(lease.diagnostics(), "not a cluster"), lease.diagnostics());
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif

@@ -1,0 +1,118 @@
+// What a node does around a request, without a server: wait_replicas pairs a write with WAIT and
+// counts the node's vote only when enough replicas acknowledged it; two nodes that reach one
+// server are refused, whichever of their connections met it.
+
+#include "nodes/peer_registry.hpp"
+#include "nodes/replica_wait.hpp"
+#include "redlock/error.hpp"
+#include "support/printing.hpp"
+
+#include <boost/asio/error.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <memory>
+#include <string>
+
+using redlock::detail::after_replica_wait;
+using redlock::detail::peer_registry;
+using redlock::detail::wait_command;
+namespace resp = redlock::resp;
+
+namespace {
+
+resp::value integer(long long n) {
+  resp::value v;
+  v.kind = resp::type::integer;
+  v.integer = n;
+  return v;
+}
+
+resp::value ok() {
+  resp::value v;
+  v.kind = resp::type::simple_string;
+  v.text = "OK";
+  return v;
+}
+
+resp::value error_reply(std::string text) {
+  resp::value v;
+  v.kind = resp::type::simple_error;
+  v.text = std::move(text);
+  return v;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(replica_wait)
+
+BOOST_AUTO_TEST_CASE(wait_leaves_the_request_time_to_answer) {
+  BOOST_TEST(*wait_command(2, std::chrono::milliseconds(200)) ==
+             "*3\r\n$4\r\nWAIT\r\n$1\r\n2\r\n$3\r\n150\r\n");
+  BOOST_TEST(*wait_command(1, std::chrono::milliseconds(1)) ==
+             "*3\r\n$4\r\nWAIT\r\n$1\r\n1\r\n$1\r\n1\r\n");
+}
+
+BOOST_AUTO_TEST_CASE(a_write_counts_once_enough_replicas_have_it) {
+  const auto answer = after_replica_wait({}, ok(), {}, integer(2), 2, "127.0.0.1:7000");
+  BOOST_TEST(!answer.ec);
+  BOOST_TEST(answer.reply.text == "OK");
+  // More replicas than asked for is as good.
+  BOOST_TEST(after_replica_wait({}, integer(7), {}, integer(3), 1, "n").reply.integer == 7);
+}
+
+BOOST_AUTO_TEST_CASE(too_few_replicas_fail_the_vote_naming_the_counts) {
+  const auto answer = after_replica_wait({}, ok(), {}, integer(0), 1, "127.0.0.1:7000");
+  BOOST_TEST(!answer.ec);  // the write may have run: not "unsent", so it is cleaned up
+  BOOST_TEST(answer.reply.is_error());
+  BOOST_TEST(answer.reply.error_code_word() == "NOREPLICAS");
+  BOOST_TEST(answer.reply.text.find("127.0.0.1:7000") != std::string::npos, answer.reply.text);
+  BOOST_TEST(answer.reply.text.find("0 of the 1 replicas") != std::string::npos, answer.reply.text);
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_wait_fails_the_vote) {
+  const auto answer =
+      after_replica_wait({}, ok(), make_error_code(redlock::error::connection_lost),
+                         error_reply("127.0.0.1:7000: connection lost"), 1, "127.0.0.1:7000");
+  BOOST_TEST(answer.reply.error_code_word() == "NOREPLICAS");
+  BOOST_TEST(answer.reply.text.find("connection lost") != std::string::npos, answer.reply.text);
+  // WAIT refused (a replica cannot WAIT): its reply is named.
+  const auto refused =
+      after_replica_wait({}, ok(), {}, error_reply("ERR WAIT cannot be used"), 1, "127.0.0.1:7000");
+  BOOST_TEST(refused.reply.error_code_word() == "NOREPLICAS");
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_write_stays_as_it_was) {
+  const auto timed_out = after_replica_wait(make_error_code(redlock::error::request_timeout),
+                                            error_reply("127.0.0.1:7000: timed out"),
+                                            make_error_code(redlock::error::request_timeout),
+                                            error_reply("timed out"), 1, "127.0.0.1:7000");
+  BOOST_TEST(timed_out.ec == redlock::error::request_timeout);
+  BOOST_TEST(timed_out.reply.text == "127.0.0.1:7000: timed out");
+  const auto refused =
+      after_replica_wait({}, error_reply("NOSCRIPT no script"), {}, integer(1), 1, "n");
+  BOOST_TEST(refused.reply.text == "NOSCRIPT no script");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(peer_registry_checks)
+
+BOOST_AUTO_TEST_CASE(two_nodes_reaching_one_server_are_refused_by_name) {
+  auto registry =
+      std::make_shared<peer_registry>(std::vector<std::string>{"a:1", "cluster-seed:7000", "c:3"});
+  BOOST_TEST(registry->admit(0, 0, "10.0.0.1:6379").empty());
+  // A cluster node's shards each have a link of their own.
+  BOOST_TEST(registry->admit(1, 0, "10.0.0.2:7000").empty());
+  BOOST_TEST(registry->admit(1, 1, "10.0.0.3:7001").empty());
+  // The same server again on a later link of the same node is fine (a reconnect).
+  BOOST_TEST(registry->admit(1, 1, "10.0.0.3:7001").empty());
+  // Node 2 reaches the server behind the cluster's second shard.
+  const auto why = peer_registry::check_for(registry, 2, 0)("10.0.0.3:7001");
+  BOOST_TEST(
+      why.find("cluster-seed:7000 and c:3 reach one server (10.0.0.3:7001)") != std::string::npos,
+      why);
+  BOOST_TEST(registry->refusal() == why);
+  BOOST_TEST(registry->admit(2, 0, "").empty());  // unknown peers are admitted
+}
+
+BOOST_AUTO_TEST_SUITE_END()
