@@ -2,6 +2,7 @@
 
 #include "algo/handoff.hpp"
 #include "lease_state.hpp"
+#include "nodes/cluster/hash_slot.hpp"
 #include "scripts.hpp"
 
 #include <utility>
@@ -120,10 +121,12 @@ void local_queues::on_release_announced(std::size_t node, std::string_view resou
   head->announced(node, split_slot_key(resource)->second);
 }
 
-void local_queues::on_subscription_changed(bool subscribed) {
+void local_queues::on_subscription_changed(bool subscribed, std::optional<std::uint16_t> slot) {
   std::vector<std::shared_ptr<queued_acquire>> heads;
   for (auto& [resource, queue] : queues_) {
-    if (!queue.waiters.empty()) heads.push_back(queue.waiters.front());
+    // Every key of one queue (a semaphore's slot keys too) is in the slot of its name.
+    if (queue.waiters.empty() || (slot && hash_slot(resource) != *slot)) continue;
+    heads.push_back(queue.waiters.front());
   }
   for (auto& head : heads)
     head->subscription_changed(subscribed);

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -121,7 +123,9 @@ class local_queues {
 
   // Release announcements, routed to the first waiter of the queue they concern.
   void on_release_announced(std::size_t node, std::string_view resource);
-  void on_subscription_changed(bool subscribed);
+  // A subscription came up or went down: for every resource, or (`slot`, a cluster node's) for
+  // those of one hash slot.
+  void on_subscription_changed(bool subscribed, std::optional<std::uint16_t> slot);
 
  private:
   // A semaphore's lease of this client ended: free its slot, wake the first waiter.

@@ -18,16 +18,21 @@ release_listener* lock_space::listener() {
     on.released = [weak](std::size_t node, std::string_view resource) {
       if (auto self = weak.lock()) self->queues_.on_release_announced(node, resource);
     };
-    on.link_changed = [weak](std::size_t /*node*/, bool subscribed) {
-      if (auto self = weak.lock()) self->queues_.on_subscription_changed(subscribed);
+    on.link_changed = [weak](std::size_t /*node*/, bool subscribed,
+                             std::optional<std::uint16_t> slot) {
+      if (auto self = weak.lock()) self->queues_.on_subscription_changed(subscribed, slot);
     };
     on.wanted = [weak](std::string_view resource) {
       const auto self = weak.lock();
       return self && self->queues_.any_waiting(resource);
     };
+    auto slot_master = [weak](std::size_t node, std::uint16_t slot) {
+      const auto self = weak.lock();
+      return self ? self->nodes_.cluster_master_of(node, slot) : std::nullopt;
+    };
     listener_ =
         release_listener::create(executor(), nodes_.configs(), connection_options::from(options()),
-                                 options().release_channel, std::move(on));
+                                 options().release_channel, std::move(slot_master), std::move(on));
   }
   return listener_.get();
 }

@@ -1,5 +1,7 @@
 #include "release_listener.hpp"
 
+#include "nodes/cluster/hash_slot.hpp"
+
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
@@ -12,23 +14,25 @@ namespace asio = boost::asio;
 std::shared_ptr<release_listener> release_listener::create(asio::any_io_executor executor,
                                                            std::vector<node_config> nodes,
                                                            connection_options settings,
-                                                           std::string channel, events on) {
+                                                           std::string channel,
+                                                           slot_master_fn slot_master, events on) {
   return std::shared_ptr<release_listener>(
       new release_listener(std::move(executor), std::move(nodes), std::move(settings),
-                           std::move(channel), std::move(on)));
+                           std::move(channel), std::move(slot_master), std::move(on)));
 }
 
 release_listener::release_listener(asio::any_io_executor executor, std::vector<node_config> nodes,
-                                   connection_options settings, std::string channel, events on)
+                                   connection_options settings, std::string channel,
+                                   slot_master_fn slot_master, events on)
     : executor_(std::move(executor)),
       settings_(std::move(settings)),
       channel_(std::move(channel)),
+      slot_master_(std::move(slot_master)),
       on_(std::move(on)) {
   // A subscriber runs no scripts and needs no permission probes: its handshake is AUTH, SELECT,
   // the name, HELLO 3 and SUBSCRIBE.
   settings_.preload.clear();
   settings_.permission_probes.clear();
-  settings_.subscribe_channel = channel_;
   nodes_.reserve(nodes.size());
   for (auto& node : nodes) {
     nodes_.emplace_back();
@@ -37,26 +41,55 @@ release_listener::release_listener(asio::any_io_executor executor, std::vector<n
   gathered_.resize(nodes_.size());
 }
 
-void release_listener::retain() {
+void release_listener::retain(std::string_view resource) {
   if (closed_) return;
-  if (interest_++ != 0) return;
-  for (std::size_t i = 0; i < nodes_.size(); ++i)
-    open(i);
+  if (interest_++ == 0) {
+    for (std::size_t i = 0; i < nodes_.size(); ++i)
+      open(i);
+  }
+  for (auto& n : nodes_) {
+    if (n.slots) n.slots->want(hash_slot(resource));
+  }
 }
 
-void release_listener::release() {
+void release_listener::release(std::string_view resource) {
   if (interest_ == 0) return;
+  for (auto& n : nodes_) {
+    if (n.slots) n.slots->unwant(hash_slot(resource));
+  }
   if (--interest_ == 0) close_all();
 }
 
-bool release_listener::all_subscribed() const noexcept {
-  return std::all_of(nodes_.begin(), nodes_.end(),
-                     [](const node_link& n) { return n.state == link::subscribed; });
+release_listener::link release_listener::state(std::size_t node,
+                                               std::string_view resource) const noexcept {
+  const auto& n = nodes_[node];
+  if (!n.cluster()) return n.state;
+  if (!n.slots) return link::off;
+  switch (n.slots->of(hash_slot(resource))) {
+    case shard_subscriptions::state::none:
+      return link::off;
+    case shard_subscriptions::state::connecting:
+      return link::connecting;
+    case shard_subscriptions::state::subscribed:
+      return link::subscribed;
+    case shard_subscriptions::state::down:
+      return link::down;
+  }
+  return link::off;
 }
 
-bool release_listener::all_settled() const noexcept {
-  return std::none_of(nodes_.begin(), nodes_.end(),
-                      [](const node_link& n) { return n.state == link::connecting; });
+bool release_listener::covers(std::string_view resource) const noexcept {
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (state(i, resource) != link::subscribed) return false;
+  }
+  return true;
+}
+
+bool release_listener::settled(std::string_view resource) const noexcept {
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (state(i, resource) == link::connecting) return false;
+  }
+  return true;
 }
 
 void release_listener::close() {
@@ -69,9 +102,29 @@ void release_listener::open(std::size_t node) {
   auto& n = nodes_[node];
   n.generation = ++generations_;
   n.state = link::connecting;
-  auto settings = settings_;
   std::weak_ptr<release_listener> weak = weak_from_this();
   const auto generation = n.generation;
+  if (n.cluster()) {
+    shard_subscriptions::events on;
+    on.heard = [weak, node, generation](std::string_view resource) {
+      if (auto self = weak.lock()) self->heard(node, generation, resource);
+    };
+    on.slot_changed = [weak, node, generation](std::uint16_t slot, bool subscribed) {
+      const auto self = weak.lock();
+      if (!self || self->nodes_[node].generation != generation) return;
+      if (self->on_.link_changed) self->on_.link_changed(node, subscribed, slot);
+    };
+    auto slot_master = [weak, node](std::uint16_t slot) -> std::optional<cluster_endpoint> {
+      const auto self = weak.lock();
+      if (!self || !self->slot_master_) return std::nullopt;
+      return self->slot_master_(node, slot);
+    };
+    n.slots = shard_subscriptions::create(executor_, n.config, settings_, channel_,
+                                          std::move(slot_master), std::move(on));
+    return;
+  }
+  auto settings = settings_;
+  settings.subscribe_channel = channel_;
   settings.on_push = [weak, node, generation](const resp::value& push) {
     if (auto self = weak.lock()) self->on_push(node, generation, push);
   };
@@ -86,8 +139,10 @@ void release_listener::close_all() {
   for (auto& n : nodes_) {
     if (n.conn) n.conn->close();
     n.conn.reset();
+    if (n.slots) n.slots->close();
+    n.slots.reset();
     n.state = link::off;
-    n.generation = ++generations_;  // events of the closed connection are ignored
+    n.generation = ++generations_;  // events of the closed connections are ignored
   }
 }
 
@@ -98,14 +153,18 @@ void release_listener::on_push(std::size_t node, std::uint64_t generation,
       push.elements[1].text != channel_) {
     return;
   }
-  const std::string& resource = push.elements[2].text;
+  heard(node, generation, push.elements[2].text);
+}
+
+void release_listener::heard(std::size_t node, std::uint64_t generation,
+                             std::string_view resource) {
   if (on_.wanted && !on_.wanted(resource)) return;
   auto& here = gathered_[node];
   if (here.generation != generation) {
     here.resources.clear();  // read on an earlier link, whose events are void
     here.generation = generation;
   }
-  here.resources.insert(resource);
+  here.resources.emplace(resource);
   if (std::exchange(delivery_posted_, true)) return;
   asio::post(executor_, [weak = weak_from_this()] {
     if (auto self = weak.lock()) self->deliver_announcements();
@@ -131,7 +190,7 @@ void release_listener::on_link(std::size_t node, std::uint64_t generation, bool 
     auto self = weak.lock();
     if (!self || self->nodes_[node].generation != generation) return;
     self->nodes_[node].state = up ? link::subscribed : link::down;
-    if (self->on_.link_changed) self->on_.link_changed(node, up);
+    if (self->on_.link_changed) self->on_.link_changed(node, up, std::nullopt);
   });
 }
 

@@ -14,14 +14,17 @@ namespace redlock::detail {
 
 using boost::system::error_code;
 
-// ARGV[2], when given and not empty, is the channel on which the deletion is announced. The
-// announcement is a courtesy: pcall, so that a user whose ACL does not allow PUBLISH on it still
-// releases (its waiters then rely on the TTL bound).
+// ARGV[2], when given and not empty, is the channel on which the deletion is announced: with
+// PUBLISH, or with SPUBLISH when ARGV[3] is "shard" (a cluster node; the channel is then in the
+// key's slot, which a script may reach). The announcement is a courtesy: pcall, so that a user
+// whose ACL does not allow publishing on it still releases (its waiters then rely on the TTL
+// bound).
 const script& release_script() {
   static const script lua(
       "if redis.call('GET', KEYS[1]) == ARGV[1] then "
       "local deleted = redis.call('DEL', KEYS[1]) "
-      "if ARGV[2] and ARGV[2] ~= '' then redis.pcall('PUBLISH', ARGV[2], KEYS[1]) end "
+      "if ARGV[2] and ARGV[2] ~= '' then "
+      "redis.pcall(ARGV[3] == 'shard' and 'SPUBLISH' or 'PUBLISH', ARGV[2], KEYS[1]) end "
       "return deleted else return 0 end");
   return lua;
 }

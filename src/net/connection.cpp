@@ -54,6 +54,7 @@ connection::connection(executor_type executor, node_config node, connection_opti
       name_(node_.address()),
       handshake_(node_, {.client_name = options_.client_name,
                          .subscribe_channel = options_.subscribe_channel,
+                         .resp3 = options_.resp3,
                          .preload = options_.preload,
                          .probes = options_.permission_probes,
                          .admit_peer = options_.admit_peer}),
@@ -376,8 +377,8 @@ asio::awaitable<error_code> connection::reader_loop() {
     // coroutine call per reply: one read typically brings a whole pipelined batch.
     error_code ec;
     while (parser_.next(reply, ec)) {
-      if (reply.kind == resp::type::push && options_.on_push) {
-        options_.on_push(reply);
+      if (reply.kind == resp::type::push && !mux_.takes_push(reply)) {
+        if (options_.on_push) options_.on_push(reply);
         continue;
       }
       if (!mux_.consume_reply(reply)) {

@@ -50,6 +50,10 @@ struct connection_options {
   // its first request like any other; a NOPERM for the channel fails the connect with
   // error::permission_denied.
   std::string subscribe_channel;
+  // A subscriber whose subscriptions come and go (SSUBSCRIBE requests with
+  // request_options::reply_is_push): the handshake switches to RESP3 and subscribes to nothing.
+  // Every reconnect starts without subscriptions; on_link(true) says when to make them again.
+  bool resp3 = false;
   // Every push the server sends (the subscribe confirmation is read by the handshake), on the
   // connection's executor, inside its read loop: it must not throw, and must not close() it.
   std::function<void(const resp::value& push)> on_push;

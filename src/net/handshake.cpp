@@ -67,11 +67,11 @@ handshake::handshake(const node_config& node, handshake_settings settings)
   } else {
     add({"PING"}, "PING", error::server_error);
   }
-  if (!settings.subscribe_channel.empty()) {
-    // RESP3, so that messages (pushes) cannot be mistaken for replies to requests.
+  // RESP3, so that messages (pushes) cannot be mistaken for replies to requests.
+  if (settings.resp3 || !settings.subscribe_channel.empty())
     add({"HELLO", "3"}, "HELLO 3", error::server_error);
+  if (!settings.subscribe_channel.empty())
     add({"SUBSCRIBE", settings.subscribe_channel}, "SUBSCRIBE", error::server_error);
-  }
   for (const script* lua : settings.preload) {
     add({"SCRIPT", "LOAD", lua->source()}, "SCRIPT LOAD", error::server_error);
     steps_.back().loaded = lua;

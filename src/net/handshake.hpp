@@ -41,6 +41,7 @@ struct handshake_verdict {
 struct handshake_settings {
   std::string_view client_name;
   std::string_view subscribe_channel;
+  bool resp3 = false;
   std::span<const script* const> preload;
   std::span<const handshake_probe> probes;
   std::function<std::string(const std::string& peer)> admit_peer;
@@ -53,7 +54,8 @@ struct handshake_settings {
 // means.
 //
 // The commands, in this order: AUTH (with a password), SELECT (database other than 0), CLIENT
-// SETNAME with the client's name or else PING, HELLO 3 and SUBSCRIBE (a subscriber), SCRIPT LOAD
+// SETNAME with the client's name or else PING, HELLO 3 (a subscriber, or `resp3`) and SUBSCRIBE (a
+// subscriber of one channel), SCRIPT LOAD
 // of each preloaded script, then the permission probes.
 class handshake {
  public:

@@ -58,6 +58,7 @@ class multiplexer::request_pool {
     req->tag = 0;
     req->eval_fallback = nullptr;
     req->noscript_is_final = false;
+    req->reply_is_push = false;
     req->deadline = time_point::max();
     req->timeout = std::chrono::milliseconds(0);
     req->written = false;
@@ -128,6 +129,7 @@ void multiplexer::apply(request& req, const request_options& options) const noex
   req.timeout = options.timeout;
   req.eval_fallback = options.eval_fallback;
   req.noscript_is_final = options.noscript_is_final;
+  req.reply_is_push = options.reply_is_push;
   req.deliver_for = options.deliver_for;
 }
 
@@ -227,10 +229,17 @@ void multiplexer::commit_write(std::size_t requests, std::size_t bytes) noexcept
   stats_.bytes_written += bytes;
 }
 
+bool multiplexer::takes_push(const resp::value& push) const noexcept {
+  if (in_flight_.empty() || !in_flight_.front()->reply_is_push || push.elements.empty())
+    return false;
+  const auto& kind = push.elements.front().text;
+  return kind == "ssubscribe" || kind == "subscribe";
+}
+
 bool multiplexer::consume_reply(resp::value& reply) {
   // RESP3 out-of-band data belongs to no request. Only subscriber connections switch to RESP3, and
   // they hand pushes to their own handler before this.
-  if (reply.kind == resp::type::push) return true;
+  if (reply.kind == resp::type::push && !takes_push(reply)) return true;
   if (in_flight_.empty()) return false;
   auto req = std::move(in_flight_.front());
   in_flight_.pop_front();

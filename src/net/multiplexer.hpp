@@ -101,6 +101,14 @@ struct request_options {
   // once this long has passed since the node first failed it (its key has expired by then), when
   // the connection is closed, or beyond connection_options::max_pending_cleanups.
   std::chrono::milliseconds deliver_for{0};
+
+  // The command's confirmation is a RESP3 push, not a reply: SSUBSCRIBE or SUBSCRIBE of one
+  // channel on a RESP3 connection (connection_options::resp3). That push answers the request
+  // when the request is the oldest one in flight; an error reply (MOVED, NOPERM) answers it as any
+  // reply would. Only for commands the server confirms exactly once and never unprompted: an
+  // unsubscribe can be pushed by the server itself (a shard channel's slot moved away), so it
+  // must not be sent this way.
+  bool reply_is_push = false;
 };
 
 // Counters for tests and benchmarks. `writes` counts socket writes, so `requests_written / writes`
@@ -199,6 +207,7 @@ class multiplexer {
     time_point written_at{};
     // The multiplexer's own SCRIPT LOAD of this script after a NOSCRIPT: no caller, no sink.
     const script* reloads = nullptr;
+    bool reply_is_push = false;  // request_options::reply_is_push
 
     bool cleanup() const noexcept { return deliver_for > std::chrono::milliseconds(0); }
     // Whether the writer still sends it.
@@ -269,9 +278,12 @@ class multiplexer {
   bool write_pending() const noexcept { return !queued_.empty(); }
 
   // A parsed reply: it belongs to the oldest written request (a RESP3 push belongs to none and is
-  // ignored). False: there is no such request (an unsolicited reply, a protocol error; `reply` is
-  // left as it was).
+  // ignored, unless it confirms a request_options::reply_is_push request: takes_push). False:
+  // there is no such request (an unsolicited reply, a protocol error; `reply` is left as it was).
   bool consume_reply(resp::value& reply);
+  // Whether `push` is the confirmation of the oldest request in flight (request_options::
+  // reply_is_push): a subscribe confirmation, which the server sends for nothing else.
+  bool takes_push(const resp::value& push) const noexcept;
 
   // Times out every unanswered request whose deadline is at or before `now`, earliest first
   // (answers dispatched), whatever the link is doing: a request queued behind a connect attempt

@@ -32,26 +32,6 @@ namespace {
 
 constexpr std::uint16_t no_master = std::numeric_limits<std::uint16_t>::max();
 
-std::string endpoint_text(const cluster_endpoint& at) {
-  if (at.host.find(':') != std::string::npos) return fmt::format("[{}]:{}", at.host, at.port);
-  return fmt::format("{}:{}", at.host, at.port);
-}
-
-// "host:port" or "[v6]:port"; empty when malformed (node_config's checks refuse those first).
-std::optional<cluster_endpoint> parse_seed(std::string_view text) {
-  const auto colon = text.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) return std::nullopt;
-  std::string_view host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  const auto digits = text.substr(colon + 1);
-  unsigned port = 0;
-  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
-  if (ec != std::errc{} || end != digits.data() + digits.size() || port == 0 || port > 65535)
-    return std::nullopt;
-  return cluster_endpoint{std::string(host), static_cast<std::uint16_t>(port)};
-}
-
 resp::value error_reply(std::string text) {
   resp::value reply;
   reply.kind = resp::type::simple_error;
@@ -124,9 +104,9 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
         slot_owner_(cluster_slot_count, no_master),
         waiting_timer_(executor_),
         refresh_timer_(executor_) {
-    if (auto first = parse_seed(config_.address())) seeds_.push_back(*first);
+    if (auto first = parse_endpoint(config_.address())) seeds_.push_back(*first);
     for (const auto& seed : config_.seeds) {
-      if (auto at = parse_seed(seed);
+      if (auto at = parse_endpoint(seed);
           at && std::find(seeds_.begin(), seeds_.end(), *at) == seeds_.end())
         seeds_.push_back(*at);
     }
@@ -142,8 +122,14 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
     if (!known_) {
       // Only before the first topology: later, a stale route is corrected by MOVED.
       waiting_.push_back(waiting_request{key.empty() ? std::nullopt : std::optional(hash_slot(key)),
-                                         payload.copied(), rules, replicas, sink_ref(&sink), tag,
-                                         deadline_of(rules, now)});
+                                         payload.copied(),
+                                         rules,
+                                         replicas,
+                                         sink_ref(&sink),
+                                         tag,
+                                         deadline_of(rules, now),
+                                         0,
+                                         {}});
       watch_waiting();
       if (!refreshing_) refresh_soon();
       return;
@@ -165,9 +151,10 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
       link.conn->close_when_idle(bound);
   }
 
-  std::string master_for(std::string_view key) const {
-    const auto owner = slot_owner_[hash_slot(key)];
-    return owner == no_master ? std::string() : endpoint_text(links_[owner].at);
+  std::optional<cluster_endpoint> master_of(std::uint16_t slot) const {
+    const auto owner = slot_owner_[slot];
+    if (owner == no_master) return std::nullopt;
+    return links_[owner].at;
   }
 
   // Called by a routed request's sink (below).
@@ -179,6 +166,19 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
     }
   }
   void route_changed() { refresh_soon(); }
+
+  // A request that found its slot's master unreachable (error::not_connected: it was not sent)
+  // waits for the next topology and is routed again by it, within its deadline: after a failover
+  // the routes are stale until then, and a release must still reach the new master.
+  void route_after_refresh(std::uint16_t slot, const payload_ref& payload,
+                           const request_options& rules, unsigned replicas, sink_ref sink,
+                           std::size_t tag, unsigned redirects, steady_clock::time_point deadline,
+                           std::string unreachable) {
+    waiting_.push_back(waiting_request{slot, payload.copied(), rules, replicas, std::move(sink),
+                                       tag, deadline, redirects, std::move(unreachable)});
+    watch_waiting();
+    refresh_soon();
+  }
 
   void route(std::uint16_t slot, const payload_ref& payload, const request_options& rules,
              unsigned replicas, sink_ref sink, std::size_t tag, steady_clock::time_point now,
@@ -208,6 +208,9 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
     sink_ref sink;
     std::size_t tag;
     std::optional<steady_clock::time_point> deadline;
+    unsigned redirects;
+    // Why it waits for a new topology although one is known: its slot's master was unreachable.
+    std::string unreachable;
   };
 
   static std::optional<steady_clock::time_point> deadline_of(const request_options& rules,
@@ -220,15 +223,10 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
     for (std::size_t i = 0; i < links_.size(); ++i) {
       if (links_[i].at == at) return static_cast<std::uint16_t>(i);
     }
-    node_config shard = config_;
-    shard.kind = node_kind::standalone;
-    shard.seeds.clear();
-    shard.host = at.host;
-    shard.port = at.port;
     auto settings = settings_;
     settings.admit_peer = peer_registry::check_for(peers_, index_, links_.size());
     links_.push_back(
-        link{at, connection::create(executor_, std::move(shard), std::move(settings))});
+        link{at, connection::create(executor_, server_of(config_, at), std::move(settings))});
     return static_cast<std::uint16_t>(links_.size() - 1);
   }
 
@@ -272,6 +270,15 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
 
 namespace {
 
+// The request failed unsent because its master could not be reached: the link was down
+// (error::not_connected), or the connect it waited for failed or timed out. Not for a link that
+// broke (the command may have run), nor for failures a new route cannot cure (a refused login).
+bool sent_nowhere(error_code ec) noexcept {
+  return ec == error::not_connected || ec == error::connect_timeout ||
+         ec.category() == boost::system::system_category() ||
+         ec.category() == asio::error::get_netdb_category();
+}
+
 // One request sent to a shard master: reads its reply for redirections and refusals before the
 // operation's sink sees it, and with replicas_ pairs it with the WAIT sent behind it.
 class routed_request final : public reply_sink {
@@ -301,6 +308,13 @@ class routed_request final : public reply_sink {
     }
     if (ec) {
       // The shard's master may be gone (a failover): look again, coalesced with other requests.
+      // A request that was not sent tries the slot's master the new topology names.
+      if (sent_nowhere(ec) && deadline_ && redirects_ < cluster_node::max_redirects &&
+          steady_clock::now() < *deadline_) {
+        done_ = true;
+        return router_->route_after_refresh(slot_, payload_, rules_, replicas_, std::move(inner_),
+                                            tag_, redirects_ + 1, *deadline_, reply.text);
+      }
       if (ec != asio::error::operation_aborted) router_->route_changed();
       return answer(ec, reply);
     }
@@ -494,9 +508,15 @@ void cluster_router::watch_waiting() {
   std::optional<steady_clock::time_point> next;
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     if (it->deadline && *it->deadline <= now) {
-      fail_later(std::move(it->sink), it->tag, make_error_code(error::request_timeout),
-                 fmt::format("{}: no topology yet: {}", config_.address(),
-                             last_error_.empty() ? "no seed has answered" : last_error_));
+      if (!it->unreachable.empty()) {
+        fail_later(std::move(it->sink), it->tag, make_error_code(error::not_connected),
+                   fmt::format("{}; no other master of slot {} known before the deadline",
+                               it->unreachable, *it->slot));
+      } else {
+        fail_later(std::move(it->sink), it->tag, make_error_code(error::request_timeout),
+                   fmt::format("{}: no topology yet: {}", config_.address(),
+                               last_error_.empty() ? "no seed has answered" : last_error_));
+      }
       it = waiting_.erase(it);
       continue;
     }
@@ -531,7 +551,7 @@ void cluster_router::send_waiting() {
       continue;
     }
     route(*request.slot, request.payload, request.rules, request.replicas, std::move(request.sink),
-          request.tag, now, 0, std::nullopt, request.deadline);
+          request.tag, now, request.redirects, std::nullopt, request.deadline);
   }
 }
 
@@ -681,7 +701,12 @@ void cluster_node::close_when_idle(std::chrono::milliseconds bound) {
 }
 
 std::string cluster_node::master_for(std::string_view key) const {
-  return router_->master_for(key);
+  const auto master = router_->master_of(hash_slot(key));
+  return master ? endpoint_text(*master) : std::string();
+}
+
+std::optional<cluster_endpoint> cluster_node::master_of(std::uint16_t slot) const {
+  return router_->master_of(slot);
 }
 
 }  // namespace redlock::detail

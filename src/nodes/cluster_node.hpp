@@ -2,12 +2,16 @@
 #define REDLOCK_NODES_CLUSTER_NODE_HPP
 
 #include "net/connection_options.hpp"
+#include "nodes/cluster/topology.hpp"
 #include "nodes/lock_node.hpp"
 #include "nodes/peer_registry.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 
 namespace redlock::detail {
 
@@ -58,6 +62,8 @@ class cluster_node final : public lock_node {
 
   // "127.0.0.1:7001" serving `key`'s slot now, as far as this node knows; empty when unknown.
   std::string master_for(std::string_view key) const;
+  // The master serving `slot` now, as far as this node knows.
+  std::optional<cluster_endpoint> master_of(std::uint16_t slot) const;
 
  private:
   std::shared_ptr<cluster_router> router_;

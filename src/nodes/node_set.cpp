@@ -1,5 +1,6 @@
 #include "nodes/node_set.hpp"
 
+#include "nodes/cluster/hash_slot.hpp"
 #include "nodes/cluster_node.hpp"
 #include "nodes/standalone_node.hpp"
 #include "options_check.hpp"
@@ -49,6 +50,13 @@ std::unique_ptr<lock_node> make_lock_node(const asio::any_io_executor& executor,
   }
   settings.admit_peer = peer_registry::check_for(peers, index, 0);
   return std::make_unique<standalone_node>(executor, std::move(config), std::move(settings));
+}
+
+std::optional<cluster_endpoint> node_set::cluster_master_of(std::size_t node,
+                                                            std::uint16_t slot) const {
+  if (const auto* cluster = dynamic_cast<const cluster_node*>(nodes_[node].get()))
+    return cluster->master_of(slot);
+  return std::nullopt;
 }
 
 std::vector<node_config> node_set::configs() const {
@@ -181,20 +189,51 @@ class gone_key_reporter final : public reply_sink {
 
 }  // namespace
 
+release_request node_set::encode_release(std::string_view key, std::string_view token,
+                                         std::string_view channel) const {
+  const std::string_view keys[] = {key};
+  const std::string_view args[] = {token, channel};
+  release_request bytes{.plain = encode_evalsha(release_script(), keys, args), .sharded = {}};
+  if (has_cluster_node_ && !channel.empty()) {
+    const auto shard_channel = in_slot(hash_slot(key), channel);
+    const std::string_view sharded_args[] = {token, shard_channel, "shard"};
+    bytes.sharded = encode_evalsha(release_script(), keys, sharded_args);
+  }
+  return bytes;
+}
+
+void node_set::send_release(std::string_view key, const release_request& bytes, reply_sink& sink,
+                            std::size_t first_tag, const std::vector<bool>* only,
+                            std::chrono::milliseconds key_lifetime) {
+  const auto rules = rules_for(lock_request::release, key_lifetime);
+  const auto now = steady_clock::now();
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (only && !(*only)[i]) continue;
+    auto& node = *nodes_[i];
+    const std::string_view payload = bytes.for_node(node.config());
+    node.exec({.key = key, .rules = rules, .replicas = 0}, payload, sink, first_tag + i, now);
+  }
+}
+
 void node_set::release_best_effort(std::string_view key, std::string_view token,
                                    std::string_view channel, std::chrono::milliseconds key_lifetime,
                                    const std::vector<bool>* only, key_gone on_gone) {
-  const std::string_view keys[] = {key};
-  const std::string_view args[] = {token, channel};
+  auto bytes = encode_release(key, token, channel);
   // Shared by the requests: nobody else owns these bytes.
-  const auto payload =
-      std::make_shared<const std::string>(encode_evalsha(release_script(), keys, args));
+  const auto plain = std::make_shared<const std::string>(std::move(bytes.plain));
+  const auto sharded =
+      bytes.sharded.empty() ? plain : std::make_shared<const std::string>(std::move(bytes.sharded));
   const auto rules = rules_for(lock_request::release, key_lifetime);
-  if (!on_gone)
-    return send_each(key, payload, ignore_replies(), 0, lock_request::release, rules, only);
   // Held across the sending, so that it is freed also when no request was sent.
-  sink_ref reporter(new gone_key_reporter(std::move(on_gone)));
-  send_each(key, payload, *reporter.get(), 0, lock_request::release, rules, only);
+  sink_ref reporter(on_gone ? new gone_key_reporter(std::move(on_gone)) : nullptr);
+  reply_sink& sink = reporter ? *reporter.get() : ignore_replies();
+  const auto now = steady_clock::now();
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (only && !(*only)[i]) continue;
+    auto& node = *nodes_[i];
+    const auto& payload = node.config().kind == node_kind::cluster ? sharded : plain;
+    node.exec({.key = key, .rules = rules, .replicas = 0}, payload, sink, i, now);
+  }
 }
 
 error_code node_set::permanent_failure(std::size_t i) const noexcept {

@@ -4,6 +4,7 @@
 #include "algo/node_answer.hpp"
 #include "log.hpp"
 #include "net/connection.hpp"
+#include "nodes/cluster/topology.hpp"
 #include "nodes/lock_node.hpp"
 #include "nodes/peer_registry.hpp"
 #include "redlock/node_config.hpp"
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,6 +55,19 @@ std::unique_ptr<lock_node> make_lock_node(const boost::asio::any_io_executor& ex
                                           const std::shared_ptr<peer_registry>& peers,
                                           std::size_t index);
 
+// A release of one key (release_script), encoded as each kind of node needs it: a standalone node
+// announces it with PUBLISH on the release channel; a cluster node with SPUBLISH on the channel
+// moved into the key's slot (in_slot), which only the shard that owns the slot carries, and where
+// the client's subscribers of that node listen (release_listener).
+struct release_request {
+  std::string plain;
+  std::string sharded;  // empty when no node is a cluster or nothing is announced
+
+  const std::string& for_node(const node_config& node) const noexcept {
+    return node.kind == node_kind::cluster && !sharded.empty() ? sharded : plain;
+  }
+};
+
 // The Redlock nodes of one client: the one way operations and leases reach them. A node is a
 // standalone server behind one connection, or a Redis Cluster whose requests go to the master of
 // their key's hash slot (lock_node); requests about one key run in the order they are sent.
@@ -70,6 +85,8 @@ class node_set {
   std::size_t quorum() const noexcept { return nodes_.size() / 2 + 1; }
   const node_config& node(std::size_t i) const noexcept { return nodes_[i]->config(); }
   std::vector<node_config> configs() const;
+  // For a cluster node: the master serving `slot` now, as far as its routes know; else empty.
+  std::optional<cluster_endpoint> cluster_master_of(std::size_t node, std::uint16_t slot) const;
   // Some node is a Redis Cluster: every key of one request must be in one hash slot.
   bool has_cluster_node() const noexcept { return has_cluster_node_; }
 
@@ -88,6 +105,15 @@ class node_set {
   void send(std::string_view key, const shared_payload& payload, reply_sink& sink,
             std::size_t first_tag, lock_request kind, const std::vector<bool>* only = nullptr,
             std::chrono::milliseconds key_lifetime = {});
+
+  // The token-checked DEL of `key` with `token`, announced on `channel` unless empty.
+  release_request encode_release(std::string_view key, std::string_view token,
+                                 std::string_view channel) const;
+  // Sends a release to every node (or those in `only`) with the rules of lock_request::release, as
+  // send() does; the bytes must outlive the sink as there.
+  void send_release(std::string_view key, const release_request& bytes, reply_sink& sink,
+                    std::size_t first_tag, const std::vector<bool>* only,
+                    std::chrono::milliseconds key_lifetime);
 
   // Called with a node whose answer to a best-effort release shows the key gone there (deleted,
   // or found no longer ours).

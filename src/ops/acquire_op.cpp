@@ -103,7 +103,7 @@ void acquire_op::permit_released_here(std::size_t slot) {
 
 void acquire_op::subscription_changed(bool subscribed) {
   if (stage_ == stage::subscribing) {
-    if (space_->listener() == nullptr || space_->listener()->all_settled()) wake_soon();
+    if (space_->listener() == nullptr || space_->listener()->settled(lease_->resource)) wake_soon();
     return;
   }
   if (round_in_flight()) {

@@ -280,6 +280,9 @@ class acquire_op final : public abortable,
   bool covered_round_ = false;
   bool competing_ = false;  // became first in line through compete(), not a hand-off
   bool listening_ = false;  // holds an interest in release announcements
+  // The resource named by that interest: a key of the resource's hash slot (a semaphore's rounds
+  // try keys of one slot).
+  std::string listened_;
 };
 
 }  // namespace redlock::detail

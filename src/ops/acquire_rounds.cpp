@@ -44,7 +44,7 @@ void acquire_op::begin_round() {
   // listener.
   if (competing_ && listening_) {
     const auto* listener = space_->listener();
-    covered_round_ = listener != nullptr && listener->all_subscribed();
+    covered_round_ = listener != nullptr && listener->covers(lease_->resource);
   } else {
     covered_round_ = false;
   }
@@ -129,7 +129,7 @@ void acquire_op::decided(steady_clock::time_point now) {
     // try again (asking PTTL this time).
     stage_ = stage::subscribing;
     const auto* listener = space_->listener();
-    if (listener == nullptr || listener->all_settled()) return wake_soon();
+    if (listener == nullptr || listener->settled(lease_->resource)) return wake_soon();
     // The subscribers report within connect_timeout; this is only a backstop.
     return arm_timer(until_deadline(now + space_->options().connect_timeout, deadline_));
   }

@@ -41,10 +41,11 @@ void acquire_op::sleep(steady_clock::time_point now, bool due_now) {
 
 void acquire_op::plan_wake(steady_clock::time_point now) {
   const auto* listener = space_->listener();
-  const sleep_facts facts{.free_by = strategy_->free_by(),
-                          .may_be_free = may_be_free(),
-                          .announcements_cover = listener != nullptr && listener->all_subscribed(),
-                          .backoff_until = backoff_until_};
+  const sleep_facts facts{
+      .free_by = strategy_->free_by(),
+      .may_be_free = may_be_free(),
+      .announcements_cover = listener != nullptr && listener->covers(lease_->resource),
+      .backoff_until = backoff_until_};
   arm_timer(wake_at(facts, now, deadline_));
 }
 
@@ -67,14 +68,15 @@ void acquire_op::listen() {
   if (listening_ || single_round_) return;
   if (auto* listener = space_->listener()) {
     listening_ = true;
-    listener->retain();
+    listened_ = lease_->resource;
+    listener->retain(listened_);
   }
 }
 
 void acquire_op::stop_listening() {
   if (!listening_) return;
   listening_ = false;
-  if (auto* listener = space_->listener()) listener->release();
+  if (auto* listener = space_->listener()) listener->release(listened_);
 }
 
 }  // namespace redlock::detail

@@ -26,11 +26,10 @@ class release_op final : public operation_vote {
   next_waiter_start run() {
     const auto how = state_->space->queues().release_of(*state_);
     report_gone_keys_ = how.next_waiter.competes;
-    const std::string_view keys[] = {state_->resource};
-    const std::string_view args[] = {state_->token, how.channel};
-    payload_ = encode_evalsha(release_script(), keys, args);
-    state_->space->nodes().send(state_->resource, payload_, *this, open_ballot(),
-                                lock_request::release, nullptr, state_->validity.longest_ttl());
+    auto& nodes = state_->space->nodes();
+    payload_ = nodes.encode_release(state_->resource, state_->token, how.channel);
+    nodes.send_release(state_->resource, payload_, *this, open_ballot(), nullptr,
+                       state_->validity.longest_ttl());
     return how.next_waiter;
   }
 
@@ -66,7 +65,7 @@ class release_op final : public operation_vote {
   }
 
   std::shared_ptr<lease_state> state_;
-  std::string payload_;  // read by the connections until every node has answered
+  release_request payload_;  // read by the connections until every node has answered
   bool report_gone_keys_ = false;
 };
 

@@ -9,6 +9,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -240,6 +241,28 @@ BOOST_AUTO_TEST_CASE(derived_keys_share_the_slot_of_the_name) {
   }
   // Why they are refused: their counter lands elsewhere.
   BOOST_TEST(hash_slot(fencing_counter_key("a}b")) != hash_slot("a}b"));
+}
+
+// Shard channels of release announcements (in_slot): one short name per slot, the smallest
+// integer that hashes there, whatever braces the channel itself holds.
+BOOST_AUTO_TEST_CASE(every_slot_has_a_tag_and_in_slot_names_land_in_it) {
+  using redlock::detail::cluster_slot_count;
+  using redlock::detail::in_slot;
+  using redlock::detail::slot_tag;
+  for (std::size_t slot = 0; slot < cluster_slot_count; ++slot) {
+    const auto s = static_cast<std::uint16_t>(slot);
+    BOOST_TEST_REQUIRE(hash_slot(std::to_string(slot_tag(s))) == s, "slot " << slot);
+  }
+  // The smallest: no smaller integer hashes to the slot of 0, 1 or "123456789"'s tag.
+  for (const std::uint16_t s : {hash_slot("0"), hash_slot("1"), hash_slot("foo")}) {
+    for (std::uint32_t n = 0; n < slot_tag(s); ++n)
+      BOOST_TEST_REQUIRE(hash_slot(std::to_string(n)) != s, "slot " << s << " n " << n);
+  }
+  BOOST_TEST(slot_tag(hash_slot("0")) == 0u);
+  for (const std::string_view channel : {"redlock:released", "a{b}c", "}{", "{}"}) {
+    BOOST_TEST(hash_slot(in_slot(hash_slot("orders:42"), channel)) == hash_slot("orders:42"));
+    BOOST_TEST(in_slot(5, channel).ends_with(channel));
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

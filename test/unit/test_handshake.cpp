@@ -47,6 +47,7 @@ struct setup {
   redlock::node_config node;
   std::string client_name = "redlock-asio";
   std::string channel;
+  bool resp3 = false;
   std::vector<const rd::script*> preload;
   std::vector<rd::handshake_probe> probes;
   std::function<std::string(const std::string&)> admit_peer;
@@ -54,6 +55,7 @@ struct setup {
   rd::handshake build() const {
     return rd::handshake(node, {.client_name = client_name,
                                 .subscribe_channel = channel,
+                                .resp3 = resp3,
                                 .preload = preload,
                                 .probes = probes,
                                 .admit_peer = admit_peer});
@@ -81,6 +83,13 @@ setup lock_node() {
 setup subscriber() {
   auto s = with_password("", "s3cret");
   s.channel = "redlock:released";
+  return s;
+}
+
+// What a cluster node's release subscriber sends: its subscriptions come later, one per slot.
+setup shard_subscriber() {
+  auto s = with_password("", "s3cret");
+  s.resp3 = true;
   return s;
 }
 
@@ -197,6 +206,9 @@ BOOST_AUTO_TEST_CASE(each_configuration_sends_its_commands_in_order_in_one_reque
       {"a subscriber switches to RESP3 and subscribes after the name",
        subscriber(),
        {"AUTH s3cret", "CLIENT SETNAME redlock-asio", "HELLO 3", "SUBSCRIBE redlock:released"}},
+      {"a shard subscriber switches to RESP3 and subscribes to nothing yet",
+       shard_subscriber(),
+       {"AUTH s3cret", "CLIENT SETNAME redlock-asio", "HELLO 3"}},
       {"a lock's node loads its scripts, then runs the probes",
        lock_node(),
        {"AUTH locker s3cret", "SELECT 2", "CLIENT SETNAME redlock-asio", "SCRIPT LOAD return 1",

@@ -251,6 +251,52 @@ BOOST_AUTO_TEST_CASE(unsolicited_reply_is_refused_and_push_belongs_to_no_request
   BOOST_TEST(h.answered_tags() == (std::vector<std::size_t>{1}));
 }
 
+// SSUBSCRIBE on a RESP3 link (request_options::reply_is_push): its confirmation comes as a push,
+// which answers it in its turn; an error answers it as any reply would. Pushes the server sends
+// unprompted (messages, the "sunsubscribe" of a slot that moved away) answer nothing.
+BOOST_AUTO_TEST_CASE(a_subscribe_is_answered_by_its_confirmation_push_or_an_error) {
+  const auto push_of = [](std::initializer_list<std::string_view> words) {
+    resp::value v;
+    v.kind = resp::type::push;
+    for (const auto word : words)
+      v.elements.push_back(simple(std::string(word)));
+    return v;
+  };
+  rd::request_options subscribe;
+  subscribe.reply_is_push = true;
+  harness h;
+  h.issue(1, "PING");
+  h.issue(2, "SSUBSCRIBE {1}ch", subscribe);
+  h.issue(3, "SSUBSCRIBE {2}ch", subscribe);
+  h.issue(4, "PING");
+  BOOST_TEST(h.write().size() == 4u);
+
+  // Not its turn: the PING before it is still unanswered.
+  const auto confirmation = push_of({"ssubscribe", "{1}ch", "1"});
+  BOOST_TEST(!h.mux.takes_push(confirmation));
+  h.reply(simple("PONG"));
+  BOOST_TEST(!h.mux.takes_push(push_of({"smessage", "{1}ch", "lock"})));
+  BOOST_TEST(!h.mux.takes_push(push_of({"sunsubscribe", "{1}ch", "0"})));
+  BOOST_TEST(h.mux.takes_push(confirmation));
+  h.reply(confirmation);
+  BOOST_TEST_REQUIRE(h.answers.size() == 2u);
+  BOOST_TEST(h.answers[1].tag == 2u);
+  BOOST_TEST((h.answers[1].reply.kind == resp::type::push));
+
+  // A refusal answers the second; the PING's reply is still its own.
+  h.reply(error_reply("MOVED 3 127.0.0.1:7002"));
+  h.reply(simple("PONG"));
+  BOOST_TEST(h.answered_tags() == (std::vector<std::size_t>{1, 2, 3, 4}));
+  BOOST_TEST(h.answer_of(3)->reply.is_error());
+  BOOST_TEST(h.answer_of(4)->reply.text == "PONG");
+
+  // A push with nothing waiting for one belongs to no request.
+  auto late = push_of({"ssubscribe", "{1}ch", "1"});
+  BOOST_TEST(!h.mux.takes_push(late));
+  BOOST_TEST(h.mux.consume_reply(late));
+  BOOST_TEST(h.answers.size() == 4u);
+}
+
 // The lock's ordering guarantee on one node: a token-checked release queued after a SET is written
 // behind it on the same link, whether the SET was already written, still queued, or timed out.
 BOOST_AUTO_TEST_CASE(release_is_written_behind_the_set_it_undoes) {

@@ -116,7 +116,9 @@ redlock status [OPTIONS] [--permits N] RESOURCE
     -h, --help          this help
   A TLS node's line ends in "tls, verified as NAME" (or "tls, NOT verified"), a Unix socket's in
   "unix socket". "subscribers N" counts the clients that wait for some lock on that node: lock
-  clients subscribe to release announcements (channel redlock:released) while they wait.
+  clients subscribe to release announcements (channel redlock:released) while they wait. On a
+  cluster node they subscribe per hash slot (SSUBSCRIBE on the slot's master), and N counts the
+  clients subscribed to the key's slot there.
 
 )";
 

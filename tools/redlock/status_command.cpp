@@ -185,8 +185,6 @@ int status_command(const status_options& options) {
                                                 std::vector<node_report>(nodes.size()));
   std::vector<std::optional<long long>> subscribers(nodes.size());
   std::vector<std::unique_ptr<detail::lock_node>> lock_nodes;
-  // Where each node's waiters subscribe (release_listener): the node, or a cluster's first seed.
-  std::vector<std::unique_ptr<detail::lock_node>> subscription_nodes;
   std::vector<std::string> addresses;
   for (const auto& node : nodes)
     addresses.push_back(node.address());
@@ -198,8 +196,6 @@ int status_command(const status_options& options) {
     if (--pending == 0) {
       for (const auto& node : lock_nodes)
         node->close_when_idle(std::chrono::milliseconds(0));
-      for (const auto& node : subscription_nodes)
-        if (node) node->close_when_idle(std::chrono::milliseconds(0));
     }
   };
   const std::string channel = client_options{}.release_channel;
@@ -225,20 +221,17 @@ int status_command(const status_options& options) {
            answered();
          });
     // ["redlock:released", N]: how many clients wait for some lock on this node. A cluster's
-    // waiters subscribe on its first seed, and only that server counts them.
-    subscription_nodes.emplace_back();
-    auto* asked = lock_nodes[i].get();
-    if (nodes[i].kind == node_kind::cluster) {
-      auto seed = nodes[i];
-      seed.kind = node_kind::standalone;
-      seed.seeds.clear();
-      subscription_nodes.back() =
-          detail::make_lock_node(io.get_executor(), std::move(seed), settings, peers, i);
-      asked = subscription_nodes.back().get();
-    }
+    // waiters subscribe to the shard channel of the key's slot (release_listener), on the master
+    // that serves it, where the request about that channel goes.
+    const bool cluster = nodes[i].kind == node_kind::cluster;
+    const std::string shard_channel =
+        cluster ? detail::in_slot(detail::hash_slot(keys.front()), channel) : std::string();
     const std::string_view numsub[] = {"PUBSUB", "NUMSUB", channel};
-    exec(io.get_executor(), *asked, {}, numsub, request,
-         [&, i](error_code ec, const resp::value& reply) {
+    const std::string_view shardnumsub[] = {"PUBSUB", "SHARDNUMSUB", shard_channel};
+    exec(io.get_executor(), *lock_nodes[i], shard_channel,
+         cluster ? std::span<const std::string_view>(shardnumsub)
+                 : std::span<const std::string_view>(numsub),
+         request, [&, i](error_code ec, const resp::value& reply) {
            if (!ec && reply.elements.size() == 2 && reply.elements[1].kind == resp::type::integer) {
              subscribers[i] = reply.elements[1].integer;
            }

@@ -1,6 +1,10 @@
 #include "nodes/cluster/hash_slot.hpp"
 
+#include <fmt/format.h>
+
 #include <array>
+#include <charconv>
+#include <memory>
 
 namespace redlock::detail {
 
@@ -38,6 +42,30 @@ std::string_view hash_tag_part(std::string_view key) noexcept {
   const auto close = key.find('}', open + 1);
   if (close == std::string_view::npos || close == open + 1) return key;
   return key.substr(open + 1, close - open - 1);
+}
+
+std::uint32_t slot_tag(std::uint16_t slot) noexcept {
+  // Slots are filled in increasing order of the integers, so each keeps the smallest.
+  static const auto tags = [] {
+    auto table = std::make_unique<std::array<std::uint32_t, cluster_slot_count>>();
+    std::array<bool, cluster_slot_count> found{};
+    std::size_t missing = cluster_slot_count;
+    char digits[16];
+    for (std::uint32_t n = 0; missing > 0; ++n) {
+      const auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
+      const auto s = hash_slot(std::string_view(digits, static_cast<std::size_t>(end - digits)));
+      if (found[s]) continue;
+      found[s] = true;
+      (*table)[s] = n;
+      --missing;
+    }
+    return table;
+  }();
+  return (*tags)[slot % cluster_slot_count];
+}
+
+std::string in_slot(std::uint16_t slot, std::string_view name) {
+  return fmt::format("{{{}}}{}", slot_tag(slot), name);
 }
 
 }  // namespace redlock::detail

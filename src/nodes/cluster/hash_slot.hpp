@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace redlock::detail {
@@ -26,6 +27,15 @@ std::string_view hash_tag_part(std::string_view key) noexcept;
 inline std::uint16_t hash_slot(std::string_view key) noexcept {
   return static_cast<std::uint16_t>(crc16_xmodem(hash_tag_part(key)) % cluster_slot_count);
 }
+
+// The smallest non-negative integer whose decimal form hashes to `slot`: a short hash tag that
+// names the slot, for names that must live in a given slot without being derived from a key
+// (shard channels). Every slot has one below 110 000; the table is built on first use.
+std::uint32_t slot_tag(std::uint16_t slot) noexcept;
+
+// `name` moved into `slot`: "{" + slot_tag(slot) + "}" + name. Braces in `name` do not matter,
+// since the first hash tag decides.
+std::string in_slot(std::uint16_t slot, std::string_view name);
 
 }  // namespace redlock::detail
 

@@ -9,6 +9,34 @@
 
 namespace redlock::detail {
 
+std::string endpoint_text(const cluster_endpoint& at) {
+  if (at.host.find(':') != std::string::npos) return fmt::format("[{}]:{}", at.host, at.port);
+  return fmt::format("{}:{}", at.host, at.port);
+}
+
+node_config server_of(const node_config& cluster, const cluster_endpoint& at) {
+  node_config server = cluster;
+  server.kind = node_kind::standalone;
+  server.seeds.clear();
+  server.host = at.host;
+  server.port = at.port;
+  return server;
+}
+
+std::optional<cluster_endpoint> parse_endpoint(std::string_view text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return std::nullopt;
+  std::string_view host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  const auto digits = text.substr(colon + 1);
+  unsigned port = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+  if (ec != std::errc{} || end != digits.data() + digits.size() || port == 0 || port > 65535)
+    return std::nullopt;
+  return cluster_endpoint{std::string(host), static_cast<std::uint16_t>(port)};
+}
+
 namespace {
 
 // A CLUSTER SHARDS entry is a list of name, value pairs: a RESP3 map, or a RESP2 array.

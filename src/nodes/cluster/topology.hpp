@@ -1,6 +1,7 @@
 #ifndef REDLOCK_NODES_CLUSTER_TOPOLOGY_HPP
 #define REDLOCK_NODES_CLUSTER_TOPOLOGY_HPP
 
+#include "redlock/node_config.hpp"
 #include "resp/value.hpp"
 
 #include <cstddef>
@@ -22,6 +23,17 @@ struct cluster_endpoint {
 
   friend bool operator==(const cluster_endpoint&, const cluster_endpoint&) = default;
 };
+
+// "host:port", or "[v6]:port".
+std::string endpoint_text(const cluster_endpoint& at);
+
+// Read from "host:port" or "[v6]:port"; empty when malformed (node_config's checks refuse those
+// first).
+std::optional<cluster_endpoint> parse_endpoint(std::string_view text);
+
+// How to reach one server of `cluster` at `at`: a standalone node with the cluster node's login
+// and TLS settings.
+node_config server_of(const node_config& cluster, const cluster_endpoint& at);
 
 class cluster_topology {
  public:

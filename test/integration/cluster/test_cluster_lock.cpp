@@ -4,6 +4,7 @@
 // shard fails only its own resources, and wait_replicas makes a vote wait for the replicas.
 
 #include "integration/prelude.hpp"
+#include "nodes/cluster/hash_slot.hpp"
 #include "redlock/redlock.hpp"
 #include "support/printing.hpp"
 #include "support/redis_cluster.hpp"
@@ -348,37 +349,153 @@ BOOST_AUTO_TEST_CASE(wait_replicas_counts_a_vote_only_once_replicated) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(a_release_on_the_cluster_wakes_a_waiter_of_another_client) {
-  redis_cluster cluster;
-  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client holder(io.get_executor(), cluster_node(cluster), fast_client_options());
-    redlock::client waiter(io.get_executor(), cluster_node(cluster), fast_client_options());
-    auto [ec, held] = co_await holder.async_acquire("woken", lock_for(10s), tuple_awaitable);
-    BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << held.diagnostics());
-    // Without the announcement the waiter would sleep 5 s between rounds (or until the TTL).
+// A client waiting for `resource` (another holds it for 30 s) whose rounds, without
+// announcements, come 5 s apart or at the holder's expiry: woken within 2 s of a release only by
+// the announcement.
+struct patient_waiter {
+  redlock::client& client;
+  std::string resource;
+  std::optional<error_code> waited;
+  redlock::lease won;
+
+  void start(asio::io_context& io) {
     auto patient = lock_for(10s);
     patient.retry = {5s, 5s, 1.0};
-    patient.wait = 20s;
-    std::optional<error_code> waited;
-    redlock::lease won;
+    patient.wait = 40s;
     asio::co_spawn(
         io,
-        [&]() -> asio::awaitable<void> {
-          auto [wait_ec, lease] = co_await waiter.async_acquire("woken", patient, tuple_awaitable);
+        [this, patient]() -> asio::awaitable<void> {
+          auto [wait_ec, lease] = co_await client.async_acquire(resource, patient, tuple_awaitable);
           won = std::move(lease);
           waited = wait_ec;
         },
         asio::detached);
-    co_await sleep_for(500ms);  // refused, subscribed, asleep
+  }
+
+  // Releases `held` and checks that this waiter gets the lock soon after.
+  asio::awaitable<void> woken_by_release_of(redlock::lease& held) {
     BOOST_TEST_REQUIRE(!waited.has_value());
     const auto released = steady_clock::now();
-    co_await held.async_release(tuple_awaitable);
-    BOOST_TEST_REQUIRE(co_await eventually([&] { return waited.has_value(); }, 15s));
+    auto [release_ec] = co_await held.async_release(tuple_awaitable);
+    BOOST_TEST(!release_ec, release_ec.message());
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return waited.has_value(); }, 40s));
     const auto took = ms_since(released);
     BOOST_TEST(!*waited, waited->message() << ": " << won.diagnostics());
     BOOST_TEST(took < 2000, "woken " << took << " ms after the release");
     BOOST_TEST_MESSAGE("woken " << took << " ms after the release");
     co_await won.async_release(tuple_awaitable);
+  }
+};
+
+// Clients subscribed to the release announcements of `key`'s slot on `node` (the shard channel
+// of the slot, PUBSUB SHARDNUMSUB), and to the plain channel (PUBSUB NUMSUB).
+long long shard_subscribers(const redis_cluster& cluster, std::size_t node,
+                            const std::string& key) {
+  const auto channel = redlock::detail::in_slot(static_cast<std::uint16_t>(cluster.key_slot(key)),
+                                                redlock::client_options{}.release_channel);
+  const auto reply = cluster.command(node, {"PUBSUB", "SHARDNUMSUB", channel});
+  return reply.elements.size() == 2 ? reply.elements[1].integer : -1;
+}
+
+long long plain_subscribers(const redis_cluster& cluster, std::size_t node) {
+  const auto reply =
+      cluster.command(node, {"PUBSUB", "NUMSUB", redlock::client_options{}.release_channel});
+  return reply.elements.size() == 2 ? reply.elements[1].integer : -1;
+}
+
+BOOST_AUTO_TEST_CASE(a_release_is_announced_on_the_shard_of_its_slot_and_wakes_a_waiter) {
+  redis_cluster cluster;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client holder(io.get_executor(), cluster_node(cluster), fast_client_options());
+    redlock::client waiter(io.get_executor(), cluster_node(cluster), fast_client_options());
+    // On the last shard: neither the first seed nor the node the URL names.
+    const std::string resource = resource_of_shard(cluster, 2, "woken");
+    auto [ec, held] = co_await holder.async_acquire(resource, lock_for(30s), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << held.diagnostics());
+    patient_waiter w{waiter, resource, {}, {}};
+    w.start(io);
+    const auto owner = cluster.master(2);
+    BOOST_TEST_REQUIRE(
+        co_await eventually([&] { return shard_subscribers(cluster, owner, resource) == 1; }, 10s));
+    for (std::size_t shard = 0; shard < cluster.shards(); ++shard) {
+      BOOST_TEST(plain_subscribers(cluster, cluster.master(shard)) == 0);
+      if (shard != 2) BOOST_TEST(shard_subscribers(cluster, cluster.master(shard), resource) == 0);
+    }
+    co_await sleep_for(300ms);  // refused again once subscribed, and asleep
+    co_await w.woken_by_release_of(held);
+    // Nobody waits: the subscriptions are gone with the connections.
+    BOOST_TEST(
+        co_await eventually([&] { return shard_subscribers(cluster, owner, resource) == 0; }, 10s));
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_waiters_subscription_follows_its_slot_to_another_shard_and_a_failover) {
+  redis_cluster cluster;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client holder(io.get_executor(), cluster_node(cluster), fast_client_options());
+    redlock::client waiter(io.get_executor(), cluster_node(cluster), fast_client_options());
+    const std::string resource = resource_of_shard(cluster, 0, "wandering");
+    const auto slot = cluster.key_slot(resource);
+    auto [ec, held] = co_await holder.async_acquire(resource, lock_for(30s), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << held.diagnostics());
+    patient_waiter w{waiter, resource, {}, {}};
+    w.start(io);
+    BOOST_TEST_REQUIRE(co_await eventually(
+        [&] { return shard_subscribers(cluster, cluster.master(0), resource) == 1; }, 10s));
+
+    // The slot moves: the old master ends the subscription itself, and it is made on the new one.
+    cluster.migrate_slot(slot, 1);
+    BOOST_TEST(co_await eventually(
+        [&] { return shard_subscribers(cluster, cluster.master(1), resource) == 1; }, 10s));
+    BOOST_TEST(shard_subscribers(cluster, cluster.master(0), resource) == 0);
+
+    // Its shard fails over. A shard's messages reach its replicas too, so the subscription may
+    // stay on the old master, now a replica; it is still in the shard, and still hears.
+    cluster.failover(1);
+    const auto in_shard_1 = [&] {
+      long long total = shard_subscribers(cluster, cluster.master(1), resource);
+      for (const auto node : cluster.replicas(1))
+        total += shard_subscribers(cluster, node, resource);
+      return total;
+    };
+    BOOST_TEST(co_await eventually([&] { return in_shard_1() == 1; }, 15s));
+
+    BOOST_TEST_REQUIRE(!w.waited.has_value(), w.waited->message() << ": " << w.won.diagnostics());
+    co_await sleep_for(300ms);
+    co_await w.woken_by_release_of(held);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_waiters_subscription_is_made_again_when_its_master_dies) {
+  redis_cluster cluster;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client holder(io.get_executor(), cluster_node(cluster), fast_client_options());
+    redlock::client waiter(io.get_executor(), cluster_node(cluster), fast_client_options());
+    const std::string resource = resource_of_shard(cluster, 1, "orphaned");
+    auto [ec, held] = co_await holder.async_acquire(resource, lock_for(30s), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << held.diagnostics());
+    // Replicated before the master dies, so that the holder's release finds it on the new one.
+    BOOST_TEST_REQUIRE(cluster.command(cluster.master(1), {"WAIT", "1", "5000"}).integer == 1);
+    patient_waiter w{waiter, resource, {}, {}};
+    w.start(io);
+    BOOST_TEST_REQUIRE(co_await eventually(
+        [&] { return shard_subscribers(cluster, cluster.master(1), resource) == 1; }, 10s));
+
+    // The master is killed and its replica takes over: nothing is pushed, the link just breaks.
+    const auto old_master = cluster.master(1);
+    cluster.stop(old_master);
+    cluster.failover(1);
+    BOOST_TEST_REQUIRE(cluster.master(1) != old_master);
+    const auto since_failover = steady_clock::now();
+    BOOST_TEST(co_await eventually(
+        [&] { return shard_subscribers(cluster, cluster.master(1), resource) == 1; }, 15s));
+    BOOST_TEST_MESSAGE("subscribed on the new master " << ms_since(since_failover)
+                                                       << " ms after the failover");
+    BOOST_TEST_REQUIRE(!w.waited.has_value(), w.waited->message() << ": " << w.won.diagnostics());
+    co_await sleep_for(300ms);
+    // The holder's routes still name the dead master: its release, refused there unsent, waits
+    // for the new topology and reaches the new master.
+    co_await w.woken_by_release_of(held);
   });
 }
 
