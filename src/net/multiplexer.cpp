@@ -16,6 +16,17 @@ namespace redlock::detail {
 namespace asio = boost::asio;
 using boost::system::error_code;
 
+reply_sink& ignore_replies() noexcept {
+  class ignored_replies final : public reply_sink {
+   public:
+    void on_reply(std::size_t, error_code, const resp::value&) override {}
+    void add_ref() noexcept override {}
+    void drop_ref() noexcept override {}
+  };
+  static ignored_replies sink;
+  return sink;
+}
+
 namespace {
 
 long long to_ms(std::chrono::milliseconds d) {

@@ -40,6 +40,11 @@ class reply_sink {
   ~reply_sink() = default;
 };
 
+// The sink of requests whose replies nobody needs (a best-effort release, an ASKING); the
+// connections still read and match them. Stateless, so one serves every such request and counts
+// no references.
+reply_sink& ignore_replies() noexcept;
+
 // A reference to a reply_sink: taken on construction and copy, dropped when reset.
 class sink_ref {
  public:

@@ -55,18 +55,6 @@ struct payload_ref {
   }
 };
 
-class ignored_replies final : public reply_sink {
- public:
-  void on_reply(std::size_t, error_code, const resp::value&) override {}
-  void add_ref() noexcept override {}
-  void drop_ref() noexcept override {}
-};
-
-ignored_replies& ignore_replies() {
-  static ignored_replies sink;
-  return sink;
-}
-
 shared_payload encoded(std::initializer_list<std::string_view> command) {
   std::string bytes;
   resp::encode_command(bytes, command);

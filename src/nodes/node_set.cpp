@@ -152,20 +152,6 @@ void node_set::send(std::string_view key, const shared_payload& payload, reply_s
 
 namespace {
 
-// The sink of releases whose replies nobody needs; the connections still read and match them.
-// Stateless, so one serves every such release and counting references is not needed.
-class ignored_replies final : public reply_sink {
- public:
-  void on_reply(std::size_t, error_code, const resp::value&) override {}
-  void add_ref() noexcept override {}
-  void drop_ref() noexcept override {}
-};
-
-ignored_replies& ignore_replies() {
-  static ignored_replies sink;
-  return sink;
-}
-
 // The sink of a best-effort release whose answers someone needs: a node that deleted our key, or
 // found it no longer ours, is reported. Owned by the requests: freed with the last reference.
 class gone_key_reporter final : public reply_sink {
