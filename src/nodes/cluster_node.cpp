@@ -186,6 +186,7 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
   struct link {
     cluster_endpoint at;
     std::shared_ptr<connection> conn;
+    std::size_t number;  // for the peer registry; reused once the link is dropped
   };
 
   struct waiting_request {
@@ -212,9 +213,18 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
       if (links_[i].at == at) return static_cast<std::uint16_t>(i);
     }
     auto settings = settings_;
-    settings.admit_peer = peer_registry::check_for(peers_, index_, links_.size());
-    links_.push_back(
-        link{at, connection::create(executor_, server_of(config_, at), std::move(settings))});
+    // Links to former masters are dropped (adopt), and their numbers reused.
+    std::size_t number = links_.size();
+    if (!free_numbers_.empty()) {
+      number = free_numbers_.back();
+      free_numbers_.pop_back();
+    } else {
+      for (const auto& l : links_)
+        number = std::max(number, l.number + 1);
+    }
+    settings.admit_peer = peer_registry::check_for(peers_, index_, number);
+    links_.push_back(link{
+        at, connection::create(executor_, server_of(config_, at), std::move(settings)), number});
     return static_cast<std::uint16_t>(links_.size() - 1);
   }
 
@@ -252,6 +262,7 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
   asio::steady_timer refresh_timer_;
 
   error_code lasting_;  // why no topology can be read until a configuration changes
+  std::vector<std::size_t> free_numbers_;  // of dropped links
   std::string last_error_;
   bool closing_ = false;
 };
@@ -648,6 +659,17 @@ asio::awaitable<std::optional<std::string>> cluster_router::read_topology_from(
 }
 
 void cluster_router::adopt(const cluster_topology& topology) {
+  // A server that is no longer a master (it failed over, or left) gets no new requests: its link
+  // closes once the requests it carries are answered, instead of reconnecting until shutdown.
+  // A seed that is a replica is dropped too, and opened again by the next refresh that asks it.
+  const auto& masters = topology.masters();
+  std::erase_if(links_, [&](const link& l) {
+    if (std::find(masters.begin(), masters.end(), l.at) != masters.end()) return false;
+    l.conn->close_when_idle(settings_.connect_timeout + std::chrono::milliseconds(1000));
+    peers_->forget(index_, l.number);
+    free_numbers_.push_back(l.number);
+    return true;
+  });
   std::fill(slot_owner_.begin(), slot_owner_.end(), no_master);
   for (std::size_t slot = 0; slot < cluster_slot_count; ++slot) {
     if (const auto* master = topology.master_of(static_cast<std::uint16_t>(slot)))

@@ -28,6 +28,11 @@ std::string peer_registry::admit(std::size_t node, std::size_t link, const std::
   return {};
 }
 
+void peer_registry::forget(std::size_t node, std::size_t link) {
+  auto& mine = peers_[node];
+  if (link < mine.size()) mine[link].clear();
+}
+
 std::function<std::string(const std::string&)> peer_registry::check_for(
     const std::shared_ptr<peer_registry>& registry, std::size_t node, std::size_t link) {
   // Names were compared as written; what they resolve to can only be compared once connected.

@@ -21,6 +21,10 @@ class peer_registry {
   // already: then the refusal, naming both nodes. An empty peer (not known) is admitted.
   std::string admit(std::size_t node, std::size_t link, const std::string& peer);
 
+  // Link `link` of `node` is closed: what it reached no longer counts, and the number may be
+  // given to a new link.
+  void forget(std::size_t node, std::size_t link);
+
   // The admit_peer check of one connection (connection_options::admit_peer).
   static std::function<std::string(const std::string&)> check_for(
       const std::shared_ptr<peer_registry>& registry, std::size_t node, std::size_t link);

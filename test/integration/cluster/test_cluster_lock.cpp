@@ -214,6 +214,18 @@ BOOST_AUTO_TEST_CASE(a_shard_failover_is_followed) {
     BOOST_TEST(acquired);
     BOOST_TEST_MESSAGE("acquired on the new master " << ms_since(start)
                                                      << " ms after the failover");
+
+    // The old master is a replica now: the client's link to it is closed, not kept reconnecting.
+    const auto lock_links_on = [&](std::size_t node) {
+      const auto list = cluster.command(node, {"CLIENT", "LIST"}).text;
+      std::size_t count = 0;
+      for (auto at = list.find("name=redlock-asio "); at != std::string::npos;
+           at = list.find("name=redlock-asio ", at + 1))
+        ++count;
+      return count;
+    };
+    BOOST_TEST(co_await eventually([&] { return lock_links_on(old_master) == 0; }, 10s));
+    BOOST_TEST(lock_links_on(cluster.master(2)) == 1u);
   });
 }
 
