@@ -30,9 +30,14 @@ release_listener* lock_space::listener() {
       const auto self = weak.lock();
       return self ? self->nodes_.cluster_master_of(node, slot) : std::nullopt;
     };
+    auto sentinel_master = [weak](std::size_t node) {
+      const auto self = weak.lock();
+      return self ? self->nodes_.sentinel_master_of(node) : std::nullopt;
+    };
     listener_ =
         release_listener::create(executor(), nodes_.configs(), connection_options::from(options()),
-                                 options().release_channel, std::move(slot_master), std::move(on));
+                                 options().release_channel, std::move(slot_master),
+                                 std::move(sentinel_master), std::move(on));
   }
   return listener_.get();
 }

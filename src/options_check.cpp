@@ -175,11 +175,6 @@ std::string seed_problem(std::string_view seed) {
   return {};
 }
 
-std::string sentinel_not_supported_yet(const node_config& node) {
-  if (node.kind != node_kind::sentinel) return {};
-  return fmt::format("node {}: sentinel nodes are not supported yet", node.address());
-}
-
 std::string check_client_options(const std::vector<node_config>& nodes,
                                  const client_options& options) {
   if (nodes.empty()) return "a client needs at least one node";
@@ -228,7 +223,6 @@ std::string check_client_options(const std::vector<node_config>& nodes,
                          node.address());
     }
     if (auto problem = check_node_kind(node); !problem.empty()) return problem;
-    if (auto problem = sentinel_not_supported_yet(node); !problem.empty()) return problem;
     // As written: the node set compares what the names resolve to once connected.
     if (!seen.insert(node.address()).second) {
       return fmt::format("node {} is listed twice; Redlock needs independent nodes",

@@ -45,12 +45,6 @@ std::string seed_problem(std::string_view seed);
 std::string check_client_options(const std::vector<node_config>& nodes,
                                  const client_options& options);
 
-// "node ADDRESS: sentinel nodes are not supported yet" for a sentinel node, else an empty text.
-// node_config and its URLs describe sentinel nodes already, but no node set speaks to sentinels
-// yet; this check is the only thing that refuses them. Remove it, and its call in
-// check_client_options, when one does.
-std::string sentinel_not_supported_yet(const node_config& node);
-
 // Why `resource` cannot be locked with `options` on a client with `client`: an empty text when it
 // can, else the reason ("the resource name is empty").
 std::string check_lock_options(const std::string& resource, const lock_options& options,

@@ -11,23 +11,24 @@ namespace redlock::detail {
 
 namespace asio = boost::asio;
 
-std::shared_ptr<release_listener> release_listener::create(asio::any_io_executor executor,
-                                                           std::vector<node_config> nodes,
-                                                           connection_options settings,
-                                                           std::string channel,
-                                                           slot_master_fn slot_master, events on) {
-  return std::shared_ptr<release_listener>(
-      new release_listener(std::move(executor), std::move(nodes), std::move(settings),
-                           std::move(channel), std::move(slot_master), std::move(on)));
+std::shared_ptr<release_listener> release_listener::create(
+    asio::any_io_executor executor, std::vector<node_config> nodes, connection_options settings,
+    std::string channel, slot_master_fn slot_master, sentinel_master_fn sentinel_master,
+    events on) {
+  return std::shared_ptr<release_listener>(new release_listener(
+      std::move(executor), std::move(nodes), std::move(settings), std::move(channel),
+      std::move(slot_master), std::move(sentinel_master), std::move(on)));
 }
 
 release_listener::release_listener(asio::any_io_executor executor, std::vector<node_config> nodes,
                                    connection_options settings, std::string channel,
-                                   slot_master_fn slot_master, events on)
+                                   slot_master_fn slot_master, sentinel_master_fn sentinel_master,
+                                   events on)
     : executor_(std::move(executor)),
       settings_(std::move(settings)),
       channel_(std::move(channel)),
       slot_master_(std::move(slot_master)),
+      sentinel_master_(std::move(sentinel_master)),
       on_(std::move(on)) {
   // A subscriber runs no scripts and needs no permission probes: its handshake is AUTH, SELECT,
   // the name, HELLO 3 and SUBSCRIBE.
@@ -131,7 +132,17 @@ void release_listener::open(std::size_t node) {
   settings.on_link = [weak, node, generation](bool up) {
     if (auto self = weak.lock()) self->on_link(node, generation, up);
   };
-  n.conn = connection::create(executor_, n.config, std::move(settings));
+  // A sentinel node's releases are announced on its master, wherever the sentinels put it.
+  auto server = n.config;
+  if (n.config.kind == node_kind::sentinel) {
+    auto master = sentinel_master_ ? sentinel_master_(node) : std::nullopt;
+    if (!master) {
+      n.state = link::down;  // not resolved yet: looked for again at the next interest
+      return;
+    }
+    server = std::move(*master);
+  }
+  n.conn = connection::create(executor_, std::move(server), std::move(settings));
   n.conn->start();
 }
 
@@ -189,8 +200,18 @@ void release_listener::on_link(std::size_t node, std::uint64_t generation, bool 
   asio::post(executor_, [weak = weak_from_this(), node, generation, up] {
     auto self = weak.lock();
     if (!self || self->nodes_[node].generation != generation) return;
-    self->nodes_[node].state = up ? link::subscribed : link::down;
+    auto& n = self->nodes_[node];
+    n.state = up ? link::subscribed : link::down;
     if (self->on_.link_changed) self->on_.link_changed(node, up, std::nullopt);
+    if (!up && n.config.kind == node_kind::sentinel && self->sentinel_master_) {
+      // Its master may have moved: subscribe where the sentinels say it is now.
+      const auto master = self->sentinel_master_(node);
+      if (master && n.conn &&
+          (master->host != n.conn->node().host || master->port != n.conn->node().port)) {
+        n.conn->close();
+        self->open(node);
+      }
+    }
   });
 }
 

@@ -70,11 +70,16 @@ class release_listener : public std::enable_shared_from_this<release_listener> {
   using slot_master_fn =
       std::function<std::optional<cluster_endpoint>(std::size_t node, std::uint16_t slot)>;
 
+  // For a sentinel node, its master now (node_set::sentinel_master_of): where its subscriber
+  // connects, and connects again when a failover moved it.
+  using sentinel_master_fn = std::function<std::optional<node_config>(std::size_t node)>;
+
   // `nodes` and `settings` as for the client's own connections; `channel` not empty.
   static std::shared_ptr<release_listener> create(boost::asio::any_io_executor executor,
                                                   std::vector<node_config> nodes,
                                                   connection_options settings, std::string channel,
-                                                  slot_master_fn slot_master, events on);
+                                                  slot_master_fn slot_master,
+                                                  sentinel_master_fn sentinel_master, events on);
 
   // One more (one fewer) operation wants announcements about `resource`. The first opens the
   // connections, the last closes them. Each release() must name the resource of its retain().
@@ -95,7 +100,7 @@ class release_listener : public std::enable_shared_from_this<release_listener> {
  private:
   release_listener(boost::asio::any_io_executor executor, std::vector<node_config> nodes,
                    connection_options settings, std::string channel, slot_master_fn slot_master,
-                   events on);
+                   sentinel_master_fn sentinel_master, events on);
 
   struct node_link {
     node_config config;
@@ -121,6 +126,7 @@ class release_listener : public std::enable_shared_from_this<release_listener> {
   connection_options settings_;
   std::string channel_;
   slot_master_fn slot_master_;
+  sentinel_master_fn sentinel_master_;
   events on_;
   std::vector<node_link> nodes_;
   // Announcements read and not yet delivered: by node, the resources (each once), and the link

@@ -55,6 +55,7 @@ connection::connection(executor_type executor, node_config node, connection_opti
       handshake_(node_, {.client_name = options_.client_name,
                          .subscribe_channel = options_.subscribe_channel,
                          .resp3 = options_.resp3,
+                         .require_master = options_.require_master,
                          .preload = options_.preload,
                          .probes = options_.permission_probes,
                          .admit_peer = options_.admit_peer}),

@@ -54,6 +54,10 @@ struct connection_options {
   // request_options::reply_is_push): the handshake switches to RESP3 and subscribes to nothing.
   // Every reconnect starts without subscriptions; on_link(true) says when to make them again.
   bool resp3 = false;
+  // Every handshake checks with ROLE that the server is a master (a sentinel node's master: a
+  // stale sentinel or a demoted master is not one). A replica fails the connect with
+  // error::server_error, which retrying may cure (the connection reconnects as usual).
+  bool require_master = false;
   // Every push the server sends (the subscribe confirmation is read by the handshake), on the
   // connection's executor, inside its read loop: it must not throw, and must not close() it.
   std::function<void(const resp::value& push)> on_push;

@@ -67,6 +67,10 @@ handshake::handshake(const node_config& node, handshake_settings settings)
   } else {
     add({"PING"}, "PING", error::server_error);
   }
+  if (settings.require_master) {
+    add({"ROLE"}, "ROLE", error::server_error);
+    steps_.back().role = true;
+  }
   // RESP3, so that messages (pushes) cannot be mistaken for replies to requests.
   if (settings.resp3 || !settings.subscribe_channel.empty())
     add({"HELLO", "3"}, "HELLO 3", error::server_error);
@@ -131,11 +135,27 @@ handshake_verdict handshake::judge(const step& s, const resp::value& reply) cons
         return {s.failure, fmt::format("{} failed: {}", s.command, reply.text)};
     }
   }
+  if (s.role) return judge_role(reply);
   if (s.loaded != nullptr && !(reply.is_string() && reply.text == s.loaded->sha1())) {
     return {error::server_error, fmt::format("SCRIPT LOAD answered {}, not the script's SHA-1 {}",
                                              resp::to_debug_string(reply), s.loaded->sha1())};
   }
   return {};
+}
+
+handshake_verdict handshake::judge_role(const resp::value& reply) const {
+  // ["master", offset, replicas], ["slave", host, port, state, offset], ["sentinel", masters].
+  const auto& items = reply.elements;
+  if (reply.kind == resp::type::array && !items.empty() && items[0].text == "master") return {};
+  if (reply.kind == resp::type::array && items.size() >= 3 && items[0].text == "slave") {
+    return {error::server_error,
+            fmt::format("ROLE says this server is a replica of {}:{}, not a master (a failover "
+                        "moved the master elsewhere, or a sentinel named a stale address)",
+                        items[1].text,
+                        items[2].is_string() ? items[2].text : std::to_string(items[2].integer))};
+  }
+  return {error::server_error,
+          fmt::format("ROLE answered {}, not master", resp::to_debug_string(reply))};
 }
 
 void handshake::heard(std::string_view bytes) {

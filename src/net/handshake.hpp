@@ -42,6 +42,9 @@ struct handshake_settings {
   std::string_view client_name;
   std::string_view subscribe_channel;
   bool resp3 = false;
+  // The server must be a master: ROLE right after the login, and a replica (or a sentinel) fails
+  // the connect with error::server_error naming what it is.
+  bool require_master = false;
   std::span<const script* const> preload;
   std::span<const handshake_probe> probes;
   std::function<std::string(const std::string& peer)> admit_peer;
@@ -98,10 +101,12 @@ class handshake {
     error failure;                   // the code of an error reply other than NOAUTH and NOPERM
     const script* loaded = nullptr;  // SCRIPT LOAD: the reply must be this script's SHA-1
     bool probe = false;
+    bool role = false;  // ROLE: the reply must say master
   };
 
   void add(std::initializer_list<std::string_view> command, std::string name, error failure);
   handshake_verdict judge(const step& s, const resp::value& reply) const;
+  handshake_verdict judge_role(const resp::value& reply) const;
 
   std::string name_;  // node_config::address()
   std::string username_;

@@ -3,6 +3,7 @@
 #include "net/connection.hpp"
 #include "nodes/cluster/hash_slot.hpp"
 #include "nodes/cluster/topology.hpp"
+#include "nodes/forwarded_request.hpp"
 #include "nodes/replica_wait.hpp"
 #include "redlock/error.hpp"
 #include "resp/encoder.hpp"
@@ -31,29 +32,6 @@ using std::chrono::steady_clock;
 namespace {
 
 constexpr std::uint16_t no_master = std::numeric_limits<std::uint16_t>::max();
-
-resp::value error_reply(std::string text) {
-  resp::value reply;
-  reply.kind = resp::type::simple_error;
-  reply.text = std::move(text);
-  return reply;
-}
-
-// The bytes of a request: the caller's (kept valid by its sink, which the request holds) or its
-// own copy.
-struct payload_ref {
-  std::string_view bytes;
-  shared_payload owned;
-
-  static payload_ref borrowed(std::string_view bytes) { return {bytes, nullptr}; }
-  static payload_ref shared(shared_payload owned) {
-    const std::string_view bytes = *owned;
-    return {bytes, std::move(owned)};
-  }
-  payload_ref copied() const {
-    return owned ? *this : shared(std::make_shared<const std::string>(bytes));
-  }
-};
 
 shared_payload encoded(std::initializer_list<std::string_view> command) {
   std::string bytes;
@@ -268,15 +246,6 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
 };
 
 namespace {
-
-// The request failed unsent because its master could not be reached: the link was down
-// (error::not_connected), or the connect it waited for failed or timed out. Not for a link that
-// broke (the command may have run), nor for failures a new route cannot cure (a refused login).
-bool sent_nowhere(error_code ec) noexcept {
-  return ec == error::not_connected || ec == error::connect_timeout ||
-         ec.category() == boost::system::system_category() ||
-         ec.category() == asio::error::get_netdb_category();
-}
 
 // One request sent to a shard master: reads its reply for redirections and refusals before the
 // operation's sink sees it, and with replicas_ pairs it with the WAIT sent behind it.

@@ -2,6 +2,7 @@
 
 #include "nodes/cluster/hash_slot.hpp"
 #include "nodes/cluster_node.hpp"
+#include "nodes/sentinel_node.hpp"
 #include "nodes/standalone_node.hpp"
 #include "options_check.hpp"
 #include "redlock/error.hpp"
@@ -48,6 +49,10 @@ std::unique_ptr<lock_node> make_lock_node(const asio::any_io_executor& executor,
     return std::make_unique<cluster_node>(executor, std::move(config), std::move(settings), peers,
                                           index);
   }
+  if (config.kind == node_kind::sentinel) {
+    return std::make_unique<sentinel_node>(executor, std::move(config), std::move(settings), peers,
+                                           index);
+  }
   settings.admit_peer = peer_registry::check_for(peers, index, 0);
   return std::make_unique<standalone_node>(executor, std::move(config), std::move(settings));
 }
@@ -57,6 +62,14 @@ std::optional<cluster_endpoint> node_set::cluster_master_of(std::size_t node,
   if (const auto* cluster = dynamic_cast<const cluster_node*>(nodes_[node].get()))
     return cluster->master_of(slot);
   return std::nullopt;
+}
+
+std::optional<node_config> node_set::sentinel_master_of(std::size_t node) const {
+  const auto* sentinel = dynamic_cast<const sentinel_node*>(nodes_[node].get());
+  if (sentinel == nullptr) return std::nullopt;
+  const auto at = parse_endpoint(sentinel->master_address());
+  if (!at) return std::nullopt;
+  return server_of(nodes_[node]->config(), *at);
 }
 
 std::vector<node_config> node_set::configs() const {

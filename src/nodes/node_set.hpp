@@ -47,7 +47,8 @@ enum class lock_request : std::uint8_t {
   ping
 };
 
-// The lock_node for `config`: a cluster_node for node_kind::cluster, else a standalone_node.
+// The lock_node for `config`: a cluster_node for node_kind::cluster, a sentinel_node for
+// node_kind::sentinel, else a standalone_node.
 // `settings` are those of the client's lock connections; the node's admit_peer checks are made from
 // `peers` for node number `index`.
 std::unique_ptr<lock_node> make_lock_node(const boost::asio::any_io_executor& executor,
@@ -87,6 +88,9 @@ class node_set {
   std::vector<node_config> configs() const;
   // For a cluster node: the master serving `slot` now, as far as its routes know; else empty.
   std::optional<cluster_endpoint> cluster_master_of(std::size_t node, std::uint16_t slot) const;
+  // For a sentinel node: its master as the sentinels named it last (a standalone config); else
+  // empty, also before the first answer.
+  std::optional<node_config> sentinel_master_of(std::size_t node) const;
   // Some node is a Redis Cluster: every key of one request must be in one hash slot.
   bool has_cluster_node() const noexcept { return has_cluster_node_; }
 

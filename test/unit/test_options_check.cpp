@@ -188,9 +188,6 @@ const client_case client_cases[] = {
      "node 127.0.0.1:7001: wait_replicas 1000 is above the limit of 64"},
     {"unknown kind", [](auto& nodes, auto&) { nodes[0].kind = static_cast<redlock::node_kind>(7); },
      "node 127.0.0.1:7001 has an unknown kind 7"},
-    // Until a node set speaks to sentinels: a sound sentinel node is refused, by name.
-    {"sentinel node", [](auto& nodes, auto&) { nodes[1] = sentinel(26379); },
-     "node 127.0.0.1:26379: sentinel nodes are not supported yet"},
 };
 
 struct lock_case {
@@ -247,17 +244,10 @@ BOOST_AUTO_TEST_CASE(sound_cluster_nodes_pass) {
   BOOST_TEST(rd::check_client_options(nodes, {}) == "");
 }
 
-// The one check to remove when sentinels are spoken to: it names the node, refuses nothing else,
-// and comes after every other check of the node.
-BOOST_AUTO_TEST_CASE(sentinel_nodes_are_refused_until_supported) {
-  BOOST_TEST(rd::sentinel_not_supported_yet(sentinel(26379)) ==
-             "node 127.0.0.1:26379: sentinel nodes are not supported yet");
-  BOOST_TEST(rd::sentinel_not_supported_yet(node(7001)) == "");
-  BOOST_TEST(rd::sentinel_not_supported_yet(cluster(7001, {"h:1"})) == "");
+BOOST_AUTO_TEST_CASE(a_sound_sentinel_node_is_accepted_and_needs_its_master_name) {
   auto nodes = three_nodes();
   nodes[0] = sentinel(26379);
-  BOOST_TEST(rd::check_client_options(nodes, {}) ==
-             "node 127.0.0.1:26379: sentinel nodes are not supported yet");
+  BOOST_TEST(rd::check_client_options(nodes, {}) == "");
   nodes[0].sentinel_master.clear();
   BOOST_TEST(contains(rd::check_client_options(nodes, {}), "needs sentinel_master"));
 }

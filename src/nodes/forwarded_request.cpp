@@ -1,0 +1,22 @@
+#include "nodes/forwarded_request.hpp"
+
+#include "redlock/error.hpp"
+
+#include <boost/asio/error.hpp>
+
+namespace redlock::detail {
+
+resp::value error_reply(std::string text) {
+  resp::value reply;
+  reply.kind = resp::type::simple_error;
+  reply.text = std::move(text);
+  return reply;
+}
+
+bool sent_nowhere(boost::system::error_code ec) noexcept {
+  return ec == error::not_connected || ec == error::connect_timeout ||
+         ec.category() == boost::system::system_category() ||
+         ec.category() == boost::asio::error::get_netdb_category();
+}
+
+}  // namespace redlock::detail

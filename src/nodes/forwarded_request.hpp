@@ -1,0 +1,45 @@
+#ifndef REDLOCK_NODES_FORWARDED_REQUEST_HPP
+#define REDLOCK_NODES_FORWARDED_REQUEST_HPP
+
+#include "net/multiplexer.hpp"
+#include "resp/value.hpp"
+
+#include <boost/system/error_code.hpp>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace redlock::detail {
+
+// What the nodes that stand for several servers (a cluster, a sentinel-managed master) share
+// about a request they forward to one of them and may send again elsewhere.
+
+// The bytes of a request: the caller's (kept valid by its sink, which the request holds) or its
+// own copy.
+struct payload_ref {
+  std::string_view bytes;
+  shared_payload owned;
+
+  static payload_ref borrowed(std::string_view bytes) { return {bytes, nullptr}; }
+  static payload_ref shared(shared_payload owned) {
+    const std::string_view bytes = *owned;
+    return {bytes, std::move(owned)};
+  }
+  // For a request that waits (for a topology, a master): the caller's bytes may not live as long.
+  payload_ref copied() const {
+    return owned ? *this : shared(std::make_shared<const std::string>(bytes));
+  }
+};
+
+// The answer a node gives in place of a server's: an error reply with `text`.
+resp::value error_reply(std::string text);
+
+// The request failed unsent because its server could not be reached: the link was down
+// (error::not_connected), or the connect it waited for failed or timed out. Not for a link that
+// broke (the command may have run), nor for failures a new route cannot cure (a refused login).
+bool sent_nowhere(boost::system::error_code ec) noexcept;
+
+}  // namespace redlock::detail
+
+#endif

@@ -1,0 +1,75 @@
+#ifndef REDLOCK_NODES_SENTINEL_NODE_HPP
+#define REDLOCK_NODES_SENTINEL_NODE_HPP
+
+#include "net/connection_options.hpp"
+#include "nodes/lock_node.hpp"
+#include "nodes/peer_registry.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace redlock::detail {
+
+class sentinel_router;
+
+// The master that a group of Redis Sentinels names, as one Redlock node (node_kind::sentinel).
+// Requests go to that master over one pipelined connection, as to a standalone node; what this
+// class adds is finding the master and following it.
+//
+// Resolution: SENTINEL GET-MASTER-ADDR-BY-NAME on the first sentinel that answers (the node's
+// address, then its seeds, starting after the last one that failed), before the first request
+// goes out; requests issued meanwhile wait for it within their own deadlines. Every connect to the
+// master checks with ROLE that it is one: a stale sentinel's answer or a demoted master fails the
+// connect (error::server_error, "ROLE says this server is a replica of ..."), and the next
+// resolution asks the next sentinel.
+//
+// Following a failover: the sentinel that answered is also subscribed to +switch-master (over the
+// same RESP3 connection), and its announcement for our master moves the node at once. The master
+// is also resolved again after a READONLY reply (a master demoted to replica), a lost master
+// link, a failed connect, or a lost sentinel link (then on the next sentinel); one resolution at a
+// time, at most every min_resolve_interval. A request that could not be sent because the master
+// was unreachable waits for the next resolution and is sent to the master it names, within its
+// deadline; one whose link broke after it was written is answered as it is (it may have run). A
+// request to a server that turned replica is answered READONLY, a failed vote.
+//
+// The link to a former master closes once its requests are answered (releases kept for it are
+// delivered if it comes back within their lifetime, where they find their key gone or ours).
+class sentinel_node final : public lock_node {
+ public:
+  static constexpr std::chrono::milliseconds min_resolve_interval{100};
+
+  // `settings`: those of the client's lock connections; the node's admit_peer checks are made
+  // from `peers` for node number `index`.
+  sentinel_node(const boost::asio::any_io_executor& executor, node_config config,
+                connection_options settings, std::shared_ptr<peer_registry> peers,
+                std::size_t index);
+  ~sentinel_node() override;
+  sentinel_node(const sentinel_node&) = delete;
+  sentinel_node& operator=(const sentinel_node&) = delete;
+
+  void exec(const request& what, std::string_view payload, reply_sink& sink, std::size_t tag,
+            std::chrono::steady_clock::time_point now) override;
+  void exec(const request& what, const shared_payload& payload, reply_sink& sink, std::size_t tag,
+            std::chrono::steady_clock::time_point now) override;
+
+  // The master's link's lasting failure (a refused login), or else a sentinel's (a refused login
+  // to the sentinels, a master name they do not know).
+  boost::system::error_code permanent_failure() const noexcept override;
+  const std::string& last_error() const noexcept override;
+  void close_when_idle(std::chrono::milliseconds bound) override;
+
+  // "127.0.0.1:6380": the master the sentinels named last; empty before the first answer.
+  std::string master_address() const;
+  // When that master was adopted (system clock, for people); the epoch before the first.
+  std::chrono::system_clock::time_point master_since() const;
+
+ private:
+  std::shared_ptr<sentinel_router> router_;
+};
+
+}  // namespace redlock::detail
+
+#endif
