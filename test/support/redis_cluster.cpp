@@ -1,17 +1,16 @@
 #include "support/redis_cluster.hpp"
 
 #include "support/free_port.hpp"
+#include "support/redis_fixture_helpers.hpp"
 #include "support/sync_client.hpp"
 #include "support/test_pki.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <limits>
 #include <optional>
 #include <stdexcept>
-#include <thread>
 #include <utility>
 
 namespace redlock::test {
@@ -45,30 +44,6 @@ struct nodes_line {
   std::vector<std::pair<std::size_t, std::size_t>> slots;
 };
 
-std::vector<std::string_view> split(std::string_view text, char separator) {
-  std::vector<std::string_view> parts;
-  while (!text.empty()) {
-    const auto end = text.find(separator);
-    const auto part = text.substr(0, end);
-    if (!part.empty()) parts.push_back(part);
-    if (end == std::string_view::npos) break;
-    text.remove_prefix(end + 1);
-  }
-  return parts;
-}
-
-std::size_t to_size(std::string_view text) {
-  std::size_t value = 0;
-  if (text.empty()) throw std::runtime_error("redis_cluster: an empty number");
-  for (const char c : text) {
-    if (c < '0' || c > '9') {
-      throw std::runtime_error(fmt::format("redis_cluster: \"{}\" is not a number", text));
-    }
-    value = value * 10 + static_cast<std::size_t>(c - '0');
-  }
-  return value;
-}
-
 std::vector<nodes_line> parse_cluster_nodes(std::string_view text) {
   std::vector<nodes_line> lines;
   for (std::string_view row : split(text, '\n')) {
@@ -99,50 +74,6 @@ std::vector<nodes_line> parse_cluster_nodes(std::string_view text) {
     lines.push_back(std::move(line));
   }
   return lines;
-}
-
-// The value of "name:value" in an INFO-style reply; "<missing>" when there is no such line.
-std::string field_of(std::string_view text, std::string_view name) {
-  for (std::string_view row : split(text, '\n')) {
-    if (row.ends_with('\r')) row.remove_suffix(1);
-    if (row.size() > name.size() && row.starts_with(name) && row[name.size()] == ':') {
-      return std::string(row.substr(name.size() + 1));
-    }
-  }
-  return "<missing>";
-}
-
-bool equals_ignoring_case(std::string_view a, std::string_view b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
-    return std::tolower(static_cast<unsigned char>(x)) ==
-           std::tolower(static_cast<unsigned char>(y));
-  });
-}
-
-// The command for a message: long arguments cut, the word after AUTH hidden, at most 12 words.
-std::string describe_command(std::span<const std::string_view> args) {
-  std::string out;
-  bool hide = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (i == 12) {
-      out += fmt::format(" ... ({} words)", args.size());
-      break;
-    }
-    if (i > 0) out += ' ';
-    const std::string_view arg = args[i];
-    if (hide) {
-      out += "<password>";
-    } else if (arg.empty()) {
-      out += "\"\"";
-    } else if (arg.size() > 48) {
-      out += arg.substr(0, 45);
-      out += "...";
-    } else {
-      out += arg;
-    }
-    hide = equals_ignoring_case(arg, "AUTH");
-  }
-  return out;
 }
 
 redis_server_options server_options(const redis_cluster_options& options) {
@@ -431,25 +362,14 @@ std::string redis_cluster::info_field(std::size_t n, std::string_view section,
 
 template <class Problem>
 void redis_cluster::wait_until(std::string_view what, Problem problem) {
-  const auto deadline = clock::now() + options_.ready_timeout;
-  for (;;) {
-    std::string last;
-    try {
-      last = problem();
-    } catch (const std::runtime_error& e) {
-      last = e.what();
-    }
-    if (last.empty()) return;
-    if (clock::now() >= deadline) {
-      std::string logs;
-      for (std::size_t n = 0; n < size(); ++n) {
-        logs += fmt::format("--- {} log:\n{}", describe(n), log_tail(n, 8));
-      }
-      throw std::runtime_error(fmt::format("redis_cluster: waited {} ms for {}; still: {}\n{}",
-                                           options_.ready_timeout.count(), what, last, logs));
-    }
-    std::this_thread::sleep_for(poll_interval);
+  const std::string last = poll_until_solved(options_.ready_timeout, poll_interval, problem);
+  if (last.empty()) return;
+  std::string logs;
+  for (std::size_t n = 0; n < size(); ++n) {
+    logs += fmt::format("--- {} log:\n{}", describe(n), log_tail(n, 8));
   }
+  throw std::runtime_error(fmt::format("redis_cluster: waited {} ms for {}; still: {}\n{}",
+                                       options_.ready_timeout.count(), what, last, logs));
 }
 
 void redis_cluster::wait_until_healthy() {

@@ -129,6 +129,17 @@ redis_server::redis_server(redis_server_options options)
     : options_(std::move(options)), dir_(make_temp_dir()) {
   // The destructor does not run when the constructor throws, so clean up here.
   try {
+    if (options_.sentinel && !options_.config_file) {
+      throw std::invalid_argument("redis_server: a sentinel needs a config_file");
+    }
+    if (options_.config_file) {
+      std::ofstream out(config_path(), std::ios::binary);
+      out << *options_.config_file << '\n';
+      if (!out.flush()) {
+        throw std::runtime_error(
+            fmt::format("redis_server: cannot write {}", config_path().string()));
+      }
+    }
     for (int attempt = 1;; ++attempt) {
       {
         // Sockets belong to the namespace of the thread that creates them.
@@ -160,6 +171,10 @@ redis_server::~redis_server() {
   kill9();
   std::error_code ignored;
   std::filesystem::remove_all(dir_, ignored);
+}
+
+std::filesystem::path redis_server::config_path() const {
+  return dir_ / (options_.sentinel ? "sentinel.conf" : "redis.conf");
 }
 
 node_config redis_server::config() const {
@@ -291,6 +306,10 @@ pid_t redis_server::spawn() const {
       {"--protected-mode", "no"},
   };
   std::vector<std::string> args = {executable.string()};
+  // The file comes first (redis-server reads a first argument that is not an option as its
+  // configuration file); the arguments after it override it.
+  if (options_.config_file) args.push_back(config_path().string());
+  if (options_.sentinel) args.emplace_back("--sentinel");
   for (const auto& [name, value] : settings) {
     args.emplace_back(name);
     args.push_back(value);

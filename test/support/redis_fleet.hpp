@@ -40,6 +40,16 @@ struct redis_server_options {
   // The server also listens on a Unix socket, unix_path(), with these permission bits.
   bool unix_socket = false;
   std::string unix_socket_permissions = "700";
+
+  // The text of a configuration file, config_path(), written once when the server is made and
+  // named first on every start, so that the other arguments override it. The server may rewrite
+  // the file (CONFIG REWRITE, which a sentinel sends after turning a server into a replica; a
+  // sentinel records there what it has learnt), and a restart then starts from what it wrote, as
+  // a server on a real machine would. Unset: no file, and CONFIG REWRITE fails.
+  std::optional<std::string> config_file;
+  // Runs a Redis Sentinel (redis-server FILE --sentinel) instead of a data node; needs
+  // config_file, holding at least one "sentinel monitor" line.
+  bool sentinel = false;
 };
 
 // One redis-server child process on a free loopback port, with no persistence, started as a
@@ -57,6 +67,9 @@ class redis_server {
   std::uint16_t port() const noexcept { return port_; }
   std::uint16_t tls_port() const noexcept { return tls_port_; }  // 0 without options.tls
   std::filesystem::path unix_path() const { return dir_ / "redis.sock"; }
+  // "sentinel.conf" with options.sentinel, else "redis.conf", in the server's directory; there
+  // only with options.config_file.
+  std::filesystem::path config_path() const;
   pid_t pid() const noexcept { return pid_; }
   bool running() const noexcept { return pid_ > 0; }
 

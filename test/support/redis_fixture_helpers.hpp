@@ -1,0 +1,54 @@
+#ifndef REDLOCK_TEST_SUPPORT_REDIS_FIXTURE_HELPERS_HPP
+#define REDLOCK_TEST_SUPPORT_REDIS_FIXTURE_HELPERS_HPP
+
+#include <chrono>
+#include <cstddef>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+// What the fixtures made of several redis-server processes (redis_cluster, redis_sentinel) share
+// to read the servers' text replies, to name a command in a message, and to wait for the servers
+// to agree.
+
+namespace redlock::test {
+
+// The non-empty parts of `text` between separators.
+std::vector<std::string_view> split(std::string_view text, char separator);
+
+// A decimal number without a sign; throws std::runtime_error quoting `text` otherwise.
+std::size_t to_size(std::string_view text);
+
+// The value of "name:value" in an INFO-style reply; "<missing>" when there is no such line.
+std::string field_of(std::string_view text, std::string_view name);
+
+// The command for a message: long arguments cut, the word after AUTH hidden, at most 12 words.
+std::string describe_command(std::span<const std::string_view> args);
+
+// Calls `problem` until it returns an empty string: at least once, then every `interval` until
+// `timeout` has passed. A std::runtime_error it throws counts as the problem it names, so that a
+// server that cannot be reached yet is waited for like one that is not ready yet. Returns the
+// empty string when solved, else the last problem; the caller throws, with what only it can add
+// (which servers, their logs).
+template <class Problem>
+std::string poll_until_solved(std::chrono::milliseconds timeout, std::chrono::milliseconds interval,
+                              Problem&& problem) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    std::string last;
+    try {
+      last = problem();
+    } catch (const std::runtime_error& e) {
+      last = e.what();
+    }
+    if (last.empty() || std::chrono::steady_clock::now() >= deadline) return last;
+    std::this_thread::sleep_for(interval);
+  }
+}
+
+}  // namespace redlock::test
+
+#endif
