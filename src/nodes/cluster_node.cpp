@@ -277,7 +277,7 @@ class routed_request final : public reply_sink {
     if (ec) {
       // The shard's master may be gone (a failover): look again, coalesced with other requests.
       // A request that was not sent tries the slot's master the new topology names.
-      if (sent_nowhere(ec) && deadline_ && redirects_ < cluster_node::max_redirects &&
+      if (may_send_again(ec, rules_) && deadline_ && redirects_ < cluster_node::max_redirects &&
           steady_clock::now() < *deadline_) {
         done_ = true;
         return router_->route_after_refresh(slot_, payload_, rules_, replicas_, std::move(inner_),

@@ -19,4 +19,8 @@ bool sent_nowhere(boost::system::error_code ec) noexcept {
          ec.category() == boost::asio::error::get_netdb_category();
 }
 
+bool may_send_again(boost::system::error_code ec, const request_options& rules) noexcept {
+  return sent_nowhere(ec) || (ec == error::connection_lost && rules.deliver_for.count() > 0);
+}
+
 }  // namespace redlock::detail

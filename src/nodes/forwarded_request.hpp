@@ -40,6 +40,12 @@ resp::value error_reply(std::string text);
 // broke (the command may have run), nor for failures a new route cannot cure (a refused login).
 bool sent_nowhere(boost::system::error_code ec) noexcept;
 
+// Whether a request that failed with `ec` may be sent to another server (the new master after a
+// failover): one that was sent nowhere, and a cleanup (a token-checked release, which does no
+// harm when it runs twice) whose link broke after it was written. A failover usually breaks
+// that link: Sentinel kills the clients of a demoted master.
+bool may_send_again(boost::system::error_code ec, const request_options& rules) noexcept;
+
 }  // namespace redlock::detail
 
 #endif

@@ -152,7 +152,9 @@ class sentinel_router : public std::enable_shared_from_this<sentinel_router> {
   // Asks sentinel `at`; its link becomes the subscriber when it answers. Empty when it named the
   // master, else what went wrong.
   asio::awaitable<std::optional<std::string>> ask(const cluster_endpoint& at);
-  std::shared_ptr<connection> open_sentinel_link(const cluster_endpoint& at);
+  // A subscriber link to sentinel `at`, numbered `generation` (its events name it).
+  std::shared_ptr<connection> open_sentinel_link(const cluster_endpoint& at,
+                                                 std::uint64_t& generation);
   void on_sentinel_push(std::uint64_t generation, const resp::value& push);
   void on_sentinel_link(std::uint64_t generation, bool up);
   void on_master_link(std::uint64_t generation, bool up);
@@ -168,7 +170,8 @@ class sentinel_router : public std::enable_shared_from_this<sentinel_router> {
   bool skip_sentinel_ = false;
 
   std::shared_ptr<connection> sentinel_link_;
-  std::uint64_t sentinel_generation_ = 0;
+  std::uint64_t sentinel_links_opened_ = 0;
+  std::uint64_t followed_generation_ = 0;  // sentinel_link_'s number
   std::unique_ptr<standalone_node> master_;
   std::uint64_t master_generation_ = 0;
   std::optional<cluster_endpoint> master_at_;
@@ -206,7 +209,7 @@ class master_request final : public reply_sink {
 
   void on_reply(std::size_t, error_code ec, const resp::value& reply) override {
     if (ec) {
-      if (sent_nowhere(ec) && deadline_ && attempts_ < max_attempts &&
+      if (may_send_again(ec, rules_) && deadline_ && attempts_ < max_attempts &&
           steady_clock::now() < *deadline_) {
         return router_->send_after_resolution({.key = {}, .rules = rules_, .replicas = replicas_},
                                               payload_, std::move(inner_), tag_, attempts_ + 1,
@@ -395,14 +398,15 @@ asio::awaitable<void> sentinel_router::resolve() {
   }
 }
 
-std::shared_ptr<connection> sentinel_router::open_sentinel_link(const cluster_endpoint& at) {
+std::shared_ptr<connection> sentinel_router::open_sentinel_link(const cluster_endpoint& at,
+                                                                std::uint64_t& generation) {
   auto settings = settings_;
   settings.require_master = false;
   settings.preload.clear();  // a sentinel runs no scripts
   settings.permission_probes.clear();
   settings.admit_peer = nullptr;
   settings.subscribe_channel = std::string(switch_master_channel);
-  const auto generation = ++sentinel_generation_;
+  generation = ++sentinel_links_opened_;
   std::weak_ptr<sentinel_router> weak = weak_from_this();
   settings.on_push = [weak, generation](const resp::value& push) {
     if (auto self = weak.lock()) self->on_sentinel_push(generation, push);
@@ -414,10 +418,11 @@ std::shared_ptr<connection> sentinel_router::open_sentinel_link(const cluster_en
 }
 
 asio::awaitable<std::optional<std::string>> sentinel_router::ask(const cluster_endpoint& at) {
+  std::uint64_t generation = followed_generation_;
   auto link = (sentinel_link_ && sentinel_link_->node().host == at.host &&
                sentinel_link_->node().port == at.port)
                   ? sentinel_link_
-                  : open_sentinel_link(at);
+                  : open_sentinel_link(at, generation);
   request_options rules;
   rules.timeout = settings_.connect_timeout + std::chrono::milliseconds(1000);
   const std::string_view command[] = {"SENTINEL", "GET-MASTER-ADDR-BY-NAME",
@@ -455,6 +460,7 @@ asio::awaitable<std::optional<std::string>> sentinel_router::ask(const cluster_e
     // This sentinel answers: it is the one whose +switch-master we follow from now on.
     if (sentinel_link_) sentinel_link_->close();
     sentinel_link_ = std::move(link);
+    followed_generation_ = generation;
   }
   adopt(*master);
   co_return std::nullopt;
@@ -498,7 +504,9 @@ void sentinel_router::on_sentinel_push(std::uint64_t generation, const resp::val
   // Outside the connection's read loop: adopting closes and opens connections.
   asio::post(executor_, [weak = weak_from_this(), generation, master = std::move(*master)] {
     const auto self = weak.lock();
-    if (!self || self->closing_ || generation != self->sentinel_generation_) return;
+    if (!self || self->closing_ || generation != self->followed_generation_ ||
+        !self->sentinel_link_)
+      return;
     self->adopt(master);
     self->send_waiting();
   });
@@ -508,7 +516,9 @@ void sentinel_router::on_sentinel_link(std::uint64_t generation, bool up) {
   if (up) return;
   asio::post(executor_, [weak = weak_from_this(), generation] {
     const auto self = weak.lock();
-    if (!self || self->closing_ || generation != self->sentinel_generation_) return;
+    if (!self || self->closing_ || generation != self->followed_generation_ ||
+        !self->sentinel_link_)
+      return;
     // Switches are no longer heard from that sentinel: another one is asked, and followed.
     self->sentinel_link_->close();
     self->sentinel_link_.reset();
