@@ -6,6 +6,7 @@
 #include "nodes/cluster/hash_slot.hpp"
 #include "nodes/cluster_node.hpp"
 #include "nodes/node_set.hpp"
+#include "nodes/sentinel_node.hpp"
 #include "nodes/standalone_node.hpp"
 #include "resp/encoder.hpp"
 #include "resp/value.hpp"
@@ -13,6 +14,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include <cstddef>
@@ -143,6 +145,16 @@ std::string describe_link(const detail::lock_node& lock_node, std::string_view k
     const auto master = cluster->master_for(key);
     return fmt::format("cluster{}, slot {} on {}", node.tls.enabled ? ", tls" : "",
                        detail::hash_slot(key), master.empty() ? "no known master" : master);
+  }
+  if (const auto* sentinel = dynamic_cast<const detail::sentinel_node*>(&lock_node)) {
+    const auto master = sentinel->master_address();
+    if (master.empty()) {
+      return fmt::format("sentinel{}, no master named yet", node.tls.enabled ? ", tls" : "");
+    }
+    // TODO(issue 28): when the master last changed, from the sentinels (SENTINEL MASTER).
+    return fmt::format(
+        "sentinel{}, master {} (named at {:%H:%M:%S} UTC)", node.tls.enabled ? ", tls" : "", master,
+        fmt::gmtime(std::chrono::system_clock::to_time_t(sentinel->master_since())));
   }
   return describe_connection(node, static_cast<const detail::standalone_node&>(lock_node).link());
 }
