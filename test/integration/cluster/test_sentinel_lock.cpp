@@ -140,25 +140,26 @@ BOOST_AUTO_TEST_CASE(a_killed_master_is_replaced_and_a_lease_on_it_reports_its_f
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), sentinel_node(group), logged_options());
     auto [ec, lease] =
-        co_await locks.async_acquire("orphaned", lock_for(10s, renewal::off), tuple_awaitable);
+        co_await locks.async_acquire("orphaned", lock_for(60s, renewal::off), tuple_awaitable);
     BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
     const auto old_master = group.master();
     group.stop(old_master);
-    const auto failed_over = steady_clock::now();
-    const auto new_master = group.failover();
-    BOOST_TEST_REQUIRE(new_master != old_master);
-    BOOST_TEST_MESSAGE("the sentinels promoted the replica " << ms_since(failed_over)
-                                                             << " ms after the kill");
+
+    // Nobody helps: the sentinels notice (down-after 1 s), vote and promote the replica, and the
+    // client follows. Tries go on meanwhile, each failing fast or waiting at most 1 s.
+    const auto took = co_await first_acquire_within(locks, "orphaned-then", 30s, group);
+    BOOST_TEST_REQUIRE(took.has_value());
+    BOOST_TEST(group.master() != old_master);
+    BOOST_TEST_MESSAGE("first acquire on the new master " << took->count()
+                                                          << " ms after the master was killed");
 
     // The key may or may not have reached the replica: the release either deletes it there or
     // says the lease is not held, and never hangs.
+    const auto release_start = steady_clock::now();
     auto [release_ec] = co_await lease.async_release(tuple_awaitable);
-    BOOST_TEST((!release_ec || release_ec == error::not_held || release_ec == error::no_quorum),
+    BOOST_TEST((!release_ec || release_ec == error::not_held),
                release_ec.message() << ": " << lease.diagnostics());
-    const auto took = co_await first_acquire_within(locks, "orphaned-then", 10s, group);
-    BOOST_TEST_REQUIRE(took.has_value());
-    BOOST_TEST_MESSAGE("first acquire on the new master " << took->count()
-                                                          << " ms after the failover");
+    BOOST_TEST(ms_since(release_start) < 5000);
   });
 }
 
