@@ -48,6 +48,7 @@ struct setup {
   std::string client_name = "redlock-asio";
   std::string channel;
   bool resp3 = false;
+  bool require_master = false;
   std::vector<const rd::script*> preload;
   std::vector<rd::handshake_probe> probes;
   std::function<std::string(const std::string&)> admit_peer;
@@ -56,6 +57,7 @@ struct setup {
     return rd::handshake(node, {.client_name = client_name,
                                 .subscribe_channel = channel,
                                 .resp3 = resp3,
+                                .require_master = require_master,
                                 .preload = preload,
                                 .probes = probes,
                                 .admit_peer = admit_peer});
@@ -471,6 +473,44 @@ BOOST_AUTO_TEST_CASE(error_replies_fail_the_connect_or_are_let_through) {
       BOOST_TEST(result.verdict.message == c.message);
     }
   }
+}
+
+// A sentinel node's master (connection_options::require_master): ROLE after the name, and only
+// a master passes. A replica's answer names whom it follows, so the message says where the
+// master went; a sentinel answering ROLE is no master either.
+BOOST_AUTO_TEST_CASE(a_server_that_must_be_a_master_is_asked_its_role) {
+  setup master_only = with_password("", "s3cret");
+  master_only.require_master = true;
+  auto hs = master_only.build();
+  BOOST_TEST(decode_commands(hs.request()) ==
+                 (commands{"AUTH s3cret", "CLIENT SETNAME redlock-asio", "ROLE"}),
+             boost::test_tools::per_element());
+
+  const auto role_reply = [](std::vector<resp::value> items) {
+    resp::value v;
+    v.kind = resp::type::array;
+    v.elements = std::move(items);
+    return v;
+  };
+  const auto judged = [&](const resp::value& role) {
+    auto attempt = master_only.build();
+    BOOST_TEST(!attempt.on_reply(ok()).failed());
+    BOOST_TEST(!attempt.on_reply(ok()).failed());
+    return attempt.on_reply(role);
+  };
+  const auto master =
+      judged(role_reply({bulk("master"), integer(3129), reply_of(resp::type::array)}));
+  BOOST_TEST(!master.failed());
+
+  const auto replica = judged(role_reply(
+      {bulk("slave"), bulk("127.0.0.1"), integer(6380), bulk("connected"), integer(3129)}));
+  BOOST_TEST((replica.code == error::server_error));
+  BOOST_TEST(replica.message.find("ROLE says this server is a replica of 127.0.0.1:6380") == 0u,
+             replica.message);
+
+  const auto sentinel = judged(role_reply({bulk("sentinel"), reply_of(resp::type::array)}));
+  BOOST_TEST((sentinel.code == error::server_error));
+  BOOST_TEST(sentinel.message.find("not master") != std::string::npos, sentinel.message);
 }
 
 BOOST_AUTO_TEST_CASE(a_connect_after_a_failed_one_judges_from_the_first_reply_again) {
