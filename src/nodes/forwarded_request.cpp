@@ -14,6 +14,9 @@ resp::value error_reply(std::string text) {
 }
 
 bool sent_nowhere(boost::system::error_code ec) noexcept {
+  // A closed connection answers operation_aborted also for requests it had written: not unsent.
+  if (ec == boost::asio::error::operation_aborted) return false;
+  // Connects that failed report the system's (or the resolver's) code.
   return ec == error::not_connected || ec == error::connect_timeout ||
          ec.category() == boost::system::system_category() ||
          ec.category() == boost::asio::error::get_netdb_category();

@@ -37,7 +37,8 @@ resp::value error_reply(std::string text);
 
 // The request failed unsent because its server could not be reached: the link was down
 // (error::not_connected), or the connect it waited for failed or timed out. Not for a link that
-// broke (the command may have run), nor for failures a new route cannot cure (a refused login).
+// broke (the command may have run), a closed connection (operation_aborted, written or not), nor
+// for failures a new route cannot cure (a refused login).
 bool sent_nowhere(boost::system::error_code ec) noexcept;
 
 // Whether a request that failed with `ec` may be sent to another server (the new master after a

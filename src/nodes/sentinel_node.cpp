@@ -4,12 +4,15 @@
 #include "net/connection.hpp"
 #include "nodes/cluster/topology.hpp"
 #include "nodes/forwarded_request.hpp"
+#include "nodes/sentinel/replies.hpp"
 #include "nodes/standalone_node.hpp"
 #include "redlock/error.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -40,19 +43,6 @@ node_config sentinel_config(const node_config& node, const cluster_endpoint& at)
   sentinel.database = 0;
   sentinel.wait_replicas = 0;
   return sentinel;
-}
-
-// "+switch-master" announces "NAME old-ip old-port new-ip new-port".
-std::optional<cluster_endpoint> switched_to(std::string_view text, std::string_view master) {
-  std::vector<std::string_view> words;
-  while (!text.empty()) {
-    const auto space = text.find(' ');
-    words.push_back(text.substr(0, space));
-    if (space == std::string_view::npos) break;
-    text.remove_prefix(space + 1);
-  }
-  if (words.size() != 5 || words[0] != master) return std::nullopt;
-  return parse_endpoint(fmt::format("{}:{}", words[3], words[4]));
 }
 
 }  // namespace
@@ -101,7 +91,7 @@ class sentinel_router : public std::enable_shared_from_this<sentinel_router> {
   }
 
   std::string master_address() const { return master_at_ ? endpoint_text(*master_at_) : ""; }
-  std::chrono::system_clock::time_point master_since() const { return master_since_; }
+  const master_record& last_change() const noexcept { return record_; }
   const node_config& config() const noexcept { return config_; }
 
   // The master may have moved (READONLY, a lost or refused link): ask again, soon. With
@@ -116,6 +106,10 @@ class sentinel_router : public std::enable_shared_from_this<sentinel_router> {
   void send_after_resolution(const lock_node::request& what, payload_ref payload, sink_ref sink,
                              std::size_t tag, unsigned attempts, steady_clock::time_point deadline,
                              std::string unreachable) {
+    if (closing_) {
+      return fail_later(std::move(sink), tag, asio::error::operation_aborted,
+                        fmt::format("{}: the client is shutting down", config_.address()));
+    }
     waiting_.push_back(waiting_request{payload.copied(), what.rules, what.replicas, std::move(sink),
                                        tag, deadline, attempts, std::move(unreachable)});
     watch_waiting();
@@ -158,7 +152,7 @@ class sentinel_router : public std::enable_shared_from_this<sentinel_router> {
   void on_sentinel_push(std::uint64_t generation, const resp::value& push);
   void on_sentinel_link(std::uint64_t generation, bool up);
   void on_master_link(std::uint64_t generation, bool up);
-  void adopt(const cluster_endpoint& master);
+  void adopt(const cluster_endpoint& master, std::optional<master_record> record);
 
   asio::any_io_executor executor_;
   node_config config_;
@@ -175,7 +169,7 @@ class sentinel_router : public std::enable_shared_from_this<sentinel_router> {
   std::unique_ptr<standalone_node> master_;
   std::uint64_t master_generation_ = 0;
   std::optional<cluster_endpoint> master_at_;
-  std::chrono::system_clock::time_point master_since_{};
+  master_record record_;
 
   std::deque<waiting_request> waiting_;
   asio::steady_timer waiting_timer_;
@@ -425,10 +419,18 @@ asio::awaitable<std::optional<std::string>> sentinel_router::ask(const cluster_e
                   : open_sentinel_link(at, generation);
   request_options rules;
   rules.timeout = settings_.connect_timeout + std::chrono::milliseconds(1000);
-  const std::string_view command[] = {"SENTINEL", "GET-MASTER-ADDR-BY-NAME",
-                                      config_.sentinel_master};
-  auto [ec, reply] = co_await link->async_exec(std::span<const std::string_view>(command), rules,
-                                               asio::as_tuple(asio::use_awaitable));
+  // The address, and (pipelined with it, so at no extra wait) since when the sentinel knows it;
+  // the latter only informs people (status), and its failure changes nothing.
+  const std::string_view address_command[] = {"SENTINEL", "GET-MASTER-ADDR-BY-NAME",
+                                              config_.sentinel_master};
+  const std::string_view record_command[] = {"SENTINEL", "MASTER", config_.sentinel_master};
+  auto [order, ec, reply, record_ec, record_reply] =
+      co_await asio::experimental::make_parallel_group(
+          link->async_exec(std::span<const std::string_view>(address_command), rules,
+                           asio::deferred),
+          link->async_exec(std::span<const std::string_view>(record_command), rules,
+                           asio::deferred))
+          .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
   const std::string where = endpoint_text(at);
   const auto give_up = [&](std::string why) -> std::optional<std::string> {
     if (link != sentinel_link_) link->close();
@@ -439,34 +441,26 @@ asio::awaitable<std::optional<std::string>> sentinel_router::ask(const cluster_e
     if (ec == condition::node_failure || ec == error::invalid_argument) lasting_ = ec;
     co_return give_up(reply.text.empty() ? fmt::format("{}: {}", where, ec.message()) : reply.text);
   }
-  if (reply.is_null()) {
-    lasting_ = make_error_code(error::invalid_argument);
-    co_return give_up(
-        fmt::format("{} knows no master named \"{}\"", where, config_.sentinel_master));
+  auto answer = read_master_answer(reply, where, config_.sentinel_master);
+  if (!answer.master) {
+    if (answer.unknown_name) lasting_ = make_error_code(error::invalid_argument);
+    co_return give_up(std::move(answer.problem));
   }
-  if (reply.kind != resp::type::array || reply.elements.size() != 2) {
-    co_return give_up(fmt::format("{} answered SENTINEL GET-MASTER-ADDR-BY-NAME with {}", where,
-                                  resp::to_debug_string(reply)));
-  }
-  const auto& port = reply.elements[1];
-  auto master =
-      parse_endpoint(fmt::format("{}:{}", reply.elements[0].text,
-                                 port.is_string() ? port.text : std::to_string(port.integer)));
-  if (!master) {
-    co_return give_up(fmt::format("{} named an unreadable master address {}", where,
-                                  resp::to_debug_string(reply)));
-  }
+  const cluster_endpoint master = *answer.master;
   if (link != sentinel_link_) {
     // This sentinel answers: it is the one whose +switch-master we follow from now on.
     if (sentinel_link_) sentinel_link_->close();
     sentinel_link_ = std::move(link);
     followed_generation_ = generation;
   }
-  adopt(*master);
+  adopt(master, record_ec ? std::nullopt
+                          : read_master_record(record_reply, master, std::chrono::system_clock::now()));
   co_return std::nullopt;
 }
 
-void sentinel_router::adopt(const cluster_endpoint& master) {
+void sentinel_router::adopt(const cluster_endpoint& master,
+                            std::optional<master_record> record) {
+  if (master_at_ == master && record) record_ = *record;  // a sentinel's word beats our guess
   if (master_at_ == master || closing_) return;
   if (master_) {
     // Its requests are answered first; releases it keeps wait for a reconnect within their
@@ -484,7 +478,9 @@ void sentinel_router::adopt(const cluster_endpoint& master) {
       std::make_unique<standalone_node>(executor_, server_of(config_, master), std::move(settings));
   const bool first = !master_at_;
   master_at_ = master;
-  master_since_ = std::chrono::system_clock::now();
+  record_ = record ? *record
+                   : master_record{.since = std::chrono::system_clock::now(),
+                                                  .config_epoch = std::nullopt};
   if (settings_.logger) {
     call_logger(
         settings_.logger, executor_, log_level::info,
@@ -507,7 +503,9 @@ void sentinel_router::on_sentinel_push(std::uint64_t generation, const resp::val
     if (!self || self->closing_ || generation != self->followed_generation_ ||
         !self->sentinel_link_)
       return;
-    self->adopt(master);
+    // It switched now (the announcement is made as it happens); the epoch is asked by the next
+    // resolution.
+    self->adopt(master, std::nullopt);
     self->send_waiting();
   });
 }
@@ -573,8 +571,8 @@ std::string sentinel_node::master_address() const {
   return router_->master_address();
 }
 
-std::chrono::system_clock::time_point sentinel_node::master_since() const {
-  return router_->master_since();
+master_record sentinel_node::last_master_change() const {
+  return router_->last_change();
 }
 
 }  // namespace redlock::detail

@@ -4,6 +4,7 @@
 #include "net/connection_options.hpp"
 #include "nodes/lock_node.hpp"
 #include "nodes/peer_registry.hpp"
+#include "nodes/sentinel/replies.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 
@@ -63,8 +64,8 @@ class sentinel_node final : public lock_node {
 
   // "127.0.0.1:6380": the master the sentinels named last; empty before the first answer.
   std::string master_address() const;
-  // When that master was adopted (system clock, for people); the epoch before the first.
-  std::chrono::system_clock::time_point master_since() const;
+  // When it last changed, as far as the sentinels told.
+  master_record last_master_change() const;
 
  private:
   std::shared_ptr<sentinel_router> router_;

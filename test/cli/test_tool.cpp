@@ -7,6 +7,7 @@
 #include "support/inspector.hpp"
 #include "support/redis_cluster.hpp"
 #include "support/redis_fleet.hpp"
+#include "support/redis_sentinel.hpp"
 #include "support/sync_client.hpp"
 #include "support/test_pki.hpp"
 
@@ -19,6 +20,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -1070,4 +1072,64 @@ BOOST_AUTO_TEST_CASE(run_and_status_on_a_redis_cluster) {
              lines[0]);
   BOOST_TEST(lines[1] == resource + ": held on 0 of 1 nodes (quorum 1): free", status.out);
   BOOST_TEST(cluster.dbsize(master) == 0);
+}
+
+namespace {
+
+// The "since" of a status line's "master H:P since YYYY-MM-DD HH:MM:SS UTC", as a time; the
+// epoch when the line has none.
+std::chrono::system_clock::time_point master_since_in(const std::string& line) {
+  const auto at = line.find(" since ");
+  std::tm parts{};
+  if (at == std::string::npos ||
+      std::sscanf(line.c_str() + at, " since %d-%d-%d %d:%d:%d UTC", &parts.tm_year, &parts.tm_mon,
+                  &parts.tm_mday, &parts.tm_hour, &parts.tm_min, &parts.tm_sec) != 6) {
+    return {};
+  }
+  parts.tm_year -= 1900;
+  parts.tm_mon -= 1;
+  return std::chrono::system_clock::from_time_t(timegm(&parts));
+}
+
+}  // namespace
+
+// A sentinel-managed master as the one node: `run` holds the lock on it, and `status` names it,
+// says since when, and follows a failover.
+BOOST_AUTO_TEST_CASE(run_and_status_on_a_sentinel_group) {
+  redlock::test::redis_sentinel group;
+  scratch_dir scratch;
+  const std::string url = group.sentinel_url();
+  const std::string resource = "cli-on-sentinels";
+
+  const auto ran =
+      run_tool({"run", resource, "--", "sh", "-c", "echo under the lock"}, url, scratch.path());
+  BOOST_TEST(ran.exit_code == 0, ran.err);
+  BOOST_TEST(contains(ran.out, "under the lock"), ran.out);
+
+  const auto status_line = [&] {
+    const auto status = run_tool({"status", "--nodes", url, resource}, {}, scratch.path());
+    BOOST_TEST(status.exit_code == 0, status.err);
+    const auto lines = lines_of(status.out);
+    BOOST_TEST_REQUIRE(lines.size() == 2u, status.out);
+    BOOST_TEST(lines[1] == resource + ": held on 0 of 1 nodes (quorum 1): free", status.out);
+    return lines[0];
+  };
+  const auto before = status_line();
+  BOOST_TEST(contains(before, "reachable    free"), before);
+  BOOST_TEST(contains(before, fmt::format("sentinel, master 127.0.0.1:{} since ", group.port(0))),
+             before);
+  BOOST_TEST(contains(before, "config epoch 0"), before);
+  // The sentinels have watched node 0 since they started, a few seconds ago.
+  BOOST_TEST(master_since_in(before) > std::chrono::system_clock::now() - 120s, before);
+
+  const auto failover_start = std::chrono::system_clock::now();
+  const auto new_master = group.failover();
+  const auto after = status_line();
+  BOOST_TEST(contains(after,
+                      fmt::format("sentinel, master 127.0.0.1:{} since ", group.port(new_master))),
+             after);
+  BOOST_TEST(contains(after, "config epoch 1"), after);
+  // Whole seconds: the switch is no earlier than the second the failover was asked in.
+  BOOST_TEST(master_since_in(after) >= failover_start - 1s, after);
+  BOOST_TEST(master_since_in(after) <= std::chrono::system_clock::now() + 1s, after);
 }

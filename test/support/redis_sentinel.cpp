@@ -3,6 +3,7 @@
 #include "support/redis_fixture_helpers.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
+#include "support/test_pki.hpp"
 
 #include <fmt/format.h>
 
@@ -59,6 +60,20 @@ bool is_one_word(std::string_view text) {
                       [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; });
 }
 
+// With options.tls: a TLS listener too, and TLS for the links the server opens (replication; a
+// sentinel's links to the data nodes and to the other sentinels), which present the client
+// certificate (the server one is for serverAuth only).
+void with_tls(const redis_sentinel_options& options, redis_server_options& server) {
+  if (!options.tls) return;
+  const test_pki& pki = shared_test_pki();
+  server.tls = redis_server_options::tls_listener{pki.server().cert.string(),
+                                                  pki.server().key.string(), pki.ca().string(),
+                                                  false};
+  server.extra_args.push_back(
+      fmt::format("--tls-replication yes --tls-client-cert-file {} --tls-client-key-file {}",
+                  pki.client().cert.string(), pki.client().key.string()));
+}
+
 redis_server_options data_node_options(const redis_sentinel_options& options,
                                        std::uint16_t master_port) {
   redis_server_options server;
@@ -66,6 +81,7 @@ redis_server_options data_node_options(const redis_sentinel_options& options,
   // 7.0 waits 5 s by default before a diskless full sync, for more replicas to join it.
   server.extra_args = {"--repl-diskless-sync-delay 0"};
   if (!options.password.empty()) server.extra_args.push_back("--masterauth " + options.password);
+  with_tls(options, server);
   // replicaof in the file, not on the command line: a sentinel that turns the node into a
   // replica of another master, or into a master, records that there (CONFIG REWRITE), and a
   // restarted node must follow the file, as it would on a real machine.
@@ -81,6 +97,7 @@ redis_server_options sentinel_options(const redis_sentinel_options& options,
   redis_server_options server;
   server.sentinel = true;
   server.password = options.sentinel_password;
+  with_tls(options, server);
   const std::string& name = options.master_name;
   std::string text = fmt::format(
       "# A sentinel of redis_sentinel (test/support/redis_sentinel.hpp); it rewrites this file\n"
@@ -145,7 +162,7 @@ redis_sentinel::redis_sentinel(redis_sentinel_options options) : options_(std::m
   nodes_.reserve(1 + options_.replicas);
   nodes_.push_back(start(data_node_options(options_, 0)));
   for (std::size_t r = 0; r < options_.replicas; ++r) {
-    nodes_.push_back(start(data_node_options(options_, port(0))));
+    nodes_.push_back(start(data_node_options(options_, known_port(0))));
   }
 
   // A sentinel learns the replicas from the master's INFO, which it asks for when it connects
@@ -168,7 +185,7 @@ redis_sentinel::redis_sentinel(redis_sentinel_options options) : options_(std::m
 
   sentinels_.reserve(options_.sentinels);
   for (std::size_t s = 0; s < options_.sentinels; ++s) {
-    sentinels_.push_back(start(sentinel_options(options_, port(0))));
+    sentinels_.push_back(start(sentinel_options(options_, known_port(0))));
   }
   wait_until_healthy();
 }
@@ -203,6 +220,19 @@ std::uint16_t redis_sentinel::port(std::size_t node) const {
   return node_at(node).process->port();
 }
 
+std::uint16_t redis_sentinel::tls_port(std::size_t node) const {
+  return node_at(node).process->tls_port();
+}
+
+std::uint16_t redis_sentinel::known_port(std::size_t node) const {
+  return options_.tls ? tls_port(node) : port(node);
+}
+
+std::uint16_t redis_sentinel::known_sentinel_port(std::size_t sentinel) const {
+  const redis_server& process = *sentinel_at(sentinel).process;
+  return options_.tls ? process.tls_port() : process.port();
+}
+
 pid_t redis_sentinel::pid(std::size_t node) const {
   return running(node) ? node_at(node).process->pid() : -1;
 }
@@ -216,7 +246,8 @@ bool redis_sentinel::paused(std::size_t node) const {
 }
 
 node_config redis_sentinel::config(std::size_t node) const {
-  return node_at(node).process->config();
+  const redis_server& process = *node_at(node).process;
+  return options_.tls ? process.tls_config(shared_test_pki().ca().string()) : process.config();
 }
 
 std::string redis_sentinel::log_tail(std::size_t node, std::size_t lines) const {
@@ -249,11 +280,13 @@ std::string redis_sentinel::sentinel_log_tail(std::size_t sentinel, std::size_t 
 
 std::string redis_sentinel::sentinel_url(std::size_t first) const {
   const std::string login = options_.password.empty() ? "" : ":" + options_.password + "@";
-  std::string url = fmt::format("redis+sentinel://{}127.0.0.1:{}?master={}", login,
-                                sentinel_port(first), options_.master_name);
+  std::string url =
+      fmt::format("{}://{}127.0.0.1:{}?master={}", options_.tls ? "rediss+sentinel" : "redis+sentinel",
+                  login, known_sentinel_port(first), options_.master_name);
   for (std::size_t s = 0; s < sentinels(); ++s) {
-    if (s != first) url += fmt::format("&seed=127.0.0.1:{}", sentinel_port(s));
+    if (s != first) url += fmt::format("&seed=127.0.0.1:{}", known_sentinel_port(s));
   }
+  if (options_.tls) url += "&ca=" + shared_test_pki().ca().string();
   if (!options_.sentinel_password.empty()) {
     url += "&sentinel_password=" + options_.sentinel_password;
   }
@@ -283,7 +316,7 @@ std::size_t redis_sentinel::node_of(std::string_view ip, std::string_view port_t
   if (ip != "127.0.0.1") return npos;
   const std::size_t wanted = to_size(port_text);
   for (std::size_t n = 0; n < size(); ++n) {
-    if (port(n) == wanted) return n;
+    if (known_port(n) == wanted) return n;
   }
   return npos;
 }
@@ -444,7 +477,7 @@ std::string redis_sentinel::health_problem(std::size_t& agreed_master) const {
       return fmt::format("{} reports role:{}", describe(n), role);
     }
     if (const auto master_port = field_of(info, "master_port");
-        master_port != std::to_string(port(agreed))) {
+        master_port != std::to_string(known_port(agreed))) {
       return fmt::format("{} replicates port {}, not the master {}", describe(n), master_port,
                          describe(agreed));
     }
@@ -481,7 +514,7 @@ std::string redis_sentinel::health_problem(std::size_t& agreed_master) const {
       const std::string port_text = field(fields, "port");
       std::size_t other = npos;
       for (std::size_t s = 0; s < sentinels(); ++s) {
-        if (ip == "127.0.0.1" && port_text == std::to_string(sentinel_port(s))) other = s;
+        if (ip == "127.0.0.1" && port_text == std::to_string(known_sentinel_port(s))) other = s;
       }
       if (other == npos || other == v.sentinel) {
         return fmt::format("{} lists a sentinel {}:{} of its own", by, ip, port_text);

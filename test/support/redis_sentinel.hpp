@@ -41,6 +41,12 @@ struct redis_sentinel_options {
   // requirepass of every sentinel (one word, URL-safe); the sentinels log in to each other with
   // it (sentinel sentinel-pass), and so do the fixture's own connections. Empty: none.
   std::string sentinel_password;
+  // TLS: every server (data nodes and sentinels) also listens for TLS with the shared test PKI's
+  // server certificate, and speaks TLS to the others (tls-replication; a sentinel then connects
+  // to the data nodes and announces itself with TLS too). The group knows every server by its
+  // TLS port: the sentinels name masters, replicas and each other by it. config() and
+  // sentinel_url() are TLS ones; the fixture's own commands use the plain ports.
+  bool tls = false;
   // The bound on every wait of the fixture: the group forming, a failover, a server rejoining.
   std::chrono::milliseconds ready_timeout{30000};
 };
@@ -90,9 +96,11 @@ class redis_sentinel {
   // GET-MASTER-ADDR-BY-NAME), asked now; whether it is live is not checked.
   std::size_t master() const;
   std::uint16_t master_port() const { return port(master()); }
+  std::uint16_t tls_port(std::size_t node) const;  // 0 without options.tls
   // Every data node but master(), by node number, stopped or not.
   std::vector<std::size_t> replicas() const;
-  // The node as one standalone Redlock node (127.0.0.1, its port, options.password).
+  // The node as one standalone Redlock node (127.0.0.1, its port, options.password; with
+  // options.tls its TLS port, trusting the shared test PKI's CA).
   node_config config(std::size_t node) const;
   std::string log_tail(std::size_t node, std::size_t lines = 20) const;
   // One command on `node`, logged in with options.password; an error reply is returned, not
@@ -112,6 +120,7 @@ class redis_sentinel {
   // "redis+sentinel://127.0.0.1:P?master=NAME&seed=127.0.0.1:Q&seed=...", P the port of
   // sentinel `first` and each other sentinel a seed, in order; with ":password@" before the host
   // when the data nodes have a password, and "&sentinel_password=..." when the sentinels do.
+  // With options.tls: "rediss+sentinel://", every port the TLS one, and "&ca=FILE".
   std::string sentinel_url(std::size_t first = 0) const;
   std::string sentinel_log_tail(std::size_t sentinel, std::size_t lines = 20) const;
   // One command on a sentinel, logged in with options.sentinel_password; an error reply is
@@ -158,6 +167,9 @@ class redis_sentinel {
   std::string describe_sentinel(std::size_t sentinel) const;
   std::size_t first_live_sentinel() const;
   std::size_t node_of(std::string_view ip, std::string_view port) const;  // npos when none
+  // The port the group knows a server by (the TLS one with options.tls).
+  std::uint16_t known_port(std::size_t node) const;
+  std::uint16_t known_sentinel_port(std::size_t sentinel) const;
   // The node `sentinel` names as the master, asked now.
   std::size_t master_named_by(std::size_t sentinel) const;
 

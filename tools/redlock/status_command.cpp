@@ -151,10 +151,12 @@ std::string describe_link(const detail::lock_node& lock_node, std::string_view k
     if (master.empty()) {
       return fmt::format("sentinel{}, no master named yet", node.tls.enabled ? ", tls" : "");
     }
-    // TODO(issue 28): when the master last changed, from the sentinels (SENTINEL MASTER).
-    return fmt::format(
-        "sentinel{}, master {} (named at {:%H:%M:%S} UTC)", node.tls.enabled ? ", tls" : "", master,
-        fmt::gmtime(std::chrono::system_clock::to_time_t(sentinel->master_since())));
+    const auto change = sentinel->last_master_change();
+    const std::string epoch =
+        change.config_epoch ? fmt::format(", config epoch {}", *change.config_epoch) : "";
+    return fmt::format("sentinel{}, master {} since {:%Y-%m-%d %H:%M:%S} UTC{}",
+                       node.tls.enabled ? ", tls" : "", master,
+                       fmt::gmtime(std::chrono::system_clock::to_time_t(change.since)), epoch);
   }
   return describe_connection(node, static_cast<const detail::standalone_node&>(lock_node).link());
 }

@@ -9,8 +9,10 @@
 #include "support/exclusion_verdict.hpp"
 #include "support/fake_server.hpp"
 #include "support/lock_recorder.hpp"
+#include "support/acquire_once.hpp"
 #include "support/printing.hpp"
 #include "support/redis_sentinel.hpp"
+#include "support/test_pki.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -26,6 +28,7 @@
 namespace {
 
 using redlock::test::redis_sentinel;
+using redlock::test::redis_sentinel_options;
 using redlock::test::renewal;
 
 std::vector<redlock::node_config> sentinel_node(const redis_sentinel& group,
@@ -203,6 +206,94 @@ BOOST_AUTO_TEST_CASE(a_sentinel_that_names_a_stale_master_is_skipped) {
     BOOST_TEST(value_on(group, group.master(), "stale") == lease.token());
     BOOST_TEST(stale.commands_received("SENTINEL") >= 1u);
     co_await lease.async_release(tuple_awaitable);
+  });
+}
+
+// rediss+sentinel://: TLS to the sentinels and to the master they name, through a failover.
+BOOST_AUTO_TEST_CASE(over_tls_the_master_is_found_and_followed_across_a_failover) {
+  redis_sentinel group(redis_sentinel_options{.tls = true});
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    const auto nodes = sentinel_node(group);
+    BOOST_TEST_REQUIRE(nodes.front().tls.enabled);
+    redlock::client locks(io.get_executor(), nodes, logged_options());
+    auto [ec, lease] = co_await locks.async_acquire("secret", lock_for(5s), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
+    BOOST_TEST(value_on(group, group.master(), "secret") == lease.token());
+    auto [release_ec] = co_await lease.async_release(tuple_awaitable);
+    BOOST_TEST(!release_ec, release_ec.message() << ": " << lease.diagnostics());
+
+    const auto old_master = group.master();
+    BOOST_TEST_REQUIRE(group.failover() != old_master);
+    const auto took = co_await first_acquire_within(locks, "secret", 10s, group);
+    BOOST_TEST_REQUIRE(took.has_value());
+    BOOST_TEST_MESSAGE("over TLS, first acquire on the new master " << took->count()
+                                                                   << " ms after the failover");
+  });
+}
+
+// Sentinels whose certificate the client does not trust: a node failure at once, naming the
+// sentinel and the cause, not a wait for a master that will never be named.
+BOOST_AUTO_TEST_CASE(an_untrusted_sentinel_certificate_fails_at_once_naming_the_sentinel) {
+  redis_sentinel group(redis_sentinel_options{.sentinels = 1, .quorum = 1, .tls = true});
+  auto node = sentinel_node(group).front();
+  node.tls.ca_file = redlock::test::shared_test_pki().other_ca().string();
+  const auto result = acquire_once({node}, redlock::test::long_wait());
+  check_fails_at_once(result, error::certificate_rejected, node.address(),
+                      "unable to get local issuer certificate");
+  BOOST_TEST(contains(result.diagnostics, "no sentinel named master"), result.diagnostics);
+}
+
+// sentinel_password logs in to the sentinels, the password before the host to the data nodes; a
+// wrong sentinel password is a node failure that says so.
+BOOST_AUTO_TEST_CASE(the_sentinels_and_the_data_nodes_each_get_their_own_login) {
+  redis_sentinel group(redis_sentinel_options{
+      .sentinels = 1, .quorum = 1, .password = "datapass", .sentinel_password = "watchpass"});
+  const auto good = acquire_once(sentinel_node(group), redlock::test::default_wait());
+  BOOST_TEST(!good.ec, good.ec.message() << ": " << good.diagnostics);
+
+  auto wrong = sentinel_node(group).front();
+  wrong.sentinel_password = "not-the-password";
+  const auto refused = acquire_once({wrong}, redlock::test::long_wait());
+  check_fails_at_once(refused, error::auth_failed, wrong.address(), "WRONGPASS");
+  BOOST_TEST(!contains(refused.diagnostics, "not-the-password"), refused.diagnostics);
+
+  // The sentinels let it in; the master does not.
+  auto data_refused = sentinel_node(group).front();
+  data_refused.password = "not-the-password";
+  const auto master_refused = acquire_once({data_refused}, redlock::test::long_wait());
+  BOOST_TEST((master_refused.ec == error::auth_failed), master_refused.ec.message());
+  BOOST_TEST(master_refused.took_ms < 5000);
+  BOOST_TEST(contains(master_refused.diagnostics, fmt::format("{}", group.master_port())),
+             master_refused.diagnostics);
+}
+
+BOOST_AUTO_TEST_CASE(wait_replicas_counts_a_vote_only_once_replicated) {
+  redis_sentinel group;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    {
+      redlock::client locks(
+          io.get_executor(),
+          {redlock::node_config::from_url(group.sentinel_url() + "&wait_replicas=1")},
+          fast_client_options());
+      auto [ec, lease] = co_await locks.async_acquire("replicated", lock_for(5s), tuple_awaitable);
+      BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
+      // Granted only once the replica acknowledged it: it is there now, without waiting.
+      BOOST_TEST(value_on(group, group.replicas().front(), "replicated") == lease.token());
+      co_await lease.async_release(tuple_awaitable);
+    }
+    {
+      // One replica can never acknowledge for two: no vote counts, and the SET is cleaned up.
+      redlock::client locks(
+          io.get_executor(),
+          {redlock::node_config::from_url(group.sentinel_url() + "&wait_replicas=2")},
+          fast_client_options());
+      auto [ec, lease] =
+          co_await locks.async_try_acquire("unreplicated", lock_for(5s), tuple_awaitable);
+      BOOST_TEST((ec == redlock::condition::not_acquired), ec.message());
+      BOOST_TEST(contains(lease.diagnostics(), "NOREPLICAS"), lease.diagnostics());
+      BOOST_TEST(co_await eventually(
+          [&] { return value_on(group, group.master(), "unreplicated").empty(); }, 5s));
+    }
   });
 }
 
