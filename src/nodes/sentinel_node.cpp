@@ -10,9 +10,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -152,7 +150,11 @@ class sentinel_router : public std::enable_shared_from_this<sentinel_router> {
   void on_sentinel_push(std::uint64_t generation, const resp::value& push);
   void on_sentinel_link(std::uint64_t generation, bool up);
   void on_master_link(std::uint64_t generation, bool up);
-  void adopt(const cluster_endpoint& master, std::optional<master_record> record);
+  // Moves the node to `master`; false when it is there already (or closing).
+  bool adopt(const cluster_endpoint& master);
+  // Since when the followed sentinel names the master (SENTINEL MASTER), into record_.
+  void learn_record_soon();
+  asio::awaitable<void> learn_record(std::shared_ptr<connection> link, cluster_endpoint master);
 
   asio::any_io_executor executor_;
   node_config config_;
@@ -419,18 +421,10 @@ asio::awaitable<std::optional<std::string>> sentinel_router::ask(const cluster_e
                   : open_sentinel_link(at, generation);
   request_options rules;
   rules.timeout = settings_.connect_timeout + std::chrono::milliseconds(1000);
-  // The address, and (pipelined with it, so at no extra wait) since when the sentinel knows it;
-  // the latter only informs people (status), and its failure changes nothing.
-  const std::string_view address_command[] = {"SENTINEL", "GET-MASTER-ADDR-BY-NAME",
-                                              config_.sentinel_master};
-  const std::string_view record_command[] = {"SENTINEL", "MASTER", config_.sentinel_master};
-  auto [order, ec, reply, record_ec, record_reply] =
-      co_await asio::experimental::make_parallel_group(
-          link->async_exec(std::span<const std::string_view>(address_command), rules,
-                           asio::deferred),
-          link->async_exec(std::span<const std::string_view>(record_command), rules,
-                           asio::deferred))
-          .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+  const std::string_view command[] = {"SENTINEL", "GET-MASTER-ADDR-BY-NAME",
+                                      config_.sentinel_master};
+  auto [ec, reply] = co_await link->async_exec(std::span<const std::string_view>(command), rules,
+                                               asio::as_tuple(asio::use_awaitable));
   const std::string where = endpoint_text(at);
   const auto give_up = [&](std::string why) -> std::optional<std::string> {
     if (link != sentinel_link_) link->close();
@@ -453,15 +447,37 @@ asio::awaitable<std::optional<std::string>> sentinel_router::ask(const cluster_e
     sentinel_link_ = std::move(link);
     followed_generation_ = generation;
   }
-  adopt(master, record_ec ? std::nullopt
-                          : read_master_record(record_reply, master, std::chrono::system_clock::now()));
+  if (adopt(master)) learn_record_soon();
   co_return std::nullopt;
 }
 
-void sentinel_router::adopt(const cluster_endpoint& master,
-                            std::optional<master_record> record) {
-  if (master_at_ == master && record) record_ = *record;  // a sentinel's word beats our guess
-  if (master_at_ == master || closing_) return;
+void sentinel_router::learn_record_soon() {
+  if (!sentinel_link_ || !master_at_) return;
+  // Since when the sentinels name the master only informs people (status): asked beside the
+  // requests waiting for the master, never in their way.
+  asio::co_spawn(
+      executor_,
+      [self = shared_from_this(), link = sentinel_link_, master = *master_at_] {
+        return self->learn_record(link, master);
+      },
+      asio::detached);
+}
+
+asio::awaitable<void> sentinel_router::learn_record(std::shared_ptr<connection> link,
+                                                    cluster_endpoint master) {
+  request_options rules;
+  rules.timeout = settings_.connect_timeout + std::chrono::milliseconds(1000);
+  const std::string_view command[] = {"SENTINEL", "MASTER", config_.sentinel_master};
+  auto [ec, reply] = co_await link->async_exec(std::span<const std::string_view>(command), rules,
+                                               asio::as_tuple(asio::use_awaitable));
+  if (ec || closing_ || master_at_ != master) co_return;  // moved on meanwhile: not its record
+  if (auto record = read_master_record(reply, master, std::chrono::system_clock::now())) {
+    record_ = *record;
+  }
+}
+
+bool sentinel_router::adopt(const cluster_endpoint& master) {
+  if (master_at_ == master || closing_) return false;
   if (master_) {
     // Its requests are answered first; releases it keeps wait for a reconnect within their
     // lifetime, where the key is ours or gone.
@@ -478,15 +494,14 @@ void sentinel_router::adopt(const cluster_endpoint& master,
       std::make_unique<standalone_node>(executor_, server_of(config_, master), std::move(settings));
   const bool first = !master_at_;
   master_at_ = master;
-  record_ = record ? *record
-                   : master_record{.since = std::chrono::system_clock::now(),
-                                                  .config_epoch = std::nullopt};
+  record_ = master_record{.since = std::chrono::system_clock::now(), .config_epoch = std::nullopt};
   if (settings_.logger) {
     call_logger(
         settings_.logger, executor_, log_level::info,
         fmt::format("{}: the sentinels name {} as master \"{}\"{}", config_.address(),
                     endpoint_text(master), config_.sentinel_master, first ? "" : " (it moved)"));
   }
+  return true;
 }
 
 void sentinel_router::on_sentinel_push(std::uint64_t generation, const resp::value& push) {
@@ -503,9 +518,7 @@ void sentinel_router::on_sentinel_push(std::uint64_t generation, const resp::val
     if (!self || self->closing_ || generation != self->followed_generation_ ||
         !self->sentinel_link_)
       return;
-    // It switched now (the announcement is made as it happens); the epoch is asked by the next
-    // resolution.
-    self->adopt(master, std::nullopt);
+    if (self->adopt(master)) self->learn_record_soon();
     self->send_waiting();
   });
 }

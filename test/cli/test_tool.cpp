@@ -1120,16 +1120,16 @@ BOOST_AUTO_TEST_CASE(run_and_status_on_a_sentinel_group) {
              before);
   BOOST_TEST(contains(before, "config epoch 0"), before);
   // The sentinels have watched node 0 since they started, a few seconds ago.
-  BOOST_TEST(master_since_in(before) > std::chrono::system_clock::now() - 120s, before);
+  BOOST_TEST((master_since_in(before) > std::chrono::system_clock::now() - 120s), before);
 
   const auto failover_start = std::chrono::system_clock::now();
   const auto new_master = group.failover();
   const auto after = status_line();
-  BOOST_TEST(contains(after,
-                      fmt::format("sentinel, master 127.0.0.1:{} since ", group.port(new_master))),
-             after);
+  BOOST_TEST(
+      contains(after, fmt::format("sentinel, master 127.0.0.1:{} since ", group.port(new_master))),
+      after);
   BOOST_TEST(contains(after, "config epoch 1"), after);
   // Whole seconds: the switch is no earlier than the second the failover was asked in.
-  BOOST_TEST(master_since_in(after) >= failover_start - 1s, after);
-  BOOST_TEST(master_since_in(after) <= std::chrono::system_clock::now() + 1s, after);
+  BOOST_TEST((master_since_in(after) >= failover_start - 1s), after);
+  BOOST_TEST((master_since_in(after) <= std::chrono::system_clock::now() + 1s), after);
 }

@@ -66,9 +66,8 @@ bool is_one_word(std::string_view text) {
 void with_tls(const redis_sentinel_options& options, redis_server_options& server) {
   if (!options.tls) return;
   const test_pki& pki = shared_test_pki();
-  server.tls = redis_server_options::tls_listener{pki.server().cert.string(),
-                                                  pki.server().key.string(), pki.ca().string(),
-                                                  false};
+  server.tls = redis_server_options::tls_listener{
+      pki.server().cert.string(), pki.server().key.string(), pki.ca().string(), false};
   server.extra_args.push_back(
       fmt::format("--tls-replication yes --tls-client-cert-file {} --tls-client-key-file {}",
                   pki.client().cert.string(), pki.client().key.string()));
@@ -280,9 +279,9 @@ std::string redis_sentinel::sentinel_log_tail(std::size_t sentinel, std::size_t 
 
 std::string redis_sentinel::sentinel_url(std::size_t first) const {
   const std::string login = options_.password.empty() ? "" : ":" + options_.password + "@";
-  std::string url =
-      fmt::format("{}://{}127.0.0.1:{}?master={}", options_.tls ? "rediss+sentinel" : "redis+sentinel",
-                  login, known_sentinel_port(first), options_.master_name);
+  std::string url = fmt::format("{}://{}127.0.0.1:{}?master={}",
+                                options_.tls ? "rediss+sentinel" : "redis+sentinel", login,
+                                known_sentinel_port(first), options_.master_name);
   for (std::size_t s = 0; s < sentinels(); ++s) {
     if (s != first) url += fmt::format("&seed=127.0.0.1:{}", known_sentinel_port(s));
   }

@@ -41,13 +41,18 @@ std::string bulk(std::string_view text) {
 std::string master_entry(bool resp3, std::string_view ip, std::string_view port,
                          std::string_view reported_ms, std::string_view epoch) {
   const std::pair<std::string_view, std::string_view> fields[] = {
-      {"name", "mymaster"},  {"ip", ip},         {"port", port},
-      {"flags", "master"},   {"role-reported", "master"},
-      {"role-reported-time", reported_ms},   {"config-epoch", epoch},
+      {"name", "mymaster"},
+      {"ip", ip},
+      {"port", port},
+      {"flags", "master"},
+      {"role-reported", "master"},
+      {"role-reported-time", reported_ms},
+      {"config-epoch", epoch},
       {"quorum", "2"}};
   std::string out = resp3 ? "%" + std::to_string(std::size(fields)) + "\r\n"
                           : "*" + std::to_string(2 * std::size(fields)) + "\r\n";
-  for (const auto& [name, value] : fields) out += bulk(name) + bulk(value);
+  for (const auto& [name, value] : fields)
+    out += bulk(name) + bulk(value);
   return out;
 }
 
@@ -75,9 +80,10 @@ BOOST_AUTO_TEST_CASE(the_master_named_is_read_and_every_other_answer_says_why_no
   BOOST_TEST(unknown.problem == "127.0.0.1:26379 knows no master named \"other\"");
   BOOST_TEST(!read_master_answer(parse("_\r\n"), "s", "m").master.has_value());  // RESP3 null
 
-  for (const std::string bad : {"*1\r\n" + bulk("127.0.0.1"), "-ERR no such command\r\n"s,
-                                ":6380\r\n"s, "*2\r\n" + bulk("127.0.0.1") + bulk("port"),
-                                "*2\r\n" + bulk("127.0.0.1") + bulk("70000")}) {
+  const std::string unreadable[] = {"*1\r\n" + bulk("127.0.0.1"), "-ERR no such command\r\n",
+                                    ":6380\r\n", "*2\r\n" + bulk("127.0.0.1") + bulk("port"),
+                                    "*2\r\n" + bulk("127.0.0.1") + bulk("70000")};
+  for (const std::string& bad : unreadable) {
     const auto answer = read_master_answer(parse(bad), "127.0.0.1:26379", "mymaster");
     BOOST_TEST(!answer.master.has_value(), bad);
     BOOST_TEST(!answer.unknown_name, bad);
@@ -101,9 +107,8 @@ BOOST_AUTO_TEST_CASE(a_switch_is_followed_only_for_our_master_and_when_readable)
 BOOST_AUTO_TEST_CASE(the_master_record_dates_the_switch_from_the_sentinels_clock_offset) {
   const auto now = std::chrono::system_clock::now();
   for (const bool resp3 : {false, true}) {
-    const auto record =
-        read_master_record(parse(master_entry(resp3, "127.0.0.1", "6380", "12500", "3")),
-                           master_6380, now);
+    const auto record = read_master_record(
+        parse(master_entry(resp3, "127.0.0.1", "6380", "12500", "3")), master_6380, now);
     BOOST_TEST_REQUIRE(record.has_value(), "resp3 " << resp3);
     BOOST_TEST((record->since == now - 12500ms));
     BOOST_TEST_REQUIRE(record->config_epoch.has_value());
@@ -117,13 +122,12 @@ BOOST_AUTO_TEST_CASE(the_master_record_dates_the_switch_from_the_sentinels_clock
                                  master_6380, now));
   BOOST_TEST(!read_master_record(parse(master_entry(false, "127.0.0.1", "6380", "-5", "1")),
                                  master_6380, now));
-  const auto no_epoch =
-      read_master_record(parse(master_entry(false, "127.0.0.1", "6380", "0", "x")), master_6380,
-                         now);
+  const auto no_epoch = read_master_record(
+      parse(master_entry(false, "127.0.0.1", "6380", "0", "x")), master_6380, now);
   BOOST_TEST_REQUIRE(no_epoch.has_value());
   BOOST_TEST(!no_epoch->config_epoch.has_value());
-  BOOST_TEST(!read_master_record(parse("-ERR No such master with that name\r\n"), master_6380,
-                                 now));
+  BOOST_TEST(
+      !read_master_record(parse("-ERR No such master with that name\r\n"), master_6380, now));
   BOOST_TEST(!read_master_record(parse("*3\r\n" + bulk("ip") + bulk("x") + bulk("port")),
                                  master_6380, now));
 }
@@ -140,10 +144,9 @@ BOOST_AUTO_TEST_CASE(only_unsent_requests_and_broken_cleanups_are_sent_again) {
   cleanup.deliver_for = 5s;
   const auto code = [](error e) { return redlock::make_error_code(e); };
 
-  for (const auto unsent :
-       {code(error::not_connected), code(error::connect_timeout),
-        boost::system::error_code(boost::asio::error::connection_refused),
-        boost::system::error_code(boost::asio::error::host_not_found)}) {
+  for (const auto unsent : {code(error::not_connected), code(error::connect_timeout),
+                            boost::system::error_code(boost::asio::error::connection_refused),
+                            boost::system::error_code(boost::asio::error::host_not_found)}) {
     BOOST_TEST(sent_nowhere(unsent), unsent.message());
     BOOST_TEST(may_send_again(unsent, vote), unsent.message());
     BOOST_TEST(may_send_again(unsent, cleanup), unsent.message());

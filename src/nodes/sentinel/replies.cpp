@@ -38,8 +38,8 @@ master_answer read_master_answer(const resp::value& reply, std::string_view from
       parse_endpoint(fmt::format("{}:{}", reply.elements[0].text,
                                  port.is_string() ? port.text : std::to_string(port.integer)));
   if (!answer.master) {
-    answer.problem = fmt::format("{} named an unreadable master address {}", from,
-                                 resp::to_debug_string(reply));
+    answer.problem =
+        fmt::format("{} named an unreadable master address {}", from, resp::to_debug_string(reply));
   }
   return answer;
 }

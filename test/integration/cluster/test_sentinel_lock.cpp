@@ -6,10 +6,10 @@
 
 #include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
+#include "support/acquire_once.hpp"
 #include "support/exclusion_verdict.hpp"
 #include "support/fake_server.hpp"
 #include "support/lock_recorder.hpp"
-#include "support/acquire_once.hpp"
 #include "support/printing.hpp"
 #include "support/redis_sentinel.hpp"
 #include "support/test_pki.hpp"
@@ -18,6 +18,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -27,9 +28,21 @@
 
 namespace {
 
+using redlock::test::acquire_once;
+using redlock::test::check_fails_at_once;
+using redlock::test::contains;
 using redlock::test::redis_sentinel;
 using redlock::test::redis_sentinel_options;
 using redlock::test::renewal;
+
+// A group of `sentinels` sentinels (quorum 1 with one), over TLS or not.
+redis_sentinel_options group_of(std::size_t sentinels, bool tls) {
+  redis_sentinel_options options;
+  options.sentinels = sentinels;
+  options.quorum = std::min<std::size_t>(sentinels, 2);
+  options.tls = tls;
+  return options;
+}
 
 std::vector<redlock::node_config> sentinel_node(const redis_sentinel& group,
                                                 std::size_t first = 0) {
@@ -110,31 +123,76 @@ BOOST_AUTO_TEST_CASE(the_lock_is_taken_on_the_master_the_sentinels_name) {
   });
 }
 
+// SENTINEL FAILOVER while the client keeps acquiring: it moves when the switch is announced, and
+// acquires on the new master soon after. The figures (request to move, move to first acquire,
+// the longest time without one) are printed; the bounds only catch a client that does not follow.
 BOOST_AUTO_TEST_CASE(a_requested_failover_is_followed_and_a_lease_held_across_it_ends) {
   redis_sentinel group;
+  std::atomic<steady_clock::rep> moved_at{0};
+  auto options = logged_options();
+  options.logger = [&moved_at, logged = options.logger](redlock::log_level level,
+                                                        std::string_view message) {
+    if (message.find("(it moved)") != std::string_view::npos && moved_at == 0) {
+      moved_at = steady_clock::now().time_since_epoch().count();
+    }
+    logged(level, message);
+  };
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client locks(io.get_executor(), sentinel_node(group), logged_options());
+    redlock::client locks(io.get_executor(), sentinel_node(group), options);
     auto [ec, lease] =
         co_await locks.async_acquire("moving", lock_for(60s, renewal::off), tuple_awaitable);
     BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
     BOOST_TEST_REQUIRE(co_await replicated(group, "moving", lease.token()));
     const auto old_master = group.master();
-    const auto new_master = group.failover();
-    BOOST_TEST_REQUIRE(new_master != old_master);
 
-    // Replicated before the failover (which takes about 11 s: the TTL outlasts it), so the key is
-    // on the new master, and the release finds it there (at once, or after one resolution when
-    // its link to the old master broke under it), well within the bound.
+    std::atomic<bool> failed_over{false};
+    std::size_t new_master = old_master;
+    const auto requested = steady_clock::now();
+    std::thread nemesis([&] {
+      new_master = group.failover();
+      failed_over = true;
+    });
+    // Probes all along: each waits up to 1 s, then the next one starts 20 ms later.
+    std::vector<steady_clock::time_point> acquired;
+    while (!failed_over) {
+      auto probe_options = lock_for(5s);
+      probe_options.wait = 1s;
+      auto [probe_ec, probe] =
+          co_await locks.async_acquire("probe", probe_options, tuple_awaitable);
+      if (!probe_ec) {
+        acquired.push_back(steady_clock::now());
+        co_await probe.async_release(tuple_awaitable);
+      }
+      co_await sleep_for(20ms);
+    }
+    nemesis.join();
+    BOOST_TEST_REQUIRE(new_master != old_master);
+    BOOST_TEST_REQUIRE(moved_at != 0);
+    const steady_clock::time_point moved{steady_clock::duration(moved_at.load())};
+    const auto after_move =
+        std::find_if(acquired.begin(), acquired.end(), [&](auto at) { return at >= moved; });
+    BOOST_TEST_REQUIRE((after_move != acquired.end()));
+    steady_clock::duration longest_gap{};
+    for (std::size_t i = 1; i < acquired.size(); ++i) {
+      longest_gap = std::max(longest_gap, acquired[i] - acquired[i - 1]);
+    }
+    const auto ms = [](steady_clock::duration d) {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+    };
+    BOOST_TEST(ms(*after_move - moved) < 5000);
+    BOOST_TEST_MESSAGE("failover requested -> client moved "
+                       << ms(moved - requested) << " ms; moved -> first acquire "
+                       << ms(*after_move - moved) << " ms; longest time without an "
+                       << "acquire " << ms(longest_gap) << " ms");
+
+    // Replicated before the failover (the TTL outlasts it), so the key is on the new master, and
+    // the release finds it there (at once, or after one resolution when its link to the old
+    // master broke under it), well within the bound.
     const auto release_start = steady_clock::now();
     auto [release_ec] = co_await lease.async_release(tuple_awaitable);
     BOOST_TEST(!release_ec, release_ec.message() << ": " << lease.diagnostics());
     BOOST_TEST(ms_since(release_start) < 5000);
     BOOST_TEST(value_on(group, new_master, "moving").empty());
-
-    const auto took = co_await first_acquire_within(locks, "moving", 10s, group);
-    BOOST_TEST_REQUIRE(took.has_value());
-    BOOST_TEST_MESSAGE("first acquire on the new master " << took->count()
-                                                          << " ms after the failover");
   });
 }
 
@@ -160,8 +218,8 @@ BOOST_AUTO_TEST_CASE(a_killed_master_is_replaced_and_a_lease_on_it_reports_its_f
     // says the lease is not held, and never hangs.
     const auto release_start = steady_clock::now();
     auto [release_ec] = co_await lease.async_release(tuple_awaitable);
-    BOOST_TEST((!release_ec || release_ec == error::not_held),
-               release_ec.message() << ": " << lease.diagnostics());
+    BOOST_TEST((!release_ec || release_ec == error::not_held), release_ec.message()
+                                                                   << ": " << lease.diagnostics());
     BOOST_TEST(ms_since(release_start) < 5000);
   });
 }
@@ -211,7 +269,7 @@ BOOST_AUTO_TEST_CASE(a_sentinel_that_names_a_stale_master_is_skipped) {
 
 // rediss+sentinel://: TLS to the sentinels and to the master they name, through a failover.
 BOOST_AUTO_TEST_CASE(over_tls_the_master_is_found_and_followed_across_a_failover) {
-  redis_sentinel group(redis_sentinel_options{.tls = true});
+  redis_sentinel group(group_of(3, true));
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     const auto nodes = sentinel_node(group);
     BOOST_TEST_REQUIRE(nodes.front().tls.enabled);
@@ -227,27 +285,30 @@ BOOST_AUTO_TEST_CASE(over_tls_the_master_is_found_and_followed_across_a_failover
     const auto took = co_await first_acquire_within(locks, "secret", 10s, group);
     BOOST_TEST_REQUIRE(took.has_value());
     BOOST_TEST_MESSAGE("over TLS, first acquire on the new master " << took->count()
-                                                                   << " ms after the failover");
+                                                                    << " ms after the failover");
   });
 }
 
 // Sentinels whose certificate the client does not trust: a node failure at once, naming the
 // sentinel and the cause, not a wait for a master that will never be named.
 BOOST_AUTO_TEST_CASE(an_untrusted_sentinel_certificate_fails_at_once_naming_the_sentinel) {
-  redis_sentinel group(redis_sentinel_options{.sentinels = 1, .quorum = 1, .tls = true});
+  redis_sentinel group(group_of(1, true));
   auto node = sentinel_node(group).front();
   node.tls.ca_file = redlock::test::shared_test_pki().other_ca().string();
   const auto result = acquire_once({node}, redlock::test::long_wait());
+  // The sentinel sends its CA along, which the client's (other) CA did not sign.
   check_fails_at_once(result, error::certificate_rejected, node.address(),
-                      "unable to get local issuer certificate");
+                      "self-signed certificate in certificate chain");
   BOOST_TEST(contains(result.diagnostics, "no sentinel named master"), result.diagnostics);
 }
 
 // sentinel_password logs in to the sentinels, the password before the host to the data nodes; a
 // wrong sentinel password is a node failure that says so.
 BOOST_AUTO_TEST_CASE(the_sentinels_and_the_data_nodes_each_get_their_own_login) {
-  redis_sentinel group(redis_sentinel_options{
-      .sentinels = 1, .quorum = 1, .password = "datapass", .sentinel_password = "watchpass"});
+  auto options = group_of(1, false);
+  options.password = "datapass";
+  options.sentinel_password = "watchpass";
+  redis_sentinel group(options);
   const auto good = acquire_once(sentinel_node(group), redlock::test::default_wait());
   BOOST_TEST(!good.ec, good.ec.message() << ": " << good.diagnostics);
 
@@ -263,7 +324,7 @@ BOOST_AUTO_TEST_CASE(the_sentinels_and_the_data_nodes_each_get_their_own_login) 
   const auto master_refused = acquire_once({data_refused}, redlock::test::long_wait());
   BOOST_TEST((master_refused.ec == error::auth_failed), master_refused.ec.message());
   BOOST_TEST(master_refused.took_ms < 5000);
-  BOOST_TEST(contains(master_refused.diagnostics, fmt::format("{}", group.master_port())),
+  BOOST_TEST(contains(master_refused.diagnostics, std::to_string(group.master_port())),
              master_refused.diagnostics);
 }
 
