@@ -1,0 +1,239 @@
+#ifndef REDLOCK_NODES_CLUSTER_ROUTER_HPP
+#define REDLOCK_NODES_CLUSTER_ROUTER_HPP
+
+#include "net/connection.hpp"
+#include "net/connection_options.hpp"
+#include "nodes/cluster/hash_slot.hpp"
+#include "nodes/cluster/topology.hpp"
+#include "nodes/forwarded_request.hpp"
+#include "nodes/peer_registry.hpp"
+#include "redlock/node_config.hpp"
+#include "resp/encoder.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/system/error_code.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <initializer_list>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace redlock::detail {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using std::chrono::steady_clock;
+
+constexpr std::uint16_t no_master = std::numeric_limits<std::uint16_t>::max();
+
+inline shared_payload encoded(std::initializer_list<std::string_view> command) {
+  std::string bytes;
+  resp::encode_command(bytes, command);
+  return std::make_shared<const std::string>(std::move(bytes));
+}
+
+// Everything of a cluster node that its requests may outlive the node for: the routes, the shard
+// connections, the refresh. Requests in flight hold it through their sinks.
+class cluster_router : public std::enable_shared_from_this<cluster_router> {
+ public:
+  cluster_router(asio::any_io_executor executor, node_config config, connection_options settings,
+                 std::shared_ptr<peer_registry> peers, std::size_t index)
+      : executor_(std::move(executor)),
+        config_(std::move(config)),
+        settings_(std::move(settings)),
+        peers_(std::move(peers)),
+        index_(index),
+        slot_owner_(cluster_slot_count, no_master),
+        waiting_timer_(executor_),
+        refresh_timer_(executor_) {
+    if (auto first = parse_endpoint(config_.address())) seeds_.push_back(*first);
+    for (const auto& seed : config_.seeds) {
+      if (auto at = parse_endpoint(seed);
+          at && std::find(seeds_.begin(), seeds_.end(), *at) == seeds_.end())
+        seeds_.push_back(*at);
+    }
+  }
+
+  // A request about `key` (empty: about no key) as lock_node::exec.
+  void exec(std::string_view key, payload_ref payload, const request_options& rules,
+            unsigned replicas, reply_sink& sink, std::size_t tag, steady_clock::time_point now) {
+    if (closing_) {
+      return fail_later(sink_ref(&sink), tag, asio::error::operation_aborted,
+                        fmt::format("{}: the client is shutting down", config_.address()));
+    }
+    if (!known_) {
+      // Only before the first topology: later, a stale route is corrected by MOVED.
+      waiting_.push_back(waiting_request{key.empty() ? std::nullopt : std::optional(hash_slot(key)),
+                                         payload.copied(),
+                                         rules,
+                                         replicas,
+                                         sink_ref(&sink),
+                                         tag,
+                                         deadline_of(rules, now),
+                                         0,
+                                         {}});
+      watch_waiting();
+      if (!refreshing_) refresh_soon();
+      return;
+    }
+    if (key.empty()) return send_everywhere(payload, rules, sink, tag, now);
+    route(hash_slot(key), payload, rules, replicas, sink_ref(&sink), tag, now, 0, std::nullopt,
+          deadline_of(rules, now));
+  }
+
+  error_code permanent_failure() const noexcept { return known_ ? error_code{} : lasting_; }
+  const std::string& last_error() const noexcept { return last_error_; }
+
+  void close_when_idle(std::chrono::milliseconds bound) {
+    closing_ = true;
+    waiting_timer_.cancel();
+    refresh_timer_.cancel();
+    fail_waiting(asio::error::operation_aborted, "the client is shutting down");
+    for (auto& link : links_)
+      link.conn->close_when_idle(bound);
+  }
+
+  std::optional<cluster_endpoint> master_of(std::uint16_t slot) const {
+    const auto owner = slot_owner_[slot];
+    if (owner == no_master) return std::nullopt;
+    return links_[owner].at;
+  }
+
+  // Called by a routed request's sink (router.cpp).
+  void on_redirect(const cluster_redirect& redirect) {
+    // After close_when_idle no connection is opened: it would never be closed.
+    if (redirect.what == cluster_redirect::kind::moved && !closing_) {
+      slot_owner_[redirect.slot] = link_index(redirect.target);
+      refresh_soon();
+    }
+  }
+  void route_changed() { refresh_soon(); }
+
+  // A request that found its slot's master unreachable (error::not_connected: it was not sent)
+  // waits for the next topology and is routed again by it, within its deadline: after a failover
+  // the routes are stale until then, and a release must still reach the new master.
+  void route_after_refresh(std::uint16_t slot, const payload_ref& payload,
+                           const request_options& rules, unsigned replicas, sink_ref sink,
+                           std::size_t tag, unsigned redirects, steady_clock::time_point deadline,
+                           std::string unreachable) {
+    waiting_.push_back(waiting_request{slot, payload.copied(), rules, replicas, std::move(sink),
+                                       tag, deadline, redirects, std::move(unreachable)});
+    watch_waiting();
+    refresh_soon();
+  }
+
+  void route(std::uint16_t slot, const payload_ref& payload, const request_options& rules,
+             unsigned replicas, sink_ref sink, std::size_t tag, steady_clock::time_point now,
+             unsigned redirects, std::optional<cluster_endpoint> asking,
+             std::optional<steady_clock::time_point> deadline);
+
+  const node_config& config() const noexcept { return config_; }
+  const asio::any_io_executor& executor() const noexcept { return executor_; }
+
+  void fail_later(sink_ref sink, std::size_t tag, error_code ec, std::string text) {
+    asio::post(executor_, [sink = std::move(sink), tag, ec, text = std::move(text)]() mutable {
+      sink->on_reply(tag, ec, error_reply(std::move(text)));
+    });
+  }
+
+ private:
+  struct link {
+    cluster_endpoint at;
+    std::shared_ptr<connection> conn;
+    std::size_t number;  // for the peer registry; reused once the link is dropped
+  };
+
+  struct waiting_request {
+    std::optional<std::uint16_t> slot;  // empty: about no key
+    payload_ref payload;
+    request_options rules;
+    unsigned replicas;
+    sink_ref sink;
+    std::size_t tag;
+    std::optional<steady_clock::time_point> deadline;
+    unsigned redirects;
+    // Why it waits for a new topology although one is known: its slot's master was unreachable.
+    std::string unreachable;
+  };
+
+  static std::optional<steady_clock::time_point> deadline_of(const request_options& rules,
+                                                             steady_clock::time_point now) {
+    if (rules.timeout.count() <= 0) return std::nullopt;
+    return now + rules.timeout;
+  }
+
+  std::uint16_t link_index(const cluster_endpoint& at) {
+    for (std::size_t i = 0; i < links_.size(); ++i) {
+      if (links_[i].at == at) return static_cast<std::uint16_t>(i);
+    }
+    auto settings = settings_;
+    // Links to former masters are dropped (adopt), and their numbers reused.
+    std::size_t number = links_.size();
+    if (!free_numbers_.empty()) {
+      number = free_numbers_.back();
+      free_numbers_.pop_back();
+    } else {
+      for (const auto& l : links_)
+        number = std::max(number, l.number + 1);
+    }
+    settings.admit_peer = peer_registry::check_for(peers_, index_, number);
+    links_.push_back(link{
+        at, connection::create(executor_, server_of(config_, at), std::move(settings)), number});
+    return static_cast<std::uint16_t>(links_.size() - 1);
+  }
+
+  void send_everywhere(const payload_ref& payload, const request_options& rules, reply_sink& sink,
+                       std::size_t tag, steady_clock::time_point now);
+
+  // Fails waiting requests whose deadline has passed and keeps the timer armed for the next.
+  void watch_waiting();
+  void fail_waiting(error_code ec, std::string_view why);
+  void send_waiting();
+
+  void refresh_soon();
+  asio::awaitable<void> refresh();
+  // Reads a topology from `at`; the problem in words when it gives none.
+  asio::awaitable<std::optional<std::string>> read_topology_from(const cluster_endpoint& at);
+  void adopt(const cluster_topology& topology);
+
+  asio::any_io_executor executor_;
+  node_config config_;
+  connection_options settings_;
+  std::shared_ptr<peer_registry> peers_;
+  std::size_t index_;
+  std::vector<cluster_endpoint> seeds_;
+
+  std::vector<link> links_;                // every server this node has talked to
+  std::vector<std::uint16_t> slot_owner_;  // by slot: index into links_, or no_master
+  bool known_ = false;                     // a topology was read at least once
+  std::deque<waiting_request> waiting_;    // issued before the first topology
+  asio::steady_timer waiting_timer_;
+
+  bool refreshing_ = false;
+  bool refresh_again_ = false;
+  bool refresh_timer_armed_ = false;
+  steady_clock::time_point last_refresh_{};
+  asio::steady_timer refresh_timer_;
+
+  error_code lasting_;  // why no topology can be read until a configuration changes
+  std::vector<std::size_t> free_numbers_;  // of dropped links
+  std::string last_error_;
+  bool closing_ = false;
+};
+
+}  // namespace redlock::detail
+
+#endif

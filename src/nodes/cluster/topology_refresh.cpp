@@ -1,0 +1,164 @@
+#include "nodes/cluster/router.hpp"
+#include "nodes/cluster_node.hpp"
+#include "redlock/error.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace redlock::detail {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using std::chrono::steady_clock;
+
+namespace {
+
+const shared_payload& cluster_shards_command() {
+  static const shared_payload command = encoded({"CLUSTER", "SHARDS"});
+  return command;
+}
+
+const shared_payload& cluster_slots_command() {
+  static const shared_payload command = encoded({"CLUSTER", "SLOTS"});
+  return command;
+}
+
+}  // namespace
+
+void cluster_router::refresh_soon() {
+  if (closing_) return;
+  if (refreshing_) {
+    refresh_again_ = true;
+    return;
+  }
+  if (refresh_timer_armed_) return;
+  const auto now = steady_clock::now();
+  const auto earliest = last_refresh_ + cluster_node::min_refresh_interval;
+  if (known_ && now < earliest) {
+    refresh_timer_armed_ = true;
+    refresh_timer_.expires_at(earliest);
+    refresh_timer_.async_wait([weak = weak_from_this()](error_code ec) {
+      auto self = weak.lock();
+      if (!self) return;
+      self->refresh_timer_armed_ = false;
+      if (!ec) self->refresh_soon();
+    });
+    return;
+  }
+  refreshing_ = true;
+  // The function object lives as long as the coroutine, and with it the router.
+  asio::co_spawn(
+      executor_, [self = shared_from_this()] { return self->refresh(); }, asio::detached);
+}
+
+asio::awaitable<void> cluster_router::refresh() {
+  // Known masters first (they answer fastest and know the newest epoch), then the seeds.
+  std::vector<cluster_endpoint> candidates;
+  for (const auto owner : slot_owner_) {
+    if (owner == no_master) continue;
+    const auto& at = links_[owner].at;
+    if (std::find(candidates.begin(), candidates.end(), at) == candidates.end())
+      candidates.push_back(at);
+  }
+  for (const auto& seed : seeds_) {
+    if (std::find(candidates.begin(), candidates.end(), seed) == candidates.end())
+      candidates.push_back(seed);
+  }
+  std::vector<std::string> problems;
+  bool adopted = false;
+  for (const auto& at : candidates) {
+    if (closing_) break;
+    auto problem = co_await read_topology_from(at);
+    if (!problem) {
+      adopted = true;
+      break;
+    }
+    problems.push_back(std::move(*problem));
+  }
+  refreshing_ = false;
+  last_refresh_ = steady_clock::now();
+  if (closing_) co_return;
+  if (adopted) {
+    lasting_ = {};
+    send_waiting();
+  } else {
+    last_error_ = fmt::format("no seed gave the cluster's topology: {}", fmt::join(problems, "; "));
+    if (!known_)
+      fail_waiting(lasting_ ? lasting_ : make_error_code(error::not_connected), last_error_);
+  }
+  // Not again by itself when it failed: the next request that meets a stale route asks for it.
+  if (std::exchange(refresh_again_, false)) refresh_soon();
+}
+
+asio::awaitable<std::optional<std::string>> cluster_router::read_topology_from(
+    const cluster_endpoint& at) {
+  const auto shared_conn = links_[link_index(at)].conn;  // links_ may grow meanwhile
+  request_options rules;
+  rules.timeout = settings_.connect_timeout + std::chrono::milliseconds(1000);
+  auto [ec, reply] = co_await shared_conn->async_exec_shared(cluster_shards_command(), rules,
+                                                             asio::as_tuple(asio::use_awaitable));
+  // Closed meanwhile: adopting would open connections that nobody closes.
+  if (closing_) co_return "the client is shutting down";
+  const std::string where = endpoint_text(at);
+  if (ec) {
+    if (ec == condition::node_failure || ec == error::invalid_argument) lasting_ = ec;
+    co_return reply.text.empty() ? fmt::format("{}: {}", where, ec.message()) : reply.text;
+  }
+  std::optional<topology_or_problem> read;
+  if (reply.is_error() && reply.text.find("cluster support disabled") != std::string::npos) {
+    lasting_ = make_error_code(error::invalid_argument);
+    co_return fmt::format("{} is not a cluster ({}): use redis:// for a standalone server", where,
+                          reply.text);
+  }
+  if (reply.is_error()) {
+    // A server older than Redis 7 knows CLUSTER SLOTS only.
+    std::tie(ec, reply) = co_await shared_conn->async_exec_shared(
+        cluster_slots_command(), rules, asio::as_tuple(asio::use_awaitable));
+    if (closing_) co_return "the client is shutting down";
+    if (ec || reply.is_error())
+      co_return fmt::format("{}: CLUSTER SHARDS and SLOTS failed: {}", where, reply.text);
+    read = read_cluster_slots(reply, at.host);
+  } else {
+    read = read_cluster_shards(reply, at.host, config_.tls.enabled);
+  }
+  if (const auto* problem = std::get_if<std::string>(&*read))
+    co_return fmt::format("{}: {}", where, *problem);
+  const auto& topology = std::get<cluster_topology>(*read);
+  if (topology.masters().empty()) co_return fmt::format("{}: no master serves any slot yet", where);
+  adopt(topology);
+  co_return std::nullopt;
+}
+
+void cluster_router::adopt(const cluster_topology& topology) {
+  // A server that is no longer a master (it failed over, or left) gets no new requests: its link
+  // closes once the requests it carries are answered, instead of reconnecting until shutdown.
+  // A seed that is a replica is dropped too, and opened again by the next refresh that asks it.
+  const auto& masters = topology.masters();
+  std::erase_if(links_, [&](const link& l) {
+    if (std::find(masters.begin(), masters.end(), l.at) != masters.end()) return false;
+    l.conn->close_when_idle(settings_.connect_timeout + std::chrono::milliseconds(1000));
+    peers_->forget(index_, l.number);
+    free_numbers_.push_back(l.number);
+    return true;
+  });
+  std::fill(slot_owner_.begin(), slot_owner_.end(), no_master);
+  for (std::size_t slot = 0; slot < cluster_slot_count; ++slot) {
+    if (const auto* master = topology.master_of(static_cast<std::uint16_t>(slot)))
+      slot_owner_[slot] = link_index(*master);
+  }
+  known_ = true;
+}
+
+}  // namespace redlock::detail
