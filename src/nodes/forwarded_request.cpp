@@ -3,6 +3,7 @@
 #include "redlock/error.hpp"
 
 #include <boost/asio/error.hpp>
+#include <boost/asio/post.hpp>
 
 namespace redlock::detail {
 
@@ -11,6 +12,13 @@ resp::value error_reply(std::string text) {
   reply.kind = resp::type::simple_error;
   reply.text = std::move(text);
   return reply;
+}
+
+void answer_later(const boost::asio::any_io_executor& executor, sink_ref sink, std::size_t tag,
+                  boost::system::error_code ec, std::string text) {
+  boost::asio::post(executor, [sink = std::move(sink), tag, ec, text = std::move(text)]() mutable {
+    sink->on_reply(tag, ec, error_reply(std::move(text)));
+  });
 }
 
 bool sent_nowhere(boost::system::error_code ec) noexcept {

@@ -4,11 +4,17 @@
 #include "net/multiplexer.hpp"
 #include "resp/value.hpp"
 
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <chrono>
+#include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace redlock::detail {
 
@@ -46,6 +52,56 @@ bool sent_nowhere(boost::system::error_code ec) noexcept;
 // harm when it runs twice) whose link broke after it was written. A failover usually breaks
 // that link: Sentinel kills the clients of a demoted master.
 bool may_send_again(boost::system::error_code ec, const request_options& rules) noexcept;
+
+// Answers `sink` with `ec` and an error reply `text`, posted on `executor`: never inside the call
+// that issued the request, nor inside a connection's read loop.
+void answer_later(const boost::asio::any_io_executor& executor, sink_ref sink, std::size_t tag,
+                  boost::system::error_code ec, std::string text);
+
+// Requests waiting for a route (a topology, a master), each at most until its deadline.
+// `Request` has `std::optional<std::chrono::steady_clock::time_point> deadline` (none: waits
+// until the route or the node's end). Not thread-safe: the owner's executor only.
+template <class Request>
+class waiting_room {
+ public:
+  explicit waiting_room(const boost::asio::any_io_executor& executor) : timer_(executor) {}
+
+  void add(Request request) { requests_.push_back(std::move(request)); }
+
+  // Takes out every request whose deadline has passed, handing each to `expired(request)`, and
+  // arms the timer to call `on_deadline()` at the next deadline of those left. `on_deadline` must
+  // not keep the owner alive (a weak pointer): the owner's end cancels the timer.
+  template <class Expired, class OnDeadline>
+  void expire(Expired expired, OnDeadline on_deadline) {
+    const auto now = std::chrono::steady_clock::now();
+    std::optional<std::chrono::steady_clock::time_point> next;
+    for (auto it = requests_.begin(); it != requests_.end();) {
+      if (it->deadline && *it->deadline <= now) {
+        Request due = std::move(*it);
+        it = requests_.erase(it);
+        expired(due);
+        continue;
+      }
+      if (it->deadline && (!next || *it->deadline < *next)) next = it->deadline;
+      ++it;
+    }
+    if (!next) return;
+    timer_.expires_at(*next);
+    timer_.async_wait([on_deadline = std::move(on_deadline)](boost::system::error_code ec) {
+      if (!ec) on_deadline();
+    });
+  }
+
+  // Every request, in the order they came; the timer stops.
+  std::deque<Request> take_all() {
+    timer_.cancel();
+    return std::exchange(requests_, {});
+  }
+
+ private:
+  std::deque<Request> requests_;
+  boost::asio::steady_timer timer_;
+};
 
 }  // namespace redlock::detail
 

@@ -18,7 +18,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <deque>
 #include <optional>
 #include <vector>
 
@@ -56,7 +55,7 @@ class sentinel_router : public std::enable_shared_from_this<sentinel_router> {
         settings_(std::move(settings)),
         peers_(std::move(peers)),
         index_(index),
-        waiting_timer_(executor_),
+        waiting_(executor_),
         resolve_timer_(executor_) {
     if (auto first = parse_endpoint(config_.address())) sentinels_.push_back(*first);
     for (const auto& seed : config_.seeds) {
@@ -81,7 +80,6 @@ class sentinel_router : public std::enable_shared_from_this<sentinel_router> {
 
   void close_when_idle(std::chrono::milliseconds bound) {
     closing_ = true;
-    waiting_timer_.cancel();
     resolve_timer_.cancel();
     fail_waiting(asio::error::operation_aborted, "the client is shutting down");
     if (sentinel_link_) sentinel_link_->close();
@@ -108,8 +106,8 @@ class sentinel_router : public std::enable_shared_from_this<sentinel_router> {
       return fail_later(std::move(sink), tag, asio::error::operation_aborted,
                         fmt::format("{}: the client is shutting down", config_.address()));
     }
-    waiting_.push_back(waiting_request{payload.copied(), what.rules, what.replicas, std::move(sink),
-                                       tag, deadline, attempts, std::move(unreachable)});
+    waiting_.add(waiting_request{payload.copied(), what.rules, what.replicas, std::move(sink), tag,
+                                 deadline, attempts, std::move(unreachable)});
     watch_waiting();
     resolve_soon();
   }
@@ -131,9 +129,7 @@ class sentinel_router : public std::enable_shared_from_this<sentinel_router> {
   };
 
   void fail_later(sink_ref sink, std::size_t tag, error_code ec, std::string text) {
-    asio::post(executor_, [sink = std::move(sink), tag, ec, text = std::move(text)]() mutable {
-      sink->on_reply(tag, ec, error_reply(std::move(text)));
-    });
+    answer_later(executor_, std::move(sink), tag, ec, std::move(text));
   }
 
   void watch_waiting();
@@ -173,8 +169,8 @@ class sentinel_router : public std::enable_shared_from_this<sentinel_router> {
   std::optional<cluster_endpoint> master_at_;
   master_record record_;
 
-  std::deque<waiting_request> waiting_;
-  asio::steady_timer waiting_timer_;
+  // Issued before the first answer of a sentinel, or unsent for an unreachable master.
+  waiting_room<waiting_request> waiting_;
   asio::steady_timer resolve_timer_;
   bool resolving_ = false;
   bool resolve_again_ = false;
@@ -252,7 +248,7 @@ void sentinel_router::exec(const lock_node::request& what, payload_ref payload, 
   if (what.rules.timeout.count() > 0) deadline = now + what.rules.timeout;
   if (!master_) {
     // Only before the first answer of a sentinel: later, requests go to the last master named.
-    waiting_.push_back(waiting_request{
+    waiting_.add(waiting_request{
         payload.copied(), what.rules, what.replicas, sink_ref(&sink), tag, deadline, 0, {}});
     watch_waiting();
     resolve_soon();
@@ -281,48 +277,33 @@ void sentinel_router::send(const lock_node::request& what, const payload_ref& pa
 }
 
 void sentinel_router::watch_waiting() {
-  const auto now = steady_clock::now();
-  std::optional<steady_clock::time_point> next;
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
-    if (it->deadline && *it->deadline <= now) {
-      if (!it->unreachable.empty()) {
-        fail_later(std::move(it->sink), it->tag, make_error_code(error::not_connected),
-                   fmt::format("{}; the sentinels named no other master before the deadline",
-                               it->unreachable));
-      } else {
-        fail_later(std::move(it->sink), it->tag, make_error_code(error::request_timeout),
-                   fmt::format("{}: no master known yet: {}", config_.address(),
-                               last_error_.empty() ? "no sentinel has answered" : last_error_));
-      }
-      it = waiting_.erase(it);
-      continue;
-    }
-    if (it->deadline && (!next || *it->deadline < *next)) next = it->deadline;
-    ++it;
-  }
-  if (!next) return;
-  waiting_timer_.expires_at(*next);
-  waiting_timer_.async_wait([weak = weak_from_this()](error_code ec) {
-    if (ec) return;
-    if (auto self = weak.lock()) self->watch_waiting();
-  });
+  waiting_.expire(
+      [this](waiting_request& request) {
+        if (!request.unreachable.empty()) {
+          fail_later(std::move(request.sink), request.tag, make_error_code(error::not_connected),
+                     fmt::format("{}; the sentinels named no other master before the deadline",
+                                 request.unreachable));
+        } else {
+          fail_later(std::move(request.sink), request.tag, make_error_code(error::request_timeout),
+                     fmt::format("{}: no master known yet: {}", config_.address(),
+                                 last_error_.empty() ? "no sentinel has answered" : last_error_));
+        }
+      },
+      [weak = weak_from_this()] {
+        if (auto self = weak.lock()) self->watch_waiting();
+      });
 }
 
 void sentinel_router::fail_waiting(error_code ec, std::string_view why) {
-  for (auto& request : waiting_) {
+  for (auto& request : waiting_.take_all()) {
     fail_later(std::move(request.sink), request.tag, ec,
                fmt::format("{}: {}", config_.address(), why));
   }
-  waiting_.clear();
-  waiting_timer_.cancel();
 }
 
 void sentinel_router::send_waiting() {
-  waiting_timer_.cancel();
-  auto ready = std::move(waiting_);
-  waiting_.clear();
   const auto now = steady_clock::now();
-  for (auto& request : ready) {
+  for (auto& request : waiting_.take_all()) {
     const lock_node::request what{.key = {}, .rules = request.rules, .replicas = request.replicas};
     send(what, request.payload, std::move(request.sink), request.tag, now, request.attempts,
          request.deadline);

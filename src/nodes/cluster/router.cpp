@@ -253,48 +253,33 @@ void cluster_router::send_everywhere(const payload_ref& payload, const request_o
 }
 
 void cluster_router::watch_waiting() {
-  const auto now = steady_clock::now();
-  std::optional<steady_clock::time_point> next;
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
-    if (it->deadline && *it->deadline <= now) {
-      if (!it->unreachable.empty()) {
-        fail_later(std::move(it->sink), it->tag, make_error_code(error::not_connected),
-                   fmt::format("{}; no other master of slot {} known before the deadline",
-                               it->unreachable, *it->slot));
-      } else {
-        fail_later(std::move(it->sink), it->tag, make_error_code(error::request_timeout),
-                   fmt::format("{}: no topology yet: {}", config_.address(),
-                               last_error_.empty() ? "no seed has answered" : last_error_));
-      }
-      it = waiting_.erase(it);
-      continue;
-    }
-    if (it->deadline && (!next || *it->deadline < *next)) next = it->deadline;
-    ++it;
-  }
-  if (!next) return;
-  waiting_timer_.expires_at(*next);
-  waiting_timer_.async_wait([weak = weak_from_this()](error_code ec) {
-    if (ec) return;
-    if (auto self = weak.lock()) self->watch_waiting();
-  });
+  waiting_.expire(
+      [this](waiting_request& request) {
+        if (!request.unreachable.empty()) {
+          fail_later(std::move(request.sink), request.tag, make_error_code(error::not_connected),
+                     fmt::format("{}; no other master of slot {} known before the deadline",
+                                 request.unreachable, *request.slot));
+        } else {
+          fail_later(std::move(request.sink), request.tag, make_error_code(error::request_timeout),
+                     fmt::format("{}: no topology yet: {}", config_.address(),
+                                 last_error_.empty() ? "no seed has answered" : last_error_));
+        }
+      },
+      [weak = weak_from_this()] {
+        if (auto self = weak.lock()) self->watch_waiting();
+      });
 }
 
 void cluster_router::fail_waiting(error_code ec, std::string_view why) {
-  for (auto& request : waiting_) {
+  for (auto& request : waiting_.take_all()) {
     fail_later(std::move(request.sink), request.tag, ec,
                fmt::format("{}: {}", config_.address(), why));
   }
-  waiting_.clear();
-  waiting_timer_.cancel();
 }
 
 void cluster_router::send_waiting() {
-  waiting_timer_.cancel();
-  auto ready = std::move(waiting_);
-  waiting_.clear();
   const auto now = steady_clock::now();
-  for (auto& request : ready) {
+  for (auto& request : waiting_.take_all()) {
     if (!request.slot) {
       send_everywhere(request.payload, request.rules, *request.sink.get(), request.tag, now);
       continue;

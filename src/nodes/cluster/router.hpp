@@ -57,7 +57,7 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
         peers_(std::move(peers)),
         index_(index),
         slot_owner_(cluster_slot_count, no_master),
-        waiting_timer_(executor_),
+        waiting_(executor_),
         refresh_timer_(executor_) {
     if (auto first = parse_endpoint(config_.address())) seeds_.push_back(*first);
     for (const auto& seed : config_.seeds) {
@@ -76,15 +76,15 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
     }
     if (!known_) {
       // Only before the first topology: later, a stale route is corrected by MOVED.
-      waiting_.push_back(waiting_request{key.empty() ? std::nullopt : std::optional(hash_slot(key)),
-                                         payload.copied(),
-                                         rules,
-                                         replicas,
-                                         sink_ref(&sink),
-                                         tag,
-                                         deadline_of(rules, now),
-                                         0,
-                                         {}});
+      waiting_.add(waiting_request{key.empty() ? std::nullopt : std::optional(hash_slot(key)),
+                                   payload.copied(),
+                                   rules,
+                                   replicas,
+                                   sink_ref(&sink),
+                                   tag,
+                                   deadline_of(rules, now),
+                                   0,
+                                   {}});
       watch_waiting();
       if (!refreshing_) refresh_soon();
       return;
@@ -99,7 +99,6 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
 
   void close_when_idle(std::chrono::milliseconds bound) {
     closing_ = true;
-    waiting_timer_.cancel();
     refresh_timer_.cancel();
     fail_waiting(asio::error::operation_aborted, "the client is shutting down");
     for (auto& link : links_)
@@ -129,8 +128,8 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
                            const request_options& rules, unsigned replicas, sink_ref sink,
                            std::size_t tag, unsigned redirects, steady_clock::time_point deadline,
                            std::string unreachable) {
-    waiting_.push_back(waiting_request{slot, payload.copied(), rules, replicas, std::move(sink),
-                                       tag, deadline, redirects, std::move(unreachable)});
+    waiting_.add(waiting_request{slot, payload.copied(), rules, replicas, std::move(sink), tag,
+                                 deadline, redirects, std::move(unreachable)});
     watch_waiting();
     refresh_soon();
   }
@@ -144,9 +143,7 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
   const asio::any_io_executor& executor() const noexcept { return executor_; }
 
   void fail_later(sink_ref sink, std::size_t tag, error_code ec, std::string text) {
-    asio::post(executor_, [sink = std::move(sink), tag, ec, text = std::move(text)]() mutable {
-      sink->on_reply(tag, ec, error_reply(std::move(text)));
-    });
+    answer_later(executor_, std::move(sink), tag, ec, std::move(text));
   }
 
  private:
@@ -219,8 +216,8 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
   std::vector<link> links_;                // every server this node has talked to
   std::vector<std::uint16_t> slot_owner_;  // by slot: index into links_, or no_master
   bool known_ = false;                     // a topology was read at least once
-  std::deque<waiting_request> waiting_;    // issued before the first topology
-  asio::steady_timer waiting_timer_;
+  // Issued before the first topology, or unsent for an unreachable master.
+  waiting_room<waiting_request> waiting_;
 
   bool refreshing_ = false;
   bool refresh_again_ = false;
