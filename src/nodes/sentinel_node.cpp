@@ -55,14 +55,9 @@ class sentinel_router : public std::enable_shared_from_this<sentinel_router> {
         settings_(std::move(settings)),
         peers_(std::move(peers)),
         index_(index),
+        sentinels_(address_and_seeds(config_)),
         waiting_(executor_),
         resolve_timer_(executor_) {
-    if (auto first = parse_endpoint(config_.address())) sentinels_.push_back(*first);
-    for (const auto& seed : config_.seeds) {
-      if (auto at = parse_endpoint(seed);
-          at && std::find(sentinels_.begin(), sentinels_.end(), *at) == sentinels_.end())
-        sentinels_.push_back(*at);
-    }
     settings_.require_master = true;
   }
 

@@ -95,6 +95,19 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(cluster_topology_reading)
 
+// The servers asked first, seeds or sentinels: the address, then each seed once, in order.
+BOOST_AUTO_TEST_CASE(the_address_comes_first_and_each_seed_once) {
+  redlock::node_config node;
+  node.host = "10.0.0.1";
+  node.port = 26379;
+  node.seeds = {"10.0.0.2:26379", "10.0.0.1:26379", "[::1]:26380", "10.0.0.2:26379", "nonsense"};
+  const auto servers = redlock::detail::address_and_seeds(node);
+  BOOST_TEST_REQUIRE(servers.size() == 3u);
+  BOOST_TEST((servers[0] == cluster_endpoint{"10.0.0.1", 26379}));
+  BOOST_TEST((servers[1] == cluster_endpoint{"10.0.0.2", 26379}));
+  BOOST_TEST((servers[2] == cluster_endpoint{"::1", 26380}));
+}
+
 BOOST_AUTO_TEST_CASE(cluster_shards_in_resp2_and_resp3_give_the_same_masters) {
   for (const std::string_view open : {"*14", "%7"}) {
     const auto read = read_cluster_shards(parse(three_shards(open)), "10.0.0.1", false);

@@ -56,16 +56,10 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
         settings_(std::move(settings)),
         peers_(std::move(peers)),
         index_(index),
+        seeds_(address_and_seeds(config_)),
         slot_owner_(cluster_slot_count, no_master),
         waiting_(executor_),
-        refresh_timer_(executor_) {
-    if (auto first = parse_endpoint(config_.address())) seeds_.push_back(*first);
-    for (const auto& seed : config_.seeds) {
-      if (auto at = parse_endpoint(seed);
-          at && std::find(seeds_.begin(), seeds_.end(), *at) == seeds_.end())
-        seeds_.push_back(*at);
-    }
-  }
+        refresh_timer_(executor_) {}
 
   // A request about `key` (empty: about no key) as lock_node::exec.
   void exec(std::string_view key, payload_ref payload, const request_options& rules,

@@ -14,6 +14,17 @@ std::string endpoint_text(const cluster_endpoint& at) {
   return fmt::format("{}:{}", at.host, at.port);
 }
 
+std::vector<cluster_endpoint> address_and_seeds(const node_config& node) {
+  std::vector<cluster_endpoint> servers;
+  if (auto first = parse_endpoint(node.address())) servers.push_back(*first);
+  for (const auto& seed : node.seeds) {
+    if (auto at = parse_endpoint(seed);
+        at && std::find(servers.begin(), servers.end(), *at) == servers.end())
+      servers.push_back(*at);
+  }
+  return servers;
+}
+
 node_config server_of(const node_config& cluster, const cluster_endpoint& at) {
   node_config server = cluster;
   server.kind = node_kind::standalone;

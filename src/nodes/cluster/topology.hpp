@@ -31,6 +31,10 @@ std::string endpoint_text(const cluster_endpoint& at);
 // first).
 std::optional<cluster_endpoint> parse_endpoint(std::string_view text);
 
+// The servers a cluster or sentinel node is first told of: its address, then its seeds, each
+// once, in that order (malformed ones left out).
+std::vector<cluster_endpoint> address_and_seeds(const node_config& node);
+
 // How to reach one server of `cluster` at `at`: a standalone node with the cluster node's login
 // and TLS settings.
 node_config server_of(const node_config& cluster, const cluster_endpoint& at);
