@@ -1,7 +1,14 @@
 #include "bench_support.hpp"
 
+#include "redlock/observer.hpp"
 #include "support/reach.hpp"
 #include "support/sync_client.hpp"
+
+#ifdef REDLOCK_BENCH_PROMETHEUS
+#include "redlock/prometheus.hpp"
+
+#include <prometheus/registry.h>
+#endif
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_executor.hpp>
@@ -11,6 +18,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
@@ -26,6 +34,47 @@
 namespace redlock::bench {
 
 redlock::client_options bench_client_options;
+
+namespace {
+
+// The least an observer can do: one increment per event, so that what remains is the library's
+// cost of building and delivering events.
+class counting_observer final : public redlock::observer {
+ public:
+  void on_acquire(const redlock::acquire_event&) override { ++events_; }
+  void on_extend(const redlock::lease_event&) override { ++events_; }
+  void on_lost(const redlock::lease_event&) override { ++events_; }
+  void on_release(const redlock::lease_event&) override { ++events_; }
+  void on_node(const redlock::node_event&) override { ++events_; }
+
+ private:
+  std::atomic<std::uint64_t> events_{0};
+};
+
+}  // namespace
+
+std::shared_ptr<redlock::observer> make_bench_observer(std::string_view name) {
+  if (name == "none") return nullptr;
+  if (name == "counting") return std::make_shared<counting_observer>();
+#ifdef REDLOCK_BENCH_PROMETHEUS
+  if (name == "prometheus") {
+    // The registry lives as long as the observer that fills it.
+    struct with_registry {
+      prometheus::Registry registry;
+      redlock::prometheus_observer observer{registry};
+    };
+    auto both = std::make_shared<with_registry>();
+    return std::shared_ptr<redlock::observer>(both, &both->observer);
+  }
+#endif
+  throw std::invalid_argument(fmt::format("--observer: '{}' is not one of none, counting{}", name,
+#ifdef REDLOCK_BENCH_PROMETHEUS
+                                          ", prometheus"
+#else
+                                           " (built without prometheus-cpp)"
+#endif
+                                          ));
+}
 bool bench_fencing = false;
 
 double micros(clock_type::duration d) {

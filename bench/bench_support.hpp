@@ -6,6 +6,7 @@
 #include "net/connection.hpp"
 #include "redlock/client.hpp"
 #include "redlock/node_config.hpp"
+#include "redlock/observer.hpp"
 #include "redlock/options.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -38,6 +39,11 @@ inline constexpr std::chrono::seconds wind_down_limit{5};
 
 // The client options of every workload; --node-timeout-ms changes the per-node deadline.
 extern redlock::client_options bench_client_options;
+
+// The observer for --observer NAME: none (null), counting (adds one to a counter per event), or
+// prometheus (redlock::prometheus_observer on a registry of its own; only when built with
+// prometheus-cpp). Throws std::invalid_argument for another name.
+std::shared_ptr<redlock::observer> make_bench_observer(std::string_view name);
 // --fencing: the latency and throughput workloads acquire with lock_options::fencing.
 extern bool bench_fencing;
 

@@ -15,6 +15,8 @@
 // always starts a three-master Redis Cluster and a standalone server of its own.
 // --quick: one run with tiny sizes.
 // --table: after the JSON lines, a readable table of the medians. bench/run.sh runs them all.
+// --observer: what the clients report their events to (what an observer costs: run throughput and
+// latency with none, counting and prometheus in one batch).
 //
 // It is a measuring tool: nothing is asserted about the figures. A workload that stops making
 // progress (a hung operation) is stopped by a watchdog and reported on stderr.
@@ -65,6 +67,8 @@ constexpr std::string_view usage =
     "                     [--node-timeout-ms N]   (default 100; raise it under valgrind)\n"
     "                     [--release-channel NAME]   ('' turns release announcements off)\n"
     "                     [--fencing]   (latency and throughput acquire with fencing tokens)\n"
+    "                     [--observer none|counting|prometheus]   (client_options::observer:\n"
+    "                      none, one that counts events, or redlock::prometheus_observer)\n"
     "                     [--table]   (then a readable table of the medians)\n";
 constexpr std::size_t own_node_count = 5;
 
@@ -127,6 +131,8 @@ settings parse(int argc, char** argv) {
       bench_client_options.node_timeout = std::chrono::milliseconds(parse_positive(arg, value()));
     } else if (arg == "--fencing") {
       bench_fencing = true;
+    } else if (arg == "--observer") {
+      bench_client_options.observer = make_bench_observer(value());
     } else if (arg == "--release-channel") {
       bench_client_options.release_channel = value();  // empty: releases announce nothing
     } else {

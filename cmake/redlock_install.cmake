@@ -1,5 +1,6 @@
 # Install rules and package files for the library; included by the top-level CMakeLists.txt when
-# REDLOCK_INSTALL is on. Only the `redlock` target is exported: redlock_internal and the test
+# REDLOCK_INSTALL is on. Only the `redlock` target (and `redlock_prometheus`, the component
+# `prometheus`, when built) is exported: redlock_internal and the test
 # support libraries name the source tree and are for this repository's own tests and benchmarks.
 #
 # Installed layout (GNUInstallDirs):
@@ -31,6 +32,19 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/redlock
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.hpp")
 install(EXPORT redlockTargets NAMESPACE redlock:: DESTINATION ${redlock_config_dir})
+
+# The component `prometheus` (redlock::prometheus) has an export set of its own, which
+# redlockConfig.cmake imports only when asked for it: a consumer that does not use metrics needs
+# no prometheus-cpp.
+if(REDLOCK_HAS_PROMETHEUS)
+  install(TARGETS redlock_prometheus EXPORT redlockPrometheusTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(EXPORT redlockPrometheusTargets NAMESPACE redlock:: DESTINATION ${redlock_config_dir})
+  export(EXPORT redlockPrometheusTargets NAMESPACE redlock::
+    FILE ${PROJECT_BINARY_DIR}/redlockPrometheusTargets.cmake)
+endif()
 
 # fmt and OpenSSL are linked privately, but a static library carries its private dependencies in
 # its link interface ($<LINK_ONLY:fmt::fmt>), so only then must consumers find them too.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what building and testing redlock-asio needs, with apt-get, and only what is missing.
+# Installs what building and testing redlock-asio needs (prometheus-cpp for the metrics component
+# redlock::prometheus among it), with apt-get, and only what is missing.
 # Safe to run any number of times: when everything is present it changes nothing.
 set -euo pipefail
 
@@ -8,6 +9,7 @@ packages=(
   libboost1.81-dev libboost-test1.81-dev libfmt-dev libssl-dev openssl
   redis-server redis-tools
   clang-14 libclang-rt-14-dev clang-format-14
+  prometheus-cpp-dev
 )
 
 missing=()

@@ -2,6 +2,8 @@
 
 #include "client_impl.hpp"
 #include "ops/acquire.hpp"
+#include "ops/by_token.hpp"
+#include "ops/inspect.hpp"
 #include "ops/ping.hpp"
 #include "ops/vote.hpp"
 #include "redlock/semaphore.hpp"
@@ -21,6 +23,29 @@ void initiate_acquire_permit(const std::shared_ptr<client_impl>& client, std::st
                              caller_handler<acquire_signature> caller) {
   start_acquire_permit(client->space(), std::move(name), permits, options, single_round,
                        std::move(caller));
+}
+
+void initiate_inspect(const std::shared_ptr<client_impl>& client, std::string resource,
+                      caller_handler<inspect_signature> caller) {
+  start_inspect(client->space(), std::move(resource), std::move(caller));
+}
+
+void initiate_inspect_permits(const std::shared_ptr<client_impl>& client, std::string name,
+                              std::size_t permits,
+                              caller_handler<inspect_permits_signature> caller) {
+  start_inspect_permits(client->space(), std::move(name), permits, std::move(caller));
+}
+
+void initiate_extend_by_token(const std::shared_ptr<client_impl>& client, std::string resource,
+                              std::string token, std::chrono::milliseconds ttl,
+                              void_caller caller) {
+  start_extend_by_token(client->space(), std::move(resource), std::move(token), ttl,
+                        std::move(caller));
+}
+
+void initiate_release_by_token(const std::shared_ptr<client_impl>& client, std::string resource,
+                               std::string token, void_caller caller) {
+  start_release_by_token(client->space(), std::move(resource), std::move(token), std::move(caller));
 }
 
 void initiate_ping(const std::shared_ptr<client_impl>& client, void_caller caller) {

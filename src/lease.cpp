@@ -17,6 +17,7 @@ void abandon(const std::shared_ptr<lease_state>& state) {
   next_waiter_start next_waiter;  // a closed client releases nothing: the next waiter wakes
   if (!state->space->closed()) next_waiter = state->release_on_nodes().next_waiter;
   state->stop_holding(lease_state::phase::released, asio::error::operation_aborted, next_waiter);
+  state->report(&observer::on_release, error_code{});
 }
 
 }  // namespace
@@ -29,6 +30,11 @@ const asio::any_io_executor& executor_of(const lease_state* state) noexcept {
 }  // namespace redlock::detail
 
 namespace redlock {
+
+void lease::detach() noexcept {
+  if (!state_ || state_->current != detail::lease_state::phase::held) return;
+  state_->stop_holding(detail::lease_state::phase::released, boost::asio::error::operation_aborted);
+}
 
 lease& lease::operator=(lease&& other) noexcept {
   if (this != &other) {

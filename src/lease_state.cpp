@@ -1,6 +1,7 @@
 #include "lease_state.hpp"
 
 #include "algo/validity.hpp"
+#include "observe.hpp"
 #include "text.hpp"
 #include "user_operation.hpp"
 
@@ -29,6 +30,17 @@ void lease_state::on_acquired(steady_clock::time_point round_start,
   acquired_at = round_start;
   validity.on_acquired(until, options.ttl);
   space->track_lease(this);
+}
+
+void lease_state::report(void (observer::*what)(const lease_event&), error_code ec) const {
+  observer* const watcher = space->watcher();
+  if (watcher == nullptr) return;
+  const auto held = acquired_at == steady_clock::time_point{} ? steady_clock::duration::zero()
+                                                              : steady_clock::now() - acquired_at;
+  call_observer(
+      *watcher, space->executor(), what,
+      lease_event{
+          .resource = observed_name.empty() ? resource : observed_name, .error = ec, .held = held});
 }
 
 std::string lease_state::keys() const {
@@ -78,6 +90,7 @@ void lease_state::lose(std::string why) {
   // before the next local waiter's SET is queued, so that on every node our DEL runs first.
   const auto how = release_on_nodes();
   stop_holding(phase::lost, make_error_code(error::lock_lost), how.next_waiter);
+  report(&observer::on_lost, error::lock_lost);
 }
 
 void lease_state::stop_holding(phase next, error_code waiters_get, next_waiter_start next_waiter) {

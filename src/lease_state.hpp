@@ -6,6 +6,7 @@
 #include "local_queues.hpp"
 #include "lock_space.hpp"
 #include "redlock/lease.hpp"
+#include "redlock/observer.hpp"
 #include "redlock/options.hpp"
 
 #include <boost/asio/steady_timer.hpp>
@@ -37,6 +38,8 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
 
   std::shared_ptr<lock_space> space;
   std::string resource;
+  // What observer events name, when not `resource`: a semaphore permit's semaphore.
+  std::string observed_name;
   std::string token;
   // A key that must live at least as long as the lock key, extended with it (extend_script's
   // second key); empty for most locks. A semaphore permit's: the semaphore's permits record.
@@ -78,6 +81,9 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   // Why the lease ran out, for the loss it is reported as: max_hold reached, the TTL without
   // renewal, or extensions not confirmed in time.
   std::string why_expired() const;
+  // Tells the observer, if any, of an outcome (`what`) with `ec`; `held` counts since acquired_at
+  // (0 if never held).
+  void report(void (observer::*what)(const lease_event&), boost::system::error_code ec) const;
   // The keys an extension uses, quoted, for messages.
   std::string keys() const;
   // The lock cannot be kept: clean up the nodes, tell waiters, free the resource locally.

@@ -43,6 +43,8 @@ class lock_space : public std::enable_shared_from_this<lock_space> {
   const boost::asio::any_io_executor& executor() const noexcept { return nodes_.executor(); }
   const client_options& options() const noexcept { return nodes_.options(); }
   void log(log_level level, std::string_view message) const { nodes_.log(level, message); }
+  // client_options::observer; null when there is none.
+  observer* watcher() const noexcept { return options().observer.get(); }
 
   // Release announcements (client_options::release_channel), for acquires that wait. Null when
   // announcements are off or the client is closed. Created on first use.

@@ -129,7 +129,7 @@ void release_listener::open(std::size_t node) {
   settings.on_push = [weak, node, generation](const resp::value& push) {
     if (auto self = weak.lock()) self->on_push(node, generation, push);
   };
-  settings.on_link = [weak, node, generation](bool up) {
+  settings.on_link = [weak, node, generation](bool up, boost::system::error_code) {
     if (auto self = weak.lock()) self->on_link(node, generation, up);
   };
   // A sentinel node's releases are announced on its master, wherever the sentinels put it.

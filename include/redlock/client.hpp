@@ -18,6 +18,7 @@
 #include <boost/system/error_code.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <exception>
 #include <memory>
@@ -221,6 +222,71 @@ class REDLOCK_API client {
   auto async_ping(CompletionToken&& token = CompletionToken()) {
     return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
         detail::ping_initiation(impl_), token);
+  }
+
+  // The lock `resource` held by `token` (a lease::token(), perhaps of another process, handed
+  // over after lease::detach()): sets its TTL to `ttl` on every node where the key still holds
+  // that token, as lease::async_extend does, but with no lease to keep a validity for. Completion:
+  // void(error_code): success when a quorum extended it; error::not_held when a quorum said the key
+  // is gone or holds another token; error::no_quorum when too few nodes answered in time (the
+  // nodes that did were extended); error::invalid_argument for an empty resource or token, or a
+  // ttl not longer than the drift allowance (logged); operation_aborted after shutdown or when
+  // cancelled (any type; the extension may still apply where it was sent). The time the caller
+  // may count on is ttl minus the time until completion minus the drift allowance, as for an
+  // acquire. A lease of this client holding that token is not told: it finds out at its next
+  // extension.
+  //
+  // Handler and executor: as async_ping. Lifetimes: the strings are copied; the client may be
+  // destroyed meanwhile (operation_aborted).
+  template <boost::asio::completion_token_for<void(boost::system::error_code)> CompletionToken =
+                detail::default_token_t<executor_type>>
+  auto async_extend(std::string resource, std::string token, std::chrono::milliseconds ttl,
+                    CompletionToken&& completion = CompletionToken()) {
+    return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
+        detail::extend_by_token_initiation(impl_), completion, std::move(resource),
+        std::move(token), ttl);
+  }
+
+  // The lock `resource` held by `token`: deletes it on every node where the key still holds that
+  // token (compare-and-DEL in Lua), announcing it on the release channel, as lease::async_release
+  // does. Completion: void(error_code): success when no quorum contradicted it; error::not_held
+  // when a quorum said the key was gone or held another token; error::no_quorum when too few
+  // answered (a node that is down gets the release if it reconnects within connect_timeout; else
+  // its key expires with its TTL); error::invalid_argument for an empty resource or token;
+  // operation_aborted after shutdown or when cancelled (any type; the release still goes out).
+  // A lease of this client holding that token is not told, as for async_extend above.
+  //
+  // Handler and executor: as async_ping. Lifetimes: as async_extend above.
+  template <boost::asio::completion_token_for<void(boost::system::error_code)> CompletionToken =
+                detail::default_token_t<executor_type>>
+  auto async_release(std::string resource, std::string token,
+                     CompletionToken&& completion = CompletionToken()) {
+    return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
+        detail::release_by_token_initiation(impl_), completion, std::move(resource),
+        std::move(token));
+  }
+
+  // Reads `resource`'s lock key on every node, value and PTTL in one step per node, and judges
+  // what they show: which token (lease::token()) each node holds and for how long, and whether one
+  // holder has a quorum (inspection::verdict), the same facts `redlock status` prints. For
+  // operators, dashboards and tests; a snapshot, which may change as soon as it is read, so never
+  // a reason to skip async_acquire. Completion: void(error_code, inspection), the inspection
+  // filled in either way: success when a quorum of nodes answered; error::no_quorum when fewer did
+  // (the verdict then is mostly unknown; each silent node_holding says why);
+  // error::invalid_argument for an empty name; operation_aborted after shutdown or on
+  // cancellation. inspection::diagnostics says why in words. Each node has node_timeout to answer;
+  // a node that let a request time out recently fails at once (error::node_unresponsive), as for
+  // async_ping.
+  // Cancellation (terminal, partial, total): completes at once with operation_aborted and what
+  // was read so far (nothing is changed on the nodes).
+  //
+  // Handler and executor: as async_try_acquire. Lifetimes: `resource` is copied; the client may
+  // be destroyed meanwhile (operation_aborted).
+  template <boost::asio::completion_token_for<detail::inspect_signature> CompletionToken =
+                detail::default_token_t<executor_type>>
+  auto async_inspect(std::string resource, CompletionToken&& token = CompletionToken()) {
+    return boost::asio::async_initiate<CompletionToken, detail::inspect_signature>(
+        detail::inspect_initiation(impl_), token, std::move(resource));
   }
 
   // Shuts the client down gracefully, for a server that stops (SIGTERM) and wants its locks freed

@@ -149,6 +149,15 @@ class REDLOCK_API lease {
         detail::extend_initiation(state_), token, ttl);
   }
 
+  // Hands the lock over without releasing it: renewal stops and held() turns false, but the key
+  // stays on the nodes until its TTL runs out, or until whoever has token() extends or releases it
+  // (client::async_extend and client::async_release by token). For a lock that must outlive this
+  // process, such as `redlock acquire`, which prints the token and exits; everywhere else let the
+  // lease release the lock. async_wait_lost waiters complete with operation_aborted; local
+  // acquires waiting for the resource start (and find it held on the nodes). Does nothing for a
+  // lease that is not held. Call it on the client's executor; never blocks, never throws.
+  void detach() noexcept;
+
   // Waits until the lease is lost.
   //
   // Completion: void(error_code). error::lock_lost: the lock could not be kept. operation_aborted:

@@ -3,11 +3,14 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace redlock {
+
+class observer;  // redlock/observer.hpp
 
 // Exponential backoff with full jitter: the n-th delay is drawn uniformly from [0, d_n] where
 // d_0 = initial_delay and d_{n+1} = min(d_n * multiplier, max_delay).
@@ -83,6 +86,12 @@ struct client_options {
   // announcements off) costs latency, never the lock. Empty: nothing is announced or subscribed,
   // and waiters retry after their backoff (still bounded by the TTL they learned).
   std::string release_channel = "redlock:released";
+
+  // Optional: told every acquire's, extension's, loss's and release's outcome and every node link
+  // change (redlock/observer.hpp), e.g. redlock::prometheus_observer for metrics. Called on the
+  // client's executor; it must not block. Null: nothing is observed, and nothing is measured for
+  // it (no clock read, no event built).
+  std::shared_ptr<redlock::observer> observer{};
 };
 
 // How one lock is taken and held.

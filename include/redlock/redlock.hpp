@@ -5,9 +5,11 @@
 
 #include "redlock/client.hpp"
 #include "redlock/error.hpp"
+#include "redlock/inspection.hpp"
 #include "redlock/lease.hpp"
 #include "redlock/mutex.hpp"
 #include "redlock/node_config.hpp"
+#include "redlock/observer.hpp"
 #include "redlock/options.hpp"
 #include "redlock/semaphore.hpp"
 #include "redlock/with_lock.hpp"

@@ -133,6 +133,19 @@ class semaphore {
     return initiate(true, std::forward<CompletionToken>(token));
   }
 
+  // Reads every slot key on every node in one step per node, as client::async_inspect reads one
+  // lock: completion void(error_code, std::vector<inspection>), one inspection per slot in slot
+  // order (its resource the slot's key), judged each as a lock; the permits held are the slots
+  // whose verdict is held. Errors, cancellation, handler and lifetimes as client::async_inspect;
+  // error::invalid_argument (one inspection whose diagnostics say why) for an empty name or
+  // permits outside [1, max_permits].
+  template <boost::asio::completion_token_for<detail::inspect_permits_signature> CompletionToken =
+                detail::default_token_t<executor_type>>
+  auto async_inspect(CompletionToken&& token = CompletionToken()) {
+    return boost::asio::async_initiate<CompletionToken, detail::inspect_permits_signature>(
+        detail::inspect_permits_initiation(client_->impl_), token, name_, permits_);
+  }
+
  private:
   template <class CompletionToken>
   auto initiate(bool single_round, CompletionToken&& token) {

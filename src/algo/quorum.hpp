@@ -1,7 +1,12 @@
 #ifndef REDLOCK_ALGO_QUORUM_HPP
 #define REDLOCK_ALGO_QUORUM_HPP
 
+#include "redlock/error.hpp"
+
+#include <boost/system/error_code.hpp>
+
 #include <cstddef>
+#include <optional>
 
 namespace redlock::detail {
 
@@ -48,6 +53,27 @@ class tally {
   std::size_t failed_ = 0;
   std::size_t pending_;
 };
+
+// The outcome of a token-checked extension as far as `t` tells, or none while it is open:
+// success once a quorum extended, error::not_held once a quorum said the key is gone or foreign,
+// error::no_quorum once too few can still extend.
+inline std::optional<boost::system::error_code> extension_outcome(const tally& t) {
+  if (t.yes_quorum()) return boost::system::error_code{};
+  if (t.no_quorum()) return make_error_code(error::not_held);
+  if (t.yes_quorum_impossible()) return make_error_code(error::no_quorum);
+  return std::nullopt;
+}
+
+// The outcome of a token-checked release: error::not_held once a quorum said the key was gone or
+// foreign (the lock had been lost), error::no_quorum once too many failed to answer, success once
+// neither can happen any more.
+inline std::optional<boost::system::error_code> release_outcome(const tally& t) {
+  if (t.no_quorum()) return make_error_code(error::not_held);
+  if (t.too_many_failed()) return make_error_code(error::no_quorum);
+  if (t.no_quorum_impossible() && t.too_many_failed_impossible())
+    return boost::system::error_code{};
+  return std::nullopt;
+}
 
 }  // namespace redlock::detail
 

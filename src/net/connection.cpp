@@ -246,7 +246,7 @@ asio::awaitable<void> connection::run(run_owner /*owner*/) {
         // The kept cleanups go first, ahead of everything queued while the node was down.
         mux_.on_handshake_done(now);
         log(log_level::info, fmt::format("{}: connected", name_));
-        if (options_.on_link) options_.on_link(true);
+        if (options_.on_link) options_.on_link(true, error_code{});
         auto outcome = co_await (reader_loop() || writer_loop() || health_check_loop());
         if (state_ == state::closed) break;
         // Whatever broke the link, callers see one code: their request may or may not have run.
@@ -257,7 +257,7 @@ asio::awaitable<void> connection::run(run_owner /*owner*/) {
       transport_.close();
       parser_.reset();
       state_ = state::backoff;
-      if (options_.on_link) options_.on_link(false);
+      if (options_.on_link) options_.on_link(false, request_error);
       if (state_ == state::closed) break;
       const auto delay = failures_.next_delay();
       // Answers are posted: whoever they set off (a failed round's cleanup) finds the node down

@@ -6,6 +6,8 @@
 #include "resp/parser.hpp"
 #include "resp/value.hpp"
 
+#include <boost/system/error_code.hpp>
+
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -62,9 +64,10 @@ struct connection_options {
   // connection's executor, inside its read loop: it must not throw, and must not close() it.
   std::function<void(const resp::value& push)> on_push;
   // Told `true` after every successful handshake (for a subscriber: the subscription is in place)
-  // and `false` when a connect attempt fails or an established link breaks; not on close(). On the
-  // connection's executor, inside its run loop, with the same rules as on_push.
-  std::function<void(bool up)> on_link;
+  // and `false`, with why, when a connect attempt fails or an established link breaks
+  // (connection_lost); not on close(). On the connection's executor, inside its run loop, with
+  // the same rules as on_push.
+  std::function<void(bool up, boost::system::error_code why)> on_link;
 
   static connection_options from(const client_options& options);
 };

@@ -4,6 +4,7 @@
 #include "nodes/cluster_node.hpp"
 #include "nodes/sentinel_node.hpp"
 #include "nodes/standalone_node.hpp"
+#include "observe.hpp"
 #include "options_check.hpp"
 #include "redlock/error.hpp"
 #include "scripts.hpp"
@@ -20,6 +21,38 @@ namespace asio = boost::asio;
 using boost::system::error_code;
 using std::chrono::steady_clock;
 
+namespace {
+
+// Turns the nodes' link reports (connection_options::on_link) into observer::on_node events, on
+// changes only: a node that keeps failing to connect is reported down once. Shared by the
+// connections' settings, which may outlive the node set while they drain.
+class link_reporter {
+ public:
+  link_reporter(std::shared_ptr<observer> watcher, asio::any_io_executor executor,
+                std::vector<std::string> addresses)
+      : watcher_(std::move(watcher)),
+        executor_(std::move(executor)),
+        addresses_(std::move(addresses)),
+        last_(addresses_.size()) {}
+
+  void link(std::size_t node, bool up, error_code why) {
+    if (last_[node] == up) return;
+    last_[node] = up;
+    call_observer(
+        *watcher_, executor_, &observer::on_node,
+        node_event{
+            .node = node, .address = addresses_[node], .up = up, .error = up ? error_code{} : why});
+  }
+
+ private:
+  std::shared_ptr<observer> watcher_;
+  asio::any_io_executor executor_;
+  std::vector<std::string> addresses_;
+  std::vector<std::optional<bool>> last_;  // by node: as last reported
+};
+
+}  // namespace
+
 node_set::node_set(asio::any_io_executor executor, std::vector<node_config> nodes,
                    client_options options)
     : executor_(std::move(executor)), options_(std::move(options)) {
@@ -30,12 +63,20 @@ node_set::node_set(asio::any_io_executor executor, std::vector<node_config> node
   std::vector<std::string> addresses;
   for (const auto& node : nodes)
     addresses.push_back(node.address());
-  peers_ = std::make_shared<peer_registry>(std::move(addresses));
+  peers_ = std::make_shared<peer_registry>(addresses);
   auto connection_settings = connection_options::from(options_);
   prepare_for_lock(connection_settings);
+  std::shared_ptr<link_reporter> reporter;
+  if (options_.observer)
+    reporter = std::make_shared<link_reporter>(options_.observer, executor_, std::move(addresses));
   nodes_.reserve(nodes.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     has_cluster_node_ = has_cluster_node_ || nodes[i].kind == node_kind::cluster;
+    if (reporter) {
+      connection_settings.on_link = [reporter, i](bool up, error_code why) {
+        reporter->link(i, up, why);
+      };
+    }
     nodes_.push_back(
         make_lock_node(executor_, std::move(nodes[i]), connection_settings, peers_, i));
   }
@@ -87,6 +128,7 @@ request_options node_set::rules_for(lock_request kind,
   switch (kind) {
     case lock_request::set:
     case lock_request::ping:
+    case lock_request::read:
       per_node.skip_if_unresponsive = true;
       break;
     case lock_request::set_asking_ttl:
@@ -131,7 +173,7 @@ namespace {
 // Requests that write the lock's keys: with node_config::wait_replicas they count only once
 // replicated. A release is not one: it must never wait behind a replica.
 bool writes_the_lock(lock_request kind) noexcept {
-  return kind != lock_request::release && kind != lock_request::ping;
+  return kind != lock_request::release && kind != lock_request::ping && kind != lock_request::read;
 }
 
 }  // namespace

@@ -26,7 +26,8 @@
 namespace redlock::detail {
 
 // The kinds of request a lock operation sends, each with its own rules on the connections:
-//  - set, extend, ping: skipped (failed at once, unsent) on a node that has let a request time
+//  - set, extend, ping, read: skipped (failed at once, unsent) on a node that has let a request
+//  time
 //    out and not answered it since (connection::unresponsive): a stopped, stalled or much delayed
 //    node. A round that cannot win without such a node is then decided in one round trip and
 //    frees the keys it took on the others, instead of holding them for node_timeout while rival
@@ -44,7 +45,8 @@ enum class lock_request : std::uint8_t {
   fence_write_back,
   extend,
   release,
-  ping
+  ping,
+  read  // inspection: the keys' values and PTTLs (client::async_inspect)
 };
 
 // The lock_node for `config`: a cluster_node for node_kind::cluster, a sentinel_node for

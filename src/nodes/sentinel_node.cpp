@@ -140,7 +140,8 @@ class sentinel_router : public std::enable_shared_from_this<sentinel_router> {
                                                  std::uint64_t& generation);
   void on_sentinel_push(std::uint64_t generation, const resp::value& push);
   void on_sentinel_link(std::uint64_t generation, bool up);
-  void on_master_link(std::uint64_t generation, bool up);
+  // The current master's link is the node's (connection_options::on_link of the node, if any).
+  void on_master_link(std::uint64_t generation, bool up, error_code why);
   // Moves the node to `master`; false when it is there already (or closing).
   bool adopt(const cluster_endpoint& master);
   // Since when the followed sentinel names the master (SENTINEL MASTER), into record_.
@@ -353,8 +354,12 @@ asio::awaitable<void> sentinel_router::resolve() {
   } else {
     last_error_ = fmt::format("no sentinel named master \"{}\": {}", config_.sentinel_master,
                               fmt::join(problems, "; "));
-    if (!master_)
-      fail_waiting(lasting_ ? lasting_ : make_error_code(error::not_connected), last_error_);
+    if (!master_) {
+      const auto ec = lasting_ ? lasting_ : make_error_code(error::not_connected);
+      // No master to follow, and no link of one that could say so.
+      if (settings_.on_link) settings_.on_link(false, ec);
+      fail_waiting(ec, last_error_);
+    }
   }
   if (std::exchange(resolve_again_, false) || !named) {
     // Unanswered: again after the reconnect backoff's ceiling, while anyone may still need it.
@@ -383,7 +388,7 @@ std::shared_ptr<connection> sentinel_router::open_sentinel_link(const cluster_en
   settings.on_push = [weak, generation](const resp::value& push) {
     if (auto self = weak.lock()) self->on_sentinel_push(generation, push);
   };
-  settings.on_link = [weak, generation](bool up) {
+  settings.on_link = [weak, generation](bool up, error_code) {
     if (auto self = weak.lock()) self->on_sentinel_link(generation, up);
   };
   return connection::create(executor_, sentinel_config(config_, at), std::move(settings));
@@ -463,8 +468,8 @@ bool sentinel_router::adopt(const cluster_endpoint& master) {
   settings.admit_peer = peer_registry::check_for(peers_, index_, 0);
   const auto generation = ++master_generation_;
   std::weak_ptr<sentinel_router> weak = weak_from_this();
-  settings.on_link = [weak, generation](bool up) {
-    if (auto self = weak.lock()) self->on_master_link(generation, up);
+  settings.on_link = [weak, generation](bool up, error_code why) {
+    if (auto self = weak.lock()) self->on_master_link(generation, up, why);
   };
   master_ =
       std::make_unique<standalone_node>(executor_, server_of(config_, master), std::move(settings));
@@ -513,7 +518,9 @@ void sentinel_router::on_sentinel_link(std::uint64_t generation, bool up) {
   });
 }
 
-void sentinel_router::on_master_link(std::uint64_t generation, bool up) {
+void sentinel_router::on_master_link(std::uint64_t generation, bool up, error_code why) {
+  if (generation != master_generation_) return;  // a former master's link, draining
+  if (settings_.on_link) settings_.on_link(up, why);
   if (up) return;
   asio::post(executor_, [weak = weak_from_this(), generation] {
     const auto self = weak.lock();

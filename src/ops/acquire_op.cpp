@@ -1,5 +1,6 @@
 #include "ops/acquire_op.hpp"
 
+#include "observe.hpp"
 #include "ops/acquire.hpp"
 #include "ops/extend.hpp"
 #include "ops/lock_rounds.hpp"
@@ -16,17 +17,17 @@ namespace redlock::detail {
 void acquire_op::start() {
   if (space_->closed()) {
     lease_->diagnostics = "the client is shut down";
-    return done_.complete(asio::error::operation_aborted, make_lease());
+    return complete(asio::error::operation_aborted);
   }
   if (auto problem = strategy_->problem(space_->options().replies.max_reply_memory);
       !problem.empty()) {
     lease_->diagnostics = std::move(problem);
-    return done_.complete(error::invalid_argument, make_lease());
+    return complete(error::invalid_argument);
   }
   if (auto problem = check_lock_options(lease_->resource, lease_->options, space_->options());
       !problem.empty()) {
     lease_->diagnostics = fmt::format("redlock: cannot acquire {}: {}", subject(), problem);
-    return done_.complete(error::invalid_argument, make_lease());
+    return complete(error::invalid_argument);
   }
   if (nodes().has_cluster_node() && !strategy_->keys_in_one_slot(lease_->options.fencing)) {
     // Its keys would be in several hash slots, and a cluster refuses such scripts (CROSSSLOT).
@@ -34,11 +35,11 @@ void acquire_op::start() {
         "redlock: cannot acquire {} on a Redis Cluster node: its keys would not share one hash "
         "slot, because the name holds a '}}' but no hash tag; give it one, as in \"{{orders}}:42\"",
         subject());
-    return done_.complete(error::invalid_argument, make_lease());
+    return complete(error::invalid_argument);
   }
   if (const auto& duplicates = nodes().duplicate_nodes(); !duplicates.empty()) {
     lease_->diagnostics = fmt::format("redlock: cannot acquire {}: {}", subject(), duplicates);
-    return done_.complete(error::invalid_argument, make_lease());
+    return complete(error::invalid_argument);
   }
   lease_->token = make_lock_token();
   if (lease_->options.wait) deadline_ = steady_clock::now() + *lease_->options.wait;
@@ -47,7 +48,7 @@ void acquire_op::start() {
   if (single_round_) {
     if (auto why = strategy_->contended_here(space_->queues().find(queue_key)); !why.empty()) {
       lease_->diagnostics = std::move(why);
-      return done_.complete(error::contended, make_lease());
+      return complete(error::contended);
     }
   }
 
@@ -133,7 +134,7 @@ void acquire_op::succeed(steady_clock::time_point valid_until) {
   lease_->on_acquired(round_->start(), valid_until);
   start_renewal(*lease_);
   note_if_degraded();
-  done_.complete(error_code{}, make_lease());
+  complete(error_code{});
   if (next_may_start) space_->queues().start_next_waiter(*queue);
 }
 
@@ -145,6 +146,22 @@ void acquire_op::finish(error_code ec) {
   space_->untrack(this);
   stop_listening();
   leave_queue();
+  complete(ec);
+}
+
+void acquire_op::complete(error_code ec) {
+  if (observer* const watcher = space_->watcher()) {
+    if (lease_->observed_name.empty() && strategy_->name() != lease_->resource)
+      lease_->observed_name = strategy_->name();
+    std::size_t granted = 0;
+    if (round_) granted = ec ? round_->votes().yes_count() : lease_->granted_nodes.load();
+    call_observer(*watcher, space_->executor(), &observer::on_acquire,
+                  acquire_event{.resource = strategy_->name(),
+                                .error = ec,
+                                .took = steady_clock::now() - started_,
+                                .rounds = rounds_,
+                                .granted_nodes = granted});
+  }
   done_.complete(ec, make_lease());
 }
 

@@ -77,7 +77,10 @@ class acquire_op final : public abortable,
         lease_(std::make_shared<lease_state>(space_, std::move(resource), options)),
         single_round_(single_round),
         done_(std::move(caller.handler), space_->executor(), caller.on_client_executor),
-        retry_(options.retry) {}
+        retry_(options.retry) {
+    // Measured only for an observer: without one, an acquire reads no clock for it.
+    if (space_->watcher() != nullptr) started_ = steady_clock::now();
+  }
 
   // A key that the lease extends with its own (lease_state::companion_key). Called before start().
   void extend_along(std::string key) { lease_->companion_key = std::move(key); }
@@ -233,6 +236,9 @@ class acquire_op final : public abortable,
 
   void finish(error_code ec);
 
+  // Tells the observer, if any, then completes the caller's operation.
+  void complete(error_code ec);
+
   void drop_from_waiters();
 
   void leave_queue();
@@ -266,7 +272,8 @@ class acquire_op final : public abortable,
   // Failed rounds whose cleanup waits for some nodes' answers.
   cleanup_plan<set_form> cleanups_;
   unsigned rounds_ = 0;
-  bool acquired_ = false;  // the last round won
+  steady_clock::time_point started_{};  // when there is an observer
+  bool acquired_ = false;               // the last round won
   // Waiting: the strategy knows where the lock is held and until when, as of round watch_round_.
   unsigned watch_round_ = 0;
   steady_clock::time_point backoff_until_{};

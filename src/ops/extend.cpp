@@ -55,24 +55,21 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
     return classify_script_reply(ec, reply, detail);
   }
 
-  std::optional<error_code> decide(const tally& t) override {
-    if (t.yes_quorum()) return error_code{};
-    if (t.no_quorum()) return make_error_code(error::not_held);
-    if (t.yes_quorum_impossible()) return make_error_code(error::no_quorum);
-    return std::nullopt;
-  }
+  std::optional<error_code> decide(const tally& t) override { return extension_outcome(t); }
 
   void decided(error_code ec) override {
     const auto now = steady_clock::now();
     lease_state& self = *state_;
     if (from_renewal_) self.renewal_in_flight = false;
     if (self.current != lease_state::phase::held) {
+      self.report(&observer::on_extend, error::not_held);
       if (caller_) caller_->finish(error::not_held);
       return;
     }
     if (!ec && !self.validity.confirm(id_, now)) {
       ec = error::no_quorum;  // confirmed, but too late to count
     }
+    self.report(&observer::on_extend, ec);  // before a loss it may cause
     if (ec == error::not_held) {
       self.lose(fmt::format(
           "redlock: {} is gone or owned by someone else on {} of {} nodes: {}",
@@ -193,15 +190,19 @@ void initiate_extend(const std::shared_ptr<lease_state>& state, std::chrono::mil
   auto op = std::make_shared<user_operation>(
       state->space, std::move(caller),
       asio::cancellation_type::terminal | asio::cancellation_type::partial);
-  if (state->space->closed()) return op->finish(asio::error::operation_aborted);
-  if (!state->is_held()) return op->finish(error::not_held);
+  const auto refuse = [&](error_code ec) {
+    state->report(&observer::on_extend, ec);
+    op->finish(ec);
+  };
+  if (state->space->closed()) return refuse(asio::error::operation_aborted);
+  if (!state->is_held()) return refuse(error::not_held);
   const auto drift = drift_allowance(ttl, state->space->options().drift_factor);
   if (ttl <= drift) {
     state->diagnostics = fmt::format(
         "redlock: cannot extend {} by {} ms: not longer than "
         "the drift allowance of {} ms",
         quoted_resource(state->resource), ttl.count(), to_ms(drift));
-    return op->finish(error::invalid_argument);
+    return refuse(error::invalid_argument);
   }
   op->start();
   send_extension(*state, ttl, false, op);

@@ -26,6 +26,7 @@ class lock_rounds final : public round_strategy {
   explicit lock_rounds(std::string resource) : resource_(std::move(resource)) {}
 
   const std::string& queue_key() const override { return resource_; }
+  const std::string& name() const override { return resource_; }
   std::string subject() const override;
   std::string problem(std::size_t) const override { return {}; }
   std::string contended_here(const resource_queue* queue) const override;

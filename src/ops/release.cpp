@@ -47,12 +47,7 @@ class release_op final : public operation_vote {
     }
   }
 
-  std::optional<error_code> decide(const tally& t) override {
-    if (t.no_quorum()) return make_error_code(error::not_held);
-    if (t.too_many_failed()) return make_error_code(error::no_quorum);
-    if (t.no_quorum_impossible() && t.too_many_failed_impossible()) return error_code{};
-    return std::nullopt;
-  }
+  std::optional<error_code> decide(const tally& t) override { return release_outcome(t); }
 
   void decided(error_code ec) override {
     if (ec) {
@@ -61,6 +56,7 @@ class release_op final : public operation_vote {
           state_->space->nodes().describe(answers(), "released", "not ours", nullptr,
                                           quoted_keys({state_->resource})));
     }
+    state_->report(&observer::on_release, ec);
     finish(ec);
   }
 
@@ -74,11 +70,15 @@ class release_op final : public operation_vote {
 void initiate_release(const std::shared_ptr<lease_state>& state, void_caller caller) {
   if (!state) return complete_without_state(std::move(caller.handler), error::not_held);
   auto op = std::make_shared<release_op>(state, std::move(caller));
-  if (state->space->closed()) return op->finish(asio::error::operation_aborted);
+  const auto refuse = [&](error_code ec) {
+    state->report(&observer::on_release, ec);
+    op->finish(ec);
+  };
+  if (state->space->closed()) return refuse(asio::error::operation_aborted);
   if (state->current != lease_state::phase::held) {
     state->diagnostics =
         fmt::format("redlock: {} is not held by this lease", quoted_resource(state->resource));
-    return op->finish(error::not_held);
+    return refuse(error::not_held);
   }
   op->start();
   // The release requests are queued first, and only then the resource is handed to the next local

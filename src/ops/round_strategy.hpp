@@ -36,6 +36,9 @@ class round_strategy {
   // The local queue (local_queues) the acquire waits in.
   virtual const std::string& queue_key() const = 0;
 
+  // What observer events name: the lock's resource, or the semaphore's name.
+  virtual const std::string& name() const = 0;
+
   // What diagnostics name: the lock's resource, or the semaphore and the slot last tried.
   virtual std::string subject() const = 0;
 

@@ -63,6 +63,7 @@ void client_shutdown::run(lock_space& space, std::shared_ptr<user_operation> wai
       const auto how = state->release_on_nodes();
       state->stop_holding(lease_state::phase::released, asio::error::operation_aborted,
                           how.next_waiter);
+      state->report(&observer::on_release, error_code{});
       continue;
     }
     // Before the space is closed, which would fail the release at once. Its handler runs posted

@@ -41,6 +41,7 @@ class slot_rounds final : public round_strategy {
   const std::string& first_slot_key() const noexcept { return first_slot_key_; }
 
   const std::string& queue_key() const override { return queue_key_; }
+  const std::string& name() const override { return name_; }
   std::string subject() const override;
   std::string problem(std::size_t max_reply_memory) const override;
   std::string contended_here(const resource_queue* queue) const override;

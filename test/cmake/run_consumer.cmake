@@ -15,7 +15,9 @@
 # Inputs (-D): MODE, SOURCE_DIR, BINARY_DIR (the outer build), WORK_DIR, CONFIG, GENERATOR,
 # MAKE_PROGRAM, CXX_COMPILER, CXX_FLAGS (what programs linking the outer build's library need,
 # e.g. its sanitizers), WERROR, VERSION, INCLUDEDIR, LIBDIR, BINDIR (GNUInstallDirs, relative),
-# PKG_CONFIG, REDIS_NODES and CLI_NAME (empty when the outer build has no such target).
+# PKG_CONFIG, REDIS_NODES and CLI_NAME (empty when the outer build has no such target), PROMETHEUS
+# (ON when the outer build has the component redlock::prometheus: the consumer then asks for it
+# and builds consumer_metrics too).
 cmake_minimum_required(VERSION 3.25)
 
 foreach(required MODE SOURCE_DIR BINARY_DIR WORK_DIR GENERATOR CXX_COMPILER VERSION)
@@ -48,7 +50,8 @@ set(configure_args
   -DCMAKE_BUILD_TYPE=RelWithDebInfo
   -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
   # Only the package under test may be found, never one left in the user's package registry.
-  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+  -DWITH_PROMETHEUS=${PROMETHEUS})
 if(MAKE_PROGRAM)
   list(APPEND configure_args -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM})
 endif()
@@ -77,7 +80,8 @@ if(MODE STREQUAL "find_package")
   foreach(file IN LISTS installed)
     get_filename_component(name ${file} NAME)
     if(file MATCHES "^${INCLUDEDIR}/redlock/.*\\.hpp$"
-       OR (file STREQUAL "${LIBDIR}/${name}" AND name MATCHES "^libredlock\\.(a|so[.0-9]*)$")
+       OR (file STREQUAL "${LIBDIR}/${name}"
+           AND name MATCHES "^libredlock(_prometheus)?\\.(a|so[.0-9]*)$")
        OR file MATCHES "^${LIBDIR}/cmake/redlock/redlock[A-Za-z-]*\\.cmake$"
        OR file STREQUAL "${LIBDIR}/pkgconfig/redlock.pc"
        OR (CLI_NAME AND file STREQUAL "${BINDIR}/${CLI_NAME}")
@@ -242,6 +246,9 @@ if(NOT EXISTS ${consumer})
 endif()
 run_step("run the consumer against a closed port" ${consumer} --nodes redis://127.0.0.1:1
   --expect refused)
+if(PROMETHEUS)
+  run_step("run consumer_metrics (redlock::prometheus)" ${consumer}_metrics)
+endif()
 
 execute_process(COMMAND ${consumer} --nodes http://127.0.0.1:6379 RESULT_VARIABLE code
   ERROR_VARIABLE complaint ERROR_STRIP_TRAILING_WHITESPACE)

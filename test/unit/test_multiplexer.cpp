@@ -9,6 +9,7 @@
 #include "resp/encoder.hpp"
 #include "support/printing.hpp"
 #include "support/written_commands.hpp"
+#include "unit/resp_values.hpp"
 
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/error.hpp>
@@ -52,19 +53,8 @@ struct outcome {
   delivery how = delivery::post;
 };
 
-resp::value simple(std::string text) {
-  resp::value v;
-  v.kind = resp::type::simple_string;
-  v.text = std::move(text);
-  return v;
-}
-
-resp::value error_reply(std::string text) {
-  resp::value v;
-  v.kind = resp::type::simple_error;
-  v.text = std::move(text);
-  return v;
-}
+using redlock::test::reply::error_reply;
+using redlock::test::reply::simple;
 
 // "SET lock a" as RESP.
 rd::shared_payload encode(std::string_view words) {

@@ -6,6 +6,7 @@
 #include "nodes/replica_wait.hpp"
 #include "redlock/error.hpp"
 #include "support/printing.hpp"
+#include "unit/resp_values.hpp"
 
 #include <boost/asio/error.hpp>
 #include <boost/test/unit_test.hpp>
@@ -20,25 +21,11 @@ namespace resp = redlock::resp;
 
 namespace {
 
-resp::value integer(long long n) {
-  resp::value v;
-  v.kind = resp::type::integer;
-  v.integer = n;
-  return v;
-}
+using redlock::test::reply::error_reply;
+using redlock::test::reply::integer;
 
 resp::value ok() {
-  resp::value v;
-  v.kind = resp::type::simple_string;
-  v.text = "OK";
-  return v;
-}
-
-resp::value error_reply(std::string text) {
-  resp::value v;
-  v.kind = resp::type::simple_error;
-  v.text = std::move(text);
-  return v;
+  return redlock::test::reply::simple("OK");
 }
 
 }  // namespace

@@ -49,6 +49,36 @@ BOOST_AUTO_TEST_CASE(quorum_becomes_impossible_as_soon_as_it_is) {
   BOOST_TEST(!t.too_many_failed());       // so this is contention, not unreachability
 }
 
+// What extensions and releases (of a lease, or by token) conclude from their tallies.
+BOOST_AUTO_TEST_CASE(extension_and_release_outcomes) {
+  using redlock::error;
+  rd::tally extended(3);
+  extended.yes();
+  BOOST_TEST(!rd::extension_outcome(extended).has_value());
+  extended.yes();
+  BOOST_TEST((rd::extension_outcome(extended) == boost::system::error_code{}));
+  rd::tally foreign(3);
+  foreign.no();
+  foreign.no();
+  BOOST_TEST((rd::extension_outcome(foreign) == make_error_code(error::not_held)));
+  BOOST_TEST((rd::release_outcome(foreign) == make_error_code(error::not_held)));
+  rd::tally silent(3);
+  silent.failed();
+  silent.yes();
+  BOOST_TEST(!rd::extension_outcome(silent).has_value());
+  silent.failed();
+  BOOST_TEST((rd::extension_outcome(silent) == make_error_code(error::no_quorum)));
+  BOOST_TEST((rd::release_outcome(silent) == make_error_code(error::no_quorum)));
+  // A release succeeds once neither a quorum of "not ours" nor of failures can come.
+  rd::tally released(5);
+  released.yes();
+  released.yes();
+  released.failed();
+  BOOST_TEST(!rd::release_outcome(released).has_value());
+  released.no();
+  BOOST_TEST((rd::release_outcome(released) == boost::system::error_code{}));
+}
+
 BOOST_AUTO_TEST_CASE(too_many_failures_means_no_quorum) {
   rd::tally t(5);
   t.failed();

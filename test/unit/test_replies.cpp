@@ -4,6 +4,7 @@
 
 #include "algo/replies.hpp"
 #include "redlock/error.hpp"
+#include "unit/resp_values.hpp"
 
 #include <boost/asio/error.hpp>
 #include <boost/test/unit_test.hpp>
@@ -20,33 +21,12 @@ using rd::set_form;
 
 namespace {
 
-resp::value text_of(resp::type kind, std::string text) {
-  resp::value v;
-  v.kind = kind;
-  v.text = std::move(text);
-  return v;
-}
-resp::value simple(std::string text) {
-  return text_of(resp::type::simple_string, std::move(text));
-}
-resp::value bulk(std::string text) {
-  return text_of(resp::type::bulk_string, std::move(text));
-}
-resp::value error_reply(std::string text) {
-  return text_of(resp::type::simple_error, std::move(text));
-}
-resp::value integer(std::int64_t n) {
-  resp::value v;
-  v.kind = resp::type::integer;
-  v.integer = n;
-  return v;
-}
-resp::value array(std::vector<resp::value> elements) {
-  resp::value v;
-  v.kind = resp::type::array;
-  v.elements = std::move(elements);
-  return v;
-}
+using redlock::test::reply::array;
+using redlock::test::reply::bulk;
+using redlock::test::reply::error_reply;
+using redlock::test::reply::integer;
+using redlock::test::reply::simple;
+using redlock::test::reply::text_of;
 const resp::value nil{};
 
 constexpr auto yes = node_answer::kind::yes;

@@ -5,6 +5,7 @@
 // adapt completion tokens (asio::async_initiate); every operation is implemented once, in src/.
 
 #include "redlock/config.hpp"
+#include "redlock/inspection.hpp"
 #include "redlock/options.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -13,11 +14,13 @@
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace redlock {
 class lease;
@@ -58,6 +61,21 @@ using void_caller = caller_handler<void(boost::system::error_code)>;
 // What an acquire completes with: the lease, held or not (see client::async_acquire).
 using acquire_signature = void(boost::system::error_code, redlock::lease);
 
+// What an inspection completes with (client::async_inspect, semaphore::async_inspect).
+using inspect_signature = void(boost::system::error_code, inspection);
+using inspect_permits_signature = void(boost::system::error_code, std::vector<inspection>);
+
+REDLOCK_API void initiate_inspect(const std::shared_ptr<client_impl>& client, std::string resource,
+                                  caller_handler<inspect_signature> caller);
+REDLOCK_API void initiate_inspect_permits(const std::shared_ptr<client_impl>& client,
+                                          std::string name, std::size_t permits,
+                                          caller_handler<inspect_permits_signature> caller);
+REDLOCK_API void initiate_extend_by_token(const std::shared_ptr<client_impl>& client,
+                                          std::string resource, std::string token,
+                                          std::chrono::milliseconds ttl, void_caller caller);
+REDLOCK_API void initiate_release_by_token(const std::shared_ptr<client_impl>& client,
+                                           std::string resource, std::string token,
+                                           void_caller caller);
 REDLOCK_API void initiate_ping(const std::shared_ptr<client_impl>& client, void_caller caller);
 REDLOCK_API void initiate_shutdown(const std::shared_ptr<client_impl>& client, void_caller caller);
 REDLOCK_API void initiate_release(const std::shared_ptr<lease_state>& state, void_caller caller);
@@ -101,6 +119,47 @@ struct ping_initiation : client_initiation {
   void operator()(Handler&& handler) const {
     initiate_ping(client_, erase_handler<void(boost::system::error_code)>(
                                std::forward<Handler>(handler), executor_of(*client_)));
+  }
+};
+
+struct inspect_initiation : client_initiation {
+  using client_initiation::client_initiation;
+  template <class Handler>
+  void operator()(Handler&& handler, std::string resource) const {
+    initiate_inspect(
+        client_, std::move(resource),
+        erase_handler<inspect_signature>(std::forward<Handler>(handler), executor_of(*client_)));
+  }
+};
+
+struct inspect_permits_initiation : client_initiation {
+  using client_initiation::client_initiation;
+  template <class Handler>
+  void operator()(Handler&& handler, std::string name, std::size_t permits) const {
+    initiate_inspect_permits(client_, std::move(name), permits,
+                             erase_handler<inspect_permits_signature>(
+                                 std::forward<Handler>(handler), executor_of(*client_)));
+  }
+};
+
+struct extend_by_token_initiation : client_initiation {
+  using client_initiation::client_initiation;
+  template <class Handler>
+  void operator()(Handler&& handler, std::string resource, std::string token,
+                  std::chrono::milliseconds ttl) const {
+    initiate_extend_by_token(client_, std::move(resource), std::move(token), ttl,
+                             erase_handler<void(boost::system::error_code)>(
+                                 std::forward<Handler>(handler), executor_of(*client_)));
+  }
+};
+
+struct release_by_token_initiation : client_initiation {
+  using client_initiation::client_initiation;
+  template <class Handler>
+  void operator()(Handler&& handler, std::string resource, std::string token) const {
+    initiate_release_by_token(client_, std::move(resource), std::move(token),
+                              erase_handler<void(boost::system::error_code)>(
+                                  std::forward<Handler>(handler), executor_of(*client_)));
   }
 };
 

@@ -144,7 +144,9 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
   struct link {
     cluster_endpoint at;
     std::shared_ptr<connection> conn;
-    std::size_t number;  // for the peer registry; reused once the link is dropped
+    std::size_t number;        // for the peer registry; reused once the link is dropped
+    std::optional<bool> up{};  // as its last connect or break said; empty before the first
+    error_code why{};          // of its last break or failed connect
   };
 
   struct waiting_request {
@@ -181,6 +183,11 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
         number = std::max(number, l.number + 1);
     }
     settings.admit_peer = peer_registry::check_for(peers_, index_, number);
+    if (settings_.on_link) {
+      settings.on_link = [weak = weak_from_this(), at](bool up, error_code why) {
+        if (auto self = weak.lock()) self->on_server_link(at, up, why);
+      };
+    }
     links_.push_back(link{
         at, connection::create(executor_, server_of(config_, at), std::move(settings)), number});
     return static_cast<std::uint16_t>(links_.size() - 1);
@@ -199,6 +206,12 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
   // Reads a topology from `at`; the problem in words when it gives none.
   asio::awaitable<std::optional<std::string>> read_topology_from(const cluster_endpoint& at);
   void adopt(const cluster_topology& topology);
+
+  // The node's link state (connection_options::on_link of the node, set only when someone
+  // listens) is its servers': down while any server it routes to is unreachable, up once every
+  // one that has tried is connected. Links dropped by adopt() no longer count.
+  void on_server_link(const cluster_endpoint& at, bool up, error_code why);
+  void report_links() const;
 
   asio::any_io_executor executor_;
   node_config config_;

@@ -215,7 +215,7 @@ shard_subscriptions::shard_link& shard_subscriptions::link_to(const cluster_endp
   settings.on_push = [weak, at](const resp::value& push) {
     if (auto self = weak.lock()) self->on_push(at, push);
   };
-  settings.on_link = [weak, at](bool up) {
+  settings.on_link = [weak, at](bool up, error_code) {
     if (auto self = weak.lock()) self->on_link(at, up);
   };
   links_.push_back(

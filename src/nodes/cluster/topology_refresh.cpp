@@ -159,6 +159,27 @@ void cluster_router::adopt(const cluster_topology& topology) {
       slot_owner_[slot] = link_index(*master);
   }
   known_ = true;
+  if (settings_.on_link) report_links();
+}
+
+void cluster_router::on_server_link(const cluster_endpoint& at, bool up, error_code why) {
+  const auto known =
+      std::find_if(links_.begin(), links_.end(), [&](const link& l) { return l.at == at; });
+  if (known == links_.end()) return;  // dropped: draining its last requests
+  known->up = up;
+  known->why = why;
+  report_links();
+}
+
+void cluster_router::report_links() const {
+  const link* down = nullptr;
+  bool any_up = false;
+  for (const auto& l : links_) {
+    if (l.up == false && down == nullptr) down = &l;
+    any_up = any_up || l.up == true;
+  }
+  if (down != nullptr) return settings_.on_link(false, down->why);
+  if (any_up) settings_.on_link(true, error_code{});
 }
 
 }  // namespace redlock::detail

@@ -5,6 +5,7 @@
 
 #include "integration/prelude.hpp"
 #include "nodes/cluster/hash_slot.hpp"
+#include "redlock/observer.hpp"
 #include "redlock/redlock.hpp"
 #include "support/printing.hpp"
 #include "support/redis_cluster.hpp"
@@ -15,6 +16,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -328,6 +330,56 @@ BOOST_AUTO_TEST_CASE(a_stopped_shard_master_fails_only_its_own_resources) {
     auto [up_ec, up_lease] = co_await locks.async_acquire(up, lock_for(5s), tuple_awaitable);
     BOOST_TEST(!up_ec, up_ec.message() << ": " << up_lease.diagnostics());
     co_await up_lease.async_release(tuple_awaitable);
+  });
+}
+
+// client_options::observer on a cluster node: the node is down while one of its masters is
+// unreachable, and up again once that master is back.
+BOOST_AUTO_TEST_CASE(a_stopped_shard_master_is_reported_as_its_node_down) {
+  struct node_watch : redlock::observer {
+    void on_node(const redlock::node_event& e) override {
+      changes.push_back(e.up);
+      last_error = e.error;
+      address = std::string(e.address);
+    }
+    std::vector<bool> changes;
+    error_code last_error;
+    std::string address;
+  };
+  redlock::test::redis_cluster_options options;
+  options.node_timeout = 60s;  // no automatic failover during the test
+  redis_cluster cluster(3, 1, options);
+  auto watch = std::make_shared<node_watch>();
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    auto client_options = fast_client_options();
+    client_options.observer = watch;
+    redlock::client locks(io.get_executor(), cluster_node(cluster), client_options);
+    for (std::size_t shard = 0; shard < cluster.shards(); ++shard) {
+      const std::string name = resource_of_shard(cluster, shard, "watched");
+      auto [ec, lease] = co_await locks.async_acquire(name, lock_for(5s), tuple_awaitable);
+      BOOST_TEST_REQUIRE(!ec, ec.message());
+      co_await lease.async_release(tuple_awaitable);
+    }
+    BOOST_TEST_REQUIRE(watch->changes == std::vector<bool>{true});
+    BOOST_TEST(watch->address == cluster_node(cluster).front().address());
+
+    const auto stopped = cluster.master(1);
+    cluster.stop(stopped);
+    const bool down = co_await eventually(
+        [&] {
+          return watch->changes == std::vector<bool>{true, false};
+        },
+        5s);
+    BOOST_TEST_REQUIRE(down);
+    BOOST_TEST(watch->last_error == error::connection_lost, watch->last_error.message());
+
+    cluster.restart(stopped);
+    const bool up = co_await eventually(
+        [&] {
+          return watch->changes == std::vector<bool>{true, false, true};
+        },
+        10s);
+    BOOST_TEST(up);
   });
 }
 
