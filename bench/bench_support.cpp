@@ -67,14 +67,15 @@ std::shared_ptr<redlock::observer> make_bench_observer(std::string_view name) {
     return std::shared_ptr<redlock::observer>(both, &both->observer);
   }
 #endif
-  throw std::invalid_argument(fmt::format("--observer: '{}' is not one of none, counting{}", name,
 #ifdef REDLOCK_BENCH_PROMETHEUS
-                                          ", prometheus"
+  constexpr std::string_view others = ", prometheus";
 #else
-                                           " (built without prometheus-cpp)"
+  constexpr std::string_view others = " (built without prometheus-cpp)";
 #endif
-                                          ));
+  throw std::invalid_argument(
+      fmt::format("--observer: '{}' is not one of none, counting{}", name, others));
 }
+
 bool bench_fencing = false;
 
 double micros(clock_type::duration d) {

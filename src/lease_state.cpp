@@ -32,13 +32,12 @@ void lease_state::on_acquired(steady_clock::time_point round_start,
   space->track_lease(this);
 }
 
-void lease_state::report(void (observer::*what)(const lease_event&), error_code ec) const {
-  observer* const watcher = space->watcher();
-  if (watcher == nullptr) return;
+void lease_state::report_to(observer& watcher, void (observer::*what)(const lease_event&),
+                            error_code ec) const {
   const auto held = acquired_at == steady_clock::time_point{} ? steady_clock::duration::zero()
                                                               : steady_clock::now() - acquired_at;
   call_observer(
-      *watcher, space->executor(), what,
+      watcher, space->executor(), what,
       lease_event{
           .resource = observed_name.empty() ? resource : observed_name, .error = ec, .held = held});
 }

@@ -82,8 +82,12 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   // renewal, or extensions not confirmed in time.
   std::string why_expired() const;
   // Tells the observer, if any, of an outcome (`what`) with `ec`; `held` counts since acquired_at
-  // (0 if never held).
-  void report(void (observer::*what)(const lease_event&), boost::system::error_code ec) const;
+  // (0 if never held). Inline, so that without an observer the hot path pays one test, not a call.
+  void report(void (observer::*what)(const lease_event&), boost::system::error_code ec) const {
+    if (observer* const watcher = space->watcher()) report_to(*watcher, what, ec);
+  }
+  void report_to(observer& watcher, void (observer::*what)(const lease_event&),
+                 boost::system::error_code ec) const;
   // The keys an extension uses, quoted, for messages.
   std::string keys() const;
   // The lock cannot be kept: clean up the nodes, tell waiters, free the resource locally.
