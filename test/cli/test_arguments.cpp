@@ -52,6 +52,28 @@ bool contains(const std::string& text, std::string_view part) {
   return text.find(part) != std::string::npos;
 }
 
+// `args` parsed as the command whose options are `Options`.
+template <class Options>
+Options parse_as(std::vector<std::string> args,
+                 std::optional<std::string_view> env = std::nullopt) {
+  auto parsed = parse(std::move(args), env);
+  BOOST_TEST_REQUIRE(std::holds_alternative<Options>(parsed));
+  return std::get<Options>(parsed);
+}
+
+// Every args in `cases` is a usage error whose one-line message contains the expected text.
+void check_usage_errors(
+    const std::vector<std::pair<std::vector<std::string>, std::string_view>>& cases) {
+  for (const auto& [args, expected] : cases) {
+    BOOST_TEST_CONTEXT("args: " << args.front() << " ... (" << args.size() << " words), expecting "
+                                << expected) {
+      const auto message = usage_error(args);
+      BOOST_TEST(contains(message, expected), message);
+      BOOST_TEST(!contains(message, "\n"));
+    }
+  }
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(arguments)
@@ -231,6 +253,27 @@ BOOST_AUTO_TEST_CASE(permits) {
   BOOST_TEST(usage_error({"status", "job", "--permits"}) == "--permits needs a value");
 }
 
+// --json, for run and status alike: a switch, anywhere before "--", off unless given.
+BOOST_AUTO_TEST_CASE(json) {
+  BOOST_TEST(!parse_run({"job", "--", "true"}).json);
+  BOOST_TEST(parse_run({"--json", "job", "--", "true"}).json);
+  BOOST_TEST(parse_run({"job", "--json", "-q", "--", "true"}).json);
+  // After "--" it is COMMAND's.
+  const auto run = parse_run({"job", "--", "jq", "--json"});
+  BOOST_TEST(!run.json);
+  BOOST_TEST(run.command.size() == 2u);
+
+  const auto status = parse({"status", "job", "--json"});
+  BOOST_TEST_REQUIRE(std::holds_alternative<cli::status_options>(status));
+  BOOST_TEST(std::get<cli::status_options>(status).json);
+  BOOST_TEST(!std::get<cli::status_options>(parse({"status", "job"})).json);
+  const auto slots = parse({"status", "--json", "--permits", "2", "job"});
+  BOOST_TEST(std::get<cli::status_options>(slots).json);
+
+  BOOST_TEST(usage_error({"run", "--json=yes", "job", "--", "true"}) == "--json takes no value");
+  BOOST_TEST(usage_error({"status", "--json=1", "job"}) == "--json takes no value");
+}
+
 BOOST_AUTO_TEST_CASE(nodes_come_from_the_flag_then_the_environment_then_the_default) {
   const std::string env = "redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://127.0.0.1:7003";
   BOOST_TEST(parse_run({"job", "--", "true"}, env).nodes.size() == 3u);
@@ -348,6 +391,145 @@ BOOST_AUTO_TEST_CASE(tls_flag_mistakes) {
                "--tls-insecure"));
   BOOST_TEST(contains(usage_error({"status", "--nodes", "unix:///s.sock?verify=no", "job"}),
                       "TLS over a Unix socket is not supported"));
+}
+
+// `acquire` takes the lock as `run` does, with run's options for that and none of COMMAND's.
+BOOST_AUTO_TEST_CASE(acquire_takes_the_options_run_takes_the_lock_with) {
+  const auto defaults = parse_as<cli::acquire_options>({"acquire", "job"});
+  BOOST_TEST(defaults.resource == "job");
+  BOOST_TEST(defaults.ttl.count() == 30000);
+  BOOST_TEST(defaults.wait.count() == 10000);
+  BOOST_TEST(defaults.conflict_exit_code == 75);
+  BOOST_TEST(!defaults.quiet);
+  BOOST_TEST(!defaults.json);
+  BOOST_TEST(!defaults.fencing);
+  BOOST_TEST_REQUIRE(defaults.nodes.size() == 1u);
+  BOOST_TEST(defaults.nodes[0].address() == "127.0.0.1:6379");
+
+  const auto every = parse_as<cli::acquire_options>(
+      {"acquire", "--ttl", "60s", "--wait=0", "--conflict-exit-code", "3", "--fencing", "-q", "job",
+       "--json", "--nodes", "redis://a:1,redis://b:2,redis://c:3"});
+  BOOST_TEST(every.resource == "job");
+  BOOST_TEST(every.ttl.count() == 60000);
+  BOOST_TEST(every.wait.count() == 0);
+  BOOST_TEST(every.conflict_exit_code == 3);
+  BOOST_TEST(every.fencing);
+  BOOST_TEST(every.quiet);
+  BOOST_TEST(every.json);
+  BOOST_TEST(every.nodes.size() == 3u);
+
+  const std::string env = "rediss://127.0.0.1:7001,rediss://127.0.0.1:7002";
+  const auto tls = parse_as<cli::acquire_options>({"acquire", "--tls-ca", "/ca.pem", "job"}, env);
+  BOOST_TEST_REQUIRE(tls.nodes.size() == 2u);
+  BOOST_TEST(tls.nodes[1].tls.ca_file == "/ca.pem");
+
+  check_usage_errors({
+      {{"acquire"}, "missing RESOURCE (usage: redlock acquire [OPTIONS] RESOURCE)"},
+      {{"acquire", ""}, "RESOURCE must not be empty"},
+      {{"acquire", "a", "b"}, "unexpected argument \"b\": acquire takes one RESOURCE"},
+      {{"acquire", "job", "--", "true"}, "acquire runs no COMMAND"},
+      {{"acquire", "--grace", "1s", "job"}, "unknown option \"--grace\" for \"redlock acquire\""},
+      {{"acquire", "--permits", "2", "job"}, "unknown option \"--permits\""},
+      {{"acquire", "--token", "t", "job"}, "unknown option \"--token\""},
+      {{"acquire", "--ttl", "100ms", "job"}, "--ttl: \"100ms\" is too short: at least 500 ms"},
+      {{"acquire", "--ttl", "100ms", "job"}, "nobody renews the lock"},
+      {{"acquire", "--wait", "soon", "job"}, "--wait: \"soon\" is not a duration"},
+      {{"acquire", "--conflict-exit-code", "256", "job"}, "is not an exit code"},
+      {{"acquire", "--json=1", "job"}, "--json takes no value"},
+      {{"acquire", "--nodes", "redis://a:1", "--tls-ca", "/ca.pem", "job"},
+       "--tls-* options apply to rediss:// nodes"},
+  });
+  // run keeps its own reason for the floor.
+  BOOST_TEST(contains(usage_error({"run", "--ttl", "100ms", "job", "--", "true"}),
+                      "so that renewal has time to reach the nodes"));
+}
+
+BOOST_AUTO_TEST_CASE(extend_needs_a_token_and_a_ttl) {
+  const auto extend =
+      parse_as<cli::extend_options>({"extend", "job", "--token", "1a2b", "--ttl", "2m", "--json",
+                                     "-q", "--nodes", "redis://x:1"});
+  BOOST_TEST(extend.resource == "job");
+  BOOST_TEST(extend.token == "1a2b");
+  BOOST_TEST(extend.ttl.count() == 120000);
+  BOOST_TEST(extend.json);
+  BOOST_TEST(extend.quiet);
+  BOOST_TEST_REQUIRE(extend.nodes.size() == 1u);
+  BOOST_TEST(extend.nodes[0].address() == "x:1");
+  const auto plain = parse_as<cli::extend_options>({"extend", "--token=1a2b", "--ttl=500ms", "job"},
+                                                   "redis://y:2");
+  BOOST_TEST(plain.token == "1a2b");
+  BOOST_TEST(plain.ttl.count() == 500);
+  BOOST_TEST(!plain.json);
+  BOOST_TEST(!plain.quiet);
+  BOOST_TEST(plain.nodes[0].address() == "y:2");
+
+  check_usage_errors({
+      {{"extend"},
+       "missing RESOURCE (usage: redlock extend [OPTIONS] RESOURCE --token TOKEN "
+       "--ttl DURATION)"},
+      {{"extend", "job", "--ttl", "1s"}, "missing --token TOKEN"},
+      {{"extend", "job", "--token", "t"}, "missing --ttl DURATION"},
+      {{"extend", "job", "--token", "", "--ttl", "1s"}, "--token must not be empty"},
+      {{"extend", "job", "--token=", "--ttl", "1s"}, "--token needs a value"},
+      {{"extend", "job", "--ttl", "1s", "--token"}, "--token needs a value"},
+      {{"extend", "job", "--token", "t", "--ttl", "0"}, "--ttl: \"0\" is zero"},
+      {{"extend", "job", "--token", "t", "--ttl", "100ms"}, "--ttl: \"100ms\" is too short"},
+      {{"extend", "job", "other", "--token", "t", "--ttl", "1s"},
+       "unexpected argument \"other\": extend takes one RESOURCE"},
+      {{"extend", "job", "--token", "t", "--ttl", "1s", "--force"},
+       "unknown option \"--force\" for \"redlock extend\""},
+      {{"extend", "job", "--token", "t", "--ttl", "1s", "--wait", "1s"},
+       "unknown option \"--wait\" for \"redlock extend\""},
+  });
+}
+
+BOOST_AUTO_TEST_CASE(release_by_token_or_by_force) {
+  const auto by_token = parse_as<cli::release_options>({"release", "job", "--token", "1a2b"});
+  BOOST_TEST(by_token.resource == "job");
+  BOOST_TEST(by_token.token == "1a2b");
+  BOOST_TEST(!by_token.force);
+  BOOST_TEST(!by_token.yes);
+  BOOST_TEST(!by_token.json);
+
+  const auto forced = parse_as<cli::release_options>({"release", "--force", "job"});
+  BOOST_TEST(forced.force);
+  BOOST_TEST(forced.token.empty());
+  BOOST_TEST(!forced.yes);
+  const auto confirmed =
+      parse_as<cli::release_options>({"release", "job", "--force", "--yes", "--json", "-q"});
+  BOOST_TEST(confirmed.force);
+  BOOST_TEST(confirmed.yes);
+  BOOST_TEST(confirmed.json);
+  BOOST_TEST(confirmed.quiet);
+
+  check_usage_errors({
+      {{"release"}, "missing RESOURCE"},
+      {{"release", "job"},
+       "missing --token TOKEN (the token `redlock acquire` printed) or --force"},
+      {{"release", "job", "--token", "t", "--force"}, "--token and --force exclude each other"},
+      {{"release", "--force", "job", "--token=t"}, "--token and --force exclude each other"},
+      {{"release", "job", "--token", "t", "--yes"}, "--yes goes with --force"},
+      {{"release", "job", "--token", ""}, "--token must not be empty"},
+      {{"release", "--force=yes", "job"}, "--force takes no value"},
+      {{"release", "--force", "--yes=1", "job"}, "--yes takes no value"},
+      {{"release", "job", "--token", "t", "--ttl", "1s"},
+       "unknown option \"--ttl\" for \"redlock release\""},
+      {{"release", "a", "b", "--force"}, "unexpected argument \"b\": release takes one RESOURCE"},
+  });
+}
+
+BOOST_AUTO_TEST_CASE(help_for_the_commands_of_several_steps) {
+  for (const std::string topic : {"acquire", "extend", "release"}) {
+    BOOST_TEST_CONTEXT("topic " << topic) {
+      BOOST_TEST(std::get<cli::help_request>(parse({"help", topic})).topic == topic);
+      BOOST_TEST(std::get<cli::help_request>(parse({topic, "--help"})).topic == topic);
+      BOOST_TEST(std::get<cli::help_request>(parse({topic, "job", "-h"})).topic == topic);
+    }
+  }
+  BOOST_TEST(contains(usage_error({"help", "lock"}),
+                      "the commands are run, status, acquire, extend and release"));
+  BOOST_TEST(contains(usage_error({"lock"}),
+                      "expected run, status, acquire, extend and release, or help"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,10 +1,16 @@
 #include "redlock/error.hpp"
 #include "redlock/exit_codes.hpp"
+#include "redlock/inspection.hpp"
+#include "redlock/json_line.hpp"
 #include "redlock/messages.hpp"
 
 #include <boost/test/unit_test.hpp>
+#include <fmt/format.h>
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <signal.h>
 #include <string>
 #include <string_view>
@@ -393,6 +399,324 @@ BOOST_AUTO_TEST_CASE(misconfigured_nodes_are_counted_apart_from_unreachable_ones
       BOOST_TEST(verdict.enough_reachable == c.enough);
     }
   }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// --json: the same facts as the text, as one JSON object per line. Strings come from outside
+// (resource names, tokens, node error texts), so whatever their bytes, the line is valid JSON.
+BOOST_AUTO_TEST_SUITE(json_output)
+
+BOOST_AUTO_TEST_CASE(json_strings_escape_quotes_backslashes_and_control_characters) {
+  BOOST_TEST(cli::json_string("") == R"("")");
+  BOOST_TEST(cli::json_string("job:42") == R"("job:42")");
+  BOOST_TEST(cli::json_string(R"(say "hi" \o/)") == R"("say \"hi\" \\o/")");
+  BOOST_TEST(cli::json_string("a\nb\tc\rd") == R"("a\nb\tc\rd")");
+  BOOST_TEST(cli::json_string(std::string_view("\0\x01\x1f", 3)) == R"("\u0000\u0001\u001f")");
+  // DEL and '/' need no escape.
+  BOOST_TEST(cli::json_string("\x7f/") == "\"\x7f/\"");
+}
+
+BOOST_AUTO_TEST_CASE(json_strings_keep_utf8_and_replace_what_is_not) {
+  const std::string fffd = "\xEF\xBF\xBD";
+  struct utf8_case {
+    std::string_view name;
+    std::string text;
+    std::string json;
+  };
+  const std::vector<utf8_case> cases = {
+      {"two-byte", "caf\xC3\xA9", "\"caf\xC3\xA9\""},
+      {"three-byte", "\xE2\x82\xAC 5", "\"\xE2\x82\xAC 5\""},
+      {"four-byte", "\xF0\x9F\x94\x92", "\"\xF0\x9F\x94\x92\""},
+      {"highest code point", "\xF4\x8F\xBF\xBF", "\"\xF4\x8F\xBF\xBF\""},
+      {"stray continuation byte", "a\x80z", "\"a" + fffd + "z\""},
+      {"byte that starts nothing", "\xFF", "\"" + fffd + "\""},
+      // One replacement for the cut-off sequence, not one per byte.
+      {"cut off at the end", "x\xE2\x82", "\"x" + fffd + "\""},
+      {"cut off by ASCII", "\xF0\x9F\x94z", "\"" + fffd + "z\""},
+      // Forms that decode to something but are ill-formed: each byte is replaced.
+      {"overlong two-byte", "\xC0\xAF", "\"" + fffd + fffd + "\""},
+      {"overlong three-byte", "\xE0\x80\xAF", "\"" + fffd + fffd + fffd + "\""},
+      {"surrogate", "\xED\xA0\x80", "\"" + fffd + fffd + fffd + "\""},
+      {"beyond U+10FFFF", "\xF4\x90\x80\x80", "\"" + fffd + fffd + fffd + fffd + "\""},
+      // A replacement does not swallow what follows, even a valid sequence.
+      {"valid after invalid", "\xC3\xC3\xA9", "\"" + fffd + "\xC3\xA9\""},
+  };
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.name) {
+      BOOST_TEST(cli::json_string(c.text) == c.json);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(json_lines_are_flat_objects_in_the_order_of_their_fields) {
+  BOOST_TEST(cli::json_line().str() == "{}");
+  const std::vector<std::string> names = {"a", "b\"c"};
+  const std::optional<long long> none;
+  const auto line = cli::json_line()
+                        .string("type", "node")
+                        .integer("index", 0)
+                        .integer("pttl_ms", -1LL)
+                        .integer("big", std::uint64_t{18446744073709551615u})
+                        .boolean("yes", true)
+                        .boolean("no", false)
+                        .null("nothing")
+                        .strings("names", names)
+                        .strings("empty", {})
+                        .optional_string("error", std::nullopt)
+                        .optional_string("note", std::string("x"))
+                        .optional_integer("subscribers", none)
+                        .optional_integer("permit", std::optional<std::size_t>(2))
+                        .str();
+  BOOST_TEST(line ==
+             R"({"type":"node","index":0,"pttl_ms":-1,"big":18446744073709551615,"yes":true,)"
+             R"("no":false,"nothing":null,"names":["a","b\"c"],"empty":[],"error":null,)"
+             R"("note":"x","subscribers":null,"permit":2})");
+}
+
+BOOST_AUTO_TEST_CASE(node_objects) {
+  auto held = node("127.0.0.1:7001", true, token_a);
+  held.subscribers = 1;
+  BOOST_TEST(cli::json_of(held, 0, "job") ==
+             R"({"type":"node","resource":"job","index":0,"address":"127.0.0.1:7001",)"
+             R"("state":"held","token":")" +
+                 token_a +
+                 R"(","pttl_ms":1234,"note":null,"error":null,"subscribers":1,"link":null})");
+
+  auto free = node("127.0.0.1:7002", false);
+  free.link = "tls, verified as localhost";
+  BOOST_TEST(cli::json_of(free, 1, "job") ==
+             R"({"type":"node","resource":"job","index":1,"address":"127.0.0.1:7002",)"
+             R"("state":"free","token":null,"pttl_ms":null,"note":null,"error":null,)"
+             R"("subscribers":null,"link":"tls, verified as localhost"})");
+
+  // A key of another type is held, but by no token.
+  const auto other = cli::json_of(other_type("127.0.0.1:7003"), 2, "job");
+  BOOST_TEST(
+      contains(other, R"("state":"held","token":null,"pttl_ms":null,"note":"not a lock key")"),
+      other);
+
+  auto unreachable = down("127.0.0.1:7004");
+  unreachable.subscribers = 0;  // not shown by the text either: the node was not asked
+  BOOST_TEST(cli::json_of(unreachable, 3, "job") ==
+             R"({"type":"node","resource":"job","index":3,"address":"127.0.0.1:7004",)"
+             R"("state":"unreachable","token":null,"pttl_ms":null,"note":null,)"
+             R"("error":"connect failed: Connection refused","subscribers":null,"link":null})");
+  const auto refused = cli::json_of(misconfigured("127.0.0.1:7005"), 4, "job");
+  BOOST_TEST(contains(refused, R"("state":"misconfigured")"), refused);
+  BOOST_TEST(contains(refused, R"("error":"permission denied: ACL user \"bob\" may not run )"),
+             refused);
+
+  // Whatever bytes a token or a name has, they arrive escaped.
+  const auto odd = cli::json_of(node("a:1", true, "t\"\n\xFF"), 0, "j\\b");
+  BOOST_TEST(contains(odd, R"("resource":"j\\b")"), odd);
+  BOOST_TEST(contains(odd, R"("token":"t\"\n)"
+                           "\xEF\xBF\xBD\""),
+             odd);
+}
+
+BOOST_AUTO_TEST_CASE(verdict_objects) {
+  // Below quorum, but the nodes that could not be asked could complete one.
+  const std::vector<cli::node_report> split = {
+      node("a:1", true, token_a), node("a:2", true, token_a), node("a:3", true, token_b),
+      down("a:4"), misconfigured("a:5")};
+  BOOST_TEST(cli::json_of(cli::judge_status("job", split)) ==
+             R"({"type":"verdict","resource":"job","state":"unknown","token":null,"nodes":5,)"
+             R"("quorum":3,"answered":3,"unreachable":1,"misconfigured":1,"held":3,)"
+             R"("owner_nodes":2,"quorum_answered":true})");
+  const std::vector<cli::node_report> quorum = {node("a:1", true, token_a),
+                                                node("a:2", true, token_a), node("a:3", false)};
+  BOOST_TEST(cli::json_of(cli::judge_status("job", quorum)) ==
+             R"({"type":"verdict","resource":"job","state":"locked","token":")" + token_a +
+                 R"(","nodes":3,"quorum":2,"answered":3,"unreachable":0,"misconfigured":0,)"
+                 R"("held":2,"owner_nodes":2,"quorum_answered":true})");
+  const std::vector<cli::node_report> below = {node("a:1", true, token_a), node("a:2", false),
+                                               node("a:3", false)};
+  const auto not_locked = cli::json_of(cli::judge_status("job", below));
+  BOOST_TEST(contains(not_locked, R"("state":"not_locked","token":null)"), not_locked);
+  const std::vector<cli::node_report> free = {node("a:1", false), node("a:2", false), down("a:3")};
+  const auto nobody = cli::json_of(cli::judge_status("job", free));
+  BOOST_TEST(contains(nobody, R"("state":"free")"), nobody);
+}
+
+BOOST_AUTO_TEST_CASE(semaphore_objects) {
+  const std::vector<cli::node_report> locked = {node("a:1", true, token_a),
+                                                node("a:2", true, token_a), down("a:3")};
+  const std::vector<cli::node_report> maybe = {node("a:1", true, token_b), node("a:2", false),
+                                               down("a:3")};
+  const std::vector<cli::node_report> free = {node("a:1", false), node("a:2", false), down("a:3")};
+  const std::vector<cli::status_verdict> slots = {cli::judge_status("{s}:slot:0", locked),
+                                                  cli::judge_status("{s}:slot:1", maybe),
+                                                  cli::judge_status("{s}:slot:2", free)};
+  BOOST_TEST(cli::json_of(cli::judge_semaphore("s", slots)) ==
+             R"({"type":"semaphore","resource":"s","permits":3,"held":1,"unknown":1,)"
+             R"("slots":["locked","unknown","free"],"nodes":3,"quorum":2,"unreachable":1,)"
+             R"("misconfigured":0,"quorum_answered":true})");
+}
+
+BOOST_AUTO_TEST_CASE(failure_reasons_have_names) {
+  using cli::acquire_failure;
+  BOOST_TEST(cli::failure_name(acquire_failure::contended) == "contended");
+  BOOST_TEST(cli::failure_name(acquire_failure::no_quorum) == "no_quorum");
+  BOOST_TEST(cli::failure_name(acquire_failure::validity_expired) == "validity_expired");
+  BOOST_TEST(cli::failure_name(acquire_failure::wait_timeout) == "wait_timeout");
+  BOOST_TEST(cli::failure_name(acquire_failure::misconfigured) == "misconfigured");
+  BOOST_TEST(cli::failure_name(acquire_failure::invalid) == "invalid");
+  BOOST_TEST(cli::failure_name(acquire_failure::other) == "other");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// What acquire, extend and release say, in words and in JSON.
+BOOST_AUTO_TEST_SUITE(commands_of_several_steps)
+
+namespace {
+
+// An inspection of the lock "job" on one node per entry of `holders` (its token, or none).
+redlock::inspection inspected(redlock::inspection::verdict state,
+                              const std::vector<std::optional<std::string>>& holders,
+                              std::optional<std::string> holder = std::nullopt) {
+  redlock::inspection seen;
+  seen.resource = "job";
+  seen.quorum = holders.size() / 2 + 1;
+  seen.state = state;
+  seen.holder = std::move(holder);
+  for (std::size_t i = 0; i < holders.size(); ++i) {
+    redlock::node_holding node;
+    node.address = "a:" + std::to_string(i + 1);
+    node.holder = holders[i];
+    seen.nodes.push_back(std::move(node));
+  }
+  return seen;
+}
+
+}  // namespace
+
+// `acquire` refused says what `run` refused says, with the same exit code, in both forms.
+BOOST_AUTO_TEST_CASE(not_acquired_reports_are_runs_line_and_object) {
+  const auto ec = make_error_code(error::contended);
+  const std::string diagnostics = "redlock: \"job\" not acquired: 0 of 3 nodes granted";
+  const auto report = cli::report_not_acquired("job", 300ms, ec, diagnostics, 4);
+  BOOST_TEST(report.exit_code == 4);
+  BOOST_TEST(report.text == cli::not_acquired_message("job", 300ms, ec, diagnostics));
+  BOOST_TEST(report.json.str() ==
+             R"({"event":"not_acquired","resource":"job","reason":"contended","exit_code":4,)"
+             R"("message":)" +
+                 cli::json_string(cli::one_line(report.text)) + "}");
+  // Too few nodes is never the conflict code.
+  BOOST_TEST(
+      cli::report_not_acquired("job", 0ms, make_error_code(error::no_quorum), "", 4).exit_code ==
+      cli::exit_code::not_acquired);
+}
+
+BOOST_AUTO_TEST_CASE(acquired_notes_say_how_long_and_how_to_extend_or_release) {
+  cli::acquired_lock lock{.resource = "job",
+                          .token = token_a,
+                          .fencing_token = std::nullopt,
+                          .ttl = 60s,
+                          .validity_ms = 59390,
+                          .granted_nodes = 5,
+                          .nodes = 5,
+                          .quorum = 3};
+  const std::vector<std::string> expected = {
+      "redlock: acquired job (valid 59390 ms, granted by 5 of 5 nodes, quorum 3); nobody renews "
+      "it: it expires within 60s unless extended",
+      "redlock: extend it: redlock extend job --token " + token_a + " --ttl 60s",
+      "redlock: release it: redlock release job --token " + token_a,
+  };
+  BOOST_TEST(cli::acquired_notes(lock) == expected, boost::test_tools::per_element());
+  BOOST_TEST(cli::json_of(lock) ==
+             R"({"event":"acquired","resource":"job","token":")" + token_a +
+                 R"(","fencing_token":null,"validity_ms":59390,"ttl_ms":60000,)"
+                 R"("granted_nodes":5,"nodes":5,"quorum":3})");
+
+  // A name the shell would split is quoted in the commands, so that they can be pasted.
+  lock.resource = "nightly report";
+  lock.ttl = 1500ms;
+  lock.fencing_token = 7;
+  lock.granted_nodes = 3;
+  lock.all_nodes_answered = false;
+  const auto notes = cli::acquired_notes(lock);
+  BOOST_TEST_REQUIRE(notes.size() == 3u);
+  BOOST_TEST(contains(notes[0], "granted by 3 of 5 nodes so far, quorum 3, fencing token 7); "),
+             notes[0]);
+  BOOST_TEST(contains(notes[0], "expires within 1500ms"), notes[0]);
+  BOOST_TEST(contains(notes[1], "redlock extend 'nightly report' --token "), notes[1]);
+  BOOST_TEST(notes[1].ends_with(" --ttl 1500ms"), notes[1]);
+  BOOST_TEST(contains(notes[2], "redlock release 'nightly report' --token "), notes[2]);
+  BOOST_TEST(contains(cli::json_of(lock), R"("fencing_token":7,)"));
+}
+
+BOOST_AUTO_TEST_CASE(shell_words_and_durations) {
+  BOOST_TEST(cli::shell_word("job:42/a.b-c_d") == "job:42/a.b-c_d");
+  BOOST_TEST(cli::shell_word("a b") == "'a b'");
+  BOOST_TEST(cli::shell_word("$HOME") == "'$HOME'");
+  BOOST_TEST(cli::shell_word("it's") == R"('it'\''s')");
+  BOOST_TEST(cli::shell_word("") == "''");
+  BOOST_TEST(cli::duration_text(60s) == "60s");
+  BOOST_TEST(cli::duration_text(1500ms) == "1500ms");
+  BOOST_TEST(cli::duration_text(2min) == "120s");
+}
+
+// extend and release by token: each outcome's exit code, event and words.
+BOOST_AUTO_TEST_CASE(by_token_outcomes) {
+  using cli::by_token;
+  struct outcome_case {
+    by_token action;
+    boost::system::error_code ec;
+    int exit_code;
+    std::string_view event;
+    std::string_view says;
+  };
+  const auto aborted = make_error_code(boost::system::errc::operation_canceled);
+  const std::vector<outcome_case> cases = {
+      {by_token::extend, {}, 0, "extended", "redlock: extended job: it expires within 60s"},
+      {by_token::release, {}, 0, "released", "redlock: released job (token aaaaaaaa)"},
+      {by_token::extend, make_error_code(error::not_held), 3, "not_held",
+       "redlock: job is not held by token aaaaaaaa: it is gone; nothing was extended"},
+      {by_token::release, make_error_code(error::not_held), 3, "not_held",
+       "redlock: job is not held by token aaaaaaaa: it is gone; nothing was released"},
+      {by_token::extend, make_error_code(error::no_quorum), 75, "failed",
+       "redlock: extending job failed: no quorum: too few nodes answered (the nodes that answered "
+       "were extended); a:1 failed"},
+      {by_token::release, make_error_code(error::no_quorum), 75, "failed",
+       "redlock: releasing job failed: no quorum: too few nodes answered (the nodes that did not "
+       "answer keep the key until its TTL runs out); a:1 failed"},
+      {by_token::extend, make_error_code(error::invalid_argument), 2, "failed",
+       "redlock: cannot extend job: a:1 failed"},
+      {by_token::release, aborted, 1, "failed", "redlock: releasing job failed: "},
+  };
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT("expecting " << c.says) {
+      const auto report = cli::report_by_token(c.action, "job", token_a, 60s, c.ec,
+                                               c.ec ? "redlock: a:1 failed" : "", "it is gone");
+      BOOST_TEST(report.exit_code == c.exit_code);
+      BOOST_TEST(report.event == c.event);
+      BOOST_TEST(report.text.starts_with(c.says), report.text);
+      BOOST_TEST(report.json.str() ==
+                 fmt::format(R"({{"event":"{}","resource":"job","exit_code":{},"message":{}}})",
+                             c.event, c.exit_code, cli::json_string(cli::one_line(report.text))));
+    }
+  }
+}
+
+// A quorum refused the token: a look at the nodes tells gone from someone else's.
+BOOST_AUTO_TEST_CASE(why_a_token_is_not_held) {
+  using verdict = redlock::inspection::verdict;
+  const auto ok = boost::system::error_code{};
+  BOOST_TEST(cli::why_not_held(ok, inspected(verdict::free, {{}, {}, {}}), token_a) ==
+             "it is gone from every node that answered (expired or released)");
+  BOOST_TEST(cli::why_not_held(ok, inspected(verdict::held, {token_b, token_b, {}}, token_b),
+                               token_a) == "it is held by another owner now (token bbbbbbbb)");
+  BOOST_TEST(cli::why_not_held(ok, inspected(verdict::not_held, {token_a, {}, token_b}), token_a) ==
+             "this token is left on 1 of 3 nodes, below the quorum of 2");
+  BOOST_TEST(cli::why_not_held(ok, inspected(verdict::not_held, {token_b, {}, {}}), token_a) ==
+             "no node that answered holds this token, and no owner has a quorum");
+  const std::string unsettled = "a quorum of nodes says it is gone or someone else's";
+  BOOST_TEST(cli::why_not_held(make_error_code(error::no_quorum),
+                               inspected(verdict::unknown, {{}, {}, {}}), token_a) == unsettled);
+  BOOST_TEST(cli::why_not_held(ok, inspected(verdict::unknown, {{}, {}, {}}), token_a) ==
+             unsettled);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <arpa/inet.h>
+#include <array>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -25,6 +27,7 @@
 #include <fstream>
 #include <memory>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <signal.h>
 #include <span>
 #include <string>
@@ -88,6 +91,26 @@ std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
+// A line of --json output, checked as far as these tests need: one object, alone on its line.
+bool is_json_object(const std::string& line) {
+  return line.size() >= 2 && line.front() == '{' && line.back() == '}';
+}
+
+// `"name":"value"` as a JSON object has it, for values without characters to escape.
+std::string json_field(std::string_view name, std::string_view value) {
+  return fmt::format("\"{}\":\"{}\"", name, value);
+}
+
+// The number after `"name":` in `line`; -1 when the field is not there or not a number.
+long long json_number(const std::string& line, std::string_view name) {
+  const auto key = fmt::format("\"{}\":", name);
+  const auto at = line.find(key);
+  if (at == std::string::npos) return -1;
+  const auto value = line.substr(at + key.size());
+  if (value.empty() || value.front() < '0' || value.front() > '9') return -1;
+  return std::stoll(value);
+}
+
 // How often `command` (lower case) has run on the server at `port` since it started.
 long long command_calls(std::uint16_t port, std::string_view command) {
   const auto info = sync_client(port).command({"INFO", "commandstats"}).text;
@@ -103,6 +126,151 @@ std::vector<long long> numbers_in(const std::filesystem::path& path) {
   while (in >> n)
     numbers.push_back(n);
   return numbers;
+}
+
+// A reader of JSON text that only checks it: enough to say that a --json line is one whole JSON
+// object and nothing else, whatever its values.
+class json_checker {
+ public:
+  explicit json_checker(std::string_view text) : text_(text) {}
+
+  bool one_object() {
+    blanks();
+    if (at_ >= text_.size() || text_[at_] != '{' || !value()) return false;
+    blanks();
+    return at_ == text_.size();
+  }
+
+ private:
+  void blanks() {
+    while (at_ < text_.size() && (text_[at_] == ' ' || text_[at_] == '\t'))
+      ++at_;
+  }
+
+  bool word(std::string_view expected) {
+    if (text_.substr(at_, expected.size()) != expected) return false;
+    at_ += expected.size();
+    return true;
+  }
+
+  bool digits() {
+    const auto begin = at_;
+    while (at_ < text_.size() && text_[at_] >= '0' && text_[at_] <= '9')
+      ++at_;
+    return at_ > begin;
+  }
+
+  bool number() {
+    word("-");
+    if (!digits()) return false;
+    if (word(".") && !digits()) return false;
+    if (word("e") || word("E")) {
+      if (!word("+")) word("-");
+      return digits();
+    }
+    return true;
+  }
+
+  bool string() {
+    if (!word("\"")) return false;
+    while (at_ < text_.size()) {
+      const char c = text_[at_++];
+      if (c == '"') return true;
+      if (static_cast<unsigned char>(c) < 0x20) return false;
+      if (c != '\\') continue;
+      if (at_ >= text_.size()) return false;
+      const char escaped = text_[at_++];
+      if (escaped == 'u') {
+        for (int i = 0; i < 4; ++i, ++at_) {
+          if (at_ >= text_.size() || !std::isxdigit(static_cast<unsigned char>(text_[at_])))
+            return false;
+        }
+      } else if (std::string_view("\"\\/bfnrt").find(escaped) == std::string_view::npos) {
+        return false;
+      }
+    }
+    return false;
+  }
+
+  // The elements of an object (`members`) or an array, after its opening bracket.
+  bool elements(char close, bool members) {
+    blanks();
+    if (word(std::string_view(&close, 1))) return true;
+    for (;;) {
+      blanks();
+      if (members) {
+        if (!string()) return false;
+        blanks();
+        if (!word(":")) return false;
+      }
+      if (!value()) return false;
+      blanks();
+      if (word(std::string_view(&close, 1))) return true;
+      if (!word(",")) return false;
+    }
+  }
+
+  bool value() {
+    blanks();
+    if (at_ >= text_.size()) return false;
+    switch (text_[at_]) {
+      case '{':
+        ++at_;
+        return elements('}', true);
+      case '[':
+        ++at_;
+        return elements(']', false);
+      case '"':
+        return string();
+      case 't':
+        return word("true");
+      case 'f':
+        return word("false");
+      case 'n':
+        return word("null");
+      default:
+        return number();
+    }
+  }
+
+  std::string_view text_;
+  std::size_t at_ = 0;
+};
+
+// Each line of `text` is one whole JSON object (JSON Lines), and there is at least one.
+bool json_lines(const std::string& text) {
+  const auto lines = lines_of(text);
+  return !lines.empty() && text.ends_with('\n') &&
+         std::all_of(lines.begin(), lines.end(),
+                     [](const std::string& line) { return json_checker(line).one_object(); });
+}
+
+// The string value of `"name":"..."` in `line` (without escapes); empty when it is not there.
+std::string json_text(const std::string& line, std::string_view name) {
+  const auto key = fmt::format("\"{}\":\"", name);
+  const auto at = line.find(key);
+  if (at == std::string::npos) return {};
+  const auto begin = at + key.size();
+  return line.substr(begin, line.find('"', begin) - begin);
+}
+
+bool is_token(const std::string& text) {
+  return text.size() == 40 && std::all_of(text.begin(), text.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+// The user a forced release names: the effective user's name is in it, after the login name
+// when that differs ("alice as root").
+std::string effective_user() {
+  const passwd* const entry = ::getpwuid(::geteuid());
+  return entry != nullptr ? entry->pw_name : fmt::format("uid {}", ::geteuid());
+}
+
+std::string this_host() {
+  std::array<char, 256> name{};
+  ::gethostname(name.data(), name.size() - 1);
+  return name.data();
 }
 
 // The key of permit `slot` of the semaphore `name`, as `redlock run --help` documents it for a name
@@ -414,6 +582,11 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_2_naming_the_problem) {
       {{"run", resource}, "COMMAND"},
       {{"run", resource, "--"}, "missing COMMAND"},
       {{"status"}, "missing RESOURCE"},
+      {{"acquire", resource, "--", "touch", marker}, "acquire runs no COMMAND"},
+      {{"extend", resource, "--ttl", "1s"}, "missing --token TOKEN"},
+      {{"extend", resource, "--token", "t"}, "missing --ttl DURATION"},
+      {{"release", resource}, "missing --token TOKEN"},
+      {{"release", resource, "--token", "t", "--force"}, "--token and --force exclude each other"},
       {{"frobnicate"}, "unknown command \"frobnicate\""},
       {{}, "no command given"},
   };
@@ -463,9 +636,26 @@ BOOST_AUTO_TEST_CASE(help_documents_every_exit_code) {
   }
   BOOST_TEST(contains(help.out, "--conflict-exit-code N"));
   BOOST_TEST(contains(help.out, "--permits N"));
+  for (const std::string_view part :
+       {"redlock acquire", "redlock extend", "redlock release", "--token TOKEN", "--force", "--yes",
+        "  3 ", "run is the safe default"}) {
+    BOOST_TEST(contains(help.out, part), "--help lacks \"" << part << "\"");
+  }
   BOOST_TEST(contains(help.out, "REDLOCK_PERMIT"));
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"help"}, {"help", "run"}, {"run", "--help"}, {"status", "--help"}, {"-h"}}) {
+  // --json for both commands, with the fields of every kind of object.
+  for (const std::string_view part :
+       {"--json", "not_acquired", "cannot_run", "\"type\":\"node\"", "\"type\":\"verdict\"",
+        "\"type\":\"semaphore\"", "quorum_answered"}) {
+    BOOST_TEST(contains(help.out, part), "--help lacks \"" << part << "\"");
+  }
+  for (const auto& args : std::vector<std::vector<std::string>>{{"help"},
+                                                                {"help", "run"},
+                                                                {"run", "--help"},
+                                                                {"status", "--help"},
+                                                                {"-h"},
+                                                                {"help", "acquire"},
+                                                                {"extend", "--help"},
+                                                                {"release", "-h"}}) {
     const auto result = run(args);
     BOOST_TEST(result.exit_code == 0);
     BOOST_TEST(contains(result.out, "Exit codes:"));
@@ -556,6 +746,149 @@ BOOST_AUTO_TEST_CASE(status_without_a_quorum_of_nodes_fails) {
   BOOST_TEST(result.exit_code == 1, result.out);
   BOOST_TEST(contains(result.out, "unknown: only 1 of 3 nodes reachable"), result.out);
   BOOST_TEST(contains(result.out, "unreachable nodes: 2"), result.out);
+}
+
+// status --json: the facts of the text lines as one object per node and one for the verdict, the
+// owner's whole token in each; with --permits the slots' objects and a summary.
+BOOST_AUTO_TEST_CASE(status_json_while_held) {
+  const auto ready = scratch / "ready";
+  tool_process holder(
+      {"run", resource, "--", "sh", "-c", fmt::format("touch {}; exec sleep 30", ready.string())},
+      nodes, scratch.path());
+  BOOST_TEST_REQUIRE(eventually_blocking([&] { return std::filesystem::exists(ready); }, 10000ms));
+  const auto token = look.get(0, resource);
+  BOOST_TEST_REQUIRE(token.has_value());
+
+  const auto status = run({"status", "--json", resource});
+  BOOST_TEST(status.exit_code == 0, status.err);
+  BOOST_TEST(status.err.empty(), status.err);
+  const auto lines = lines_of(status.out);
+  BOOST_TEST_REQUIRE(lines.size() == 6u, status.out);
+  for (std::size_t i = 0; i < 5; ++i) {
+    BOOST_TEST_CONTEXT("node " << i) {
+      const auto& line = lines[i];
+      BOOST_TEST(is_json_object(line), line);
+      BOOST_TEST(
+          line.starts_with("{" + json_field("type", "node") + "," +
+                           json_field("resource", resource) + fmt::format(",\"index\":{},", i) +
+                           json_field("address", fmt::format("127.0.0.1:{}", fleet()[i].port()))),
+          line);
+      BOOST_TEST(contains(line, json_field("state", "held")), line);
+      BOOST_TEST(contains(line, json_field("token", *token)), line);
+      const auto pttl = json_number(line, "pttl_ms");
+      BOOST_TEST((pttl > 0 && pttl <= 30000), line);
+      BOOST_TEST(contains(line, "\"error\":null"), line);
+      BOOST_TEST(contains(line, "\"subscribers\":0"), line);
+    }
+  }
+  const auto& verdict = lines[5];
+  BOOST_TEST(is_json_object(verdict), verdict);
+  BOOST_TEST(verdict.starts_with("{" + json_field("type", "verdict") + "," +
+                                 json_field("resource", resource) + "," +
+                                 json_field("state", "locked") + "," + json_field("token", *token)),
+             verdict);
+  BOOST_TEST(contains(verdict, "\"nodes\":5,\"quorum\":3,\"answered\":5,\"unreachable\":0"),
+             verdict);
+  BOOST_TEST(verdict.ends_with("\"held\":5,\"owner_nodes\":5,\"quorum_answered\":true}"), verdict);
+
+  // The same name as a semaphore: its slot keys are free.
+  const auto slots = run({"status", "--json", "--permits", "2", resource});
+  BOOST_TEST(slots.exit_code == 0, slots.err);
+  const auto slot_lines = lines_of(slots.out);
+  BOOST_TEST_REQUIRE(slot_lines.size() == 13u, slots.out);  // per slot 5 nodes and a verdict
+  for (const auto& line : slot_lines)
+    BOOST_TEST(is_json_object(line), line);
+  BOOST_TEST(contains(slot_lines[0], json_field("resource", slot_key(resource, 0))), slot_lines[0]);
+  BOOST_TEST(contains(slot_lines[5], json_field("type", "verdict")), slot_lines[5]);
+  BOOST_TEST(contains(slot_lines[5], json_field("state", "free")), slot_lines[5]);
+  BOOST_TEST(contains(slot_lines[6], json_field("resource", slot_key(resource, 1))), slot_lines[6]);
+  BOOST_TEST(slot_lines[12].starts_with("{" + json_field("type", "semaphore") + "," +
+                                        json_field("resource", resource) +
+                                        ",\"permits\":2,\"held\":0,\"unknown\":0,"
+                                        "\"slots\":[\"free\",\"free\"]"),
+             slot_lines[12]);
+
+  holder.signal(SIGTERM);
+  const auto ended = holder.wait(10s);
+  BOOST_TEST(ended.exit_code == 128 + SIGTERM, ended.err);
+  check_nothing_left();
+}
+
+// run --json: its own lines on stderr become objects; COMMAND's output is not touched.
+BOOST_AUTO_TEST_CASE(run_json_reports_acquired_and_released) {
+  const auto result = run({"run", "--json", "--fencing", resource, "--", "sh", "-c",
+                           "echo \"$REDLOCK_TOKEN\"; echo from-command >&2"});
+  BOOST_TEST_REQUIRE(result.exit_code == 0, result.err);
+  const auto out = lines_of(result.out);
+  BOOST_TEST_REQUIRE(out.size() == 1u, result.out);
+  const auto& token = out[0];
+  BOOST_TEST(token.size() == 40u, token);
+  const auto lines = lines_of(result.err);
+  BOOST_TEST_REQUIRE(lines.size() == 3u, result.err);
+
+  const auto& acquired = lines[0];
+  BOOST_TEST(is_json_object(acquired), acquired);
+  BOOST_TEST(acquired.starts_with("{" + json_field("event", "acquired") + "," +
+                                  json_field("resource", resource) + ",\"permit\":null," +
+                                  json_field("key", resource) + "," + json_field("token", token) +
+                                  ",\"fencing_token\":"),
+             acquired);
+  BOOST_TEST(json_number(acquired, "fencing_token") >= 0, acquired);
+  const auto validity = json_number(acquired, "validity_ms");
+  BOOST_TEST((validity > 0 && validity <= 30000), acquired);
+  BOOST_TEST(contains(acquired, "\"granted_nodes\":5,\"nodes\":5,\"quorum\":3,"), acquired);
+
+  BOOST_TEST(lines[1] == "from-command");
+
+  const auto& released = lines[2];
+  BOOST_TEST(is_json_object(released), released);
+  BOOST_TEST(
+      released.starts_with("{" + json_field("event", "released") + "," +
+                           json_field("resource", resource) + ",\"permit\":null,\"held_ms\":"),
+      released);
+  BOOST_TEST(released.ends_with(",\"exit_code\":0}"), released);
+  check_nothing_left();
+
+  // --quiet leaves out the same events as it leaves out lines.
+  const auto quiet = run({"run", "--json", "--quiet", resource, "--", "true"});
+  BOOST_TEST(quiet.exit_code == 0, quiet.err);
+  BOOST_TEST(quiet.err.empty(), quiet.err);
+  check_nothing_left();
+}
+
+// The lines that end a run without COMMAND are objects too, with the exit code they give.
+BOOST_AUTO_TEST_CASE(run_json_reports_why_nothing_ran) {
+  set_everywhere("someone-else");
+  const auto marker = scratch / "ran";
+  const auto held =
+      run({"run", "--json", "--wait", "0", resource, "--", "touch", marker.string()}, 10s);
+  BOOST_TEST(held.exit_code == cli::exit_code::not_acquired, held.err);
+  const auto lines = lines_of(held.err);
+  BOOST_TEST_REQUIRE(lines.size() == 1u, held.err);
+  BOOST_TEST(is_json_object(lines[0]), lines[0]);
+  BOOST_TEST(lines[0].starts_with("{" + json_field("event", "not_acquired") + "," +
+                                  json_field("resource", resource) + "," +
+                                  json_field("reason", "contended") +
+                                  ",\"exit_code\":75,\"message\":\"\\\"" + resource +
+                                  "\\\" not acquired: contended"),
+             lines[0]);
+  BOOST_TEST(!std::filesystem::exists(marker));
+  BOOST_TEST(look.holding(resource, "someone-else") == 5u);
+  delete_everywhere();
+
+  const auto missing = run({"run", "--json", resource, "--", "no-such-command-for-redlock-tests"});
+  BOOST_TEST(missing.exit_code == cli::exit_code::not_found, missing.err);
+  const auto missing_lines = lines_of(missing.err);
+  // acquired, then cannot_run: the lock was had, the command could not be run.
+  BOOST_TEST_REQUIRE(missing_lines.size() == 2u, missing.err);
+  BOOST_TEST(contains(missing_lines[0], json_field("event", "acquired")), missing_lines[0]);
+  BOOST_TEST(is_json_object(missing_lines[1]), missing_lines[1]);
+  BOOST_TEST(missing_lines[1].starts_with("{" + json_field("event", "cannot_run") + "," +
+                                          json_field("resource", resource) +
+                                          ",\"exit_code\":127,\"message\":"),
+             missing_lines[1]);
+  BOOST_TEST(contains(missing_lines[1], "(command not found)"), missing_lines[1]);
+  check_nothing_left();
 }
 
 // The same URLs and --tls-* flags as the library: a command run under a lock taken over TLS and a
@@ -1043,6 +1376,247 @@ BOOST_AUTO_TEST_CASE(the_largest_semaphore_full_is_contended) {
     for (std::size_t slot = 0; slot < permits; ++slot)
       c.command({"DEL", slot_key(resource, slot)});
   }
+}
+
+// A script of several steps: acquire prints the token and leaves the lock on the nodes after it
+// exited, unrenewed; extend by that token raises its TTL, a wrong token changes nothing; release
+// by the token deletes it everywhere, and then there is nothing left to extend or release.
+BOOST_AUTO_TEST_CASE(acquire_extend_release_by_token) {
+  const auto acquired = run({"acquire", "--ttl", "10s", resource});
+  BOOST_TEST_REQUIRE(acquired.exit_code == 0, acquired.err);
+  BOOST_TEST_REQUIRE(count_lines(acquired.out) == 1u, acquired.out);
+  const std::string token = lines_of(acquired.out)[0];
+  BOOST_TEST_REQUIRE(is_token(token), token);
+  // stderr: for how long, and the commands to extend and release it, token included.
+  BOOST_TEST(contains(acquired.err, "redlock: acquired " + resource + " (valid "), acquired.err);
+  BOOST_TEST(contains(acquired.err, "granted by 5 of 5 nodes, quorum 3); nobody renews it"),
+             acquired.err);
+  BOOST_TEST(contains(acquired.err,
+                      fmt::format("redlock extend {} --token {} --ttl 10s", resource, token)),
+             acquired.err);
+  BOOST_TEST(contains(acquired.err, fmt::format("redlock release {} --token {}", resource, token)),
+             acquired.err);
+  BOOST_TEST(look.holding(resource, token) == 5u);
+  for (std::size_t i = 0; i < fleet().size(); ++i) {
+    BOOST_TEST_CONTEXT("node " << i) {
+      const auto ttl = look.pttl(i, resource);
+      BOOST_TEST((ttl > 0 && ttl <= 10000), ttl);
+    }
+  }
+
+  const auto extended = run({"extend", resource, "--token", token, "--ttl", "60s"});
+  BOOST_TEST(extended.exit_code == 0, extended.err);
+  BOOST_TEST(contains(extended.err, "redlock: extended " + resource), extended.err);
+  for (std::size_t i = 0; i < fleet().size(); ++i) {
+    BOOST_TEST_CONTEXT("node " << i) {
+      const auto ttl = look.pttl(i, resource);
+      BOOST_TEST((ttl > 10000 && ttl <= 60000), ttl);
+    }
+  }
+
+  // Someone else's token: 3, saying whose it is, and the key stays as it was.
+  const auto wrong = run({"extend", resource, "--token", std::string(40, 'f'), "--ttl", "1s"});
+  BOOST_TEST(wrong.exit_code == cli::exit_code::not_held, wrong.err);
+  BOOST_TEST(count_lines(wrong.err) == 1u, wrong.err);
+  BOOST_TEST(contains(wrong.err,
+                      "is not held by token ffffffff: it is held by another owner now "
+                      "(token " +
+                          token.substr(0, 8) + ")"),
+             wrong.err);
+  BOOST_TEST(look.holding(resource, token) == 5u);
+  BOOST_TEST(look.pttl(0, resource) > 10000);
+  const auto wrong_release = run({"release", resource, "--token", std::string(40, 'f')});
+  BOOST_TEST(wrong_release.exit_code == cli::exit_code::not_held, wrong_release.err);
+  BOOST_TEST(look.holding(resource, token) == 5u);
+
+  // Held: another acquire is refused as run would be, with run's codes.
+  const auto refused = run({"acquire", "--wait", "0", resource});
+  BOOST_TEST(refused.exit_code == cli::exit_code::not_acquired, refused.err);
+  BOOST_TEST(refused.out.empty(), refused.out);
+  BOOST_TEST(count_lines(refused.err) == 1u, refused.err);
+  BOOST_TEST(contains(refused.err, "redlock: \"" + resource + "\" not acquired: contended"),
+             refused.err);
+  const auto conflict =
+      run({"acquire", "--wait", "300ms", "--conflict-exit-code", "4", resource}, 10s);
+  BOOST_TEST(conflict.exit_code == 4, conflict.err);
+  BOOST_TEST(look.holding(resource, token) == 5u);
+
+  const auto released = run({"release", resource, "--token", token});
+  BOOST_TEST(released.exit_code == 0, released.err);
+  BOOST_TEST(contains(released.err, "redlock: released " + resource), released.err);
+  check_nothing_left();
+
+  // Gone: nothing to release or extend, and the line says it is gone.
+  const auto again = run({"release", resource, "--token", token});
+  BOOST_TEST(again.exit_code == cli::exit_code::not_held, again.err);
+  BOOST_TEST(contains(again.err, "it is gone from every node that answered"), again.err);
+  const auto late = run({"extend", resource, "--token", token, "--ttl", "10s"});
+  BOOST_TEST(late.exit_code == cli::exit_code::not_held, late.err);
+  check_nothing_left();
+
+  // --quiet: the token alone, on stdout.
+  const auto quiet = run({"acquire", "-q", "--ttl", "5s", resource});
+  BOOST_TEST(quiet.exit_code == 0, quiet.err);
+  BOOST_TEST(quiet.err.empty(), quiet.err);
+  BOOST_TEST(is_token(lines_of(quiet.out).at(0)), quiet.out);
+  const auto quiet_release = run({"release", "-q", resource, "--token", lines_of(quiet.out).at(0)});
+  BOOST_TEST(quiet_release.exit_code == 0, quiet_release.err);
+  BOOST_TEST(quiet_release.err.empty(), quiet_release.err);
+  check_nothing_left();
+}
+
+// --json: each command prints one JSON object on stdout, whatever the outcome.
+BOOST_AUTO_TEST_CASE(acquire_extend_release_json) {
+  const auto acquired = run({"acquire", "--json", "--fencing", "--ttl", "20s", resource});
+  BOOST_TEST_REQUIRE(acquired.exit_code == 0, acquired.err);
+  BOOST_TEST(acquired.err.empty(), acquired.err);
+  BOOST_TEST_REQUIRE(count_lines(acquired.out) == 1u, acquired.out);
+  BOOST_TEST(json_lines(acquired.out), acquired.out);
+  const std::string object = lines_of(acquired.out).at(0);
+  const std::string token = json_text(object, "token");
+  BOOST_TEST_REQUIRE(is_token(token), object);
+  BOOST_TEST(object.starts_with("{" + json_field("event", "acquired") + "," +
+                                json_field("resource", resource) + "," +
+                                json_field("token", token) + ",\"fencing_token\":"),
+             object);
+  BOOST_TEST(json_number(object, "fencing_token") >= 0, object);
+  const auto validity = json_number(object, "validity_ms");
+  BOOST_TEST((validity > 0 && validity <= 20000), object);
+  BOOST_TEST(contains(object, "\"ttl_ms\":20000,\"granted_nodes\":5,\"nodes\":5,\"quorum\":3}"),
+             object);
+  BOOST_TEST(look.holding(resource, token) == 5u);
+
+  const auto refused = run({"acquire", "--json", "--wait", "0", resource});
+  BOOST_TEST(refused.exit_code == cli::exit_code::not_acquired, refused.err);
+  BOOST_TEST(refused.err.empty(), refused.err);
+  BOOST_TEST(count_lines(refused.out) == 1u, refused.out);
+  BOOST_TEST(json_lines(refused.out), refused.out);
+  BOOST_TEST(refused.out.starts_with("{" + json_field("event", "not_acquired") + "," +
+                                     json_field("resource", resource) + "," +
+                                     json_field("reason", "contended") + ",\"exit_code\":75,"),
+             refused.out);
+
+  struct step {
+    std::vector<std::string> args;
+    int exit_code;
+    std::string_view event;
+  };
+  const std::vector<step> steps = {
+      {{"extend", "--json", resource, "--token", token, "--ttl", "30s"}, 0, "extended"},
+      {{"extend", "--json", resource, "--token", "someone-else", "--ttl", "30s"}, 3, "not_held"},
+      {{"release", "--json", resource, "--token", token}, 0, "released"},
+      {{"release", "--json", resource, "--token", token}, 3, "not_held"},
+      {{"extend", "--json", "-q", resource, "--token", token, "--ttl", "30s"}, 3, "not_held"},
+  };
+  for (const auto& s : steps) {
+    BOOST_TEST_CONTEXT(s.args.front() << " expecting " << s.event) {
+      const auto result = run(s.args);
+      BOOST_TEST(result.exit_code == s.exit_code, result.err);
+      BOOST_TEST(result.err.empty(), result.err);
+      BOOST_TEST(count_lines(result.out) == 1u, result.out);
+      BOOST_TEST(json_lines(result.out), result.out);
+      BOOST_TEST(result.out.starts_with(
+                     "{" + json_field("event", s.event) + "," + json_field("resource", resource) +
+                     fmt::format(",\"exit_code\":{},\"message\":\"", s.exit_code)),
+                 result.out);
+    }
+  }
+  check_nothing_left();
+}
+
+// Without a terminal nobody can answer the question: --force without --yes refuses, before it
+// asks the nodes anything.
+BOOST_AUTO_TEST_CASE(release_force_needs_yes_without_a_terminal) {
+  set_everywhere("someone-else");
+  const auto refused = run({"release", "--force", resource});
+  BOOST_TEST(refused.exit_code == cli::exit_code::usage, refused.err);
+  BOOST_TEST(count_lines(refused.err) == 1u, refused.err);
+  BOOST_TEST(contains(refused.err, "--force needs --yes when stdin is not a terminal"),
+             refused.err);
+  BOOST_TEST(refused.out.empty(), refused.out);
+  BOOST_TEST(look.holding(resource, "someone-else") == 5u);
+  delete_everywhere();
+  check_nothing_left();
+}
+
+// --force --yes: every holder's key is released by its token (the lock's holder and a leftover
+// below quorum alike); a key that is not a lock is left alone; the record names who and what.
+BOOST_AUTO_TEST_CASE(release_force_yes_deletes_every_holder_and_says_who) {
+  const std::string holder = "holder-one-token";
+  const std::string leftover = "leftover-token";
+  for (std::size_t i = 0; i < 3; ++i)
+    look.set(i, resource, holder, 20s);
+  look.set(3, resource, leftover, 20s);
+  sync_client(fleet()[4].port()).command({"RPUSH", resource, "not-a-lock"});
+
+  const auto forced = run({"release", "--force", "--yes", resource});
+  BOOST_TEST(forced.exit_code == 0, forced.err);
+  BOOST_TEST(forced.out.empty(), forced.out);
+  const auto lines = lines_of(forced.err);
+  const auto record = std::find_if(lines.begin(), lines.end(), [&](const std::string& line) {
+    return contains(line, " released \"" + resource + "\" by force: ");
+  });
+  BOOST_TEST_REQUIRE((record != lines.end()), forced.err);
+  BOOST_TEST(contains(*record, effective_user()), *record);
+  BOOST_TEST(contains(*record, " on " + this_host() + " released "), *record);
+  BOOST_TEST(contains(*record,
+                      fmt::format("token {} on 127.0.0.1:{},127.0.0.1:{},127.0.0.1:{} "
+                                  "(released)",
+                                  holder, fleet()[0].port(), fleet()[1].port(), fleet()[2].port())),
+             *record);
+  BOOST_TEST(contains(*record, fmt::format("token {} on 127.0.0.1:{} (released)", leftover,
+                                           fleet()[3].port())),
+             *record);
+  BOOST_TEST(
+      contains(*record, fmt::format("not a lock, left alone on 127.0.0.1:{}", fleet()[4].port())),
+      *record);
+  BOOST_TEST(contains(forced.err,
+                      fmt::format("redlock: note: 127.0.0.1:{} holds a key {} of another type, "
+                                  "not a lock: left alone",
+                                  fleet()[4].port(), resource)),
+             forced.err);
+  for (std::size_t i = 0; i < 4; ++i) {
+    BOOST_TEST_CONTEXT("node " << i) {
+      BOOST_TEST(!look.get(i, resource).has_value());
+    }
+  }
+  BOOST_TEST(sync_client(fleet()[4].port()).command({"TYPE", resource}).text == "list");
+  sync_client(fleet()[4].port()).command({"DEL", resource});
+
+  // Nothing left to release: 3. With --json, the one object; the record still on stderr.
+  const auto nothing = run({"release", "--force", "--yes", "--json", resource});
+  BOOST_TEST(nothing.exit_code == cli::exit_code::not_held, nothing.err);
+  BOOST_TEST(json_lines(nothing.out), nothing.out);
+  BOOST_TEST(nothing.out.starts_with("{" + json_field("event", "not_held")), nothing.out);
+
+  set_everywhere(holder);
+  const auto json = run({"release", "--force", "--yes", "--json", resource});
+  BOOST_TEST(json.exit_code == 0, json.err);
+  BOOST_TEST(count_lines(json.out) == 1u, json.out);
+  BOOST_TEST(json_lines(json.out), json.out);
+  BOOST_TEST(json.out.starts_with("{" + json_field("event", "released") + "," +
+                                  json_field("resource", resource) + ",\"exit_code\":0,"),
+             json.out);
+  BOOST_TEST(contains(json.out, "\"tokens\":[\"" + holder + "\"]"), json.out);
+  BOOST_TEST(contains(json.out, json_field("host", this_host())), json.out);
+  BOOST_TEST(contains(json.err, " released \"" + resource + "\" by force: token " + holder),
+             json.err);
+  check_nothing_left();
+}
+
+// A lock another process holds, released by force: its holder finds it gone at its next step.
+BOOST_AUTO_TEST_CASE(release_force_of_an_acquired_lock) {
+  const auto acquired = run({"acquire", "-q", "--ttl", "30s", resource});
+  BOOST_TEST_REQUIRE(acquired.exit_code == 0, acquired.err);
+  const std::string token = lines_of(acquired.out).at(0);
+  const auto forced = run({"release", "--force", "--yes", "-q", resource});
+  BOOST_TEST(forced.exit_code == 0, forced.err);
+  BOOST_TEST(count_lines(forced.err) == 1u, forced.err);  // -q: the record alone
+  BOOST_TEST(contains(forced.err, "token " + token + " on "), forced.err);
+  check_nothing_left();
+  const auto extend = run({"extend", resource, "--token", token, "--ttl", "30s"});
+  BOOST_TEST(extend.exit_code == cli::exit_code::not_held, extend.err);
+  check_nothing_left();
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -12,6 +12,18 @@ constexpr std::string_view duration_forms = "expected e.g. 500ms, 30s, 2m or a n
 constexpr std::string_view run_usage =
     "redlock run [OPTIONS] [--permits N] RESOURCE -- COMMAND [ARGS...]";
 constexpr std::string_view status_usage = "redlock status [OPTIONS] [--permits N] RESOURCE";
+constexpr std::string_view acquire_usage = "redlock acquire [OPTIONS] RESOURCE";
+constexpr std::string_view extend_usage =
+    "redlock extend [OPTIONS] RESOURCE --token TOKEN --ttl DURATION";
+constexpr std::string_view release_usage =
+    "redlock release [OPTIONS] RESOURCE --token TOKEN | --force [--yes]";
+constexpr std::string_view commands = "run, status, acquire, extend and release";
+
+// Why --ttl is at least min_ttl: for `run`, which renews the lock, and for `acquire` and
+// `extend`, whose lock nobody renews.
+constexpr std::string_view run_ttl_floor = ", so that renewal has time to reach the nodes";
+constexpr std::string_view unrenewed_ttl_floor =
+    ", since nobody renews the lock: the script's next step would find it gone";
 
 bool is_digit(char c) noexcept {
   return c >= '0' && c <= '9';
@@ -197,6 +209,58 @@ void check_resource(const std::optional<std::string>& resource, std::string_view
   if (resource->empty()) throw usage_error("RESOURCE must not be empty");
 }
 
+// Takes -q/--quiet and --json, which every command that changes a lock has; false for others.
+bool take_output_flag(option_cursor& cursor, std::string_view name, bool& quiet, bool& json) {
+  if (name == "-q" || name == "--quiet") {
+    cursor.no_value();
+    quiet = true;
+  } else if (name == "--json") {
+    cursor.no_value();
+    json = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Takes the option `name` when it is one that `run` and `acquire` share; false when it is not.
+// `ttl_floor` says why --ttl has its minimum for this command.
+bool take_lock_flag(option_cursor& cursor, std::string_view name, std::string_view ttl_floor,
+                    lock_request& options) {
+  if (take_output_flag(cursor, name, options.quiet, options.json)) return true;
+  if (name == "--fencing") {
+    cursor.no_value();
+    options.fencing = true;
+  } else if (name == "--ttl") {
+    options.ttl = duration_option(cursor, min_ttl, ttl_floor);
+  } else if (name == "--wait") {
+    options.wait = duration_option(cursor, {}, {}, true);
+  } else if (name == "--conflict-exit-code") {
+    options.conflict_exit_code = exit_code_option(cursor);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// --token TOKEN: whatever the holder's client stored (this tool's are 40 hex digits, other
+// Redlock clients' may differ), so anything but an empty string.
+std::string token_option(option_cursor& cursor) {
+  std::string token(cursor.value());
+  if (token.empty()) throw usage_error("--token must not be empty");
+  return token;
+}
+
+// A word that is not an option: the one RESOURCE of `command`.
+void take_resource(const std::string& arg, std::optional<std::string>& resource,
+                   std::string_view command) {
+  if (resource) {
+    throw usage_error(
+        fmt::format("unexpected argument \"{}\": {} takes one RESOURCE", arg, command));
+  }
+  resource = arg;
+}
+
 invocation parse_run(std::span<const std::string> args, std::optional<std::string_view> env) {
   run_options options;
   tls_flags tls;
@@ -223,23 +287,11 @@ invocation parse_run(std::span<const std::string> args, std::optional<std::strin
     }
     const auto name = cursor.name();
     if (name == "-h" || name == "--help") return help_request{"run"};
-    if (name == "-q" || name == "--quiet") {
-      cursor.no_value();
-      options.quiet = true;
-    } else if (name == "--fencing") {
-      cursor.no_value();
-      options.fencing = true;
-    } else if (name == "--nodes") {
+    if (take_lock_flag(cursor, name, run_ttl_floor, options)) continue;
+    if (name == "--nodes") {
       nodes = std::string(cursor.value());
-    } else if (name == "--ttl") {
-      options.ttl =
-          duration_option(cursor, min_ttl, ", so that renewal has time to reach the nodes");
-    } else if (name == "--wait") {
-      options.wait = duration_option(cursor, {}, {}, true);
     } else if (name == "--grace") {
       options.grace = duration_option(cursor, {}, {}, true);
-    } else if (name == "--conflict-exit-code") {
-      options.conflict_exit_code = exit_code_option(cursor);
     } else if (name == "--permits") {
       options.permits = permits_option(cursor);
     } else if (!take_tls_flag(cursor, name, tls)) {
@@ -258,6 +310,130 @@ invocation parse_run(std::span<const std::string> args, std::optional<std::strin
   return options;
 }
 
+invocation parse_acquire(std::span<const std::string> args, std::optional<std::string_view> env) {
+  acquire_options options;
+  tls_flags tls;
+  std::optional<std::string> nodes;
+  std::optional<std::string> resource;
+  option_cursor cursor(args);
+  while (!cursor.done()) {
+    const std::string& arg = cursor.take();
+    if (arg == "--") {
+      throw usage_error(
+          "acquire runs no COMMAND: it takes the lock and exits (to run COMMAND under the lock: "
+          "redlock run RESOURCE -- COMMAND)");
+    }
+    if (!is_option(arg)) {
+      take_resource(arg, resource, "acquire");
+      continue;
+    }
+    const auto name = cursor.name();
+    if (name == "-h" || name == "--help") return help_request{"acquire"};
+    if (take_lock_flag(cursor, name, unrenewed_ttl_floor, options)) continue;
+    if (name == "--nodes") {
+      nodes = std::string(cursor.value());
+    } else if (!take_tls_flag(cursor, name, tls)) {
+      unknown_option(name, "acquire");
+    }
+  }
+  check_resource(resource, acquire_usage);
+  options.resource = std::move(*resource);
+  options.nodes = choose_nodes(nodes, env);
+  apply_tls_flags(tls, options.nodes);
+  return options;
+}
+
+invocation parse_extend(std::span<const std::string> args, std::optional<std::string_view> env) {
+  extend_options options;
+  tls_flags tls;
+  std::optional<std::string> nodes;
+  std::optional<std::string> resource;
+  std::optional<std::chrono::milliseconds> ttl;
+  option_cursor cursor(args);
+  while (!cursor.done()) {
+    const std::string& arg = cursor.take();
+    if (!is_option(arg)) {
+      take_resource(arg, resource, "extend");
+      continue;
+    }
+    const auto name = cursor.name();
+    if (name == "-h" || name == "--help") return help_request{"extend"};
+    if (take_output_flag(cursor, name, options.quiet, options.json)) continue;
+    if (name == "--token") {
+      options.token = token_option(cursor);
+    } else if (name == "--ttl") {
+      ttl = duration_option(cursor, min_ttl, unrenewed_ttl_floor);
+    } else if (name == "--nodes") {
+      nodes = std::string(cursor.value());
+    } else if (!take_tls_flag(cursor, name, tls)) {
+      unknown_option(name, "extend");
+    }
+  }
+  check_resource(resource, extend_usage);
+  if (options.token.empty()) {
+    throw usage_error(fmt::format(
+        "missing --token TOKEN: the token `redlock acquire` printed (usage: {})", extend_usage));
+  }
+  if (!ttl) {
+    throw usage_error(fmt::format(
+        "missing --ttl DURATION: the lock's new lifetime from now (usage: {})", extend_usage));
+  }
+  options.ttl = *ttl;
+  options.resource = std::move(*resource);
+  options.nodes = choose_nodes(nodes, env);
+  apply_tls_flags(tls, options.nodes);
+  return options;
+}
+
+invocation parse_release(std::span<const std::string> args, std::optional<std::string_view> env) {
+  release_options options;
+  tls_flags tls;
+  std::optional<std::string> nodes;
+  std::optional<std::string> resource;
+  option_cursor cursor(args);
+  while (!cursor.done()) {
+    const std::string& arg = cursor.take();
+    if (!is_option(arg)) {
+      take_resource(arg, resource, "release");
+      continue;
+    }
+    const auto name = cursor.name();
+    if (name == "-h" || name == "--help") return help_request{"release"};
+    if (take_output_flag(cursor, name, options.quiet, options.json)) continue;
+    if (name == "--token") {
+      options.token = token_option(cursor);
+    } else if (name == "--force") {
+      cursor.no_value();
+      options.force = true;
+    } else if (name == "--yes") {
+      cursor.no_value();
+      options.yes = true;
+    } else if (name == "--nodes") {
+      nodes = std::string(cursor.value());
+    } else if (!take_tls_flag(cursor, name, tls)) {
+      unknown_option(name, "release");
+    }
+  }
+  check_resource(resource, release_usage);
+  if (options.force && !options.token.empty()) {
+    throw usage_error(
+        "--token and --force exclude each other: --token releases the lock of that holder, "
+        "--force of every holder found on the nodes");
+  }
+  if (!options.force && options.token.empty()) {
+    throw usage_error(fmt::format(
+        "missing --token TOKEN (the token `redlock acquire` printed) or --force (usage: {})",
+        release_usage));
+  }
+  if (options.yes && !options.force) {
+    throw usage_error("--yes goes with --force: releasing by --token asks nothing");
+  }
+  options.resource = std::move(*resource);
+  options.nodes = choose_nodes(nodes, env);
+  apply_tls_flags(tls, options.nodes);
+  return options;
+}
+
 invocation parse_status(std::span<const std::string> args, std::optional<std::string_view> env) {
   status_options options;
   tls_flags tls;
@@ -267,11 +443,7 @@ invocation parse_status(std::span<const std::string> args, std::optional<std::st
   while (!cursor.done()) {
     const std::string& arg = cursor.take();
     if (!is_option(arg)) {
-      if (resource) {
-        throw usage_error(
-            fmt::format("unexpected argument \"{}\": status takes one RESOURCE", arg));
-      }
-      resource = arg;
+      take_resource(arg, resource, "status");
       continue;
     }
     const auto name = cursor.name();
@@ -282,6 +454,9 @@ invocation parse_status(std::span<const std::string> args, std::optional<std::st
       options.timeout = duration_option(cursor);
     } else if (name == "--permits") {
       options.permits = permits_option(cursor);
+    } else if (name == "--json") {
+      cursor.no_value();
+      options.json = true;
     } else if (!take_tls_flag(cursor, name, tls)) {
       unknown_option(name, "status");
     }
@@ -392,20 +567,25 @@ invocation parse_command_line(std::span<const std::string> args,
   if (command == "help") {
     if (rest.empty()) return help_request{};
     if (rest.size() > 1) throw usage_error("\"help\" takes at most one command name");
-    if (rest.front() != "run" && rest.front() != "status") {
-      throw usage_error(
-          fmt::format("no help for \"{}\": the commands are run and status", rest.front()));
+    const std::string& topic = rest.front();
+    if (topic != "run" && topic != "status" && topic != "acquire" && topic != "extend" &&
+        topic != "release") {
+      throw usage_error(fmt::format("no help for \"{}\": the commands are {}", topic, commands));
     }
-    return help_request{rest.front()};
+    return help_request{topic};
   }
   if (command == "run") return parse_run(rest, env_nodes);
   if (command == "status") return parse_status(rest, env_nodes);
+  if (command == "acquire") return parse_acquire(rest, env_nodes);
+  if (command == "extend") return parse_extend(rest, env_nodes);
+  if (command == "release") return parse_release(rest, env_nodes);
   if (is_option(command)) {
     throw usage_error(fmt::format(
-        "unknown option \"{}\" (options go after the command: redlock run|status [OPTIONS] ...)",
+        "unknown option \"{}\" (options go after the command: redlock COMMAND [OPTIONS] ...)",
         command));
   }
-  throw usage_error(fmt::format("unknown command \"{}\" (expected run, status or help)", command));
+  throw usage_error(
+      fmt::format("unknown command \"{}\" (expected {}, or help)", command, commands));
 }
 
 }  // namespace redlock::cli

@@ -27,7 +27,9 @@ inline constexpr std::chrono::milliseconds default_wait{10000};
 inline constexpr std::chrono::milliseconds default_grace{5000};
 inline constexpr std::chrono::milliseconds default_status_timeout{1000};
 
-// Shorter TTLs leave renewal (at half the TTL, each request allowed 100 ms) no room to succeed.
+// Shorter TTLs leave renewal (at half the TTL, each request allowed 100 ms) no room to succeed;
+// and a lock that nobody renews (acquire, extend) would end about as soon as a script's next step
+// began.
 inline constexpr std::chrono::milliseconds min_ttl{500};
 // Keeps every arithmetic on durations far from overflow; nobody means a lock wait of weeks.
 inline constexpr std::chrono::milliseconds max_duration{7LL * 24 * 3600 * 1000};
@@ -72,40 +74,73 @@ struct tls_flags {
 // the reverse).
 void apply_tls_flags(const tls_flags& flags, std::vector<node_config>& nodes);
 
-struct run_options {
+// What `run` and `acquire` share: how the lock is taken, and how its outcome is told.
+struct lock_request {
   std::vector<node_config> nodes;
+  std::string resource;
   std::chrono::milliseconds ttl = default_ttl;
   // Zero: exactly one acquire round, no retry (flock -n).
   std::chrono::milliseconds wait = default_wait;
-  // Zero: a COMMAND that must be stopped gets SIGKILL at once, without SIGTERM first.
-  std::chrono::milliseconds grace = default_grace;
   // The exit code when the lock is held elsewhere or --wait ran out (flock -E).
   int conflict_exit_code = exit_code::not_acquired;
   bool quiet = false;
-  // lock_options::fencing; COMMAND then gets the lease's token in REDLOCK_FENCING_TOKEN.
+  // --json: what the command tells is said in JSON objects, one per line (JSON Lines), for scripts.
+  bool json = false;
+  // lock_options::fencing: the lease gets a fencing token, passed on to COMMAND or printed.
   bool fencing = false;
+};
+
+struct run_options : lock_request {
+  // Zero: a COMMAND that must be stopped gets SIGKILL at once, without SIGTERM first.
+  std::chrono::milliseconds grace = default_grace;
   // --permits N: `resource` names a redlock::semaphore of N permits, and one of them is taken
   // instead of the lock. Unset: the lock `resource`.
   std::optional<std::size_t> permits;
-  std::string resource;
   std::vector<std::string> command;  // never empty
+};
+
+// `redlock acquire`: the lock taken as `run` takes it, then left to expire with its TTL unless a
+// later `extend` or `release` with its token comes first.
+struct acquire_options : lock_request {};
+
+// `redlock extend`: the lock `resource` held by `token`, given a new TTL.
+struct extend_options {
+  std::vector<node_config> nodes;
+  std::string resource;
+  std::string token;  // never empty
+  std::chrono::milliseconds ttl{};
+  bool quiet = false;  // no line on success (errors are still printed)
+  bool json = false;   // one JSON object on stdout instead of the line on stderr
+};
+
+// `redlock release`: the lock `resource` held by `token`, or with `force` by whoever holds it.
+struct release_options {
+  std::vector<node_config> nodes;
+  std::string resource;
+  std::string token;   // empty exactly when `force`
+  bool force = false;  // every holder found on the nodes, each released by its token
+  bool yes = false;    // with `force`: no question asked
+  bool quiet = false;
+  bool json = false;
 };
 
 struct status_options {
   std::vector<node_config> nodes;
   std::chrono::milliseconds timeout = default_status_timeout;  // per node, connect included
   std::optional<std::size_t> permits;  // as run_options::permits: show every slot of a semaphore
+  bool json = false;                   // --json: JSON objects on stdout instead of text lines
   std::string resource;
 };
 
-// --help, -h or "help [COMMAND]": topic is "" for the whole tool, else "run" or "status".
+// --help, -h or "help [COMMAND]": topic is "" for the whole tool, else the command's name.
 struct help_request {
   std::string topic;
 };
 
 struct version_request {};
 
-using invocation = std::variant<help_request, version_request, run_options, status_options>;
+using invocation = std::variant<help_request, version_request, run_options, status_options,
+                                acquire_options, extend_options, release_options>;
 
 // `args` are argv[1..]. `env_nodes` is REDLOCK_NODES if set (an empty value counts as unset);
 // --nodes wins over it and default_nodes applies when neither is given. Throws usage_error.

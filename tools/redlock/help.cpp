@@ -1,7 +1,10 @@
 #include "help.hpp"
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace redlock::cli {
 namespace {
@@ -13,8 +16,17 @@ Usage:
   redlock run [OPTIONS] RESOURCE -- COMMAND [ARGS...]
   redlock run [OPTIONS] --permits N NAME -- COMMAND [ARGS...]
   redlock status [OPTIONS] [--permits N] RESOURCE
-  redlock help [run|status]      (also: redlock --help, redlock COMMAND --help)
+  redlock acquire [OPTIONS] RESOURCE               (prints the lock's TOKEN)
+  redlock extend [OPTIONS] RESOURCE --token TOKEN --ttl DURATION
+  redlock release [OPTIONS] RESOURCE --token TOKEN
+  redlock release [OPTIONS] RESOURCE --force [--yes]
+  redlock help [run|status|acquire|extend|release]  (also: redlock --help, redlock COMMAND --help)
   redlock --version
+
+run is the safe default: it renews the lock while COMMAND runs, releases it when COMMAND ends and
+stops COMMAND when the lock is lost. acquire, extend and release are for a script whose steps
+cannot be one COMMAND: the lock acquire leaves is renewed by nobody, so a script that takes longer
+than its TTL loses it without being told, and one that dies leaves it held until the TTL ends.
 
 )";
 
@@ -65,6 +77,7 @@ redlock run [OPTIONS] RESOURCE -- COMMAND [ARGS...]
                       be free, no waiting; contended means all N are held
     -q, --quiet       no "acquired", "released" and warning lines on stderr (errors are still
                       printed)
+    --json            each line on stderr as a JSON object, for scripts (see below)
     TLS options       see below
     -h, --help        this help
 
@@ -79,6 +92,24 @@ redlock run [OPTIONS] RESOURCE -- COMMAND [ARGS...]
   nodes granted it, a warning line names each node's answer; so does a renewal that failed while
   COMMAND runs (the lock is kept as long as a later renewal succeeds in time):
     redlock: warning: "RESOURCE" acquired on 3 of 5 nodes (quorum 3): ...
+
+  With --json, each line redlock writes on stderr is a JSON object on a line of its own (JSON
+  Lines) instead; COMMAND's own output is left as it is. --quiet leaves out the same events as it
+  leaves out lines: acquired, released, warning and interrupted. Usage errors (exit 2) stay text.
+  Every object has "event" and "resource" (RESOURCE, or NAME with --permits); the other fields:
+    acquired      permit (null without --permits), key (the key on the nodes), token (as in
+                  $REDLOCK_TOKEN), fencing_token (null without --fencing), validity_ms,
+                  granted_nodes, nodes, quorum, all_nodes_answered (false: "so far")
+    released      permit, held_ms, exit_code (COMMAND's, which redlock exits with)
+    warning       message
+    not_acquired  reason (contended, no_quorum, validity_expired, wait_timeout, misconfigured,
+                  invalid or other), exit_code, message (what the text line says)
+    lost          permit, exit_code (76), message
+    interrupted   signal (e.g. "SIGTERM"), exit_code (128+N)
+    cannot_run    exit_code (126, 127, or 1 when no process could be started), message
+    error         exit_code, message
+  For example:
+    {"event":"released","resource":"job","permit":null,"held_ms":1520,"exit_code":0}
 
 )";
 
@@ -112,6 +143,7 @@ redlock status [OPTIONS] [--permits N] RESOURCE
                         redis://127.0.0.1:6379)
     --timeout DURATION  how long to wait for each node, connecting included (default 1s)
     --permits N         RESOURCE is a semaphore of N permits (1..1024): show each slot
+    --json              JSON objects instead of the text, for scripts (see below)
     TLS options         see below
     -h, --help          this help
   A TLS node's line ends in "tls, verified as NAME" (or "tls, NOT verified"), a Unix socket's in
@@ -120,10 +152,132 @@ redlock status [OPTIONS] [--permits N] RESOURCE
   cluster node they subscribe per hash slot (SSUBSCRIBE on the slot's master), and N counts the
   clients subscribed to the key's slot there.
 
+  With --json, stdout gets one JSON object per line (JSON Lines) instead of the text, in the same
+  order without the empty lines: a "node" object per node, then the "verdict" (with --permits,
+  both for each slot, then a "semaphore" summary). Each object is one line; wrapped here:
+    {"type":"node","resource":"job","index":0,"address":"127.0.0.1:6379","state":"held",
+     "token":"1a2b3c4d...","pttl_ms":29512,"note":null,"error":null,"subscribers":0,"link":null}
+    {"type":"verdict","resource":"job","state":"locked","token":"1a2b3c4d...","nodes":5,
+     "quorum":3,"answered":5,"unreachable":0,"misconfigured":0,"held":5,"owner_nodes":5,
+     "quorum_answered":true}
+    {"type":"semaphore","resource":"NAME","permits":2,"held":1,"unknown":0,
+     "slots":["locked","free"],"nodes":5,"quorum":3,"unreachable":0,"misconfigured":0,
+     "quorum_answered":true}
+  node: resource is the key asked about (a slot's key with --permits); index counts from 0 in
+    the order of the nodes; state is free, held, unreachable or misconfigured; token is the
+    key's whole value and pttl_ms its remaining TTL (-1: none), both null unless the key is held
+    as a lock; note says why a held key is not a lock, error why the node could not be asked;
+    subscribers and link as in the text, null when the text shows none.
+  verdict: state is locked, free, not_locked or unknown; token the owner's whole value when
+    locked, else null; answered, unreachable and misconfigured count the nodes of each kind; held
+    the nodes the key is on; owner_nodes the nodes of the owner with the most; quorum_answered
+    whether the verdict is certain (exit 0).
+  semaphore: held and unknown count slots; slots lists each slot's state by its number.
+
+)";
+
+constexpr std::string_view acquire_section = R"(
+redlock acquire [OPTIONS] RESOURCE
+  Takes the lock RESOURCE as run does (the same rounds, --wait and --conflict-exit-code), prints
+  its token on stdout, alone on one line, and exits 0, leaving the lock held. Nobody renews it:
+  it ends when --ttl runs out, unless `redlock extend` gives it a new TTL or `redlock release`
+  deletes it first, both with that token:
+    TOKEN=$(redlock acquire --ttl 5m nightly-report) || exit
+    ./first-step.sh
+    redlock extend nightly-report --token "$TOKEN" --ttl 5m || exit
+    ./second-step.sh
+    redlock release nightly-report --token "$TOKEN"
+  Unless --quiet, stderr says how long the lock is valid, on how many nodes it was granted, and
+  the commands that extend and release it. SIGINT, SIGTERM and SIGHUP while it waits cancel the
+  wait (nothing is left on the nodes) and redlock exits 128+N. A lock not acquired exits and
+  says so as run does: 75 (or --conflict-exit-code N), 1 for misconfigured nodes, one line on
+  stderr naming the cause and every node's answer.
+
+  Options:
+    --nodes URL,...   the Redis masters, as for run (default: $REDLOCK_NODES, else
+                      redis://127.0.0.1:6379)
+    --ttl DURATION    lifetime of the lock on each node, not renewed; at least 500ms
+                      (default 30s)
+    --wait DURATION   how long to keep trying, as for run (default 10s; 0: exactly one round)
+    --conflict-exit-code N
+                      exit with N (0..255) instead of 75 when the lock is held by another owner,
+                      as for run
+    --fencing         acquire with a fencing token (the lines on stderr and --json give it)
+    -q, --quiet       nothing on stderr but errors; stdout still gets the token
+    --json            stdout gets one JSON object instead of the token, whatever the outcome;
+                      stderr then gets nothing but usage errors (see below)
+    TLS options       see below
+    -h, --help        this help
+
+  With --json, the object on stdout is one of these (each on one line; wrapped here):
+    {"event":"acquired","resource":"job","token":"1a2b3c4d...","fencing_token":null,
+     "validity_ms":29990,"ttl_ms":30000,"granted_nodes":5,"nodes":5,"quorum":3}
+    not_acquired  resource, reason, exit_code, message, as for run
+    interrupted   resource, signal (e.g. "SIGINT"), exit_code (128+N)
+    error         resource, exit_code, message
+
+)";
+
+constexpr std::string_view extend_section = R"(
+redlock extend [OPTIONS] RESOURCE --token TOKEN --ttl DURATION
+  Sets the TTL of the lock RESOURCE to DURATION from now, on every node where its key still
+  holds TOKEN (as acquire printed it, or $REDLOCK_TOKEN in a run); a key that is gone is never
+  created again. Exits 0 when a quorum of nodes extended it; 3 when a quorum says the key is gone
+  (expired or released) or holds another token, the line saying which; 75 when too few nodes
+  answered (those that did were extended: try again while the lock lasts).
+
+  Options:
+    --token TOKEN     the holder's token (required)
+    --ttl DURATION    the lock's new lifetime from now; at least 500ms (required)
+    --nodes URL,...   the Redis masters, as for run
+    -q, --quiet       no line when it was extended (errors are still printed)
+    --json            one JSON object on stdout instead of the line on stderr, e.g.
+                      {"event":"extended","resource":"job","exit_code":0,"message":"..."}
+                      event is extended, not_held or failed; message is the line's text
+    TLS options       see below
+    -h, --help        this help
+
+)";
+
+constexpr std::string_view release_section = R"(
+redlock release [OPTIONS] RESOURCE --token TOKEN
+redlock release [OPTIONS] RESOURCE --force [--yes]
+  With --token, deletes the lock RESOURCE on every node where its key still holds TOKEN
+  (compare-and-delete, as run releases). Exits 0 when no quorum of nodes contradicted it; 3 when
+  a quorum says the key is gone or holds another token, the line saying which; 75 when too few
+  nodes answered (those that did not keep the key until its TTL runs out).
+
+  With --force, for an operator clearing a lock whose token is lost: redlock looks at every node
+  (as status does), then releases each distinct token found there by that token, so that a
+  holder that takes the lock between the look and the release is never deleted. A key that is
+  not a lock (a value of another type) is named and left alone. Before anything is deleted it
+  asks on the terminal
+    release RESOURCE held by 1a2b3c4d on 3 of 5 nodes? [y/N]
+  and goes on only on y or yes; --yes skips the question. When stdin is not a terminal, --force
+  needs --yes (else exit 2, and nothing is deleted). Every forced release writes one line to
+  stderr and to syslog (facility auth, priority notice) naming the user, the host, the resource,
+  each token in full with the nodes it was on, and how its release ended:
+    redlock: alice on build-7 released "job" by force: token 1a2b3c4d... on 10.0.0.1:6379,...
+  Exits 0 when every token found was released, 3 when no lock held RESOURCE on the nodes that
+  answered, 75 when too few nodes answered the look or a release, 1 when the question was not
+  confirmed. --token and --force exclude each other.
+
+  Options:
+    --token TOKEN     the holder's token
+    --force           every holder found on the nodes instead (see above)
+    --yes             with --force: do not ask
+    --nodes URL,...   the Redis masters, as for run
+    -q, --quiet       no line when it was released (errors and the --force record still are)
+    --json            one JSON object on stdout instead of the line on stderr, as for extend;
+                      event is released, not_held or failed. With --force it also has tokens
+                      (those released), user and host; the record still goes to stderr as text
+    TLS options       see below
+    -h, --help        this help
+
 )";
 
 constexpr std::string_view common_section = R"(
-TLS options (run and status), for every rediss:// node; what a node's URL sets itself wins:
+TLS options (every command), for every rediss:// node; what a node's URL sets itself wins:
   --tls-ca FILE           trusted CA certificates, PEM (default: the system's CA store)
   --tls-cert FILE         client certificate chain, PEM, for servers that require one
   --tls-key FILE          its private key, PEM (with --tls-cert)
@@ -146,19 +300,26 @@ Environment:
 
 Exit codes:
   0..255       run: COMMAND's own exit code; 128+N if COMMAND was killed by signal N
-               (status: 0 when a quorum of nodes answered, whatever the lock's state)
+               (status: 0 when a quorum of nodes answered, whatever the lock's state;
+               acquire, extend, release: 0 when done)
   1            other failure, e.g. nodes that cannot serve the lock until their configuration
                is fixed (wrong password, missing ACL permission, two URLs of one server);
-               status: fewer than a quorum of nodes could be asked
-  2            usage error: bad flag, bad URL, bad duration or --permits, missing RESOURCE or
-               COMMAND
-  75           lock not acquired: contended (held by another owner; with --permits: all N
-               permits held) or wait timeout (both --conflict-exit-code N instead, if given),
-               or no quorum (too few nodes answered)
+               status: fewer than a quorum of nodes could be asked; release --force: the
+               question was not confirmed
+  2            usage error: bad flag, bad URL, bad duration or --permits, missing RESOURCE,
+               COMMAND, --token or --ttl; release --force without --yes when stdin is not a
+               terminal
+  3            extend, release: the lock is not held by TOKEN (a quorum says its key is gone,
+               expired or released, or holds another token); release --force: no lock found
+  75           lock not acquired (run, acquire): contended (held by another owner; with
+               --permits: all N permits held) or wait timeout (both --conflict-exit-code N
+               instead, if given), or no quorum (too few nodes answered); extend, release: too
+               few nodes answered
   76           lock lost while COMMAND ran (COMMAND was terminated), or found lost at release
   126          COMMAND found but not executable
   127          COMMAND not found
-  129/130/143  interrupted by SIGHUP/SIGINT/SIGTERM while waiting for the lock (nothing ran)
+  129/130/143  interrupted by SIGHUP/SIGINT/SIGTERM while waiting for the lock (run, acquire:
+               nothing ran, nothing is held)
 )";
 
 }  // namespace
@@ -167,12 +328,19 @@ std::string help_text(std::string_view topic) {
   // Each section's raw string starts on the line after its opening quote, for readability here.
   std::string text;
   auto add = [&text](std::string_view section) { text.append(section.substr(1)); };
-  if (topic == "run") add(run_section);
-  if (topic == "status") add(status_section);
-  if (topic != "run" && topic != "status") {
+  const std::pair<std::string_view, std::string_view> sections[] = {
+      {"run", run_section},       {"status", status_section},   {"acquire", acquire_section},
+      {"extend", extend_section}, {"release", release_section},
+  };
+  const auto* const one =
+      std::find_if(std::begin(sections), std::end(sections),
+                   [topic](const auto& section) { return section.first == topic; });
+  if (one != std::end(sections)) {
+    add(one->second);
+  } else {
     add(overview);
-    add(run_section);
-    add(status_section);
+    for (const auto& section : sections)
+      add(section.second);
   }
   add(common_section);
   return text;

@@ -6,7 +6,8 @@
 
 namespace redlock::cli {
 
-// The help text for `topic`: "" for the whole tool, "run" or "status". Every text ends with the
+// The help text for `topic`: "" for the whole tool, or a command's name ("run", "status",
+// "acquire", "extend", "release"). Every text ends with the
 // exit codes, which are the part scripts depend on.
 std::string help_text(std::string_view topic);
 

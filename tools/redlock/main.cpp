@@ -1,11 +1,14 @@
-// redlock: run a command under a Redlock distributed lock, or look at a lock (see help.cpp).
+// redlock: run a command under a Redlock distributed lock, look at a lock, or take, extend and
+// release one across the steps of a script (see help.cpp).
 
+#include "acquire_command.hpp"
 #include "arguments.hpp"
 #include "child_process.hpp"
 #include "exit_codes.hpp"
 #include "help.hpp"
 #include "run_command.hpp"
 #include "status_command.hpp"
+#include "token_commands.hpp"
 
 #include <fmt/format.h>
 
@@ -45,6 +48,12 @@ int main(int argc, char* argv[]) {
             return 0;
           } else if constexpr (std::is_same_v<request_type, cli::run_options>) {
             return cli::run_command(request, inherited);
+          } else if constexpr (std::is_same_v<request_type, cli::acquire_options>) {
+            return cli::acquire_command(request, inherited);
+          } else if constexpr (std::is_same_v<request_type, cli::extend_options>) {
+            return cli::extend_command(request);
+          } else if constexpr (std::is_same_v<request_type, cli::release_options>) {
+            return cli::release_command(request);
           } else {
             return cli::status_command(request);
           }

@@ -4,10 +4,13 @@
 // What the tool tells its user, computed without I/O: why a lock was not had, how COMMAND ended,
 // and what `status` concludes from the nodes' answers.
 
+#include "json_line.hpp"
 #include "redlock/error.hpp"
+#include "redlock/inspection.hpp"
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -35,6 +38,10 @@ enum class acquire_failure {
 // hear, not that the waiting ended.
 acquire_failure classify_acquire_failure(error_code ec, std::string_view diagnostics);
 
+// The failure as run --json names it in "reason": "contended", "no_quorum", "validity_expired",
+// "wait_timeout", "misconfigured", "invalid" or "other".
+std::string_view failure_name(acquire_failure failure) noexcept;
+
 // The exit code for an acquire that failed with `ec`. The lock held elsewhere, or a wait that
 // ran out without a clearer cause, gets `conflict_code` (--conflict-exit-code, as flock -E);
 // too few nodes answering or too slow a quorum gets exit_code::not_acquired (75), so that a
@@ -49,6 +56,84 @@ int not_acquired_exit_code(error_code ec, std::string_view diagnostics, int conf
 std::string not_acquired_message(std::string_view resource, std::chrono::milliseconds wait,
                                  error_code ec, std::string_view diagnostics,
                                  std::optional<std::size_t> permits = std::nullopt);
+
+// A lock not acquired, as `run` and `acquire` tell it: the exit code (not_acquired_exit_code), the
+// line (not_acquired_message), and the same facts as a --json object:
+// {"event":"not_acquired","resource":...,"reason":"contended","exit_code":75,"message":...}
+// with reason as failure_name() says it and message the line without "redlock: ".
+struct not_acquired_report {
+  int exit_code = 0;
+  std::string text;
+  json_line json;
+};
+
+not_acquired_report report_not_acquired(std::string_view resource, std::chrono::milliseconds wait,
+                                        error_code ec, std::string_view diagnostics,
+                                        int conflict_code,
+                                        std::optional<std::size_t> permits = std::nullopt);
+
+// A lock `acquire` took and leaves behind, unrenewed.
+struct acquired_lock {
+  std::string resource;
+  std::string token;
+  std::optional<std::uint64_t> fencing_token;
+  std::chrono::milliseconds ttl{};
+  long long validity_ms = 0;  // what is left of the lock's validity when it is handed over
+  std::size_t granted_nodes = 0;
+  std::size_t nodes = 0;
+  std::size_t quorum = 0;
+  bool all_nodes_answered = true;  // false: granted_nodes counts the grants "so far"
+};
+
+// `acquire`'s lines on stderr (unless --quiet): that the lock is held, how long and on how many
+// nodes, that nobody renews it, and the commands that extend and release it, the token in full
+// so that they can be pasted:
+//   redlock: acquired job (valid 59390 ms, granted by 5 of 5 nodes, quorum 3); nobody renews
+//   it: it expires in 60s unless extended
+//   redlock: extend it: redlock extend job --token 1a2b... --ttl 60s
+//   redlock: release it: redlock release job --token 1a2b...
+std::vector<std::string> acquired_notes(const acquired_lock& lock);
+
+// acquire --json: the one object on stdout, the token being what a script takes from it:
+// {"event":"acquired","resource":...,"token":...,"fencing_token":null,"validity_ms":59390,
+//  "ttl_ms":60000,"granted_nodes":5,"nodes":5,"quorum":3}
+std::string json_of(const acquired_lock& lock);
+
+// `text` as one word for a POSIX shell: as it is when it has nothing the shell would take apart
+// or expand, else in single quotes ('it'\''s').
+std::string shell_word(std::string_view text);
+
+// A duration as the tool's options take it: "60s" for whole seconds, else "1500ms".
+std::string duration_text(std::chrono::milliseconds duration);
+
+// What `extend` and `release` do with a lock known by its token.
+enum class by_token { extend, release };
+
+// Their outcome as a script needs it: the exit code (0; exit_code::not_held when a quorum says
+// the key is gone or someone else's; not_acquired (75) when too few nodes answered; usage when
+// the library refused the arguments; failure for the rest), the event of the --json object
+// ("extended" or "released", "not_held", "failed"), the one line, and the object itself:
+// {"event":"extended","resource":...,"exit_code":0,"message":...}.
+struct by_token_report {
+  int exit_code = 0;
+  std::string_view event;
+  std::string text;
+  json_line json;
+};
+
+// `diagnostics` is the library's account of the nodes' answers (it logs one when the operation
+// fails); `not_held_because`, with error::not_held, says what the nodes hold instead
+// (why_not_held).
+by_token_report report_by_token(by_token action, std::string_view resource, std::string_view token,
+                                std::chrono::milliseconds ttl, error_code ec,
+                                std::string_view diagnostics, std::string_view not_held_because);
+
+// After a quorum refused an extend or a release by `token`, a look at the nodes
+// (client::async_inspect, completed with `ec`) tells the user which of the two it was: "it is
+// gone from every node that answered (expired or released)", "it is held by another owner now
+// (token 9f8e7d6c)", or, when the look cannot settle it, "a quorum of nodes says it is gone or
+// someone else's".
+std::string why_not_held(error_code ec, const inspection& seen, std::string_view token);
 
 // "SIGTERM", or "signal 42" for one without a name.
 std::string signal_name(int signal);
@@ -91,6 +176,15 @@ std::string node_failure_reason(error_code ec, std::string_view text);
 // "127.0.0.1:6380        misconfigured permission denied: ACL user "bob" may not run EVALSHA, ..."
 std::string format_node_report(const node_report& report);
 
+// status --json: the facts of format_node_report as one JSON object, for node number `index`
+// (from 0, in the order of the node list) asked about the key `resource`:
+// {"type":"node","resource":...,"index":0,"address":"127.0.0.1:6379","state":"held",
+//  "token":...,"pttl_ms":29512,"note":null,"error":null,"subscribers":0,"link":null}
+// state is "free", "held", "unreachable" or "misconfigured"; token is the key's whole value
+// (the text shows its first 8 characters), null unless held as a lock key; pttl_ms likewise (-1:
+// no expiry); note says why a held key is not a lock key; error why the node could not be asked.
+std::string json_of(const node_report& report, std::size_t index, std::string_view resource);
+
 // What `status` concludes about one key; status_verdict::line says it in words.
 enum class lock_state {
   locked,      // one owner's value on a quorum of nodes
@@ -100,7 +194,9 @@ enum class lock_state {
 };
 
 struct status_verdict {
+  std::string resource;
   lock_state state = lock_state::unknown;
+  std::string owner;  // with lock_state::locked: the value (token) held on a quorum
   std::size_t nodes = 0;
   std::size_t quorum = 0;
   std::size_t reachable = 0;      // answered the question
@@ -122,19 +218,42 @@ struct status_verdict {
 // exist.
 status_verdict judge_status(std::string_view resource, std::span<const node_report> reports);
 
+// "locked", "free", "not_locked" or "unknown".
+std::string_view state_name(lock_state state) noexcept;
+
+// status --json: the verdict as one JSON object (the counts lines are its fields):
+// {"type":"verdict","resource":...,"state":"locked","token":...,"nodes":5,"quorum":3,
+//  "answered":5,"unreachable":0,"misconfigured":0,"held":5,"owner_nodes":5,
+//  "quorum_answered":true}
+// token is the owner's whole value when locked, else null; held counts the nodes the key is on,
+// owner_nodes those of the owner with the most.
+std::string json_of(const status_verdict& verdict);
+
 // `status --permits N`: the verdicts on the N slot keys of one semaphore, summed up.
 struct semaphore_verdict {
+  std::string name;
   std::size_t permits = 0;
   std::size_t held = 0;           // slots locked, each by one owner on a quorum
   std::size_t unknown = 0;        // slots whose state the nodes that answered cannot settle
   bool enough_reachable = false;  // a quorum answered for every slot
   std::string line;  // "S: 1 of 2 permits held (quorum 3 of 5 nodes)", ", 1 unknown" if any
   std::vector<std::string> counts;  // the unreachable and misconfigured nodes, as for one lock
+  std::vector<lock_state> slots;    // each slot's state, by its number
+  std::size_t nodes = 0;
+  std::size_t quorum = 0;
+  std::size_t unreachable = 0;
+  std::size_t misconfigured = 0;
 };
 
 // Every node is asked about every slot at once, so the counts of nodes that could not be asked
 // are the same in each slot's verdict; they are told once. Expects at least one verdict.
 semaphore_verdict judge_semaphore(std::string_view name, std::span<const status_verdict> slots);
+
+// status --permits N --json: the summary as one JSON object:
+// {"type":"semaphore","resource":NAME,"permits":2,"held":1,"unknown":0,
+//  "slots":["locked","free"],"nodes":5,"quorum":3,"unreachable":0,"misconfigured":0,
+//  "quorum_answered":true}
+std::string json_of(const semaphore_verdict& verdict);
 
 }  // namespace redlock::cli
 

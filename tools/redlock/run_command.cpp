@@ -1,6 +1,8 @@
 #include "run_command.hpp"
 
 #include "exit_codes.hpp"
+#include "json_line.hpp"
+#include "lock_steps.hpp"
 #include "messages.hpp"
 #include "redlock/redlock.hpp"
 #include "redlock/semaphore.hpp"
@@ -49,8 +51,21 @@ long long ms_between(steady_clock::time_point from, steady_clock::time_point to)
   return std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count();
 }
 
-void say(std::string_view line) {
-  fmt::print(stderr, "{}\n", line);
+// run --json: one object per line on stderr, saying what happened ("event") to which RESOURCE.
+json_line json_event(const run_options& options, std::string_view event) {
+  json_line line;
+  line.string("event", event).string("resource", options.resource);
+  return line;
+}
+
+// Every line on stderr is made in both forms, so that each says the same facts; --json picks the
+// object.
+void tell(const run_options& options, std::string_view text, const json_line& json) {
+  if (options.json) {
+    fmt::print(stderr, "{}\n", json.str());
+  } else {
+    fmt::print(stderr, "{}\n", text);
+  }
 }
 
 // One `redlock run`, on one io_context and one thread: the acquire, COMMAND's life and the lease
@@ -149,7 +164,8 @@ class run_session {
       // --wait 0, as flock -n: exactly one round; held elsewhere or too few nodes is final. The
       // connections open first: a round's node_timeout counts the connect and handshake, which on
       // a distant or busy node can take longer, and "not acquired" must mean the lock, not that.
-      co_await open_connections();
+      co_await open_connections(*client_, connect_timeout_, acquire_cancel_.slot(),
+                                [this] { return interrupted_by_.has_value(); });
       if (interrupted_by_) co_return co_await give_up_interrupted();
     } else {
       lock.wait = options_.wait;
@@ -177,9 +193,11 @@ class run_session {
       // Misconfigured nodes and two names of one server fail at once and would fail every retry:
       // the generic failure code, not the conflict code a script may take for "another run has
       // it". The library's diagnostics name each node and what it answered.
-      say(not_acquired_message(options_.resource, options_.wait, ec, lease_.diagnostics(),
-                               options_.permits));
-      co_return not_acquired_exit_code(ec, lease_.diagnostics(), options_.conflict_exit_code);
+      const auto refused =
+          report_not_acquired(options_.resource, options_.wait, ec, lease_.diagnostics(),
+                              options_.conflict_exit_code, options_.permits);
+      tell(options_, refused.text, refused.json);
+      co_return refused.exit_code;
     }
     if (options_.permits) {
       permit_ = slot_of(lease_.resource());
@@ -190,38 +208,14 @@ class run_session {
     co_return std::nullopt;
   }
 
-  // PINGs until a quorum answers, for at most connect_timeout: afterwards the connections that
-  // can open are open. A ping gives each node node_timeout, its connect included, so it is this
-  // loop that lets a slow first connect (a distant or busy node, a TLS handshake) finish: the
-  // pings that fail meanwhile do not stop the connects. Nodes that stay down or refuse us make
-  // the round that follows fail as it would have anyway.
-  asio::awaitable<void> open_connections() {
-    const auto deadline = steady_clock::now() + connect_timeout_;
-    asio::steady_timer pause(co_await asio::this_coro::executor);
-    for (;;) {
-      auto [ec] = co_await client_->async_ping(asio::bind_cancellation_slot(
-          acquire_cancel_.slot(), asio::as_tuple(asio::use_awaitable)));
-      if (!ec || interrupted_by_ || steady_clock::now() >= deadline) co_return;
-      pause.expires_after(10ms);
-      co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
-    }
-  }
-
-  // The acquire completes at the quorum-th grant; the other nodes' answers usually follow within
-  // a millisecond or two, and how many granted is what the user needs to know: a lock on 3 of 5
-  // nodes survives no further node failure, one on 5 of 5 two. So the line waits for them, up to
-  // min(node_timeout, 50 ms). A node that is down or refuses us answers at once (failed); only a
-  // stalled or far too slow one makes COMMAND start up to 50 ms later, and the line then says
-  // "so far". --quiet skips the line and the wait.
+  // The line waits for the nodes that had not answered when the quorum granted, up to
+  // min(node_timeout, 50 ms) (see await_late_answers): then COMMAND starts at most 50 ms later,
+  // and the line says "so far". --quiet skips the line and the wait.
   asio::awaitable<void> announce_acquired() {
-    const auto deadline =
-        steady_clock::now() + std::min<steady_clock::duration>(node_timeout_, 50ms);
-    asio::steady_timer poll(co_await asio::this_coro::executor);
-    while (!all_nodes_answered() && !interrupted_by_ && steady_clock::now() < deadline) {
-      poll.expires_at(std::min<steady_clock::time_point>(steady_clock::now() + 2ms, deadline));
-      co_await poll.async_wait(asio::as_tuple(asio::use_awaitable));
-    }
-    const auto now = steady_clock::now();
+    co_await await_late_answers(*client_, lease_,
+                                std::min<std::chrono::milliseconds>(node_timeout_, 50ms),
+                                [this] { return interrupted_by_.has_value(); });
+    const auto valid_ms = ms_between(steady_clock::now(), lease_.valid_until());
     const auto fence = lease_.fencing_token();
     // A permit is named by its slot, out of the whole range, with the key that holds it, for
     // `status --permits` and for looking at the nodes by hand.
@@ -229,21 +223,28 @@ class run_session {
                                  ? fmt::format("{} permit {} of 0..{} (key {}, ", options_.resource,
                                                permit_, *options_.permits - 1, lease_.resource())
                                  : fmt::format("{} (", options_.resource);
-    say(fmt::format("redlock: acquired {}valid {} ms, granted by {} of {} nodes{}, quorum {}{})",
-                    what, ms_between(now, lease_.valid_until()), lease_.granted_nodes(),
-                    client_->size(), all_nodes_answered() ? "" : " so far", client_->quorum(),
-                    fence ? fmt::format(", fencing token {}", *fence) : std::string()));
+    tell(options_,
+         fmt::format("redlock: acquired {}valid {} ms, granted by {} of {} nodes{}, quorum {}{})",
+                     what, valid_ms, lease_.granted_nodes(), client_->size(),
+                     all_nodes_answered() ? "" : " so far", client_->quorum(),
+                     fence ? fmt::format(", fencing token {}", *fence) : std::string()),
+         json_event(options_, "acquired")
+             .optional_integer("permit", permit())
+             .string("key", lease_.resource())
+             .string("token", lease_.token())
+             .optional_integer("fencing_token", fence)
+             .integer("validity_ms", valid_ms)
+             .integer("granted_nodes", lease_.granted_nodes())
+             .integer("nodes", client_->size())
+             .integer("quorum", client_->quorum())
+             .boolean("all_nodes_answered", all_nodes_answered()));
     announced_ = true;
     // Once every node has answered and fewer than all granted, the library says which nodes
     // failed and how (the same text is logged as a warning, which was held back until now).
     if (!lease_.diagnostics().empty()) report_lease_warning(lease_.diagnostics());
   }
 
-  // The lease's diagnostics stay empty after a successful acquire until every node has answered
-  // with fewer than all granting; all granting ends the wait as well.
-  bool all_nodes_answered() const {
-    return lease_.granted_nodes() >= client_->size() || !lease_.diagnostics().empty();
-  }
+  bool all_nodes_answered() const { return cli::all_nodes_answered(*client_, lease_); }
 
   // A warning about the held lease, once: the same text logged again (a renewal failing the same
   // way on each retry) is not repeated. Nothing once COMMAND has ended or the lease is lost.
@@ -251,17 +252,22 @@ class run_session {
     if (!announced_ || lost_ || !lease_.held() || text == reported_warning_) return;
     if (phase_ != phase::starting && phase_ != phase::running) return;
     reported_warning_ = text;
-    say(fmt::format("redlock: warning: {}", one_line(text)));
+    warn(one_line(text));
   }
 
   // A signal cancelled the acquire, or arrived just after it succeeded: leave nothing behind.
   asio::awaitable<int> give_up_interrupted() {
     if (lease_.held()) co_await lease_.async_release(asio::as_tuple(asio::use_awaitable));
+    const int code = exit_code::signal_base + *interrupted_by_;
     if (!options_.quiet) {
-      say(fmt::format("redlock: {} while waiting for {}; nothing was run",
-                      signal_name(*interrupted_by_), options_.resource));
+      tell(options_,
+           fmt::format("redlock: {} while waiting for {}; nothing was run",
+                       signal_name(*interrupted_by_), options_.resource),
+           json_event(options_, "interrupted")
+               .string("signal", signal_name(*interrupted_by_))
+               .integer("exit_code", code));
     }
-    co_return exit_code::signal_base + *interrupted_by_;
+    co_return code;
   }
 
   // Empty when COMMAND runs, else the exit code.
@@ -289,13 +295,15 @@ class run_session {
     }
     co_await lease_.async_release(asio::as_tuple(asio::use_awaitable));
     if (!spawned.exec_failed) {
-      say(fmt::format("redlock: cannot start COMMAND: {}", std::strerror(spawned.error)));
-      co_return exit_code::failure;
+      co_return cannot_run(
+          fmt::format("redlock: cannot start COMMAND: {}", std::strerror(spawned.error)),
+          exit_code::failure);
     }
     const bool missing = spawned.error == ENOENT;
-    say(fmt::format("redlock: cannot run \"{}\": {}{}", options_.command.front(),
-                    std::strerror(spawned.error), missing ? " (command not found)" : ""));
-    co_return missing ? exit_code::not_found : exit_code::cannot_execute;
+    co_return cannot_run(
+        fmt::format("redlock: cannot run \"{}\": {}{}", options_.command.front(),
+                    std::strerror(spawned.error), missing ? " (command not found)" : ""),
+        missing ? exit_code::not_found : exit_code::cannot_execute);
   }
 
   asio::awaitable<int> finish() {
@@ -309,29 +317,32 @@ class run_session {
         stopped =
             fmt::format("SIGTERM, then SIGKILL after the {} ms grace,", options_.grace.count());
       }
-      say(fmt::format("redlock: lost the lock on {} while COMMAND ran: {}; COMMAND got {} and {}",
+      co_return report_lost(
+          fmt::format("redlock: lost the lock on {} while COMMAND ran: {}; COMMAND got {} and {}",
                       held_, lost_because_, stopped, ended));
-      co_return exit_code::lock_lost;
     }
     auto [ec] = co_await lease_.async_release(asio::as_tuple(asio::use_awaitable));
     if (ec == error::not_held) {
       // Lost while COMMAND was ending, or unnoticed: it may have run without the lock.
       const std::string why =
           lost_because_.empty() ? one_line(lease_.diagnostics()) : lost_because_;
-      say(fmt::format("redlock: lost the lock on {} before COMMAND ended (COMMAND {}): {}", held_,
-                      ended, why));
-      co_return exit_code::lock_lost;
+      co_return report_lost(fmt::format(
+          "redlock: lost the lock on {} before COMMAND ended (COMMAND {}): {}", held_, ended, why));
     }
+    const int code = exit_code_of(status);
     if (ec) {
-      say(fmt::format(
-          "redlock: warning: releasing {} failed: {}; what is left expires within {} ms", held_,
-          lease_.diagnostics().empty() ? ec.message() : one_line(lease_.diagnostics()),
-          options_.ttl.count()));
+      warn(fmt::format("releasing {} failed: {}; what is left expires within {} ms", held_,
+                       lease_.diagnostics().empty() ? ec.message() : one_line(lease_.diagnostics()),
+                       options_.ttl.count()));
     } else if (!options_.quiet) {
-      say(fmt::format("redlock: released {} after {} ms", held_,
-                      ms_between(acquired_at_, steady_clock::now())));
+      const auto held_ms = ms_between(acquired_at_, steady_clock::now());
+      tell(options_, fmt::format("redlock: released {} after {} ms", held_, held_ms),
+           json_event(options_, "released")
+               .optional_integer("permit", permit())
+               .integer("held_ms", held_ms)
+               .integer("exit_code", code));
     }
-    co_return exit_code_of(status);
+    co_return code;
   }
 
   asio::awaitable<void> watch_signals() {
@@ -399,6 +410,33 @@ class run_session {
     });
   }
 
+  // With --permits, the slot held; "permit" in the JSON objects, null without.
+  std::optional<std::size_t> permit() const {
+    return options_.permits ? std::optional(permit_) : std::nullopt;
+  }
+
+  void warn(std::string_view message) const {
+    tell(options_, fmt::format("redlock: warning: {}", message),
+         json_event(options_, "warning").string("message", message));
+  }
+
+  int cannot_run(std::string_view text, int code) const {
+    tell(options_, text,
+         json_event(options_, "cannot_run")
+             .integer("exit_code", code)
+             .string("message", one_line(text)));
+    return code;
+  }
+
+  int report_lost(std::string_view text) const {
+    tell(options_, text,
+         json_event(options_, "lost")
+             .optional_integer("permit", permit())
+             .integer("exit_code", exit_code::lock_lost)
+             .string("message", one_line(text)));
+    return exit_code::lock_lost;
+  }
+
   // The slot of options_.resource whose key is `key` (a permit lease's resource()).
   std::size_t slot_of(const std::string& key) const {
     const auto slot = detail::slot_of_key(key, detail::permit_queue_key(options_.resource));
@@ -448,33 +486,18 @@ class run_session {
   steady_clock::time_point previous_warning_at_{};
 };
 
+int report_error(const run_options& options, std::string_view message, int code) {
+  tell(options, fmt::format("redlock: {}", message),
+       json_event(options, "error").integer("exit_code", code).string("message", message));
+  return code;
+}
+
 }  // namespace
 
 int run_command(const run_options& options, const inheritance& inherited) {
-  asio::io_context io;
-  std::optional<run_session> session;
-  try {
-    session.emplace(io, options, inherited);
-  } catch (const boost::system::system_error& e) {
-    // The client refuses a node list the URL parser accepted (e.g. an ACL user without password).
-    say(fmt::format("redlock: {}", one_line(e.what())));
-    return e.code() == error::invalid_argument ? exit_code::usage : exit_code::failure;
-  }
-  int code = exit_code::failure;
-  asio::co_spawn(io, session->run(), [&](std::exception_ptr failure, int result) {
-    code = result;
-    if (failure) {
-      try {
-        std::rethrow_exception(failure);
-      } catch (const std::exception& e) {
-        say(fmt::format("redlock: internal error: {}", one_line(e.what())));
-      }
-      code = exit_code::failure;
-    }
-    session->shut_down();
+  return run_to_exit_code<run_session>(options, inherited, [&](std::string_view message, int code) {
+    report_error(options, message, code);
   });
-  io.run();
-  return code;
 }
 
 }  // namespace redlock::cli

@@ -1,5 +1,6 @@
 #include "status_command.hpp"
 
+#include "algo/inspection.hpp"
 #include "exit_codes.hpp"
 #include "messages.hpp"
 #include "net/connection.hpp"
@@ -31,23 +32,6 @@ namespace redlock::cli {
 namespace {
 
 namespace asio = boost::asio;
-
-// Value and PTTL read in one step, so that a key expiring in between cannot show up as held with
-// no time left, or as free with a token.
-constexpr std::string_view read_script =
-    "return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}";
-
-// The same for every slot of a semaphore, all in one step per node, so that one node's lines show
-// one moment: an array with read_script's pair for each key. A key GET refuses (WRONGTYPE) gets
-// its error reply in its place instead of failing the whole read.
-constexpr std::string_view read_slots_script =
-    "local out = {} "
-    "for i, key in ipairs(KEYS) do "
-    "local value = redis.pcall('GET', key) "
-    "if type(value) == 'table' and value.err then out[i] = value "
-    "else out[i] = {value, redis.call('PTTL', key)} end "
-    "end "
-    "return out";
 
 // A connection's failure text starts with the node's address, which our line shows already.
 std::string without_address(std::string_view text, std::string_view address) {
@@ -92,7 +76,8 @@ node_report interpret(const node_config& node, error_code ec, const resp::value&
   return report;
 }
 
-// One node's answer to read_slots_script, as a report per slot. A reply that is not one element per
+// One node's answer to read_holdings_script (the library's async_inspect reads the same way: value
+// and PTTL of every key in one step), as a report per key. A reply that is not one element per
 // slot (an error reply for the whole script, say) is each slot's answer.
 std::vector<node_report> interpret_slots(const node_config& node, error_code ec,
                                          const resp::value& reply, std::size_t slots) {
@@ -171,6 +156,36 @@ std::string describe_connection(const node_config& node, const detail::connectio
   return node.tls.verify_peer ? "tls" : "tls, NOT verified";
 }
 
+// Each key as `status` shows a lock: a line per node, then the verdict on that key. The slots of a
+// semaphore are blocks of those, apart by an empty line, followed by the sum of them. The counts
+// of nodes that could not be asked come last, once.
+void print_text(std::span<const std::vector<node_report>> reports,
+                std::span<const status_verdict> verdicts,
+                const std::optional<semaphore_verdict>& summary) {
+  for (std::size_t k = 0; k < verdicts.size(); ++k) {
+    if (k > 0) fmt::print("\n");
+    for (const auto& report : reports[k])
+      fmt::print("{}\n", format_node_report(report));
+    fmt::print("{}\n", verdicts[k].line);
+  }
+  if (summary) fmt::print("\n{}\n", summary->line);
+  for (const auto& line : summary ? summary->counts : verdicts.front().counts)
+    fmt::print("{}\n", line);
+}
+
+// --json: the same facts in the same order, one object a line; the counts are fields of the
+// verdicts and of the summary.
+void print_json(std::span<const std::vector<node_report>> reports,
+                std::span<const status_verdict> verdicts,
+                const std::optional<semaphore_verdict>& summary) {
+  for (std::size_t k = 0; k < verdicts.size(); ++k) {
+    for (std::size_t i = 0; i < reports[k].size(); ++i)
+      fmt::print("{}\n", json_of(reports[k][i], i, verdicts[k].resource));
+    fmt::print("{}\n", json_of(verdicts[k]));
+  }
+  if (summary) fmt::print("{}\n", json_of(*summary));
+}
+
 }  // namespace
 
 int status_command(const status_options& options) {
@@ -216,20 +231,15 @@ int status_command(const status_options& options) {
   const std::string key_count = std::to_string(keys.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     lock_nodes.push_back(detail::make_lock_node(io.get_executor(), nodes[i], settings, peers, i));
-    std::vector<std::string_view> read = {"EVAL", options.permits ? read_slots_script : read_script,
-                                          key_count};
+    std::vector<std::string_view> read = {"EVAL", detail::read_holdings_script, key_count};
     read.insert(read.end(), keys.begin(), keys.end());
     // Every key of the read is in the first one's hash slot (semaphore_slot_key).
     exec(io.get_executor(), *lock_nodes[i], keys.front(), read, request,
          [&, i](error_code ec, const resp::value& reply) {
            const std::string link = describe_link(*lock_nodes[i], keys.front());
-           if (options.permits) {
-             auto slots = interpret_slots(nodes[i], ec, reply, keys.size());
-             for (std::size_t k = 0; k < keys.size(); ++k)
-               reports[k][i] = std::move(slots[k]);
-           } else {
-             reports[0][i] = interpret(nodes[i], ec, reply);
-           }
+           auto per_key = interpret_slots(nodes[i], ec, reply, keys.size());
+           for (std::size_t k = 0; k < keys.size(); ++k)
+             reports[k][i] = std::move(per_key[k]);
            for (auto& key_reports : reports)
              key_reports[i].link = link;
            answered();
@@ -258,27 +268,19 @@ int status_command(const status_options& options) {
       key_reports[i].subscribers = subscribers[i];
   }
 
-  // Each key as `status` shows a lock: a line per node, then the verdict on that key. The slots of
-  // a semaphore are blocks of those, apart by an empty line, followed by the sum of them.
   std::vector<status_verdict> verdicts;
-  for (std::size_t k = 0; k < keys.size(); ++k) {
-    if (k > 0) fmt::print("\n");
-    for (const auto& report : reports[k])
-      fmt::print("{}\n", format_node_report(report));
+  for (std::size_t k = 0; k < keys.size(); ++k)
     verdicts.push_back(judge_status(keys[k], reports[k]));
-    fmt::print("{}\n", verdicts.back().line);
+  std::optional<semaphore_verdict> summary;
+  if (options.permits) summary = judge_semaphore(options.resource, verdicts);
+  if (options.json) {
+    print_json(reports, verdicts, summary);
+  } else {
+    print_text(reports, verdicts, summary);
   }
-  bool enough_reachable = verdicts.front().enough_reachable;
-  std::vector<std::string> counts = verdicts.front().counts;
-  if (options.permits) {
-    const auto summary = judge_semaphore(options.resource, verdicts);
-    fmt::print("\n{}\n", summary.line);
-    enough_reachable = summary.enough_reachable;
-    counts = summary.counts;
-  }
-  for (const auto& line : counts)
-    fmt::print("{}\n", line);
   std::fflush(stdout);
+  const bool enough_reachable =
+      summary ? summary->enough_reachable : verdicts.front().enough_reachable;
   return enough_reachable ? 0 : exit_code::failure;
 }
 

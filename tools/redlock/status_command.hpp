@@ -5,8 +5,8 @@
 
 namespace redlock::cli {
 
-// `redlock status`: one line per node and a verdict on stdout. Returns 0 when a quorum of nodes
-// answered, else 1. Reads only; never changes a key.
+// `redlock status`: one line per node and a verdict on stdout (with --json, one JSON object for
+// each). Returns 0 when a quorum of nodes answered, else 1. Reads only; never changes a key.
 int status_command(const status_options& options);
 
 }  // namespace redlock::cli
