@@ -53,12 +53,15 @@ struct node_event {
 
 // Receives what the client does, for metrics, tracing or alerts (client_options::observer). Each
 // function is called on the client's executor, after the outcome is decided and before (for
-// acquires, releases and extensions) the caller's handler runs; it must not block. An exception it
-// throws does not disturb the operation: it is rethrown from a handler posted to the client's
-// executor, so it comes out of io_context::run(), as a throwing logger's does. The default
-// implementations do nothing; override what you need. The object is shared by the client and
-// everything it started, and called from its executor only: no locking is needed inside, unless
-// the same observer serves clients on several executors (then it must be thread safe).
+// acquires, releases and extensions) the caller's handler runs. It is called from inside the
+// library's own handlers (a reply being read, a vote being decided), as the logger is, so that an
+// event costs no allocation: it must not block, and must not call the client, a lease or a
+// semaphore directly; post such work to the executor instead. An exception it throws does not
+// disturb the operation: it is rethrown from a handler posted to the client's executor, so it
+// comes out of io_context::run(), as a throwing logger's does. The default implementations do
+// nothing; override what you need. The object is shared by the client and everything it started,
+// and called from its executor only: no locking is needed inside, unless the same observer serves
+// clients on several executors (then it must be thread safe).
 class observer {
  public:
   virtual ~observer() = default;
