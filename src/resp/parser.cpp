@@ -403,8 +403,10 @@ parser::step parser::parse_element(value& out) {
     default: {
       // A sized type: bulk-like ($ = !) or aggregate (* % ~ > |).
       if (line == "?") {
-        return fail(std::string("resp: streamed aggregates are unsupported ('") + type_byte +
-                    "?')");
+        std::string why = "resp: streamed aggregates are unsupported ('";
+        why += type_byte;
+        why += "?')";
+        return fail(std::move(why));
       }
       std::int64_t n = 0;
       switch (parse_int64(line, false, n)) {
