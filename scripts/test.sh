@@ -57,7 +57,7 @@ run_suite() {
   local dir="$1" exclude="$2"
   shift 3
   echo "== configure $dir $*"
-  cmake -S . -B "$dir" -DREDLOCK_WERROR=ON "$@" >/dev/null
+  cmake -S . -B "$dir" -DREDLOCK_WERROR=ON -DREDLOCK_PRECOMPILED_HEADERS=ON "$@" >/dev/null
   echo "== build $dir"
   cmake --build "$dir" -j "$jobs"
   echo "== test $dir"
@@ -81,9 +81,10 @@ if [ "${REDLOCK_SKIP_SANITIZE:-0}" != "1" ]; then
   export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
   # Without the benchmarks: their drivers are not shipped, and the library paths they load are
-  # the suites'. Without cmake.add_subdirectory: it builds the library from source with flags of
-  # its own, never this build's, so the release stage has already run exactly it.
-  run_suite build/sanitize '^cmake\.add_subdirectory$' -- -DCMAKE_BUILD_TYPE=Debug \
+  # the suites'. Without the packaging tests (cmake.*): the release stage has checked the package,
+  # cmake.add_subdirectory builds the library with flags of its own, never this build's, and the
+  # others would only run their small consumer program once more.
+  run_suite build/sanitize '^cmake\.' -- -DCMAKE_BUILD_TYPE=Debug \
     -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DREDLOCK_SANITIZE=address,undefined -DREDLOCK_BUILD_BENCH=OFF
 fi
 
@@ -96,14 +97,17 @@ if [ "${REDLOCK_SKIP_SANITIZE:-0}" != "1" ]; then
   # example. Only what they need is built.
   tsan_dir=build/tsan
   echo "== configure $tsan_dir (ThreadSanitizer)"
-  cmake -S . -B "$tsan_dir" -DREDLOCK_WERROR=ON "${release_flags[@]}" \
-    -DREDLOCK_SANITIZE=thread -DREDLOCK_BUILD_BENCH=OFF -DREDLOCK_BUILD_TOOLS=OFF >/dev/null
+  cmake -S . -B "$tsan_dir" -DREDLOCK_WERROR=ON -DREDLOCK_PRECOMPILED_HEADERS=ON \
+    "${release_flags[@]}" -DREDLOCK_SANITIZE=thread -DREDLOCK_BUILD_BENCH=OFF \
+    -DREDLOCK_BUILD_TOOLS=OFF >/dev/null
   echo "== build $tsan_dir"
-  cmake --build "$tsan_dir" -j "$jobs" --target integration_tests example_06_multithreaded redis_nodes
+  cmake --build "$tsan_dir" -j "$jobs" --target integration_tests_threaded example_06_multithreaded \
+    redis_nodes
   echo "== test $tsan_dir"
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/test/tsan.supp"
   tsan_suites=@threaded:lock:renewal:with_lock_scope:cancellation:completion_tokens:lease:client_shutdown
-  "$tsan_dir/test/integration_tests" --run_test="$tsan_suites" --log_level=message --report_level=short
+  "$tsan_dir/test/integration_tests_threaded" --run_test="$tsan_suites" --log_level=message \
+    --report_level=short
   "$tsan_dir/test/support/redis_nodes" --count 5 --quiet -- "$tsan_dir/examples/06_multithreaded" >/dev/null
 fi
 

@@ -149,7 +149,10 @@ void parser::reset() {
   failed_ = false;
   error_.clear();
   error_message_.clear();
-  if (buffer_.size() > k_shrink_floor) std::string().swap(buffer_);
+  if (buffer_.size() > k_shrink_floor) {
+    buffer_.clear();
+    buffer_.shrink_to_fit();
+  }
 }
 
 parser::step parser::fail(std::string message) {
