@@ -152,6 +152,115 @@ const script& semaphore_acquire_script() {
   return lua;
 }
 
+std::string rw_writer_key(std::string_view name) {
+  return key_in_hash_slot_of(name, ":write");
+}
+
+std::string rw_readers_key(std::string_view name) {
+  return key_in_hash_slot_of(name, ":read");
+}
+
+std::string rw_mark_key(std::string_view name) {
+  return key_in_hash_slot_of(name, ":write-waiting");
+}
+
+// Pieces shared by the read-write scripts. Readers' deadlines are on the node's own clock (TIME),
+// as PX expiries are: a reader's entry counts for as long as a writer's key of the same TTL would
+// live. Scores are whole milliseconds, exact in a double. TIME is allowed before writes: scripts
+// replicate their effects (Redis 7), so replicas get the deadlines, not the clock.
+namespace {
+
+constexpr std::string_view rw_prelude =
+    "local function left(key) "
+    "local ms = redis.pcall('PTTL', key) "
+    "if type(ms) == 'number' then return ms end "
+    "return false end "
+    "local function now_ms() "
+    "local clock = redis.call('TIME') "
+    "return tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) end "
+    // The readers' set expires with its last live entry; ZREMRANGEBYSCORE leaves no empty set.
+    "local function keep_readers(key) "
+    "local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES') "
+    "if last[2] then redis.call('PEXPIREAT', key, last[2]) end "
+    "return last end "
+    "local function announce(channel, shard, message) "
+    "if channel and channel ~= '' then "
+    "redis.pcall(shard == 'shard' and 'SPUBLISH' or 'PUBLISH', channel, message) end end ";
+
+std::string rw_script_source(std::string_view body) {
+  return fmt::format("{}{}", rw_prelude, body);
+}
+
+}  // namespace
+
+const script& rw_read_acquire_script() {
+  static const script lua(rw_script_source(
+      "if redis.call('EXISTS', KEYS[1]) == 1 then return left(KEYS[1]) end "
+      "if redis.call('EXISTS', KEYS[3]) == 1 then return left(KEYS[3]) end "
+      "local now = now_ms() "
+      "redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now) "
+      "redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1]) "
+      "keep_readers(KEYS[2]) "
+      "if ARGV[3] == '1' then return {tonumber(redis.call('GET', KEYS[4]) or '0')} end "
+      "return redis.status_reply('OK')"));
+  return lua;
+}
+
+const script& rw_write_acquire_script() {
+  static const script lua(
+      rw_script_source("if redis.call('EXISTS', KEYS[1]) == 1 then return left(KEYS[1]) end "
+                       "local mark = redis.call('GET', KEYS[3]) "
+                       "if mark and mark ~= ARGV[1] then return left(KEYS[3]) end "
+                       "local now = now_ms() "
+                       "redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now) "
+                       "local last = keep_readers(KEYS[2]) "
+                       "if last[2] then "
+                       "redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2]) "
+                       "return {'readers', tonumber(last[2]) - now} end "
+                       "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) "
+                       "if mark then redis.call('DEL', KEYS[3]) end "
+                       "if ARGV[3] == '1' then return {redis.call('INCR', KEYS[4])} end "
+                       "return redis.status_reply('OK')"));
+  return lua;
+}
+
+const script& rw_read_extend_script() {
+  static const script lua(
+      rw_script_source("local deadline = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]) or '0') "
+                       "local now = now_ms() "
+                       "if deadline <= now then "
+                       "redis.call('ZREM', KEYS[1], ARGV[1]) "
+                       "return 0 end "
+                       "redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1]) "
+                       "keep_readers(KEYS[1]) "
+                       "return 1"));
+  return lua;
+}
+
+const script& rw_read_release_script() {
+  static const script lua(
+      rw_script_source("local deadline = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]) or '0') "
+                       "if deadline == 0 then return 0 end "
+                       "redis.call('ZREM', KEYS[1], ARGV[1]) "
+                       "local now = now_ms() "
+                       "if redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf') == 0 then "
+                       "announce(ARGV[2], ARGV[3], ARGV[4]) end "
+                       "if deadline <= now then return 0 end "
+                       "return 1"));
+  return lua;
+}
+
+const script& rw_write_release_script() {
+  static const script lua(rw_script_source(
+      "local deleted = 0 "
+      "if redis.call('GET', KEYS[1]) == ARGV[1] then deleted = redis.call('DEL', KEYS[1]) end "
+      "local unmarked = 0 "
+      "if redis.call('GET', KEYS[2]) == ARGV[1] then unmarked = redis.call('DEL', KEYS[2]) end "
+      "if deleted + unmarked > 0 then announce(ARGV[2], ARGV[3], ARGV[4]) end "
+      "return deleted"));
+  return lua;
+}
+
 // The second key, when given, is never created, shortened, or given an expiry it did not have.
 const script& extend_script() {
   static const script lua(

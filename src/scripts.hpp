@@ -88,6 +88,52 @@ const script& semaphore_acquire_script();
 // The most a refusal of semaphore_acquire_script takes per slot: "-9223372036854775808,".
 inline constexpr std::size_t semaphore_refusal_bytes_per_permit = 21;
 
+// A read-write lock `name` keeps three keys on each node, in the hash slot of `name`:
+//  - the writer's key, `name` + ":write": the writing lease's token, with its TTL;
+//  - the readers' key, `name` + ":read": a sorted set of the reading leases' tokens, each scored
+//    by its own deadline in milliseconds of the node's clock (TIME), the set itself expiring at
+//    the latest deadline; entries past their deadline count for nothing and are removed by the
+//    next script that looks;
+//  - the waiting writer's mark, `name` + ":write-waiting": the token of a writer that found live
+//    readers, with the writer's TTL. New readers are refused while it lives, so that a stream of
+//    readers cannot keep a writer out forever; its writer renews it with every round.
+std::string rw_writer_key(std::string_view name);
+std::string rw_readers_key(std::string_view name);
+std::string rw_mark_key(std::string_view name);
+
+// rw_read_acquire: a reader is granted when there is no writer and no waiting writer's mark: its
+// token is added to the readers with the deadline now + ttl. Answered OK, or with fencing {the
+// counter as it is} (0 when no writer has had a token yet; a reader takes none of its own). A
+// refusal is the PTTL of the writer's key, or else of the mark (nil when it could not be read).
+// rw_write_acquire: a writer is granted when there is no writer, no live reader and no other
+// writer's mark: the writer's key is set, its own mark deleted. Answered OK, or with fencing
+// {the counter after its increment}. A refusal by another writer's key or mark is its PTTL (or
+// nil); a refusal by live readers sets (or renews) this writer's mark with its TTL and is
+// answered {"readers", ms until the last reader's deadline}.
+// Both: KEYS = writer's key, readers' key, mark, then with fencing the counter
+// (fencing_counter_key(name)); ARGV[1] = token, ARGV[2] = ttl in milliseconds, ARGV[3] = "1" with
+// fencing.
+const script& rw_read_acquire_script();
+const script& rw_write_acquire_script();
+
+// rw_read_extend: while the reader's entry is live, moves its deadline to now + ttl (the set
+// living at least as long) and returns 1; else returns 0, removing an entry past its deadline.
+// KEYS[1] = readers' key, ARGV[1] = token, ARGV[2] = ttl in milliseconds.
+const script& rw_read_extend_script();
+
+// rw_read_release: removes the reader's entry; returns 1 when it was live, 0 when it was gone or
+// past its deadline. When no live reader is left, ARGV[2] (if not empty) is the channel the
+// release is announced on, with ARGV[4] as the message (PUBLISH, or SPUBLISH when ARGV[3] is
+// "shard"): a waiting writer may now win. KEYS[1] = readers' key, ARGV[1] = token.
+const script& rw_read_release_script();
+
+// rw_write_release: deletes the writer's key if it holds the token, and the mark if it holds the
+// token (a waiting writer that gives up, or a failed round's cleanup); returns 1 when the
+// writer's key was deleted, else 0. Announced as by rw_read_release when anything was deleted.
+// KEYS[1] = writer's key, KEYS[2] = mark, ARGV as rw_read_release. A writer extends its key with
+// extend_script.
+const script& rw_write_release_script();
+
 // Sets up a connection's handshake as a client's: loads the scripts, and checks that the ACL user
 // may run every command the lock sends (connection_options::permission_probes), so that a node
 // that could grant a lock but not release it fails at connect with error::permission_denied.

@@ -10,18 +10,30 @@ namespace redlock::detail {
 
 namespace {
 
-// The fencing counter a grant carries, if any: {counter} from fenced_acquire_script, the counter
-// itself from semaphore_acquire_script with fencing.
+// The fencing counter a grant carries, if any: {counter} from fenced_acquire_script and the
+// read-write scripts, the counter itself from semaphore_acquire_script with fencing. Only a
+// reader's may be 0: it takes no token, and no writer may have taken one yet.
 std::optional<std::uint64_t> granted_counter(const resp::value& reply, set_form form) {
   const resp::value* counter = &reply;
-  if (form == set_form::fenced) {
+  if (form == set_form::fenced || form == set_form::fenced_read || form == set_form::fenced_write) {
     if (reply.kind != resp::type::array || reply.elements.size() != 1) return std::nullopt;
     counter = &reply.elements.front();
   } else if (form != set_form::fenced_slot) {
     return std::nullopt;
   }
-  if (counter->kind != resp::type::integer || counter->integer < 1) return std::nullopt;
+  const long long lowest = form == set_form::fenced_read ? 0 : 1;
+  if (counter->kind != resp::type::integer || counter->integer < lowest) return std::nullopt;
   return static_cast<std::uint64_t>(counter->integer);
+}
+
+// A writer's refusal by live readers: {"readers", ms until the last one's deadline}; empty for
+// any other reply.
+std::optional<long long> readers_left(const resp::value& reply) {
+  if (reply.kind != resp::type::array || reply.elements.size() != 2 ||
+      reply.elements[0].text != "readers" || reply.elements[1].kind != resp::type::integer) {
+    return std::nullopt;
+  }
+  return reply.elements[1].integer;
 }
 
 // A semaphore round's refusal: the PTTL reply of every slot on that node, or empty when `reply`
@@ -79,8 +91,22 @@ set_answer read_set_reply(boost::system::error_code ec, const resp::value& reply
       break;
     case set_form::asking_ttl:
     case set_form::fenced:
-      if (form == set_form::fenced) answer.counter = granted_counter(reply, form);
-      if (granted(form == set_form::asking_ttl ? ok : answer.counter.has_value())) return answer;
+    case set_form::read:
+    case set_form::fenced_read:
+    case set_form::write:
+    case set_form::fenced_write: {
+      const bool counted = form == set_form::fenced || form == set_form::fenced_read ||
+                           form == set_form::fenced_write;
+      if (counted) answer.counter = granted_counter(reply, form);
+      if (granted(counted ? answer.counter.has_value() : ok)) return answer;
+      if (form == set_form::write || form == set_form::fenced_write) {
+        if (const auto left = readers_left(reply)) {
+          answer.what = node_answer::kind::no;
+          answer.holder_pttl = *left;
+          answer.marked = true;
+          return answer;
+        }
+      }
       // The holder's PTTL, or nil when it could not be read.
       if (reply.is_null() || reply.kind == resp::type::integer) {
         answer.what = node_answer::kind::no;
@@ -88,6 +114,7 @@ set_answer read_set_reply(boost::system::error_code ec, const resp::value& reply
         return answer;
       }
       break;
+    }
     case set_form::slot:
     case set_form::fenced_slot:
       if (form == set_form::fenced_slot) answer.counter = granted_counter(reply, form);

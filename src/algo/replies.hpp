@@ -26,6 +26,11 @@ enum class set_form : std::uint8_t {
   fenced,       // fenced_acquire_script: {counter}, or the holder's PTTL (or nil)
   slot,         // semaphore_acquire_script: OK, or every slot's PTTL
   fenced_slot,  // the same with fencing: the counter, or every slot's PTTL
+  // A read-write lock's (rw_read_acquire_script, rw_write_acquire_script in scripts.hpp):
+  read,          // a reader's: OK, or the writer's or waiting writer's PTTL (or nil)
+  fenced_read,   // the same with fencing: {the counter as it is, 0 or more}, or the PTTL
+  write,         // a writer's: OK, the PTTL (or nil), or {"readers", ms} with its mark set
+  fenced_write,  // the same with fencing: {the counter after its increment}, or a refusal
 };
 
 inline bool is_slot_form(set_form form) noexcept {
@@ -42,8 +47,12 @@ struct set_answer {
   std::optional<long long> holder_pttl;
   // Refused by a slot form: every slot's PTTL, slot 0 first.
   std::vector<long long> slot_ttls;
-  // Granted by a fenced form: the node's fencing counter after its increment (>= 1).
+  // Granted by a fenced form: the node's fencing counter after its increment (>= 1); by
+  // fenced_read, the counter as the reader found it (0 when no writer has had a token).
   std::optional<std::uint64_t> counter;
+  // Refused by a write form because readers still hold the lock there: the node now carries this
+  // writer's mark, which keeps new readers out (holder_pttl: until the last reader's deadline).
+  bool marked = false;
   // Failed by a slot form because the node records another number of permits for the semaphore:
   // that number.
   std::optional<std::size_t> recorded_permits;

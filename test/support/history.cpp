@@ -113,10 +113,12 @@ constexpr std::string_view line_tag = "lock-event/1";
 
 }  // namespace
 
+constexpr std::string_view shared_field = "shared";
+
 std::string event::to_line() const {
-  return fmt::format("{} {} {} {} {} {} {} {} {} {}", line_tag, encode(process), encode(resource),
-                     encode(token), to_string(kind), to_string(result), invoke, complete,
-                     valid_until, ttl);
+  return fmt::format("{} {} {} {} {} {} {} {} {} {}{}{}", line_tag, encode(process),
+                     encode(resource), encode(token), to_string(kind), to_string(result), invoke,
+                     complete, valid_until, ttl, shared ? " " : "", shared ? shared_field : "");
 }
 
 event event::from_line(std::string_view line) {
@@ -127,9 +129,14 @@ event event::from_line(std::string_view line) {
     if (space == std::string_view::npos) break;
     line.remove_prefix(space + 1);
   }
-  if (fields.size() != 10 || fields[0] != line_tag) {
+  if (fields.size() < 10 || fields.size() > 11 || fields[0] != line_tag) {
     throw std::invalid_argument(
-        fmt::format("history: expected '{}' and 9 fields, got {} fields", line_tag, fields.size()));
+        fmt::format("history: expected '{}' and 9 fields (10 for a shared lease), got {} fields",
+                    line_tag, fields.size()));
+  }
+  if (fields.size() == 11 && fields[10] != shared_field) {
+    throw std::invalid_argument(
+        fmt::format("history: the eleventh field is '{}', not '{}'", fields[10], shared_field));
   }
   static constexpr op_kind kinds[] = {op_kind::acquire, op_kind::extend, op_kind::release,
                                       op_kind::lost};
@@ -144,6 +151,7 @@ event event::from_line(std::string_view line) {
   e.complete = number(fields[7], "complete");
   e.valid_until = number(fields[8], "valid_until");
   e.ttl = number(fields[9], "ttl");
+  e.shared = fields.size() == 11;
   return e;
 }
 
@@ -180,10 +188,12 @@ std::vector<hold> holds_of(const std::vector<event>& events) {
   for (const auto& e : events) {
     if (e.kind != op_kind::acquire) continue;
     if (e.result == op_result::unknown) {
-      result.push_back({e.process, e.resource, e.token, e.invoke, e.invoke + e.ttl, true});
+      result.push_back(
+          {e.process, e.resource, e.token, e.invoke, e.invoke + e.ttl, true, e.shared});
     } else if (e.result == op_result::ok) {
       by_lease[{e.resource, e.token}] = result.size();
-      result.push_back({e.process, e.resource, e.token, e.complete, e.valid_until, false});
+      result.push_back(
+          {e.process, e.resource, e.token, e.complete, e.valid_until, false, e.shared});
     }
   }
 
@@ -229,7 +239,7 @@ std::vector<hold> holds_of(const std::vector<event>& events) {
 }
 
 std::string describe_hold(const hold& h) {
-  return fmt::format("{} [{}{}]", h.process, h.token.substr(0, 8),
+  return fmt::format("{} [{}{}{}]", h.process, h.token.substr(0, 8), h.shared ? ", reader" : "",
                      h.maybe ? ", unknown outcome" : "");
 }
 
@@ -251,11 +261,23 @@ lease_key key_of(const std::vector<hold>& holds, std::size_t i) {
   return {h.resource, h.token, h.maybe, 0};
 }
 
+// What a group allows at one instant, given how many distinct leases hold it: of them, how many
+// are not shared (writers, or plain leases) and how many are shared (readers).
+struct holder_rule {
+  std::size_t limit = 1;         // at most this many leases at once
+  bool readers_writers = false;  // instead: readers together, or one writer alone
+
+  bool too_many(std::size_t exclusive, std::size_t shared) const {
+    if (readers_writers) return exclusive > 1 || (exclusive == 1 && shared > 0);
+    return exclusive + shared > limit;
+  }
+};
+
 // The holds of one group, swept in time. Each hold is cut short by epsilon, [begin, end -
 // epsilon): several holds then share an instant exactly when all of them overlapped by more than
 // epsilon (intervals on a line meet in a common point when every two of them meet).
 void sweep_group(const std::vector<hold>& holds, const std::vector<std::size_t>& members,
-                 const std::string& group, std::size_t limit, mono_ns epsilon,
+                 const std::string& group, const holder_rule& rule, mono_ns epsilon,
                  check_result& result) {
   struct edge {
     mono_ns at;
@@ -275,8 +297,9 @@ void sweep_group(const std::vector<hold>& holds, const std::vector<std::size_t>&
 
   std::map<lease_key, std::size_t> active;  // lease -> how many of its holds are active
   std::vector<std::size_t> active_holds;
-  std::size_t certain = 0;  // distinct leases among the active holds
-  std::size_t all = 0;
+  // Distinct leases among the active holds, [shared]: certain ones, and all (maybe ones too).
+  std::size_t certain[2] = {0, 0};
+  std::size_t all[2] = {0, 0};
   enum class state { fine, ambiguous, violated };
   state now = state::fine;
   overlap open;
@@ -305,24 +328,24 @@ void sweep_group(const std::vector<hold>& holds, const std::vector<std::size_t>&
       const lease_key key = key_of(holds, i);
       if (edges[e].begins) {
         if (active[key]++ == 0) {
-          ++all;
-          if (!holds[i].maybe) ++certain;
+          ++all[holds[i].shared];
+          if (!holds[i].maybe) ++certain[holds[i].shared];
         }
         active_holds.push_back(i);
         if (now != state::fine) add_holder(i);
       } else {
         if (--active[key] == 0) {
           active.erase(key);
-          --all;
-          if (!holds[i].maybe) --certain;
+          --all[holds[i].shared];
+          if (!holds[i].maybe) --certain[holds[i].shared];
         }
         active_holds.erase(std::find(active_holds.begin(), active_holds.end(), i));
       }
     }
     state next = state::fine;
-    if (certain > limit) {
+    if (rule.too_many(certain[0], certain[1])) {
       next = state::violated;
-    } else if (all > limit && certain > 0) {
+    } else if (rule.too_many(all[0], all[1]) && certain[0] + certain[1] > 0) {
       next = state::ambiguous;
     }
     if (next == now) continue;
@@ -330,7 +353,8 @@ void sweep_group(const std::vector<hold>& holds, const std::vector<std::size_t>&
     now = next;
     if (now == state::fine) continue;
     open.group = group;
-    open.limit = limit;
+    open.limit = rule.limit;
+    open.readers_writers = rule.readers_writers;
     open.from = at;
     for (const std::size_t i : active_holds)
       add_holder(i);
@@ -347,7 +371,9 @@ std::string describe_overlap(const overlap& o, mono_ns origin) {
     if (!one_resource) who += fmt::format(" on \"{}\"", o.holders[i].resource);
   }
   const std::string how = o.holders.size() == 2 ? "both held" : "all held";
-  const std::string limit = o.limit == 1 ? "" : fmt::format(" at once (at most {})", o.limit);
+  const std::string limit = o.readers_writers ? " (a writer with anyone)"
+                            : o.limit == 1    ? ""
+                                              : fmt::format(" at once (at most {})", o.limit);
   return fmt::format("{} {} \"{}\"{} for {:.3f} ms from {:+.3f} ms", who, how, o.group, limit,
                      static_cast<double>(o.by) / 1e6, static_cast<double>(o.from - origin) / 1e6);
 }
@@ -368,8 +394,10 @@ std::string semaphore_of_slot(std::string_view resource) {
   return std::string(numbered ? resource.substr(0, at) : resource);
 }
 
-check_result check_at_most(const std::vector<event>& events, const group_of_fn& group_of,
-                           std::size_t limit, std::chrono::nanoseconds epsilon) {
+namespace {
+
+check_result check_holders(const std::vector<event>& events, const group_of_fn& group_of,
+                           const holder_rule& rule, std::chrono::nanoseconds epsilon) {
   check_result result;
   result.holds = holds_of(events);
   if (!events.empty()) {
@@ -382,8 +410,20 @@ check_result check_at_most(const std::vector<event>& events, const group_of_fn& 
   for (std::size_t i = 0; i < result.holds.size(); ++i)
     groups[group_of(result.holds[i].resource)].push_back(i);
   for (const auto& [group, members] : groups)
-    sweep_group(result.holds, members, group, limit, epsilon.count(), result);
+    sweep_group(result.holds, members, group, rule, epsilon.count(), result);
   return result;
+}
+
+}  // namespace
+
+check_result check_at_most(const std::vector<event>& events, const group_of_fn& group_of,
+                           std::size_t limit, std::chrono::nanoseconds epsilon) {
+  return check_holders(events, group_of, holder_rule{limit, false}, epsilon);
+}
+
+check_result check_readers_writers(const std::vector<event>& events,
+                                   std::chrono::nanoseconds epsilon) {
+  return check_holders(events, each_resource, holder_rule{1, true}, epsilon);
 }
 
 check_result check_mutual_exclusion(const std::vector<event>& events,

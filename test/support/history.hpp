@@ -42,8 +42,12 @@ struct event {
   mono_ns complete = 0;     // when its completion ran (equal to invoke for `lost`)
   mono_ns valid_until = 0;  // acquire ok, extend (any result): the lease's validity afterwards
   mono_ns ttl = 0;          // acquire: the requested TTL, for unknown outcomes
+  // A reader's lease of a read-write lock, which may overlap other readers' (never a writer's);
+  // false for every other lease. Set on each event of the lease.
+  bool shared = false;
 
-  // One line of text, and back; used to merge the histories of several processes.
+  // One line of text, and back; used to merge the histories of several processes. A shared
+  // lease's lines have an eleventh field, "shared".
   std::string to_line() const;
   static event from_line(std::string_view line);  // throws std::invalid_argument naming the field
 };
@@ -75,14 +79,17 @@ struct hold {
   mono_ns begin = 0;
   mono_ns end = 0;
   bool maybe = false;
+  bool shared = false;  // a reader's (event::shared)
 };
 
 // More holds than allowed at once. Every hold in `holders` believed it held a resource of `group`
 // at some moment of [from, from + by], and at every moment of it more than `limit` of them did
-// (for a violation: more than `limit` certain holds, each of another lease).
+// (for a violation: more than `limit` certain holds, each of another lease); for the
+// readers-writers check, a writer and anyone else did (`readers_writers`).
 struct overlap {
   std::string group;
   std::size_t limit = 1;
+  bool readers_writers = false;
   std::vector<hold> holders;  // in the order they began
   mono_ns from = 0;
   mono_ns by = 0;  // nanoseconds the group had more than `limit` holders
@@ -126,6 +133,12 @@ std::string semaphore_of_slot(std::string_view resource);
 check_result check_at_most(const std::vector<event>& events, const group_of_fn& group_of,
                            std::size_t limit,
                            std::chrono::nanoseconds epsilon = std::chrono::milliseconds(5));
+
+// The readers-writers check: per resource, any number of shared holds (readers) at once, but a
+// hold that is not shared (a writer) overlaps no other lease's hold, shared or not, by more than
+// `epsilon`. Maybe-holds make an overlap ambiguous as in check_at_most.
+check_result check_readers_writers(const std::vector<event>& events,
+                                   std::chrono::nanoseconds epsilon = std::chrono::milliseconds(5));
 
 // The mutual-exclusion check: check_at_most with one holder per resource.
 check_result check_mutual_exclusion(

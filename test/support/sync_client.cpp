@@ -76,6 +76,17 @@ resp::value sync_client::command(std::span<const std::string_view> args) {
   if (ec) fail(name, fmt::format("write: {}", ec.message()));
 
   // One request at a time, so the first complete reply is the answer to this request.
+  return read_reply(name, deadline);
+}
+
+resp::value sync_client::next_reply() {
+  if (!socket_.is_open()) fail("next_reply", "not connected (an earlier call failed)");
+  return read_reply("next_reply", clock::now() + timeout_);
+}
+
+resp::value sync_client::read_reply(const std::string& name, clock::time_point deadline) {
+  bool done = false;
+  boost::system::error_code ec;
   for (;;) {
     boost::system::error_code parse_ec;
     if (auto reply = parser_.next(parse_ec)) return std::move(*reply);

@@ -31,10 +31,16 @@ class sync_client {
     return command(std::span<const std::string_view>(args.begin(), args.size()));
   }
 
+  // The next reply, sending nothing: for a connection in subscribed mode, whose messages come
+  // without a request (a command's reply after them is read by a later call).
+  resp::value next_reply();
+
  private:
   using clock = std::chrono::steady_clock;
 
   void connect();
+  // Reads one complete reply; `name` is what a failure names.
+  resp::value read_reply(const std::string& name, clock::time_point deadline);
   // Runs the io_context until `done` is set by a handler. At the deadline it closes the socket,
   // drains the aborted handler (it refers to the caller's locals) and throws.
   void wait(const bool& done, clock::time_point deadline, std::string_view what);

@@ -78,6 +78,12 @@ rt::event on(std::string resource, rt::event e) {
   return e;
 }
 
+// The same event as a reader's (a shared lease of a read-write lock).
+rt::event reading(rt::event e) {
+  e.shared = true;
+  return e;
+}
+
 // The slot keys of a semaphore "{s}", as the library names them.
 std::string slot(int i) {
   return "{s}:slot:" + std::to_string(i);
@@ -365,6 +371,97 @@ BOOST_AUTO_TEST_CASE(slot_keys_map_to_their_semaphore) {
   BOOST_TEST(rt::semaphore_of_slot("jobs:slot:") == "jobs:slot:");
   BOOST_TEST(rt::semaphore_of_slot("jobs:slot:1a") == "jobs:slot:1a");
   BOOST_TEST(rt::each_resource("{jobs}:slot:0") == "{jobs}:slot:0");
+}
+
+// Readers and writers: readers together, a writer alone.
+
+BOOST_AUTO_TEST_CASE(readers_together_are_fine) {
+  const std::vector<rt::event> events = {
+      reading(acquired("a", "t1", 0, 0, 100 * ms)),
+      reading(acquired("b", "t2", 0, 10 * ms, 110 * ms)),
+      reading(acquired("c", "t3", 0, 20 * ms, 120 * ms)),
+      acquired("w", "t4", 0, 130 * ms, 200 * ms),  // after every reader
+  };
+  const auto result = rt::check_readers_writers(events);
+  BOOST_TEST(result.ok(), result.describe());
+  BOOST_TEST(result.ambiguous.empty());
+  // The same holds as leases of a mutex overlap.
+  BOOST_TEST(!rt::check_mutual_exclusion(events).ok());
+}
+
+BOOST_AUTO_TEST_CASE(a_writer_overlapping_a_reader_is_a_violation) {
+  const std::vector<rt::event> events = {
+      reading(acquired("a", "t1", 0, 0, 100 * ms)),
+      reading(acquired("b", "t2", 0, 10 * ms, 110 * ms)),
+      acquired("w", "t3", 0, 80 * ms, 200 * ms),  // while a and b still read
+      reading(released("a", "t1", 90 * ms)),
+  };
+  const auto result = rt::check_readers_writers(events, 0ms);
+  BOOST_TEST_REQUIRE(result.violations.size() == 1u, result.describe());
+  const auto& v = result.violations[0];
+  BOOST_TEST(v.readers_writers);
+  BOOST_TEST(v.holders.size() == 3u);
+  BOOST_TEST(v.from == 80 * ms);
+  BOOST_TEST(v.by == 30 * ms);  // until b's validity ended, 20 ms after a's release
+  const std::string text = result.describe();
+  BOOST_TEST(text.find("a [t1, reader], b [t2, reader] and w [t3] all held \"r\" (a writer "
+                       "with anyone) for 30.000 ms from +80.000 ms") != std::string::npos,
+             text);
+}
+
+BOOST_AUTO_TEST_CASE(two_writers_at_once_are_a_violation) {
+  const std::vector<rt::event> events = {
+      acquired("v", "t1", 0, 0, 100 * ms),
+      acquired("w", "t2", 0, 60 * ms, 200 * ms),
+  };
+  const auto result = rt::check_readers_writers(events, 0ms);
+  BOOST_REQUIRE(result.violations.size() == 1u);
+  BOOST_TEST(result.violations[0].by == 40 * ms);
+}
+
+BOOST_AUTO_TEST_CASE(a_writer_with_an_unknown_reader_is_ambiguous) {
+  const std::vector<rt::event> events = {
+      reading(acquire_unknown("a", 0, 100 * ms)),
+      acquired("w", "t2", 0, 20 * ms, 120 * ms),
+  };
+  const auto result = rt::check_readers_writers(events);
+  BOOST_TEST(result.ok(), result.describe());
+  BOOST_REQUIRE(result.ambiguous.size() == 1u);
+  BOOST_TEST(result.ambiguous[0].holders.size() == 2u);
+  // A certain reader with an unknown one is fine: readers may share.
+  const std::vector<rt::event> readers = {
+      reading(acquire_unknown("a", 0, 100 * ms)),
+      reading(acquired("b", "t2", 0, 20 * ms, 120 * ms)),
+  };
+  const auto shared = rt::check_readers_writers(readers);
+  BOOST_TEST(shared.ok());
+  BOOST_TEST(shared.ambiguous.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_readers_extension_and_loss_move_its_end) {
+  std::vector<rt::event> events = {
+      reading(acquired("a", "t1", 0, 0, 100 * ms)),
+      reading(extended("a", "t1", 50 * ms, 200 * ms)),
+      acquired("w", "t2", 0, 150 * ms, 300 * ms),
+  };
+  BOOST_TEST(!rt::check_readers_writers(events).ok());
+  events.push_back(reading(lost("a", "t1", 120 * ms)));
+  BOOST_TEST(rt::check_readers_writers(events).ok());
+}
+
+BOOST_AUTO_TEST_CASE(a_shared_lease_survives_the_text_form) {
+  const auto line = reading(acquired("p1/c0", "t1", 1, 2, 3)).to_line();
+  BOOST_TEST(line.ends_with(" shared"), line);
+  const auto back = rt::event::from_line(line);
+  BOOST_TEST(back.shared);
+  BOOST_TEST(back.valid_until == 3);
+  BOOST_TEST(!rt::event::from_line(acquired("p", "t", 1, 2, 3).to_line()).shared);
+  try {
+    (void)rt::event::from_line("lock-event/1 p r t acquire ok 1 2 3 4 public");
+    BOOST_ERROR("an eleventh field that is not \"shared\" was accepted");
+  } catch (const std::invalid_argument& e) {
+    BOOST_TEST(std::string(e.what()).find("'public'") != std::string::npos, e.what());
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -33,8 +33,9 @@ constexpr auto yes = node_answer::kind::yes;
 constexpr auto no = node_answer::kind::no;
 constexpr auto failed = node_answer::kind::failed;
 
-const set_form all_forms[] = {set_form::plain, set_form::asking_ttl, set_form::fenced,
-                              set_form::slot, set_form::fenced_slot};
+const set_form all_forms[] = {set_form::plain,       set_form::asking_ttl,  set_form::fenced,
+                              set_form::slot,        set_form::fenced_slot, set_form::read,
+                              set_form::fenced_read, set_form::write,       set_form::fenced_write};
 
 }  // namespace
 
@@ -64,6 +65,21 @@ BOOST_AUTO_TEST_CASE(each_form_grants_only_on_the_reply_its_request_gives) {
       {set_form::fenced_slot, integer(3), yes},
       {set_form::fenced_slot, simple("OK"), failed},
       {set_form::fenced_slot, bulk("7"), no},
+      {set_form::read, simple("OK"), yes},
+      {set_form::read, integer(250), no},
+      {set_form::read, nil, no},
+      {set_form::read, array({bulk("readers"), integer(5)}), failed},  // a writer's refusal
+      {set_form::fenced_read, array({integer(0)}), yes},  // no writer has had a token yet
+      {set_form::fenced_read, array({integer(7)}), yes},
+      {set_form::fenced_read, simple("OK"), failed},
+      {set_form::write, simple("OK"), yes},
+      {set_form::write, integer(250), no},
+      {set_form::write, array({bulk("readers"), integer(900)}), no},
+      {set_form::write, array({bulk("readers"), bulk("900")}), failed},
+      {set_form::write, array({bulk("writers"), integer(900)}), failed},
+      {set_form::fenced_write, array({integer(3)}), yes},
+      {set_form::fenced_write, array({integer(0)}), failed},  // a writer's token is 1 or more
+      {set_form::fenced_write, array({bulk("readers"), integer(900)}), no},
   };
   for (const auto& r : rows) {
     BOOST_TEST_CONTEXT("form " << static_cast<int>(r.form) << ", reply "
@@ -108,6 +124,23 @@ BOOST_AUTO_TEST_CASE(a_fenced_grant_carries_its_counter) {
   BOOST_TEST((rd::read_set_reply({}, integer(9), set_form::fenced_slot).counter == 9u));
   BOOST_TEST(!rd::read_set_reply({}, simple("OK"), set_form::slot).counter.has_value());
   BOOST_TEST(!rd::read_set_reply({}, integer(250), set_form::fenced).counter.has_value());
+}
+
+// A writer refused by readers holds its mark on that node; refused by another writer's key or
+// mark it holds nothing there.
+BOOST_AUTO_TEST_CASE(a_writers_refusal_by_readers_says_that_it_marked_the_node) {
+  for (auto form : {set_form::write, set_form::fenced_write}) {
+    BOOST_TEST_CONTEXT("form " << static_cast<int>(form)) {
+      const auto by_readers = rd::read_set_reply({}, array({bulk("readers"), integer(900)}), form);
+      BOOST_TEST(by_readers.marked);
+      BOOST_TEST((by_readers.holder_pttl == 900));
+      const auto by_writer = rd::read_set_reply({}, integer(400), form);
+      BOOST_TEST(!by_writer.marked);
+      BOOST_TEST((by_writer.holder_pttl == 400));
+    }
+  }
+  BOOST_TEST(!rd::read_set_reply({}, integer(400), set_form::read).marked);
+  BOOST_TEST((rd::read_set_reply({}, array({integer(5)}), set_form::fenced_read).counter == 5u));
 }
 
 BOOST_AUTO_TEST_CASE(a_slot_round_names_a_disagreeing_permits_record) {
