@@ -6,6 +6,7 @@
 #include "ops/inspect.hpp"
 #include "ops/ping.hpp"
 #include "ops/vote.hpp"
+#include "redlock/rw_lock.hpp"
 #include "redlock/semaphore.hpp"
 
 namespace redlock::detail {
@@ -23,6 +24,13 @@ void initiate_acquire_permit(const std::shared_ptr<client_impl>& client, std::st
                              caller_handler<acquire_signature> caller) {
   start_acquire_permit(client->space(), std::move(name), permits, options, single_round,
                        std::move(caller));
+}
+
+void initiate_acquire_rw(const std::shared_ptr<client_impl>& client, std::string name, bool write,
+                         const lock_options& options, bool single_round,
+                         caller_handler<acquire_signature> caller) {
+  start_acquire_rw(client->space(), std::move(name), write, options, single_round,
+                   std::move(caller));
 }
 
 void initiate_inspect(const std::shared_ptr<client_impl>& client, std::string resource,

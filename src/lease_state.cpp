@@ -77,7 +77,7 @@ local_queues::lease_release lease_state::release_on_nodes(const std::vector<bool
       if (const auto owner = weak.lock()) owner->queues().key_gone_on_node(node, key);
     };
   }
-  space->nodes().release_best_effort(resource, token, how.channel, validity.longest_ttl(), only,
+  space->nodes().release_best_effort(held(), token, how.channel, validity.longest_ttl(), only,
                                      std::move(on_gone));
   return how;
 }

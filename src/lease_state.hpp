@@ -38,6 +38,13 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
 
   std::shared_ptr<lock_space> space;
   std::string resource;
+  // What the lease holds on every node (hold.hpp); `resource` is the key its acquire set.
+  hold_kind kind = hold_kind::lock;
+  // A read-write lock's: a writer's mark key and mark id, and the lock's queue key (rw_queue_key),
+  // which its release announcements say and under which its local queue is kept.
+  std::string mark_key;
+  std::string mark_id;
+  std::string queue_key;
   // What observer events name, when not `resource`: a semaphore permit's semaphore.
   std::string observed_name;
   std::string token;
@@ -90,6 +97,11 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
                  boost::system::error_code ec) const;
   // The keys an extension uses, quoted, for messages.
   std::string keys() const;
+  // The keys a release of this lease deletes (the views point into this object).
+  hold_keys held() const noexcept {
+    return {
+        .kind = kind, .key = resource, .mark = mark_key, .mark_id = mark_id, .message = queue_key};
+  }
   // The lock cannot be kept: clean up the nodes, tell waiters, free the resource locally.
   void lose(std::string why);
   // Not ours any more (release, destruction, client shutdown, loss): the next local waiter starts

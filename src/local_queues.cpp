@@ -5,6 +5,7 @@
 #include "nodes/cluster/hash_slot.hpp"
 #include "scripts.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace redlock::detail {
@@ -29,11 +30,14 @@ resource_queue& local_queues::queue_for(const std::string& resource) {
   // hand-offs in a row above all) may carry over.
   resource_queue& queue = node.mapped();
   auto slot_holders = std::move(queue.slot_holders);
+  auto readers = std::move(queue.readers);
   auto waiters = std::move(queue.waiters);
   slot_holders.clear();
+  readers.clear();
   waiters.clear();
   queue = resource_queue{};
   queue.slot_holders = std::move(slot_holders);
+  queue.readers = std::move(readers);
   queue.waiters = std::move(waiters);
   return queues_.insert(std::move(node)).position->second;
 }
@@ -58,6 +62,9 @@ resource_queue* local_queues::waiting_for(std::string_view resource) {
 
 local_queues::lease_release local_queues::release_of(lease_state& state) {
   resource_queue* queue = state.queue;
+  // Several readers may hold at once, and any waiter may start on the release: no hand-off.
+  if (queue != nullptr && queue->shared)
+    return lease_release{.channel = release_channel_, .next_waiter = {}};
   const bool holder = queue != nullptr && queue->holder == &state;
   const handoff decision =
       decide_handoff({.holder = holder,
@@ -85,6 +92,7 @@ void local_queues::key_gone_on_node(std::size_t node, const std::string& resourc
 void local_queues::holder_gone(lease_state& state, next_waiter_start next_waiter) {
   resource_queue* queue = std::exchange(state.queue, nullptr);
   if (queue != nullptr && queue->semaphore) return permit_holder_gone(*queue, state);
+  if (queue != nullptr && queue->shared) return shared_holder_gone(*queue, state);
   if (queue == nullptr || queue->holder != &state) return;
   queue->holder = nullptr;
   start_next_waiter(*queue, next_waiter);
@@ -101,6 +109,22 @@ void local_queues::permit_holder_gone(resource_queue& queue, lease_state& state)
     head->permit_released_here(slot);
   }
   if (const auto key = split_slot_key(state.resource)) forget_if_idle(std::string(key->first));
+}
+
+void local_queues::shared_holder_gone(resource_queue& queue, lease_state& state) {
+  if (queue.holder == &state) {
+    queue.holder = nullptr;
+    start_next_waiter(queue);
+  } else {
+    const auto reader = std::find(queue.readers.begin(), queue.readers.end(), &state);
+    if (reader == queue.readers.end()) return;
+    queue.readers.erase(reader);
+    if (queue.readers.empty() && !queue.waiters.empty()) {
+      auto head = queue.waiters.front();  // keeps it alive while it reacts
+      head->permit_released_here(0);
+    }
+  }
+  forget_if_idle(state.queue_key);
 }
 
 void local_queues::start_next_waiter(resource_queue& queue, next_waiter_start how) {

@@ -29,7 +29,9 @@ class queued_acquire {
   // `node` announced that the resource (of a semaphore: slot `slot` of it) was released there, or
   // the holder's release found it gone there.
   virtual void announced(std::size_t node, std::size_t slot) = 0;
-  // A semaphore's lease of this client released slot `slot`.
+  // A lease of this client released what kept this acquire out: a semaphore's slot `slot`, or a
+  // read-write lock's last local reader (slot 0). Its release is queued on every node ahead of
+  // anything the acquire sends from now on.
   virtual void permit_released_here(std::size_t slot) = 0;
   // A release subscription came up (`subscribed`) or went down.
   virtual void subscription_changed(bool subscribed) = 0;
@@ -64,15 +66,25 @@ struct next_waiter_start {
 // one way: leases of this client that hold some of its slots do not block the first waiter, which
 // only skips those slots; a release of one wakes it at once (its SET follows our DEL on every
 // node). Its releases always announce themselves: no hand-off is counted.
+//
+// A read-write lock's queue (`shared`, keyed by rw_queue_key) holds this client's writer in
+// `holder` and its readers in `readers`. A reader first in line goes to the nodes unless a local
+// writer holds; a writer first in line goes even while local readers hold, so that its mark keeps
+// new readers out everywhere; waiters behind it wait here, in FIFO order. A reader that wins lets
+// the next waiter start at once (readers hold together); the last local reader leaving wakes the
+// first waiter at once (its next round follows our release on every node). Its releases always
+// announce themselves: no hand-off is counted.
 struct resource_queue {
   lease_state* holder = nullptr;
   bool semaphore = false;
+  bool shared = false;                     // a read-write lock's
   std::vector<lease_state*> slot_holders;  // semaphore: by slot, null where none of ours holds it
+  std::vector<lease_state*> readers;       // read-write lock: this client's readers
   std::vector<std::shared_ptr<queued_acquire>> waiters;  // short; a deque allocates when empty
   unsigned handoffs_in_a_row = 0;
 
   bool idle() const noexcept {
-    return holder == nullptr && waiters.empty() &&
+    return holder == nullptr && waiters.empty() && readers.empty() &&
            std::all_of(slot_holders.begin(), slot_holders.end(),
                        [](const lease_state* held) { return held == nullptr; });
   }
@@ -130,6 +142,8 @@ class local_queues {
  private:
   // A semaphore's lease of this client ended: free its slot, wake the first waiter.
   void permit_holder_gone(resource_queue& queue, lease_state& state);
+  // A read-write lock's lease of this client ended (see resource_queue).
+  void shared_holder_gone(resource_queue& queue, lease_state& state);
 
   std::string release_channel_;
   double drift_factor_;

@@ -164,6 +164,10 @@ std::string rw_mark_key(std::string_view name) {
   return key_in_hash_slot_of(name, ":write-waiting");
 }
 
+std::string rw_queue_key(std::string_view name) {
+  return key_in_hash_slot_of(name, ":rw");
+}
+
 // Pieces shared by the read-write scripts. Readers' deadlines are on the node's own clock (TIME),
 // as PX expiries are: a reader's entry counts for as long as a writer's key of the same TTL would
 // live. Scores are whole milliseconds, exact in a double. TIME is allowed before writes: scripts
@@ -210,12 +214,12 @@ const script& rw_write_acquire_script() {
   static const script lua(
       rw_script_source("if redis.call('EXISTS', KEYS[1]) == 1 then return left(KEYS[1]) end "
                        "local mark = redis.call('GET', KEYS[3]) "
-                       "if mark and mark ~= ARGV[1] then return left(KEYS[3]) end "
+                       "if mark and mark ~= ARGV[4] then return left(KEYS[3]) end "
                        "local now = now_ms() "
                        "redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now) "
                        "local last = keep_readers(KEYS[2]) "
                        "if last[2] then "
-                       "redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2]) "
+                       "redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2]) "
                        "return {'readers', tonumber(last[2]) - now} end "
                        "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) "
                        "if mark then redis.call('DEL', KEYS[3]) end "
@@ -255,7 +259,8 @@ const script& rw_write_release_script() {
       "local deleted = 0 "
       "if redis.call('GET', KEYS[1]) == ARGV[1] then deleted = redis.call('DEL', KEYS[1]) end "
       "local unmarked = 0 "
-      "if redis.call('GET', KEYS[2]) == ARGV[1] then unmarked = redis.call('DEL', KEYS[2]) end "
+      "if ARGV[5] and ARGV[5] ~= '' and redis.call('GET', KEYS[2]) == ARGV[5] then "
+      "unmarked = redis.call('DEL', KEYS[2]) end "
       "if deleted + unmarked > 0 then announce(ARGV[2], ARGV[3], ARGV[4]) end "
       "return deleted"));
   return lua;
@@ -272,6 +277,18 @@ const script& extend_script() {
       "redis.pcall('PEXPIRE', KEYS[2], ARGV[2]) end end "
       "return extended");
   return lua;
+}
+
+const script& release_script_for(hold_kind kind) {
+  switch (kind) {
+    case hold_kind::reader:
+      return rw_read_release_script();
+    case hold_kind::writer:
+      return rw_write_release_script();
+    case hold_kind::lock:
+      break;
+  }
+  return release_script();
 }
 
 namespace {
@@ -306,9 +323,11 @@ std::vector<connection_options::probe> permission_probes() {
 void prepare_for_lock(connection_options& settings) {
   // Loaded at every connect: an extension is never resent after NOSCRIPT (see extend_op), so its
   // script must be in the cache before the first one is written.
-  settings.preload = {&release_script(),          &extend_script(),
-                      &acquire_script(),          &fenced_acquire_script(),
-                      &fence_write_back_script(), &semaphore_acquire_script()};
+  settings.preload = {
+      &release_script(),         &extend_script(),           &acquire_script(),
+      &fenced_acquire_script(),  &fence_write_back_script(), &semaphore_acquire_script(),
+      &rw_read_acquire_script(), &rw_write_acquire_script(), &rw_read_extend_script(),
+      &rw_read_release_script(), &rw_write_release_script()};
   settings.permission_probes = permission_probes();
 }
 

@@ -1,6 +1,7 @@
 #ifndef REDLOCK_SCRIPTS_HPP
 #define REDLOCK_SCRIPTS_HPP
 
+#include "hold.hpp"
 #include "net/connection.hpp"
 #include "net/script.hpp"
 #include "resp/value.hpp"
@@ -100,19 +101,24 @@ inline constexpr std::size_t semaphore_refusal_bytes_per_permit = 21;
 std::string rw_writer_key(std::string_view name);
 std::string rw_readers_key(std::string_view name);
 std::string rw_mark_key(std::string_view name);
+// The local queue of read-write lock `name` in a client, and what its releases announce: `name` +
+// ":rw", in its hash slot (not a key anything is stored under). Distinct from a mutex called
+// `name`.
+std::string rw_queue_key(std::string_view name);
 
 // rw_read_acquire: a reader is granted when there is no writer and no waiting writer's mark: its
 // token is added to the readers with the deadline now + ttl. Answered OK, or with fencing {the
 // counter as it is} (0 when no writer has had a token yet; a reader takes none of its own). A
 // refusal is the PTTL of the writer's key, or else of the mark (nil when it could not be read).
-// rw_write_acquire: a writer is granted when there is no writer, no live reader and no other
-// writer's mark: the writer's key is set, its own mark deleted. Answered OK, or with fencing
-// {the counter after its increment}. A refusal by another writer's key or mark is its PTTL (or
-// nil); a refusal by live readers sets (or renews) this writer's mark with its TTL and is
-// answered {"readers", ms until the last reader's deadline}.
+// rw_write_acquire: a writer is granted when there is no writer, no live reader and no mark but
+// its own: the writer's key is set to the round's token, its mark deleted. Answered OK, or with
+// fencing {the counter after its increment}. A refusal by another writer's key or mark is its
+// PTTL (or nil); a refusal by live readers sets (or renews) this writer's mark with its TTL and is
+// answered {"readers", ms until the last reader's deadline}. The mark holds the writer's mark id,
+// one for all the rounds of an acquire (each round has a token of its own).
 // Both: KEYS = writer's key, readers' key, mark, then with fencing the counter
 // (fencing_counter_key(name)); ARGV[1] = token, ARGV[2] = ttl in milliseconds, ARGV[3] = "1" with
-// fencing.
+// fencing, else "0"; rw_write_acquire also ARGV[4] = the mark id.
 const script& rw_read_acquire_script();
 const script& rw_write_acquire_script();
 
@@ -127,12 +133,15 @@ const script& rw_read_extend_script();
 // "shard"): a waiting writer may now win. KEYS[1] = readers' key, ARGV[1] = token.
 const script& rw_read_release_script();
 
-// rw_write_release: deletes the writer's key if it holds the token, and the mark if it holds the
-// token (a waiting writer that gives up, or a failed round's cleanup); returns 1 when the
-// writer's key was deleted, else 0. Announced as by rw_read_release when anything was deleted.
-// KEYS[1] = writer's key, KEYS[2] = mark, ARGV as rw_read_release. A writer extends its key with
-// extend_script.
+// rw_write_release: deletes the writer's key if it holds the token, and the mark if it holds
+// ARGV[5], the mark id (when given and not empty: a writer that gives up, or ends holding; a failed
+// round whose writer keeps waiting leaves its marks); returns 1 when the writer's key was deleted,
+// else 0. Announced as by rw_read_release when anything was deleted. KEYS[1] = writer's key,
+// KEYS[2] = mark, ARGV[1..4] as rw_read_release. A writer extends its key with extend_script.
 const script& rw_write_release_script();
+
+// The script that releases a hold of `kind` (hold.hpp).
+const script& release_script_for(hold_kind kind);
 
 // Sets up a connection's handshake as a client's: loads the scripts, and checks that the ACL user
 // may run every command the lock sends (connection_options::permission_probes), so that a node

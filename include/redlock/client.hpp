@@ -318,6 +318,7 @@ class REDLOCK_API client {
 
  private:
   friend class semaphore;  // whose acquires run on impl_ like the client's own
+  friend class rw_lock;    // the same
 
   // The compiled constructor; the tag makes a program built with other Asio settings fail to link
   // (redlock/config.hpp).

@@ -11,6 +11,7 @@
 #include "redlock/node_config.hpp"
 #include "redlock/observer.hpp"
 #include "redlock/options.hpp"
+#include "redlock/rw_lock.hpp"
 #include "redlock/semaphore.hpp"
 #include "redlock/with_lock.hpp"
 

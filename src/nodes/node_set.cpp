@@ -121,8 +121,8 @@ std::vector<node_config> node_set::configs() const {
   return nodes;
 }
 
-request_options node_set::rules_for(lock_request kind,
-                                    std::chrono::milliseconds key_lifetime) const noexcept {
+request_options node_set::rules_for(lock_request kind, std::chrono::milliseconds key_lifetime,
+                                    hold_kind held) const noexcept {
   request_options per_node;
   per_node.timeout = options_.node_timeout;
   switch (kind) {
@@ -148,6 +148,16 @@ request_options node_set::rules_for(lock_request kind,
       per_node.eval_fallback = &semaphore_acquire_script();
       per_node.noscript_is_final = true;  // as set_asking_ttl
       break;
+    case lock_request::read_set:
+      per_node.skip_if_unresponsive = true;
+      per_node.eval_fallback = &rw_read_acquire_script();
+      per_node.noscript_is_final = true;  // as set_asking_ttl
+      break;
+    case lock_request::write_set:
+      per_node.skip_if_unresponsive = true;
+      per_node.eval_fallback = &rw_write_acquire_script();
+      per_node.noscript_is_final = true;  // as set_asking_ttl
+      break;
     case lock_request::fence_write_back:
       // Token-checked, so running late does no harm; but its answer is wanted within the
       // validity, and the acquire fails (and releases) when a quorum does not confirm in time.
@@ -159,8 +169,13 @@ request_options node_set::rules_for(lock_request kind,
       per_node.eval_fallback = &extend_script();
       per_node.noscript_is_final = true;
       break;
+    case lock_request::read_extend:
+      per_node.skip_if_unresponsive = true;
+      per_node.eval_fallback = &rw_read_extend_script();
+      per_node.noscript_is_final = true;
+      break;
     case lock_request::release:
-      per_node.eval_fallback = &release_script();
+      per_node.eval_fallback = &release_script_for(held);
       // Zero would make it an ordinary request: a key always lives at least a millisecond.
       per_node.deliver_for = std::max(key_lifetime, std::chrono::milliseconds(1));
       break;
@@ -230,15 +245,42 @@ class gone_key_reporter final : public reply_sink {
 
 }  // namespace
 
-release_request node_set::encode_release(std::string_view key, std::string_view token,
+namespace {
+
+// The release of `held` for one node: its announcement on `channel`, sharded (SPUBLISH) for a
+// cluster node.
+std::string encode_hold_release(const hold_keys& held, std::string_view token,
+                                std::string_view channel, bool sharded) {
+  const std::string_view scope = sharded ? "shard" : "";
+  switch (held.kind) {
+    case hold_kind::reader: {
+      const std::string_view keys[] = {held.key};
+      const std::string_view args[] = {token, channel, scope, held.message};
+      return encode_evalsha(rw_read_release_script(), keys, args);
+    }
+    case hold_kind::writer: {
+      const std::string_view keys[] = {held.key, held.mark};
+      const std::string_view args[] = {token, channel, scope, held.message, held.mark_id};
+      return encode_evalsha(rw_write_release_script(), keys, args);
+    }
+    case hold_kind::lock:
+      break;
+  }
+  const std::string_view keys[] = {held.key};
+  const std::string_view args[] = {token, channel, scope};
+  // Without a scope when there is none: the bytes every standalone release has always had.
+  return encode_evalsha(release_script(), keys, std::span(args, sharded ? 3 : 2));
+}
+
+}  // namespace
+
+release_request node_set::encode_release(const hold_keys& held, std::string_view token,
                                          std::string_view channel) const {
-  const std::string_view keys[] = {key};
-  const std::string_view args[] = {token, channel};
-  release_request bytes{.plain = encode_evalsha(release_script(), keys, args), .sharded = {}};
+  release_request bytes{
+      .plain = encode_hold_release(held, token, channel, false), .sharded = {}, .kind = held.kind};
   if (has_cluster_node_ && !channel.empty()) {
-    const auto shard_channel = in_slot(hash_slot(key), channel);
-    const std::string_view sharded_args[] = {token, shard_channel, "shard"};
-    bytes.sharded = encode_evalsha(release_script(), keys, sharded_args);
+    const auto shard_channel = in_slot(hash_slot(held.key), channel);
+    bytes.sharded = encode_hold_release(held, token, shard_channel, true);
   }
   return bytes;
 }
@@ -246,7 +288,7 @@ release_request node_set::encode_release(std::string_view key, std::string_view 
 void node_set::send_release(std::string_view key, const release_request& bytes, reply_sink& sink,
                             std::size_t first_tag, const std::vector<bool>* only,
                             std::chrono::milliseconds key_lifetime) {
-  const auto rules = rules_for(lock_request::release, key_lifetime);
+  const auto rules = rules_for(lock_request::release, key_lifetime, bytes.kind);
   const auto now = steady_clock::now();
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (only && !(*only)[i]) continue;
@@ -256,15 +298,16 @@ void node_set::send_release(std::string_view key, const release_request& bytes, 
   }
 }
 
-void node_set::release_best_effort(std::string_view key, std::string_view token,
+void node_set::release_best_effort(const hold_keys& held, std::string_view token,
                                    std::string_view channel, std::chrono::milliseconds key_lifetime,
                                    const std::vector<bool>* only, key_gone on_gone) {
-  auto bytes = encode_release(key, token, channel);
+  const std::string_view key = held.key;
+  auto bytes = encode_release(held, token, channel);
   // Shared by the requests: nobody else owns these bytes.
   const auto plain = std::make_shared<const std::string>(std::move(bytes.plain));
   const auto sharded =
       bytes.sharded.empty() ? plain : std::make_shared<const std::string>(std::move(bytes.sharded));
-  const auto rules = rules_for(lock_request::release, key_lifetime);
+  const auto rules = rules_for(lock_request::release, key_lifetime, held.kind);
   // Held across the sending, so that it is freed also when no request was sent.
   sink_ref reporter(on_gone ? new gone_key_reporter(std::move(on_gone)) : nullptr);
   reply_sink& sink = reporter ? *reporter.get() : ignore_replies();

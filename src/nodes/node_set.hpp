@@ -2,6 +2,7 @@
 #define REDLOCK_NODES_NODE_SET_HPP
 
 #include "algo/node_answer.hpp"
+#include "hold.hpp"
 #include "log.hpp"
 #include "net/connection.hpp"
 #include "nodes/cluster/topology.hpp"
@@ -42,8 +43,11 @@ enum class lock_request : std::uint8_t {
   set_asking_ttl,
   fenced_set,
   slot_set,
+  read_set,   // a read-write lock's reader (rw_read_acquire_script)
+  write_set,  // a read-write lock's writer (rw_write_acquire_script)
   fence_write_back,
   extend,
+  read_extend,  // a read-write lock reader's extension (rw_read_extend_script); as extend
   release,
   ping,
   read  // inspection: the keys' values and PTTLs (client::async_inspect)
@@ -58,13 +62,14 @@ std::unique_ptr<lock_node> make_lock_node(const boost::asio::any_io_executor& ex
                                           const std::shared_ptr<peer_registry>& peers,
                                           std::size_t index);
 
-// A release of one key (release_script), encoded as each kind of node needs it: a standalone node
-// announces it with PUBLISH on the release channel; a cluster node with SPUBLISH on the channel
-// moved into the key's slot (in_slot), which only the shard that owns the slot carries, and where
-// the client's subscribers of that node listen (release_listener).
+// A release of one hold (release_script_for its kind), encoded as each kind of node needs it: a
+// standalone node announces it with PUBLISH on the release channel; a cluster node with SPUBLISH
+// on the channel moved into the key's slot (in_slot), which only the shard that owns the slot
+// carries, and where the client's subscribers of that node listen (release_listener).
 struct release_request {
   std::string plain;
   std::string sharded;  // empty when no node is a cluster or nothing is announced
+  hold_kind kind = hold_kind::lock;
 
   const std::string& for_node(const node_config& node) const noexcept {
     return node.kind == node_kind::cluster && !sharded.empty() ? sharded : plain;
@@ -96,9 +101,10 @@ class node_set {
   // Some node is a Redis Cluster: every key of one request must be in one hash slot.
   bool has_cluster_node() const noexcept { return has_cluster_node_; }
 
-  // The per-request rules of `kind` (see lock_request), each with node_timeout.
-  request_options rules_for(lock_request kind,
-                            std::chrono::milliseconds key_lifetime = {}) const noexcept;
+  // The per-request rules of `kind` (see lock_request), each with node_timeout. A release runs
+  // the script of `held` (release_script_for in scripts.hpp).
+  request_options rules_for(lock_request kind, std::chrono::milliseconds key_lifetime = {},
+                            hold_kind held = hold_kind::lock) const noexcept;
 
   // Sends one request about `key` (its first key; every key of a request shares one hash slot;
   // empty for PING) to every node (or those marked in `only`) with the rules of `kind`;
@@ -112,9 +118,14 @@ class node_set {
             std::size_t first_tag, lock_request kind, const std::vector<bool>* only = nullptr,
             std::chrono::milliseconds key_lifetime = {});
 
-  // The token-checked DEL of `key` with `token`, announced on `channel` unless empty.
-  release_request encode_release(std::string_view key, std::string_view token,
+  // The token-checked release of `held` with `token`, announced on `channel` unless empty.
+  release_request encode_release(const hold_keys& held, std::string_view token,
                                  std::string_view channel) const;
+  // The token-checked DEL of lock key `key`.
+  release_request encode_release(std::string_view key, std::string_view token,
+                                 std::string_view channel) const {
+    return encode_release(hold_keys::lock_key(key), token, channel);
+  }
   // Sends a release to every node (or those in `only`) with the rules of lock_request::release, as
   // send() does; the bytes must outlive the sink as there.
   void send_release(std::string_view key, const release_request& bytes, reply_sink& sink,
@@ -125,11 +136,11 @@ class node_set {
   // or found no longer ours).
   using key_gone = std::function<void(std::size_t node)>;
 
-  // Token-checked DEL of `key` (release_script with `token`, announced on `channel` unless
+  // Token-checked release of `held` (encode_release with `token`, announced on `channel` unless
   // empty) on every node or those in `only`; nobody waits for it. Requests on each node's
   // connection run in order, so a release sent after a SET on that node executes after it.
   // `key_lifetime`: the longest TTL the key may have been given (lock_request::release).
-  void release_best_effort(std::string_view key, std::string_view token, std::string_view channel,
+  void release_best_effort(const hold_keys& held, std::string_view token, std::string_view channel,
                            std::chrono::milliseconds key_lifetime,
                            const std::vector<bool>* only = nullptr, key_gone on_gone = {});
 

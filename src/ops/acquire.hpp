@@ -17,6 +17,12 @@ void start_acquire(const std::shared_ptr<lock_space>& space, std::string resourc
                    const lock_options& options, bool single_round,
                    caller_handler<acquire_signature> caller);
 
+// rw_lock::async_acquire_read / async_acquire_write (`write`) and their tries (`single_round`) of
+// read-write lock `name`.
+void start_acquire_rw(const std::shared_ptr<lock_space>& space, std::string name, bool write,
+                      const lock_options& options, bool single_round,
+                      caller_handler<acquire_signature> caller);
+
 // semaphore::async_acquire / async_try_acquire: one of `permits` slots of semaphore `name`.
 void start_acquire_permit(const std::shared_ptr<lock_space>& space, std::string name,
                           std::size_t permits, const lock_options& options, bool single_round,

@@ -4,6 +4,7 @@
 #include "ops/acquire.hpp"
 #include "ops/extend.hpp"
 #include "ops/lock_rounds.hpp"
+#include "ops/rw_rounds.hpp"
 #include "ops/slot_rounds.hpp"
 #include "options_check.hpp"
 #include "token.hpp"
@@ -141,6 +142,7 @@ void acquire_op::succeed(steady_clock::time_point valid_until) {
 void acquire_op::finish(error_code ec) {
   const auto keep_alive = shared_from_this();  // leaving the queue may drop the last owner
   send_deferred_cleanups();
+  if (strategy_->marks_may_stand()) drop_marks();
   stage_ = stage::finished;
   if (timer_) timer_->cancel();
   space_->untrack(this);
@@ -232,6 +234,17 @@ void start_acquire(const std::shared_ptr<lock_space>& space, std::string resourc
                    caller_handler<acquire_signature> caller) {
   auto rounds = std::make_unique<lock_rounds>(resource);
   std::make_shared<acquire_op>(space, std::move(rounds), std::move(resource), options, single_round,
+                               std::move(caller))
+      ->start();
+}
+
+void start_acquire_rw(const std::shared_ptr<lock_space>& space, std::string name, bool write,
+                      const lock_options& options, bool single_round,
+                      caller_handler<acquire_signature> caller) {
+  auto rounds = std::make_unique<rw_rounds>(
+      std::move(name), write ? rw_rounds::side::write : rw_rounds::side::read, make_lock_token());
+  std::string key = rounds->round_key();
+  std::make_shared<acquire_op>(space, std::move(rounds), std::move(key), options, single_round,
                                std::move(caller))
       ->start();
 }

@@ -217,6 +217,10 @@ class acquire_op final : public abortable,
   // on_earlier_answer once a later round has opened its ballot.
   void clean_up_failed_round(const std::vector<bool>& targets);
 
+  // Deletes the marks this acquire may have left on the nodes (a waiting writer's), on every
+  // node; announced, since readers queued behind them may go now.
+  void drop_marks();
+
   void on_earlier_answer(std::size_t of_ballot, std::size_t node, error_code ec,
                          const resp::value& reply) override;
 

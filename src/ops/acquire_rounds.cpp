@@ -100,7 +100,12 @@ void acquire_op::decided(steady_clock::time_point now) {
   space_->round_trip().note(now - round_->start());
   const acquire_round::decision& round = round_->result();
   if (round.what == acquire_round::outcome::held) {
-    if (lease_->options.fencing) return write_back_fence(round.valid_until);
+    if (lease_->options.fencing) {
+      if (strategy_->writes_back_fence()) return write_back_fence(round.valid_until);
+      // A reader's token is the highest counter its quorum's grants read: at least the token of
+      // every writer whose write-back quorum it overlaps, i.e. of every writer before it.
+      lease_->fencing_token = fence_of(fences_);
+    }
     return succeed(round.valid_until);
   }
   clean_up_failed_round(round.clean);
@@ -223,8 +228,13 @@ std::vector<std::string> acquire_op::lasting_failures() const {
 void acquire_op::release_where(const std::vector<bool>& targets, const std::string& key,
                                const std::string& token) {
   if (std::find(targets.begin(), targets.end(), true) == targets.end()) return;
-  nodes().release_best_effort(key, token, space_->options().release_channel, lease_->options.ttl,
-                              &targets);
+  nodes().release_best_effort(strategy_->round_hold(key, false), token,
+                              space_->options().release_channel, lease_->options.ttl, &targets);
+}
+
+void acquire_op::drop_marks() {
+  nodes().release_best_effort(strategy_->round_hold(lease_->resource, true), lease_->token,
+                              space_->options().release_channel, lease_->options.ttl);
 }
 
 void acquire_op::clean_up_failed_round(const std::vector<bool>& targets) {

@@ -6,6 +6,7 @@ namespace redlock::detail {
 
 bool acquire_op::learn_from_round(steady_clock::time_point now) {
   strategy_->learn(round_->answers(), nodes().quorum(), now, space_->options().drift_factor);
+  if (strategy_->take_marks_to_drop()) drop_marks();
   watch_round_ = rounds_;
   return apply_heard();
 }

@@ -42,9 +42,11 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
     const std::string_view keys[] = {state_->resource, state_->companion_key};
     const std::string_view args[] = {state_->token, ttl_text};
     const auto used_keys = std::span(keys, state_->companion_key.empty() ? 1 : 2);
-    payload_ = encode_evalsha(extend_script(), used_keys, args);
+    // A reader moves its own deadline in the readers' set; a lock or a writer extends its key.
+    const bool reader = state_->kind == hold_kind::reader;
+    payload_ = encode_evalsha(reader ? rw_read_extend_script() : extend_script(), used_keys, args);
     state_->space->nodes().send(state_->resource, payload_, *this, open_ballot(),
-                                lock_request::extend);
+                                reader ? lock_request::read_extend : lock_request::extend);
   }
 
  private:

@@ -29,7 +29,7 @@ std::optional<round_strategy::round_request> lock_rounds::next_round(const round
                                                                      std::minstd_rand&) {
   const std::string ttl = std::to_string(in.ttl.count());
   if (in.fencing) {
-    holder_ttls_.assign(in.nodes, std::nullopt);
+    holders_.open_round(in.nodes);
     const std::string counter = fencing_counter_key(resource_);
     const std::string_view keys[] = {resource_, counter};
     const std::string_view args[] = {in.token, ttl};
@@ -42,11 +42,11 @@ std::optional<round_strategy::round_request> lock_rounds::next_round(const round
     };
   }
   if (in.first && !in.competing) {
-    holder_ttls_.clear();  // no allocation
+    holders_.clear();
     resp::encode_command(plain_set_, {"SET", resource_, in.token, "NX", "PX", ttl});
     return round_request{.kind = lock_request::set, .key = resource_, .owned = plain_set_};
   }
-  holder_ttls_.assign(in.nodes, std::nullopt);
+  holders_.open_round(in.nodes);
   const std::string_view keys[] = {resource_};
   const std::string_view args[] = {in.token, ttl};
   return round_request{
@@ -58,36 +58,26 @@ std::optional<round_strategy::round_request> lock_rounds::next_round(const round
 }
 
 void lock_rounds::record(std::size_t node, const set_answer& answer, steady_clock::time_point now) {
-  if (answer.holder_pttl && node < holder_ttls_.size())
-    holder_ttls_[node] = holder_ttl{*answer.holder_pttl, now};
+  holders_.record(node, answer, now);
 }
 
 void lock_rounds::learn(const node_answers& answers, std::size_t quorum, steady_clock::time_point,
                         double drift_factor) {
-  watch_.reset(answers, quorum);
-  for (std::size_t i = 0; i < holder_ttls_.size() && i < answers.size(); ++i) {
-    if (holder_ttls_[i] && answers[i].what == node_answer::kind::no)
-      watch_.holder_ttl(i, holder_ttls_[i]->pttl_ms, holder_ttls_[i]->at, drift_factor);
-  }
+  holders_.learn(answers, quorum, drift_factor);
 }
 
 bool lock_rounds::late_refusal(std::size_t node, const set_answer& answer,
                                steady_clock::time_point now, double drift_factor, bool watching) {
-  if (!answer.holder_pttl) return false;
-  // Kept for a later learn as well: a fenced round's write-back can still fail.
-  record(node, answer, now);
-  if (!watching) return false;
-  watch_.holder_ttl(node, *answer.holder_pttl, now, drift_factor);
-  return true;
+  return holders_.late_refusal(node, answer, now, drift_factor, watching);
 }
 
 void lock_rounds::forget_holder(std::size_t, std::size_t node) {
-  watch_.released(node);
+  holders_.watch().released(node);
 }
 
 void lock_rounds::held_until(std::size_t nodes, std::size_t quorum,
                              steady_clock::time_point key_gone_by) {
-  watch_.reset_all_held(nodes, quorum, key_gone_by);
+  holders_.watch().reset_all_held(nodes, quorum, key_gone_by);
 }
 
 std::string lock_rounds::keys_of_round(bool fencing) const {

@@ -1,7 +1,7 @@
 #ifndef REDLOCK_OPS_LOCK_ROUNDS_HPP
 #define REDLOCK_OPS_LOCK_ROUNDS_HPP
 
-#include "algo/release_watch.hpp"
+#include "ops/holder_ttls.hpp"
 #include "ops/round_strategy.hpp"
 #include "scripts.hpp"
 
@@ -19,8 +19,7 @@ namespace redlock::detail {
 // through fenced_acquire_script, which increments the fencing counter where it grants and also
 // answers a refusal with the PTTL; nothing can run between the grant and the increment.
 //
-// What is known of the holders is a release_watch: the nodes that refused the last round are
-// blocked until an announcement from them, a PTTL that has run out, or the next round.
+// What is known of the holders is a holder_ttls.
 class lock_rounds final : public round_strategy {
  public:
   explicit lock_rounds(std::string resource) : resource_(std::move(resource)) {}
@@ -46,8 +45,10 @@ class lock_rounds final : public round_strategy {
   void forget_holder(std::size_t slot, std::size_t node) override;
   void held_until(std::size_t nodes, std::size_t quorum,
                   steady_clock::time_point key_gone_by) override;
-  bool may_be_free() const override { return watch_.may_be_free(); }
-  std::optional<steady_clock::time_point> free_by() const override { return watch_.free_by(); }
+  bool may_be_free() const override { return holders_.watch().may_be_free(); }
+  std::optional<steady_clock::time_point> free_by() const override {
+    return holders_.watch().free_by();
+  }
   std::string keys_of_round(bool fencing) const override;
   bool keys_in_one_slot(bool fencing) const override {
     return !fencing || keys_share_hash_slot(resource_);
@@ -55,18 +56,11 @@ class lock_rounds final : public round_strategy {
   bool hold(resource_queue& queue, lease_state& lease) override;
 
  private:
-  struct holder_ttl {
-    long long pttl_ms;
-    steady_clock::time_point at;
-  };
-
   std::string resource_;
   // The first round's SET key token NX PX ttl. Requests of later rounds may still be queued with a
   // view of it: it is written once.
   std::string plain_set_;
-  // The current round's PTTL replies, by node; empty for a plain SET round (most rounds ask none).
-  std::vector<std::optional<holder_ttl>> holder_ttls_;
-  release_watch watch_;
+  holder_ttls holders_;  // asked by every round but a plain SET
 };
 
 }  // namespace redlock::detail

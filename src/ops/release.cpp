@@ -27,7 +27,7 @@ class release_op final : public operation_vote {
     const auto how = state_->space->queues().release_of(*state_);
     report_gone_keys_ = how.next_waiter.competes;
     auto& nodes = state_->space->nodes();
-    payload_ = nodes.encode_release(state_->resource, state_->token, how.channel);
+    payload_ = nodes.encode_release(state_->held(), state_->token, how.channel);
     nodes.send_release(state_->resource, payload_, *this, open_ballot(), nullptr,
                        state_->validity.longest_ttl());
     return how.next_waiter;

@@ -3,6 +3,7 @@
 
 #include "algo/node_answer.hpp"
 #include "algo/replies.hpp"
+#include "hold.hpp"
 #include "nodes/node_set.hpp"
 
 #include <chrono>
@@ -128,8 +129,27 @@ class round_strategy {
   virtual bool keys_in_one_slot(bool fencing) const = 0;
 
   // The round won: `lease` holds what it set, as `queue`'s holder. Returns whether the queue's
-  // next waiter may start at once (a semaphore's: it tries the other slots).
+  // next waiter may start at once (a semaphore's: it tries the other slots; a read-write lock's
+  // after a reader).
   virtual bool hold(resource_queue& queue, lease_state& lease) = 0;
+
+  // What a round that set `key` holds, as its cleanup releases it. With `with_mark`, a waiting
+  // writer's release also deletes its mark (a read-write lock's; see rw_rounds).
+  virtual hold_keys round_hold(std::string_view key, bool /*with_mark*/) const {
+    return hold_keys::lock_key(key);
+  }
+
+  // After learn: whether the marks this acquire has set must now go from every node (a writer
+  // whose marks stand on fewer than a quorum); true once per such round, and then forgotten.
+  virtual bool take_marks_to_drop() { return false; }
+
+  // Whether marks of this acquire may stand on some node: an acquire that ends without the lock
+  // deletes them.
+  virtual bool marks_may_stand() const { return false; }
+
+  // With fencing: whether a held round's token is written back (fence_write_back) before the
+  // lease is handed out. A reader's is not: it only reads the counter.
+  virtual bool writes_back_fence() const { return true; }
 };
 
 }  // namespace redlock::detail

@@ -1,11 +1,13 @@
 // What an acquire's rounds send and learn, without a server: a lock's rounds (plain SET first,
-// then asking the holder's PTTL; fenced from the first) and a semaphore permit's (a slot this
-// client does not hold, each slot once in a try), and how their refusals, late refusals and
-// announcements say when the lock can be free.
+// then asking the holder's PTTL; fenced from the first), a semaphore permit's (a slot this client
+// does not hold, each slot once in a try) and a read-write lock's (a reader's or a writer's, and
+// when a waiting writer keeps, renews or drops its marks), and how their refusals, late refusals
+// and announcements say when the lock can be free.
 
 #include "algo/replies.hpp"
 #include "local_queues.hpp"
 #include "ops/lock_rounds.hpp"
+#include "ops/rw_rounds.hpp"
 #include "ops/slot_rounds.hpp"
 #include "resp/encoder.hpp"
 #include "scripts.hpp"
@@ -25,6 +27,7 @@ using redlock::detail::lock_rounds;
 using redlock::detail::node_answer;
 using redlock::detail::resource_queue;
 using redlock::detail::round_strategy;
+using redlock::detail::rw_rounds;
 using redlock::detail::set_answer;
 using redlock::detail::set_form;
 using redlock::detail::slot_rounds;
@@ -34,7 +37,8 @@ using redlock::test::answers_of;
 namespace redlock::detail {
 // For Boost.Test's messages.
 std::ostream& boost_test_print_type(std::ostream& out, set_form form) {
-  constexpr const char* names[] = {"plain", "asking_ttl", "fenced", "slot", "fenced_slot"};
+  constexpr const char* names[] = {"plain", "asking_ttl",  "fenced", "slot",        "fenced_slot",
+                                   "read",  "fenced_read", "write",  "fenced_write"};
   return out << names[static_cast<int>(form)];
 }
 std::ostream& boost_test_print_type(std::ostream& out, lock_request kind) {
@@ -316,6 +320,131 @@ BOOST_AUTO_TEST_CASE(a_try_of_a_semaphore_is_contended_only_behind_a_local_waite
   BOOST_TEST(rounds.contended_here(&queue).empty());
   queue.waiters.push_back(nullptr);
   BOOST_TEST(rounds.contended_here(&queue).find("waits for a permit") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(rw_round_strategy)
+
+namespace {
+
+set_answer refusal_by_readers(long long ms) {
+  set_answer answer = refusal_with_pttl(ms);
+  answer.marked = true;
+  return answer;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_readers_and_a_writers_rounds_run_their_scripts_on_the_locks_keys) {
+  namespace d = redlock::detail;
+  std::minstd_rand random(1);
+  rw_rounds reader("doc", rw_rounds::side::read, "mark-id");
+  const auto read = reader.next_round(inputs(true), random);
+  BOOST_REQUIRE(read);
+  BOOST_TEST(read->form == set_form::read);
+  BOOST_TEST(read->kind == lock_request::read_set);
+  BOOST_TEST(read->key == d::rw_readers_key("doc"));
+  BOOST_TEST(payload_of(*read).find(d::rw_read_acquire_script().sha1()) != std::string::npos);
+  BOOST_TEST(payload_of(*read).find("mark-id") == std::string::npos);
+  BOOST_TEST(payload_of(*read).find(d::fencing_counter_key("doc")) == std::string::npos);
+  const auto fenced_read = reader.next_round(inputs(false, true), random);
+  BOOST_REQUIRE(fenced_read);
+  BOOST_TEST(fenced_read->form == set_form::fenced_read);
+  BOOST_TEST(payload_of(*fenced_read).find(d::fencing_counter_key("doc")) != std::string::npos);
+  BOOST_TEST(!reader.writes_back_fence());
+  BOOST_TEST(reader.queue_key() == d::rw_queue_key("doc"));
+  BOOST_TEST(reader.keys_in_one_slot(true));
+
+  rw_rounds writer("doc", rw_rounds::side::write, "mark-id");
+  const auto write = writer.next_round(inputs(true, true), random);
+  BOOST_REQUIRE(write);
+  BOOST_TEST(write->form == set_form::fenced_write);
+  BOOST_TEST(write->kind == lock_request::write_set);
+  BOOST_TEST(write->key == d::rw_writer_key("doc"));
+  BOOST_TEST(payload_of(*write).find(d::rw_write_acquire_script().sha1()) != std::string::npos);
+  BOOST_TEST(payload_of(*write).find("mark-id") != std::string::npos);
+  BOOST_TEST(writer.writes_back_fence());
+  // A reader and a writer of one lock wait in one local queue.
+  BOOST_TEST(writer.queue_key() == reader.queue_key());
+}
+
+BOOST_AUTO_TEST_CASE(marks_on_a_quorum_are_kept_and_renewed_within_a_third_of_the_ttl) {
+  std::minstd_rand random(1);
+  rw_rounds writer("doc", rw_rounds::side::write, "mark-id");
+  BOOST_REQUIRE(writer.next_round(inputs(false), random));
+  const auto now = steady_clock::now();
+  // Three of five nodes marked (readers there for another minute), two failed.
+  for (std::size_t node = 0; node < 3; ++node)
+    writer.record(node, refusal_by_readers(60'000), now);
+  writer.learn(answers_of({no, no, no, failed, failed}), 3, now, drift);
+  BOOST_TEST(!writer.take_marks_to_drop());
+  BOOST_TEST(writer.marks_may_stand());
+  BOOST_TEST(!writer.may_be_free());
+  // The readers free the nodes in a minute, but the marks are renewed long before.
+  const auto by = writer.free_by();
+  BOOST_REQUIRE(by.has_value());
+  BOOST_TEST((*by <= now + 10'000ms / 3));
+  BOOST_TEST((*by > now));
+}
+
+BOOST_AUTO_TEST_CASE(marks_on_fewer_than_a_quorum_are_dropped_once) {
+  std::minstd_rand random(1);
+  rw_rounds writer("doc", rw_rounds::side::write, "mark-id");
+  BOOST_REQUIRE(writer.next_round(inputs(false), random));
+  const auto now = steady_clock::now();
+  // Two nodes marked; three refused by another writer's marks (a plain PTTL): a split.
+  writer.record(0, refusal_by_readers(5000), now);
+  writer.record(1, refusal_by_readers(5000), now);
+  for (std::size_t node = 2; node < 5; ++node)
+    writer.record(node, refusal_with_pttl(8000), now);
+  writer.learn(answers_of({no, no, no, no, no}), 3, now, drift);
+  BOOST_TEST(writer.take_marks_to_drop());
+  BOOST_TEST(!writer.take_marks_to_drop());
+  BOOST_TEST(!writer.marks_may_stand());
+  // Waiting as for the holders' PTTLs, with no renewal due: it has no marks to keep.
+  const auto by = writer.free_by();
+  BOOST_REQUIRE(by.has_value());
+  BOOST_TEST((*by >= now + 4000ms));
+
+  // A mark that answers after a decision must still be deleted when the acquire ends.
+  BOOST_REQUIRE(writer.next_round(inputs(false), random));
+  writer.late_refusal(4, refusal_by_readers(5000), now, drift, false);
+  BOOST_TEST(writer.marks_may_stand());
+}
+
+BOOST_AUTO_TEST_CASE(a_reader_never_marks_and_announcements_free_its_nodes) {
+  std::minstd_rand random(1);
+  rw_rounds reader("doc", rw_rounds::side::read, "unused");
+  BOOST_REQUIRE(reader.next_round(inputs(false), random));
+  const auto now = steady_clock::now();
+  for (std::size_t node = 0; node < 5; ++node)
+    reader.record(node, refusal_with_pttl(4000), now);  // a writer's key or mark
+  reader.learn(answers_of({no, no, no, no, no}), 3, now, drift);
+  BOOST_TEST(!reader.take_marks_to_drop());
+  BOOST_TEST(!reader.marks_may_stand());
+  BOOST_TEST(!reader.may_be_free());
+  for (std::size_t node = 0; node < 3; ++node)
+    reader.forget_holder(0, node);
+  BOOST_TEST(reader.may_be_free());
+}
+
+BOOST_AUTO_TEST_CASE(a_try_shares_with_local_readers_but_never_passes_a_local_waiter) {
+  resource_queue queue;
+  rw_rounds reader("doc", rw_rounds::side::read, "a");
+  rw_rounds writer("doc", rw_rounds::side::write, "b");
+  BOOST_TEST(reader.contended_here(&queue).empty());
+  BOOST_TEST(writer.contended_here(&queue).empty());
+  queue.readers.push_back(some_lease());
+  BOOST_TEST(reader.contended_here(&queue).empty());
+  BOOST_TEST(!writer.contended_here(&queue).empty());
+  queue.readers.clear();
+  queue.holder = some_lease();
+  BOOST_TEST(!reader.contended_here(&queue).empty());
+  queue.holder = nullptr;
+  queue.waiters.push_back(nullptr);
+  BOOST_TEST(reader.contended_here(&queue).find("(to read)") != std::string::npos);
+  BOOST_TEST(!writer.contended_here(&queue).empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -64,6 +64,22 @@ struct with_permit_body : holding_body<F> {
                 "`-> boost::asio::awaitable<T>` return type)");
 };
 
+template <class F>
+struct with_read_lock_body : holding_body<F> {
+  static_assert(holding_body<F>::valid,
+                "redlock::with_read_lock: the body must be callable as body(redlock::lease&) and "
+                "return boost::asio::awaitable<T> (a coroutine lambda with an explicit "
+                "`-> boost::asio::awaitable<T>` return type)");
+};
+
+template <class F>
+struct with_write_lock_body : holding_body<F> {
+  static_assert(holding_body<F>::valid,
+                "redlock::with_write_lock: the body must be callable as body(redlock::lease&) and "
+                "return boost::asio::awaitable<T> (a coroutine lambda with an explicit "
+                "`-> boost::asio::awaitable<T>` return type)");
+};
+
 // The part of with_lock and with_permit after the acquire: runs `body(held)` until it finishes or
 // the lease ends, then always releases; see with_lock for what is thrown. `held` and `body` live
 // in the caller's frame, which awaits this at once.

@@ -36,13 +36,11 @@ value eval(sync_client& c, const d::script& lua, std::vector<std::string> keys,
 }
 
 value acquire(sync_client& c, const d::script& lua, const std::string& token,
-              const std::string& ttl = "10000", bool fenced = false) {
+              const std::string& ttl, bool fenced, const std::string& mark_id = "") {
   std::vector<std::string> keys = {writer_key, readers_key, mark_key};
-  std::vector<std::string> args = {token, ttl};
-  if (fenced) {
-    keys.push_back(counter_key);
-    args.push_back("1");
-  }
+  std::vector<std::string> args = {token, ttl, fenced ? "1" : "0"};
+  if (fenced) keys.push_back(counter_key);
+  if (!mark_id.empty()) args.push_back(mark_id);
   return eval(c, lua, keys, args);
 }
 
@@ -51,18 +49,22 @@ value read(sync_client& c, const std::string& token, const std::string& ttl = "1
   return acquire(c, d::rw_read_acquire_script(), token, ttl, fenced);
 }
 
+// The writer's mark id is its token unless given: each round of one acquire has a token of its
+// own and the acquire's one mark id.
 value write(sync_client& c, const std::string& token, const std::string& ttl = "10000",
-            bool fenced = false) {
-  return acquire(c, d::rw_write_acquire_script(), token, ttl, fenced);
+            bool fenced = false, const std::string& mark_id = "") {
+  return acquire(c, d::rw_write_acquire_script(), token, ttl, fenced,
+                 mark_id.empty() ? token : mark_id);
 }
 
 value release_reader(sync_client& c, const std::string& token, const std::string& channel = "") {
   return eval(c, d::rw_read_release_script(), {readers_key}, {token, channel, "", "doc-free"});
 }
 
-value release_writer(sync_client& c, const std::string& token, const std::string& channel = "") {
+value release_writer(sync_client& c, const std::string& token, const std::string& channel = "",
+                     const std::string& mark_id = "") {
   return eval(c, d::rw_write_release_script(), {writer_key, mark_key},
-              {token, channel, "", "doc-free"});
+              {token, channel, "", "doc-free", mark_id.empty() ? token : mark_id});
 }
 
 bool granted(const value& reply) {
@@ -189,6 +191,25 @@ BOOST_AUTO_TEST_CASE(releases_are_token_checked) {
   BOOST_TEST(release_writer(c, "w2").integer == 0);  // it held no write lock
   BOOST_TEST(c.command({"EXISTS", mark_key}).integer == 0);
   BOOST_TEST(granted(read(c, "r2")));  // readers come in again
+}
+
+BOOST_AUTO_TEST_CASE(a_writers_rounds_share_its_mark_and_a_round_cleanup_keeps_it) {
+  redlock::test::redis_server server;
+  sync_client c(server.port());
+  BOOST_TEST(granted(read(c, "r")));
+  // Round 1 (token t1) marks the lock with the acquire's mark id.
+  refused_by_readers(write(c, "t1", "10000", false, "waiter"));
+  BOOST_TEST(c.command({"GET", mark_key}).text == "waiter");
+  // Its cleanup deletes only what the round's token holds: the mark stays.
+  BOOST_TEST(release_writer(c, "t1", "", "-").integer == 0);
+  BOOST_TEST(c.command({"GET", mark_key}).text == "waiter");
+  // Round 2 has a token of its own and passes its own mark; another writer does not.
+  BOOST_TEST(refused_for(write(c, "u1", "10000", false, "rival")) > 0);
+  refused_by_readers(write(c, "t2", "10000", false, "waiter"));
+  BOOST_TEST(release_reader(c, "r").integer == 1);
+  BOOST_TEST(granted(write(c, "t3", "10000", false, "waiter")));
+  BOOST_TEST(c.command({"GET", writer_key}).text == "t3");
+  BOOST_TEST(c.command({"EXISTS", mark_key}).integer == 0);
 }
 
 BOOST_AUTO_TEST_CASE(with_fencing_writers_take_increasing_tokens_and_readers_see_the_last) {

@@ -1,0 +1,39 @@
+#ifndef REDLOCK_HOLD_HPP
+#define REDLOCK_HOLD_HPP
+
+#include <cstdint>
+#include <string_view>
+
+namespace redlock::detail {
+
+// What a lease, or one acquire round, holds on every node; it decides which scripts release and
+// extend it (release_script_for and extend_script_for in scripts.hpp).
+enum class hold_kind : std::uint8_t {
+  lock,    // a lock's key: a mutex's, or a semaphore slot's
+  reader,  // a read-write lock's reader: its entry in the readers' set
+  writer,  // a read-write lock's writer: the writer's key, and while it waited its mark
+};
+
+// The keys of one hold, as a release addresses them. Views: the owner keeps the strings.
+struct hold_keys {
+  hold_kind kind = hold_kind::lock;
+  // The key the acquire set: the lock's, the readers' set, or the writer's key. Every other key
+  // here is in its hash slot.
+  std::string_view key{};
+  // A writer's: its mark key (rw_mark_key), and the mark id the release deletes it with; an empty
+  // id leaves the mark, as a failed round of a writer that keeps waiting does.
+  std::string_view mark{};
+  std::string_view mark_id{};
+  // A read-write lock's: what its release announcements say, the lock's local queue key
+  // (rw_queue_key), by which waiting clients route them. A lock's announcement says its key.
+  std::string_view message{};
+
+  // A lock's key.
+  static hold_keys lock_key(std::string_view key) noexcept {
+    return {.kind = hold_kind::lock, .key = key, .mark = {}, .mark_id = {}, .message = {}};
+  }
+};
+
+}  // namespace redlock::detail
+
+#endif

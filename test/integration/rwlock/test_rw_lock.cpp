@@ -1,0 +1,471 @@
+// The read-write lock on real servers: readers together, writers alone, a waiting writer's marks
+// keeping new readers out, its marks deleted when it gives up, local queueing, a crashed reader
+// bounded by its own TTL, renewal and loss, fencing, and with_read_lock / with_write_lock. The
+// scripts alone are in test_rw_scripts.cpp; the safety property under node faults in
+// test_rw_safety.cpp.
+#include "integration/prelude.hpp"
+#include "redlock/redlock.hpp"
+#include "scripts.hpp"
+#include "support/async_test.hpp"
+#include "support/client_options.hpp"
+#include "support/printing.hpp"
+#include "support/redis_fleet.hpp"
+#include "support/sync_client.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+// g++ 12 misreads the coroutine frames' allocation (a false positive).
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+namespace {
+
+namespace d = redlock::detail;
+using redlock::lease;
+using redlock::rw_lock;
+using redlock::test::tuple_awaitable;
+using clock = std::chrono::steady_clock;
+
+// On how many of the fleet's nodes `key` exists.
+std::size_t nodes_with(redis_fleet& fleet, const std::string& key) {
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < fleet.size(); ++i) {
+    sync_client c(fleet[i].port());
+    if (c.command({"EXISTS", key}).integer == 1) ++count;
+  }
+  return count;
+}
+
+// The live readers of lock `name` on node `i`.
+long long readers_on(redis_fleet& fleet, std::size_t i, const std::string& name) {
+  sync_client c(fleet[i].port());
+  return c.command({"ZCOUNT", d::rw_readers_key(name), "-inf", "+inf"}).integer;
+}
+
+// A reader that is no client of the test and never comes back: its entry on every node, with
+// `ttl`, as rw_read_acquire_script writes it.
+void foreign_reader(redis_fleet& fleet, const std::string& name, std::chrono::milliseconds ttl) {
+  for (std::size_t i = 0; i < fleet.size(); ++i) {
+    sync_client c(fleet[i].port());
+    const auto reply =
+        c.command({"EVAL", d::rw_read_acquire_script().source(), "3", d::rw_writer_key(name),
+                   d::rw_readers_key(name), d::rw_mark_key(name), "crashed-reader",
+                   std::to_string(ttl.count()), "0"});
+    BOOST_TEST_REQUIRE((reply.kind == redlock::resp::type::simple_string));
+  }
+}
+
+// Whether every node of `fleet` has `count` live readers of lock `name`.
+bool all_nodes(redis_fleet& fleet, const std::string& name, long long count) {
+  for (std::size_t i = 0; i < fleet.size(); ++i) {
+    if (readers_on(fleet, i, name) != count) return false;
+  }
+  return true;
+}
+
+redlock::lock_options rw_options(std::chrono::milliseconds ttl = 5000ms,
+                                 std::optional<std::chrono::milliseconds> wait = std::nullopt) {
+  auto options = lock_for(ttl);
+  options.wait = wait;
+  return options;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(rwlock)
+
+BOOST_AUTO_TEST_CASE(readers_of_several_clients_hold_at_once) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client first(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client second(io.get_executor(), fleet.configs(), fast_client_options());
+    rw_lock a(first, "catalog", rw_options());
+    rw_lock b(second, "catalog", rw_options());
+    auto [ec1, r1] = co_await a.async_try_acquire_read(tuple_awaitable);
+    auto [ec2, r2] = co_await a.async_try_acquire_read(tuple_awaitable);
+    auto [ec3, r3] = co_await b.async_acquire_read(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec1, ec1.message() << ": " << r1.diagnostics());
+    BOOST_TEST_REQUIRE(!ec2, ec2.message() << ": " << r2.diagnostics());
+    BOOST_TEST_REQUIRE(!ec3, ec3.message() << ": " << r3.diagnostics());
+    BOOST_TEST(r1.held());
+    BOOST_TEST(r2.held());
+    BOOST_TEST(r3.held());
+    BOOST_TEST(r1.resource() == d::rw_readers_key("catalog"));
+    // Each acquire completes on a quorum's grants; the others land a moment later.
+    const bool three_everywhere =
+        co_await eventually([&] { return all_nodes(fleet, "catalog", 3); });
+    BOOST_TEST(three_everywhere);
+
+    // Releasing one reader removes only its own entry.
+    auto [released] = co_await r2.async_release(tuple_awaitable);
+    BOOST_TEST(!released, released.message());
+    const bool two_everywhere = co_await eventually([&] { return all_nodes(fleet, "catalog", 2); });
+    BOOST_TEST(two_everywhere);
+    BOOST_TEST(r1.held());
+    BOOST_TEST(r3.held());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_writer_is_refused_while_readers_hold_and_leaves_no_mark) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client readers(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client writers(io.get_executor(), fleet.configs(), fast_client_options());
+    rw_lock for_reading(readers, "config", rw_options());
+    rw_lock for_writing(writers, "config", rw_options());
+    auto [ec, reader] = co_await for_reading.async_acquire_read(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message());
+
+    auto [refused, none] = co_await for_writing.async_try_acquire_write(tuple_awaitable);
+    BOOST_TEST((refused == redlock::condition::not_acquired), refused.message());
+    BOOST_TEST(!none.held());
+    BOOST_TEST(none.diagnostics().find("\"config\" (to write)") != std::string::npos,
+               none.diagnostics());
+    // The try marked the nodes when the readers refused it, and deleted the marks when it ended.
+    const bool unmarked =
+        co_await eventually([&] { return nodes_with(fleet, d::rw_mark_key("config")) == 0; });
+    BOOST_TEST(unmarked);
+    BOOST_TEST(nodes_with(fleet, d::rw_writer_key("config")) == 0u);
+
+    // Readers still come in.
+    auto [ec2, reader2] = co_await for_reading.async_try_acquire_read(tuple_awaitable);
+    BOOST_TEST(!ec2, ec2.message());
+
+    // A writer that waits and gives up deletes its marks too.
+    auto options = rw_options(5000ms, 300ms);
+    rw_lock impatient(writers, "config", options);
+    auto [timed_out, none2] = co_await impatient.async_acquire_write(tuple_awaitable);
+    BOOST_TEST(timed_out == error::wait_timeout, timed_out.message());
+    const bool unmarked2 =
+        co_await eventually([&] { return nodes_with(fleet, d::rw_mark_key("config")) == 0; });
+    BOOST_TEST(unmarked2);
+    auto [ec3, reader3] = co_await for_reading.async_try_acquire_read(tuple_awaitable);
+    BOOST_TEST(!ec3, ec3.message());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_waiting_writer_keeps_new_readers_out_and_wins_when_readers_leave) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client first(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client second(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client third(io.get_executor(), fleet.configs(), fast_client_options());
+    rw_lock old_readers(first, "schema", rw_options(10s));
+    rw_lock writer(second, "schema", rw_options(10s, 20s));
+    rw_lock new_readers(third, "schema", rw_options(10s, 20s));
+
+    auto [ec, held] = co_await old_readers.async_acquire_read(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message());
+
+    std::optional<error_code> wrote;
+    lease written;
+    writer.async_acquire_write([&](error_code e, lease l) {
+      wrote = e;
+      written = std::move(l);
+    });
+    // The writer waits with its marks on a quorum (renewed while it waits).
+    const bool marked = co_await eventually(
+        [&] { return nodes_with(fleet, d::rw_mark_key("schema")) >= 2; }, 5000ms);
+    BOOST_TEST_REQUIRE(marked);
+
+    // New readers are refused, and wait.
+    auto [refused, none] = co_await new_readers.async_try_acquire_read(tuple_awaitable);
+    BOOST_TEST((refused == redlock::condition::not_acquired), refused.message());
+    std::optional<error_code> read;
+    lease reading;
+    new_readers.async_acquire_read([&](error_code e, lease l) {
+      read = e;
+      reading = std::move(l);
+    });
+    co_await sleep_for(300ms);
+    BOOST_TEST(!wrote.has_value());
+    BOOST_TEST(!read.has_value());
+
+    // The old reader leaves: the writer gets the lock at once (announced), long before any TTL.
+    const auto left = clock::now();
+    auto [released] = co_await held.async_release(tuple_awaitable);
+    BOOST_TEST(!released, released.message());
+    const bool got_it = co_await eventually([&] { return wrote.has_value(); }, 5000ms);
+    BOOST_TEST_REQUIRE(got_it);
+    BOOST_TEST(!*wrote, wrote->message() << ": " << written.diagnostics());
+    BOOST_TEST(ms_since(left) < 5000);
+    BOOST_TEST(written.held());
+    const bool unmarked =
+        co_await eventually([&] { return nodes_with(fleet, d::rw_mark_key("schema")) == 0; });
+    BOOST_TEST(unmarked);
+    BOOST_TEST(!read.has_value(), "a reader got in beside the writer");
+
+    // The writer leaves: the waiting reader gets in.
+    auto [released2] = co_await written.async_release(tuple_awaitable);
+    BOOST_TEST(!released2, released2.message());
+    const bool reader_in = co_await eventually([&] { return read.has_value(); }, 5000ms);
+    BOOST_TEST_REQUIRE(reader_in);
+    BOOST_TEST(!*read, read->message() << ": " << reading.diagnostics());
+    BOOST_TEST(reading.held());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_crashed_reader_blocks_a_writer_no_longer_than_its_ttl) {
+  redis_fleet fleet(3);
+  foreign_reader(fleet, "report", 1500ms);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    rw_lock report(locks, "report", rw_options(5000ms, 10s));
+    const auto started = clock::now();
+    auto [ec, written] = co_await report.async_acquire_write(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << written.diagnostics());
+    const auto waited = ms_since(started);
+    // Its entry counted until its own deadline, and no longer (generous bounds: a busy machine).
+    BOOST_TEST(waited >= 1000, waited);
+    BOOST_TEST(waited < 6000, waited);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(writers_exclude_each_other_and_readers) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client first(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client second(io.get_executor(), fleet.configs(), fast_client_options());
+    rw_lock mine(first, "ledger", rw_options());
+    rw_lock theirs(second, "ledger", rw_options());
+    auto [ec, written] = co_await mine.async_try_acquire_write(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message());
+    BOOST_TEST(written.resource() == d::rw_writer_key("ledger"));
+    auto [refused, none] = co_await theirs.async_try_acquire_write(tuple_awaitable);
+    BOOST_TEST((refused == redlock::condition::not_acquired), refused.message());
+    auto [refused2, none2] = co_await theirs.async_try_acquire_read(tuple_awaitable);
+    BOOST_TEST((refused2 == redlock::condition::not_acquired), refused2.message());
+    // Within the client: the writer's own lease keeps its readers and writers out too.
+    auto [refused3, none3] = co_await mine.async_try_acquire_read(tuple_awaitable);
+    BOOST_TEST(refused3 == error::contended, refused3.message());
+    auto [released] = co_await written.async_release(tuple_awaitable);
+    BOOST_TEST(!released, released.message());
+    const bool released_everywhere =
+        co_await eventually([&] { return nodes_with(fleet, d::rw_writer_key("ledger")) == 0; });
+    BOOST_TEST(released_everywhere);
+    auto [ec2, reading] = co_await theirs.async_try_acquire_read(tuple_awaitable);
+    BOOST_TEST(!ec2, ec2.message());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(local_acquires_queue_in_order_and_readers_hold_together) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    rw_lock lock(locks, "cache", rw_options(5000ms, 10s));
+    std::vector<std::string> order;
+    std::vector<lease> leases(4);
+    auto record = [&](std::string what, std::size_t slot) {
+      return [&order, &leases, what, slot](error_code e, lease l) {
+        BOOST_TEST(!e, what << ": " << e.message() << ": " << l.diagnostics());
+        order.push_back(what);
+        leases[slot] = std::move(l);
+      };
+    };
+    lock.async_acquire_read(record("reader 1", 0));
+    lock.async_acquire_read(record("reader 2", 1));
+    lock.async_acquire_write(record("writer", 2));
+    lock.async_acquire_read(record("reader 3", 3));
+    const bool readers_in = co_await eventually([&] { return order.size() == 2; });
+    BOOST_TEST_REQUIRE(readers_in);
+    co_await sleep_for(200ms);
+    BOOST_TEST(order.size() == 2u, "the writer waits for the readers, reader 3 behind it");
+
+    auto [r1] = co_await leases[0].async_release(tuple_awaitable);
+    BOOST_TEST(!r1);
+    co_await sleep_for(100ms);
+    BOOST_TEST(order.size() == 2u);
+    auto [r2] = co_await leases[1].async_release(tuple_awaitable);
+    BOOST_TEST(!r2);
+    const bool writer_in = co_await eventually([&] { return order.size() == 3; }, 5000ms);
+    BOOST_TEST_REQUIRE(writer_in);
+    co_await sleep_for(100ms);
+    BOOST_TEST(order.size() == 3u);
+    auto [r3] = co_await leases[2].async_release(tuple_awaitable);
+    BOOST_TEST(!r3);
+    const bool last_in = co_await eventually([&] { return order.size() == 4; }, 5000ms);
+    BOOST_TEST_REQUIRE(last_in);
+    const std::vector<std::string> expected = {"reader 1", "reader 2", "writer", "reader 3"};
+    BOOST_TEST(order == expected, boost::test_tools::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(renewal_keeps_each_reader_on_its_own) {
+  redis_fleet fleet(3);
+  foreign_reader(fleet, "feed", 800ms);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    rw_lock feed(locks, "feed", rw_options(600ms));
+    auto [ec, reading] = co_await feed.async_acquire_read(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message());
+    co_await sleep_for(1500ms);
+    BOOST_TEST(reading.held(), reading.diagnostics());
+    // Our renewals moved our own deadline only: the crashed reader's entry is past its deadline.
+    for (std::size_t i = 0; i < fleet.size(); ++i) {
+      sync_client c(fleet[i].port());
+      const auto now_ms = [&] {
+        const auto t = c.command({"TIME"});
+        return std::stoll(t.elements[0].text) * 1000 + std::stoll(t.elements[1].text) / 1000;
+      }();
+      const auto crashed = c.command({"ZSCORE", d::rw_readers_key("feed"), "crashed-reader"});
+      BOOST_TEST((crashed.is_null() || std::stoll(crashed.text) <= now_ms), "node " << i);
+      const auto ours = c.command({"ZSCORE", d::rw_readers_key("feed"), reading.token()});
+      BOOST_TEST_REQUIRE(!ours.is_null());
+      BOOST_TEST(std::stoll(ours.text) > now_ms, "node " << i);
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_reader_removed_on_a_quorum_is_lost_and_its_body_cancelled) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    rw_lock feed(locks, "feed", rw_options(600ms));
+    std::optional<error_code> ended;
+    bool body_cancelled = false;
+    try {
+      co_await redlock::with_read_lock(feed, [&](lease& held) -> asio::awaitable<void> {
+        // The acquire completes on a quorum's grants; the third may still be on its way, and
+        // would land after a removal made now.
+        const bool everywhere = co_await eventually([&] {
+          return readers_on(fleet, 0, "feed") + readers_on(fleet, 1, "feed") +
+                     readers_on(fleet, 2, "feed") ==
+                 3;
+        });
+        BOOST_TEST_REQUIRE(everywhere);
+        for (std::size_t i = 0; i < 2; ++i) {
+          sync_client c(fleet[i].port());
+          c.command({"ZREM", d::rw_readers_key("feed"), held.token()});
+        }
+        try {
+          co_await sleep_for(10s);
+        } catch (const boost::system::system_error&) {
+          body_cancelled = true;
+          throw;
+        }
+      });
+    } catch (const boost::system::system_error& e) {
+      ended = e.code();
+    }
+    BOOST_TEST_REQUIRE(ended.has_value());
+    BOOST_TEST(*ended == error::lock_lost, ended->message());
+    BOOST_TEST(body_cancelled);
+    // The lost reader's entry is gone everywhere (its loss released it).
+    const bool gone = co_await eventually([&] {
+      return readers_on(fleet, 0, "feed") + readers_on(fleet, 1, "feed") +
+                 readers_on(fleet, 2, "feed") ==
+             0;
+    });
+    BOOST_TEST(gone);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(with_read_lock_and_with_write_lock_release_when_done) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    rw_lock doc(locks, "doc", rw_options());
+    const int read =
+        co_await redlock::with_read_lock(doc, [&](lease& held) -> asio::awaitable<int> {
+          BOOST_TEST(held.held());
+          BOOST_TEST(nodes_with(fleet, d::rw_readers_key("doc")) >= 2u);
+          co_return 7;
+        });
+    BOOST_TEST(read == 7);
+    const bool read_released =
+        co_await eventually([&] { return nodes_with(fleet, d::rw_readers_key("doc")) == 0; });
+    BOOST_TEST(read_released);
+    co_await redlock::with_write_lock(doc, [&](lease& held) -> asio::awaitable<void> {
+      BOOST_TEST(held.held());
+      BOOST_TEST(nodes_with(fleet, d::rw_writer_key("doc")) >= 2u);
+      co_return;
+    });
+    const bool write_released =
+        co_await eventually([&] { return nodes_with(fleet, d::rw_writer_key("doc")) == 0; });
+    BOOST_TEST(write_released);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(with_fencing_writers_take_increasing_tokens_and_readers_the_last) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    auto options = rw_options();
+    options.fencing = true;
+    rw_lock doc(locks, "fenced-doc", options);
+    auto [ec0, early] = co_await doc.async_acquire_read(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec0, ec0.message());
+    BOOST_TEST((early.fencing_token() == std::optional<std::uint64_t>(0)));
+    co_await early.async_release(tuple_awaitable);
+
+    auto [ec1, first] = co_await doc.async_acquire_write(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec1, ec1.message());
+    const auto t1 = first.fencing_token();
+    BOOST_TEST_REQUIRE(t1.has_value());
+    co_await first.async_release(tuple_awaitable);
+
+    auto [ec2, reader] = co_await doc.async_acquire_read(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec2, ec2.message());
+    BOOST_TEST((reader.fencing_token() == t1));
+    co_await reader.async_release(tuple_awaitable);
+
+    auto [ec3, second] = co_await doc.async_acquire_write(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec3, ec3.message());
+    BOOST_TEST_REQUIRE(second.fencing_token().has_value());
+    BOOST_TEST(*second.fencing_token() > *t1);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_cancelled_waiting_writer_deletes_its_marks) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client readers(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client writers(io.get_executor(), fleet.configs(), fast_client_options());
+    rw_lock for_reading(readers, "page", rw_options());
+    rw_lock for_writing(writers, "page", rw_options(5000ms, 20s));
+    auto [ec, reading] = co_await for_reading.async_acquire_read(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message());
+    asio::cancellation_signal stop;
+    std::optional<error_code> ended;
+    for_writing.async_acquire_write(
+        asio::bind_cancellation_slot(stop.slot(), [&](error_code e, lease) { ended = e; }));
+    const bool marked =
+        co_await eventually([&] { return nodes_with(fleet, d::rw_mark_key("page")) >= 2; }, 5000ms);
+    BOOST_TEST_REQUIRE(marked);
+    stop.emit(asio::cancellation_type::terminal);
+    const bool done = co_await eventually([&] { return ended.has_value(); });
+    BOOST_TEST_REQUIRE(done);
+    BOOST_TEST(*ended == asio::error::operation_aborted);
+    const bool unmarked =
+        co_await eventually([&] { return nodes_with(fleet, d::rw_mark_key("page")) == 0; });
+    BOOST_TEST(unmarked);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(an_empty_name_is_an_invalid_argument) {
+  redis_fleet fleet(1);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    rw_lock nameless(locks, "", rw_options());
+    auto [ec, none] = co_await nameless.async_acquire_read(tuple_awaitable);
+    BOOST_TEST(ec == error::invalid_argument, ec.message());
+    BOOST_TEST(none.diagnostics().find("name is empty") != std::string::npos, none.diagnostics());
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
