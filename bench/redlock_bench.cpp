@@ -5,8 +5,8 @@
 //                 [--table]
 //
 // NAME is one of the workloads in the table below (latency, throughput, contention,
-// contention_procs, semaphore, slow_node, renewal_scale, scale_curve, tls, wake_latency, cluster)
-// or all.
+// contention_procs, semaphore, rw_lock, slow_node, renewal_scale, scale_curve, tls, wake_latency,
+// cluster) or all.
 // Without --nodes it starts five redis-server children on free loopback ports (and stops them);
 // with --nodes the workloads use those nodes. tls, which compares plain TCP with TLS, starts five
 // servers of its own that listen for both when --nodes is not given; with --nodes it measures the
@@ -50,6 +50,7 @@ constexpr workload workloads[] = {
     {"contention", run_contention, contention_params},
     {"contention_procs", run_contention_procs, contention_procs_params},
     {"semaphore", run_semaphore, semaphore_params},
+    {"rw_lock", run_rw_lock, rw_lock_params},
     {"slow_node", run_slow_node, slow_node_params},
     {"renewal_scale", run_renewal_scale, renewal_scale_params},
     {"scale_curve", run_scale_curve, scale_curve_params},

@@ -17,9 +17,12 @@
 #include <charconv>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace redlock::bench {
@@ -168,6 +171,35 @@ run_result run_contention(const run_context& context) {
 
 std::string contention_params(bool quick) {
   return fmt::format("\"contenders\":16,\"duration_s\":{},\"hold_ms\":1", quick ? 1 : 10);
+}
+
+double figure_of(const run_result& r, std::string_view name) {
+  for (const auto& f : r.figures)
+    if (f.name == name) return f.value;
+  throw std::logic_error(fmt::format("the contention workload has no figure '{}'", name));
+}
+
+run_result measure_beside_mutex(const run_context& context, std::size_t phases,
+                                const std::function<void(std::size_t)>& measure,
+                                double& lost_updates) {
+  const bool mutex_first = context.run % 2 == 0;
+  std::optional<run_result> mutex;
+  if (mutex_first) mutex = run_contention(context);
+  for (std::size_t k = 0; k < phases; ++k)
+    measure(mutex_first ? k : phases - 1 - k);
+  if (!mutex_first) mutex = run_contention(context);
+
+  // Figures in one order whatever the phases' order: the medians are taken by position.
+  run_result r;
+  r.quorum = mutex->quorum;
+  r.figures = {
+      {"acquisitions_per_s_mutex", figure_of(*mutex, "acquisitions_per_s"), 1},
+      {"wait_p50_us_mutex", figure_of(*mutex, "wait_p50_us"), 1},
+      {"wait_p99_us_mutex", figure_of(*mutex, "wait_p99_us"), 1},
+  };
+  lost_updates += figure_of(*mutex, "lost_updates");
+  r.errors.merge(mutex->errors, "mutex ");
+  return r;
 }
 
 }  // namespace redlock::bench

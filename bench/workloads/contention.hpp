@@ -11,10 +11,13 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace redlock::bench {
@@ -44,6 +47,25 @@ std::optional<std::int64_t> to_integer(const redlock::resp::value& reply);
 // failure is counted in `errors`.
 asio::awaitable<void> slow_increment(rd::connection& witness, const std::string& witness_key,
                                      asio::steady_timer& pause, error_tally& errors);
+
+// How long a phase of the contention workloads runs: 10 s, or 1 s with --quick.
+inline clock_type::duration contention_phase(bool quick) {
+  return quick ? clock_type::duration(std::chrono::seconds(1))
+               : clock_type::duration(std::chrono::seconds(10));
+}
+
+// A figure of `r` by name; throws std::logic_error naming it when there is none.
+double figure_of(const run_result& r, std::string_view name);
+
+// A workload compared with the mutex in one run (semaphore, rw_lock): measure(i) for each of its
+// `phases`, and the contention workload. The mutex goes first in even runs and last in odd ones
+// (the phases then in reverse order), so that a host that speeds up or slows down over a run does
+// not always favour the same side of the comparison. Returns the start of the comparison's
+// result: the quorum, the mutex's figures acquisitions_per_s_mutex, wait_p50_us_mutex and
+// wait_p99_us_mutex, and its errors; its lost updates are added to `lost_updates`.
+run_result measure_beside_mutex(const run_context& context, std::size_t phases,
+                                const std::function<void(std::size_t)>& measure,
+                                double& lost_updates);
 
 // Contender `index`: acquire, GET, hold 1 ms, SET + 1, release, until st.end.
 asio::awaitable<void> contender(redlock::client& client, rd::connection& witness,

@@ -146,10 +146,6 @@ asio::awaitable<void> semaphore_work(const std::vector<redlock::node_config>& no
   st.stage = "closing";
 }
 
-clock_type::duration phase_duration(bool quick) {
-  return quick ? clock_type::duration(1s) : clock_type::duration(10s);  // as contention's
-}
-
 permit_state measure_permits(const run_context& context, std::size_t permits) {
   permit_state st;
   const std::string prefix = key_prefix("semaphore", context.run) + fmt::format("p{}-", permits);
@@ -160,7 +156,7 @@ permit_state measure_permits(const run_context& context, std::size_t permits) {
     st.slot_of.emplace(rd::semaphore_slot_key(st.name, slot), slot);
     st.witness_keys.push_back(fmt::format("{}counter:{}", prefix, slot));
   }
-  const auto duration = phase_duration(context.quick);
+  const auto duration = contention_phase(context.quick);
   asio::io_context io(1);
   drive(io, semaphore_work(context.nodes, duration, st), hang_limit + duration,
         fmt::format("semaphore run {}, {} permits", context.run, permits), [&] {
@@ -173,38 +169,15 @@ permit_state measure_permits(const run_context& context, std::size_t permits) {
   return st;
 }
 
-double figure_of(const run_result& r, std::string_view name) {
-  for (const auto& f : r.figures)
-    if (f.name == name) return f.value;
-  throw std::logic_error(fmt::format("the contention workload has no figure '{}'", name));
-}
-
 }  // namespace
 
-// The phases run one after another, mutex first in even runs and last in odd ones, so that a host
-// that speeds up or slows down over a run does not always favour the same side of the ratio.
 run_result run_semaphore(const run_context& context) {
-  std::optional<run_result> mutex;
   std::vector<permit_state> phases(std::size(permit_counts));
-  const bool mutex_first = context.run % 2 == 0;
-  if (mutex_first) mutex = run_contention(context);
-  for (std::size_t k = 0; k < phases.size(); ++k) {
-    const std::size_t i = mutex_first ? k : phases.size() - 1 - k;
-    phases[i] = measure_permits(context, permit_counts[i]);
-  }
-  if (!mutex_first) mutex = run_contention(context);
-
-  // Figures in one order whatever the phases' order: the medians are taken by position.
-  run_result r;
-  r.quorum = mutex->quorum;
-  const double mutex_rate = figure_of(*mutex, "acquisitions_per_s");
-  r.figures = {
-      {"acquisitions_per_s_mutex", mutex_rate, 1},
-      {"wait_p50_us_mutex", figure_of(*mutex, "wait_p50_us"), 1},
-      {"wait_p99_us_mutex", figure_of(*mutex, "wait_p99_us"), 1},
-  };
-  double lost_updates = figure_of(*mutex, "lost_updates");
-  r.errors.merge(mutex->errors, "mutex ");
+  double lost_updates = 0;
+  run_result r = measure_beside_mutex(
+      context, phases.size(),
+      [&](std::size_t i) { phases[i] = measure_permits(context, permit_counts[i]); }, lost_updates);
+  const double mutex_rate = figure_of(r, "acquisitions_per_s_mutex");
   const auto rate_of = [](const permit_state& st) {
     return st.seconds > 0 ? static_cast<double>(st.acquisitions) / st.seconds : 0;
   };

@@ -40,6 +40,11 @@ std::string renewal_scale_params(bool quick);
 run_result run_semaphore(const run_context& context);
 std::string semaphore_params(bool quick);
 
+// contention's 16 contenders on a redlock::rw_lock, 90 % and then 50 % of the acquires reads (a
+// reader holds 1 ms, a writer makes contention's slow increment), and contention in the same run.
+run_result run_rw_lock(const run_context& context);
+std::string rw_lock_params(bool quick);
+
 // 4 processes x 4 contenders on one key, one client per process: throughput, waits, fairness.
 run_result run_contention_procs(const run_context& context);
 std::string contention_procs_params(bool quick);

@@ -253,6 +253,22 @@ BOOST_AUTO_TEST_CASE(permits) {
   BOOST_TEST(usage_error({"status", "job", "--permits"}) == "--permits needs a value");
 }
 
+// --read and --write turn RESOURCE into a read-write lock for run; one of them, never with
+// --permits.
+BOOST_AUTO_TEST_CASE(read_and_write) {
+  BOOST_TEST(!parse_run({"doc", "--", "true"}).side.has_value());
+  BOOST_TEST((parse_run({"--read", "doc", "--", "true"}).side == cli::rw_side::read));
+  BOOST_TEST((parse_run({"doc", "--write", "--", "true"}).side == cli::rw_side::write));
+  BOOST_TEST((parse_run({"--read", "--read", "doc", "--", "true"}).side == cli::rw_side::read));
+  // After "--" it is COMMAND's.
+  BOOST_TEST(!parse_run({"doc", "--", "cat", "--read"}).side.has_value());
+  BOOST_TEST(usage_error({"run", "--read", "--write", "doc", "--", "true"}) ==
+             "--read and --write exclude each other: give one");
+  BOOST_TEST(usage_error({"run", "--write", "--permits", "2", "doc", "--", "true"}) ==
+             "--write and --permits exclude each other: RESOURCE is either a read-write lock or a "
+             "semaphore");
+}
+
 // --json, for run and status alike: a switch, anywhere before "--", off unless given.
 BOOST_AUTO_TEST_CASE(json) {
   BOOST_TEST(!parse_run({"job", "--", "true"}).json);

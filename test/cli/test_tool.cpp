@@ -279,6 +279,17 @@ std::string slot_key(const std::string& name, std::size_t slot) {
   return fmt::format("{{{}}}:slot:{}", name, slot);
 }
 
+// The keys of the read-write lock `name` (a name without a hash tag), spelled out as slot_key.
+std::string rw_readers_key(const std::string& name) {
+  return fmt::format("{{{}}}:read", name);
+}
+std::string rw_writer_key(const std::string& name) {
+  return fmt::format("{{{}}}:write", name);
+}
+std::string rw_mark_key(const std::string& name) {
+  return fmt::format("{{{}}}:write-waiting", name);
+}
+
 // Loopback ports with a socket bound but not listening: a connection there is refused at once,
 // and no other process can take the port meanwhile.
 class refusing_ports {
@@ -1263,6 +1274,55 @@ BOOST_AUTO_TEST_CASE(permits_bound_how_many_commands_run_at_once) {
   BOOST_TEST(plain.exit_code == 0, plain.err);
   BOOST_TEST(contains(plain.err, "permit=none"), plain.err);
   check_nothing_left();
+}
+
+// --read: runs share the read-write lock, their COMMANDs at the same time; --write: a COMMAND runs
+// alone, never beside a reader.
+BOOST_AUTO_TEST_CASE(readers_run_together_and_a_writer_alone) {
+  const auto record = [](const std::filesystem::path& file) {
+    return fmt::format("date +%s%N >> {0}; sleep 0.8; date +%s%N >> {0}", file.string());
+  };
+  const std::vector<std::string> sides = {"--read", "--read", "--write"};
+  std::vector<std::filesystem::path> files;
+  std::vector<std::unique_ptr<tool_process>> started;
+  for (std::size_t i = 0; i < sides.size(); ++i) {
+    files.push_back(scratch / fmt::format("rw-{}", i));
+    started.push_back(std::make_unique<tool_process>(
+        std::vector<std::string>{"run", sides[i], resource, "--", "sh", "-c", record(files[i])},
+        nodes, scratch.path()));
+  }
+  std::vector<std::pair<long long, long long>> ran;
+  for (std::size_t i = 0; i < sides.size(); ++i) {
+    BOOST_TEST_CONTEXT("run " << i << " " << sides[i]) {
+      const auto result = started[i]->wait(20s);
+      BOOST_TEST(result.exit_code == 0, result.err);
+      const std::string how = i < 2 ? " for reading (key " + rw_readers_key(resource)
+                                    : " for writing (key " + rw_writer_key(resource);
+      BOOST_TEST(contains(result.err, "redlock: acquired " + resource + how + ", "), result.err);
+      const auto numbers = numbers_in(files[i]);
+      BOOST_TEST_REQUIRE(numbers.size() == 2u, "COMMAND did not run to its end");
+      ran.emplace_back(numbers[0], numbers[1]);
+    }
+  }
+  const auto overlap = [&](std::size_t a, std::size_t b) {
+    return ran[a].first < ran[b].second && ran[b].first < ran[a].second;
+  };
+  BOOST_TEST(!overlap(0, 2), "the writer ran beside reader 0");
+  BOOST_TEST(!overlap(1, 2), "the writer ran beside reader 1");
+  // The readers started together, so unless the writer came first they overlapped.
+  if (ran[2].first > ran[0].second || ran[2].second < ran[0].first) {
+    BOOST_TEST(overlap(0, 1), "the readers ran one at a time");
+  }
+  // A release completes on a quorum's answers; the last node's may land a moment later.
+  for (const auto& key :
+       {rw_readers_key(resource), rw_writer_key(resource), rw_mark_key(resource)}) {
+    std::size_t left = look.present(key);
+    for (int tries = 0; left != 0 && tries < 100; ++tries) {
+      std::this_thread::sleep_for(20ms);
+      left = look.present(key);
+    }
+    BOOST_TEST(left == 0u, key);
+  }
 }
 
 // status --permits: one block per slot as for a lock (a line per node, then the verdict on that

@@ -10,7 +10,7 @@ namespace {
 
 constexpr std::string_view duration_forms = "expected e.g. 500ms, 30s, 2m or a number of seconds";
 constexpr std::string_view run_usage =
-    "redlock run [OPTIONS] [--permits N] RESOURCE -- COMMAND [ARGS...]";
+    "redlock run [OPTIONS] [--permits N | --read | --write] RESOURCE -- COMMAND [ARGS...]";
 constexpr std::string_view status_usage = "redlock status [OPTIONS] [--permits N] RESOURCE";
 constexpr std::string_view acquire_usage = "redlock acquire [OPTIONS] RESOURCE";
 constexpr std::string_view extend_usage =
@@ -294,9 +294,20 @@ invocation parse_run(std::span<const std::string> args, std::optional<std::strin
       options.grace = duration_option(cursor, {}, {}, true);
     } else if (name == "--permits") {
       options.permits = permits_option(cursor);
+    } else if (name == "--read" || name == "--write") {
+      const rw_side side = name == "--read" ? rw_side::read : rw_side::write;
+      if (options.side && *options.side != side)
+        throw usage_error("--read and --write exclude each other: give one");
+      options.side = side;
     } else if (!take_tls_flag(cursor, name, tls)) {
       unknown_option(name, "run");
     }
+  }
+  if (options.side && options.permits) {
+    throw usage_error(
+        fmt::format("--{} and --permits exclude each other: RESOURCE is either a "
+                    "read-write lock or a semaphore",
+                    *options.side == rw_side::read ? "read" : "write"));
   }
   check_resource(resource, run_usage);
   if (!separator) {

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -90,12 +91,18 @@ struct lock_request {
   bool fencing = false;
 };
 
+// Which side of a read-write lock `redlock run` takes (--read, --write).
+enum class rw_side : std::uint8_t { read, write };
+
 struct run_options : lock_request {
   // Zero: a COMMAND that must be stopped gets SIGKILL at once, without SIGTERM first.
   std::chrono::milliseconds grace = default_grace;
   // --permits N: `resource` names a redlock::semaphore of N permits, and one of them is taken
   // instead of the lock. Unset: the lock `resource`.
   std::optional<std::size_t> permits;
+  // --read / --write: `resource` names a redlock::rw_lock, taken for reading (shared with other
+  // readers) or for writing. Unset: the lock `resource`.
+  std::optional<rw_side> side;
   std::vector<std::string> command;  // never empty
 };
 

@@ -15,6 +15,7 @@ redlock: a distributed lock over Redis (the Redlock algorithm) for scripts and c
 Usage:
   redlock run [OPTIONS] RESOURCE -- COMMAND [ARGS...]
   redlock run [OPTIONS] --permits N NAME -- COMMAND [ARGS...]
+  redlock run [OPTIONS] --read|--write NAME -- COMMAND [ARGS...]
   redlock status [OPTIONS] [--permits N] RESOURCE
   redlock acquire [OPTIONS] RESOURCE               (prints the lock's TOKEN)
   redlock extend [OPTIONS] RESOURCE --token TOKEN --ttl DURATION
@@ -75,6 +76,9 @@ redlock run [OPTIONS] RESOURCE -- COMMAND [ARGS...]
     --permits N       take one of the N permits (1..1024) of the semaphore RESOURCE instead of
                       the lock RESOURCE (see above). --wait 0: rounds over the permits that may
                       be free, no waiting; contended means all N are held
+    --read, --write   take the read-write lock RESOURCE for reading (beside other readers) or
+                      for writing (alone) instead of the lock RESOURCE. A writer waiting for
+                      readers keeps new readers out. The key is {NAME}:read or {NAME}:write
     -q, --quiet       no "acquired", "released" and warning lines on stderr (errors are still
                       printed)
     --json            each line on stderr as a JSON object, for scripts (see below)

@@ -5,6 +5,7 @@
 #include "lock_steps.hpp"
 #include "messages.hpp"
 #include "redlock/redlock.hpp"
+#include "redlock/rw_lock.hpp"
 #include "redlock/semaphore.hpp"
 #include "scripts.hpp"
 
@@ -172,7 +173,20 @@ class run_session {
     }
     // Each co_await is a statement of its own: with g++ 12, the tuple a co_await in an arm of a
     // conditional expression yielded here was garbage (a lease with a corrupt token).
-    if (options_.permits) {
+    if (options_.side) {
+      // As the semaphore below: copied when the acquire starts.
+      rw_lock shared(*client_, options_.resource, lock);
+      const bool write = *options_.side == rw_side::write;
+      if (one_round && write) {
+        std::tie(ec, acquired) = co_await shared.async_try_acquire_write(token());
+      } else if (one_round) {
+        std::tie(ec, acquired) = co_await shared.async_try_acquire_read(token());
+      } else if (write) {
+        std::tie(ec, acquired) = co_await shared.async_acquire_write(token());
+      } else {
+        std::tie(ec, acquired) = co_await shared.async_acquire_read(token());
+      }
+    } else if (options_.permits) {
       // The semaphore copies what it needs when an acquire starts; this one may go at any time.
       semaphore permits(*client_, options_.resource, *options_.permits, lock);
       if (one_round) {
@@ -202,6 +216,9 @@ class run_session {
     if (options_.permits) {
       permit_ = slot_of(lease_.resource());
       held_ = fmt::format("{} permit {}", options_.resource, permit_);
+    } else if (options_.side) {
+      held_ = fmt::format("{} for {}", options_.resource,
+                          *options_.side == rw_side::read ? "reading" : "writing");
     }
     acquired_at_ = steady_clock::now();
     if (!options_.quiet) co_await announce_acquired();
@@ -219,10 +236,13 @@ class run_session {
     const auto fence = lease_.fencing_token();
     // A permit is named by its slot, out of the whole range, with the key that holds it, for
     // `status --permits` and for looking at the nodes by hand.
-    const std::string what = options_.permits
-                                 ? fmt::format("{} permit {} of 0..{} (key {}, ", options_.resource,
-                                               permit_, *options_.permits - 1, lease_.resource())
-                                 : fmt::format("{} (", options_.resource);
+    std::string what = fmt::format("{} (", options_.resource);
+    if (options_.permits) {
+      what = fmt::format("{} permit {} of 0..{} (key {}, ", options_.resource, permit_,
+                         *options_.permits - 1, lease_.resource());
+    } else if (options_.side) {
+      what = fmt::format("{} (key {}, ", held_, lease_.resource());
+    }
     tell(options_,
          fmt::format("redlock: acquired {}valid {} ms, granted by {} of {} nodes{}, quorum {}{})",
                      what, valid_ms, lease_.granted_nodes(), client_->size(),
