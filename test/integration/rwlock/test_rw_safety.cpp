@@ -7,6 +7,7 @@
 
 #include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
+#include "scripts.hpp"
 #include "support/async_test.hpp"
 #include "support/chaos_proxy.hpp"
 #include "support/client_options.hpp"
@@ -25,6 +26,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -42,6 +44,7 @@
 namespace {
 
 namespace rt = redlock::test;
+namespace d = redlock::detail;
 using redlock::test::mono_now;
 using redlock::test::to_mono_ns;
 using redlock::test::tuple_awaitable;
@@ -181,56 +184,87 @@ rt::check_result judge(const rt::history& log) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(rw_safety)
+namespace {
 
-// Three clients, three contenders each, on five nodes behind proxies, for 8 s while the nemesis
-// breaks one or two nodes at a time. Readers share (some of their holds overlap), writers get in,
-// and no writer's hold overlaps any other hold.
-BOOST_AUTO_TEST_CASE(no_writer_overlaps_anyone_under_node_faults) {
-  rt::proxied_fleet nodes(5);
-  rt::history log;
+// What one mixed run saw, and the verdict on it.
+struct mixed_run {
   rw_counts counts;
   std::size_t faults = 0;
+  rt::check_result verdict;
+};
+
+// `clients` clients with 3 contenders each on five nodes behind proxies, for `duration`, while the
+// nemesis breaks one or two nodes at a time; then no key of the lock may be left on any node.
+mixed_run run_mixed(std::size_t clients, std::chrono::seconds duration) {
+  rt::proxied_fleet nodes(5);
+  rt::history log;
+  mixed_run run;
+  const std::string name = "shared-doc";
   run_async(
       [&](asio::io_context& io) -> asio::awaitable<void> {
-        std::vector<std::unique_ptr<redlock::client>> clients;
+        std::vector<std::unique_ptr<redlock::client>> owners;
         std::vector<std::unique_ptr<redlock::rw_lock>> locks;
         auto options = lock_for(1500ms);
         options.wait = 3s;
-        for (std::size_t c = 0; c < 3; ++c) {
-          clients.push_back(std::make_unique<redlock::client>(io.get_executor(), nodes.configs(),
-                                                              fast_client_options()));
-          locks.push_back(
-              std::make_unique<redlock::rw_lock>(*clients.back(), "shared-doc", options));
+        for (std::size_t c = 0; c < clients; ++c) {
+          owners.push_back(std::make_unique<redlock::client>(io.get_executor(), nodes.configs(),
+                                                             fast_client_options()));
+          locks.push_back(std::make_unique<redlock::rw_lock>(*owners.back(), name, options));
         }
-        const auto end = std::chrono::steady_clock::now() + 8s;
+        const auto end = std::chrono::steady_clock::now() + duration;
         std::size_t running = 0;
-        for (std::size_t c = 0; c < 3; ++c) {
+        for (std::size_t c = 0; c < clients; ++c) {
           for (std::size_t k = 0; k < 3; ++k) {
             ++running;
             asio::co_spawn(
                 io,
                 [&, c, k]() -> asio::awaitable<void> {
-                  co_await contender(*locks[c], fmt::format("c{}/k{}", c, k), log, counts, end,
+                  co_await contender(*locks[c], fmt::format("c{}/k{}", c, k), log, run.counts, end,
                                      static_cast<unsigned>(c * 10 + k + 1));
                   --running;
                 },
                 asio::detached);
           }
         }
-        co_await nemesis(nodes, end, faults);
+        co_await nemesis(nodes, end, run.faults);
         const bool finished = co_await eventually([&] { return running == 0; }, 20s);
         BOOST_TEST_REQUIRE(finished);
       },
-      90s);
-  BOOST_TEST_MESSAGE("reads " << counts.reads << ", writes " << counts.writes << ", failed "
-                              << counts.failures << ", faults " << faults);
-  const auto verdict = judge(log);
-  BOOST_TEST(verdict.ok(), verdict.describe());
-  BOOST_TEST(counts.reads >= 20u);
-  BOOST_TEST(counts.writes >= 5u);
-  BOOST_TEST(faults >= 10u);
-  BOOST_TEST(readers_overlapped(verdict.holds), "the readers never shared the lock");
+      duration + 90s);
+  BOOST_TEST_MESSAGE("reads " << run.counts.reads << ", writes " << run.counts.writes << ", failed "
+                              << run.counts.failures << ", faults " << run.faults);
+  run.verdict = judge(log);
+  // Every lease was released or lost (a loss releases too): nothing of the lock is left.
+  for (const auto& key : {d::rw_readers_key(name), d::rw_writer_key(name), d::rw_mark_key(name)}) {
+    for (std::size_t i = 0; i < nodes.fleet.size(); ++i) {
+      sync_client c(nodes.fleet[i].port());
+      BOOST_TEST(c.command({"EXISTS", key}).integer == 0, key << " left on node " << i);
+    }
+  }
+  return run;
+}
+
+// REDLOCK_SOAK_SECONDS lengthens the soak, as it does the lock's and the semaphore's; 20 s by
+// default.
+std::chrono::seconds soak_duration() {
+  if (const char* text = std::getenv("REDLOCK_SOAK_SECONDS"))
+    return std::chrono::seconds(std::atoi(text));
+  return 20s;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(rw_safety)
+
+// Three clients, three contenders each, for 8 s. Readers share (some of their holds overlap),
+// writers get in, and no writer's hold overlaps any other hold.
+BOOST_AUTO_TEST_CASE(no_writer_overlaps_anyone_under_node_faults) {
+  const auto run = run_mixed(3, 8s);
+  BOOST_TEST(run.verdict.ok(), run.verdict.describe());
+  BOOST_TEST(run.counts.reads >= 20u);
+  BOOST_TEST(run.counts.writes >= 5u);
+  BOOST_TEST(run.faults >= 10u);
+  BOOST_TEST(readers_overlapped(run.verdict.holds), "the readers never shared the lock");
 }
 
 namespace {
@@ -350,6 +384,24 @@ BOOST_AUTO_TEST_CASE(a_check_then_take_design_is_caught_by_the_checker) {
   const auto verdict = judge(log);
   BOOST_TEST(caught, "the checker found no overlap in " << log.events().size() << " events");
   BOOST_TEST(!verdict.ok());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(rw_soak)
+
+// Four clients, three contenders each, under the nemesis for soak_duration(): the same verdict as
+// rw_safety's, over a longer history.
+BOOST_AUTO_TEST_CASE(readers_and_writers_under_a_nemesis) {
+  const auto duration = soak_duration();
+  const auto run = run_mixed(4, duration);
+  BOOST_TEST_MESSAGE("soak of " << duration.count() << " s: " << run.counts.reads << " reads, "
+                                << run.counts.writes << " writes, " << run.faults
+                                << " faults; verdict: " << run.verdict.describe());
+  BOOST_TEST(run.verdict.ok(), run.verdict.describe());
+  BOOST_TEST(run.counts.reads >= 50u);
+  BOOST_TEST(run.counts.writes >= 10u);
+  BOOST_TEST(readers_overlapped(run.verdict.holds), "the readers never shared the lock");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
