@@ -91,8 +91,7 @@ void rw_rounds::learn(const node_answers& answers, std::size_t quorum, steady_cl
   holders_.learn(answers, quorum, drift_factor);
   if (which_ == side::read) return;
   const auto marks = static_cast<std::size_t>(std::count(marked_.begin(), marked_.end(), true));
-  marks_kept_ = marks >= quorum;
-  if (marks_kept_) {
+  if (marks >= quorum) {
     // Renewed well within their TTL, which runs from this round's scripts on.
     renew_marks_by_ = now + ttl_ / 3;
   } else {

@@ -87,8 +87,7 @@ class rw_rounds final : public round_strategy {
   // The current round's refusals: the PTTL of what refused, and whether it marked the node.
   holder_ttls holders_;
   std::vector<bool> marked_;
-  // Known after learn: the last round's marks stand on a quorum, and must be renewed by then.
-  bool marks_kept_ = false;
+  // Set after learn while the last round's marks stand on a quorum: when they must be renewed.
   std::optional<steady_clock::time_point> renew_marks_by_;
   bool marks_to_drop_ = false;
   // Some round of this acquire may have left a mark on some node.
