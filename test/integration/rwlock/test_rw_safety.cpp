@@ -359,31 +359,35 @@ class check_then_take {
 
 // The check-then-take design, four contenders on threads of their own, on the same five nodes
 // with replies 2 ms late on every link (the window between a check and its take): the checker
-// finds a writer overlapping a reader or another writer within 20 s.
+// finds a writer overlapping a reader or another writer within 30 s.
+//
+// The checker is only asked about whole histories, taken after the contenders stopped: a hold
+// whose release is not yet recorded counts as held to its deadline, so a history read while they
+// run can show an overlap that their releases, recorded a moment later, rule out.
 BOOST_AUTO_TEST_CASE(a_check_then_take_design_is_caught_by_the_checker) {
   rt::proxied_fleet nodes(5);
   for (auto& proxy : nodes.proxies)
     proxy->set_latency(2ms);
   check_then_take unsafe(nodes, "unsafe-doc");
   rt::history log;
-  std::atomic<bool> stop{false};
-  std::vector<std::thread> threads;
-  for (unsigned k = 0; k < 4; ++k) {
-    threads.emplace_back(
-        [&, k] { unsafe.contend(fmt::format("unsafe/k{}", k), log, stop, 100 + k); });
+  const auto give_up = std::chrono::steady_clock::now() + 30s;
+  rt::check_result verdict;
+  for (unsigned phase = 0; verdict.ok() && std::chrono::steady_clock::now() < give_up; ++phase) {
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> threads;
+    for (unsigned k = 0; k < 4; ++k) {
+      threads.emplace_back([&, k] {
+        unsafe.contend(fmt::format("unsafe/p{}/k{}", phase, k), log, stop, 100 * phase + k);
+      });
+    }
+    std::this_thread::sleep_for(2s);
+    stop = true;
+    for (auto& thread : threads)
+      thread.join();
+    verdict = rt::check_readers_writers(log.events());
   }
-  bool caught = false;
-  const auto give_up = std::chrono::steady_clock::now() + 20s;
-  while (!caught && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(1s);
-    caught = !rt::check_readers_writers(log.events()).ok();
-  }
-  stop = true;
-  for (auto& thread : threads)
-    thread.join();
-  const auto verdict = judge(log);
-  BOOST_TEST(caught, "the checker found no overlap in " << log.events().size() << " events");
-  BOOST_TEST(!verdict.ok());
+  BOOST_TEST_MESSAGE("readers-writers: " << verdict.describe());
+  BOOST_TEST(!verdict.ok(), "the checker found no overlap in " << log.events().size() << " events");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
