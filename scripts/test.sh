@@ -161,7 +161,7 @@ if [ "$sanitize" = 1 ]; then
 
   # Stage 3, under ThreadSanitizer: the tests that run the client on several threads (labelled
   # "threaded": a strand of several threads, futures waited for on other threads, leases destroyed
-  # off the executor), the lock-core suites (lock, renewal, with_lock_scope, cancellation,
+  # off the executor, read-write locks of two clients on strands of four threads), the lock-core suites (lock, renewal, with_lock_scope, cancellation,
   # completion_tokens), the lease and shutdown suites (whose handlers and fixtures cross threads:
   # the chaos proxies and servers' helpers run on threads of their own), and the multithreaded
   # example.

@@ -7,6 +7,7 @@
 #include "nodes/cluster/hash_slot.hpp"
 #include "redlock/observer.hpp"
 #include "redlock/redlock.hpp"
+#include "scripts.hpp"
 #include "support/printing.hpp"
 #include "support/redis_cluster.hpp"
 
@@ -180,6 +181,76 @@ BOOST_AUTO_TEST_CASE(a_slot_moved_while_held_is_followed_by_extend_and_release) 
     BOOST_TEST_REQUIRE(!again_ec, again_ec.message() << ": " << again.diagnostics());
     BOOST_TEST(value_on(cluster, target, resource) == again.token());
     co_await again.async_release(tuple_awaitable);
+  });
+}
+
+// The read-write lock on a cluster: its keys share the slot of its name, so each script runs on
+// that slot's master. Readers of two clients hold together, a writer is refused and then waits with
+// its mark on the master, the slot moves to another shard while they hold (ASK, then MOVED), and
+// the waiting writer gets in on the new master once the readers leave.
+BOOST_AUTO_TEST_CASE(a_read_write_lock_follows_its_slot) {
+  redis_cluster cluster;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client first(io.get_executor(), cluster_node(cluster), fast_client_options());
+    redlock::client second(io.get_executor(), cluster_node(cluster), fast_client_options());
+    const std::string name = resource_of_shard(cluster, 0, "catalog");
+    const auto slot = cluster.key_slot(name);
+    const auto source = cluster.master(0);
+    const auto readers_key = redlock::detail::rw_readers_key(name);
+    const auto mark_key = redlock::detail::rw_mark_key(name);
+    for (const auto& key : {readers_key, mark_key, redlock::detail::rw_writer_key(name)})
+      BOOST_TEST(cluster.key_slot(key) == slot, key);
+
+    const auto reading = lock_for(10s, renewal::off);
+    redlock::rw_lock mine(first, name, reading);
+    redlock::rw_lock theirs(second, name, reading);
+    auto [a_ec, a] = co_await mine.async_acquire_read(tuple_awaitable);
+    auto [b_ec, b] = co_await theirs.async_acquire_read(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!a_ec, a_ec.message() << ": " << a.diagnostics());
+    BOOST_TEST_REQUIRE(!b_ec, b_ec.message() << ": " << b.diagnostics());
+    BOOST_TEST(cluster.command(source, {"ZCARD", readers_key}).integer == 2);
+
+    auto writing = lock_for(10s);
+    writing.wait = 30s;
+    redlock::rw_lock writer(second, name, writing);
+    auto [refused, none] = co_await writer.async_try_acquire_write(tuple_awaitable);
+    BOOST_TEST((refused == redlock::condition::not_acquired), refused.message());
+    std::optional<error_code> wrote;
+    redlock::lease written;
+    writer.async_acquire_write([&](error_code ec, redlock::lease l) {
+      written = std::move(l);
+      wrote = ec;
+    });
+    BOOST_TEST_REQUIRE(co_await eventually(
+        [&] {
+          return cluster.command(source, {"EXISTS", mark_key}).integer == 1;
+        },
+        10s));
+    // Behind the mark a new reader is refused.
+    auto [late_ec, late] = co_await mine.async_try_acquire_read(tuple_awaitable);
+    BOOST_TEST((late_ec == redlock::condition::not_acquired), late_ec.message());
+
+    // Mid-migration, the keys already on the target: a reader's extension follows ASK.
+    cluster.begin_migration(slot, 1);
+    BOOST_TEST(cluster.move_keys(slot) >= 2u);
+    const auto target = cluster.master(1);
+    auto [extend_ec] = co_await a.async_extend(20s, tuple_awaitable);
+    BOOST_TEST(!extend_ec, extend_ec.message() << ": " << a.diagnostics());
+    cluster.finish_migration(slot);
+    BOOST_TEST(cluster.command(target, {"ZCARD", readers_key}).integer == 2);
+
+    // The readers leave: the writer, waiting all along, takes the lock on the new master.
+    auto [a_released] = co_await a.async_release(tuple_awaitable);
+    auto [b_released] = co_await b.async_release(tuple_awaitable);
+    BOOST_TEST(!a_released, a_released.message());
+    BOOST_TEST(!b_released, b_released.message());
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return wrote.has_value(); }, 20s));
+    BOOST_TEST_REQUIRE(!*wrote, wrote->message() << ": " << written.diagnostics());
+    BOOST_TEST(value_on(cluster, target, redlock::detail::rw_writer_key(name)) == written.token());
+    BOOST_TEST(cluster.command(target, {"EXISTS", mark_key}).integer == 0);
+    auto [released] = co_await written.async_release(tuple_awaitable);
+    BOOST_TEST(!released, released.message());
+    BOOST_TEST(co_await eventually([&] { return keys_on_masters(cluster) == 0; }, 5s));
   });
 }
 

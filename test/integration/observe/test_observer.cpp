@@ -5,6 +5,7 @@
 #include "integration/prelude.hpp"
 #include "redlock/observer.hpp"
 #include "redlock/redlock.hpp"
+#include "scripts.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
 #include "support/printing.hpp"
@@ -293,6 +294,65 @@ BOOST_AUTO_TEST_CASE(a_semaphore_permit_is_reported_under_the_semaphore_name) {
     BOOST_TEST(!released);
     BOOST_TEST_REQUIRE(watcher->releases.size() == 1u);
     BOOST_TEST(watcher->releases[0].resource == "workers");
+  });
+}
+
+// A read-write lock's acquires, extensions, losses and releases are reported under the lock's
+// name, readers and writers alike, with the same outcomes as a lock's.
+BOOST_AUTO_TEST_CASE(a_read_write_lock_is_reported_under_its_name) {
+  redis_fleet fleet(3);
+  auto watcher = std::make_shared<recording_observer>();
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), observed(watcher));
+    redlock::rw_lock catalog(locks, "catalog", lock_for(5s, redlock::test::renewal::off));
+    auto [read_ec, reader] = co_await catalog.async_acquire_read(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!read_ec, read_ec.message());
+    BOOST_TEST_REQUIRE(watcher->acquires.size() == 1u);
+    BOOST_TEST(watcher->acquires[0].resource == "catalog");
+    BOOST_TEST(!watcher->acquires[0].error);
+    BOOST_TEST(watcher->acquires[0].granted_nodes >= 2u);
+
+    // Another client's writer refused beside the reader: not_acquired after one round.
+    redlock::client rival(io.get_executor(), fleet.configs(), observed(watcher));
+    redlock::rw_lock rival_catalog(rival, "catalog", lock_for(5s));
+    auto [write_ec, none] = co_await rival_catalog.async_try_acquire_write(tuple_awaitable);
+    BOOST_TEST((write_ec == redlock::condition::not_acquired), write_ec.message());
+    BOOST_TEST_REQUIRE(watcher->acquires.size() == 2u);
+    BOOST_TEST(watcher->acquires[1].resource == "catalog");
+    BOOST_TEST(watcher->acquires[1].error == write_ec);
+    BOOST_TEST(watcher->acquires[1].rounds == 1u);
+    BOOST_TEST(watcher->acquires[1].granted_nodes == 0u);
+
+    auto [extended] = co_await reader.async_extend(5s, tuple_awaitable);
+    BOOST_TEST(!extended, extended.message());
+    BOOST_TEST_REQUIRE(watcher->extends.size() == 1u);
+    BOOST_TEST(watcher->extends[0].resource == "catalog");
+    BOOST_TEST(!watcher->extends[0].error);
+
+    // The reader's entry removed on every node: its next extension finds it gone, a loss.
+    for (std::size_t node = 0; node < fleet.size(); ++node) {
+      sync_client(fleet[node].port())
+          .command({"ZREM", redlock::detail::rw_readers_key("catalog"), reader.token()});
+    }
+    auto [failed] = co_await reader.async_extend(5s, tuple_awaitable);
+    BOOST_TEST(failed == error::not_held, failed.message());
+    BOOST_TEST_REQUIRE(watcher->extends.size() == 2u);
+    BOOST_TEST(watcher->extends[1].error == error::not_held);
+    BOOST_TEST_REQUIRE(watcher->losses.size() == 1u);
+    BOOST_TEST(watcher->losses[0].resource == "catalog");
+    BOOST_TEST(watcher->losses[0].error == error::lock_lost);
+
+    // A writer now gets in; its release is reported under the name too.
+    auto [won_ec, writer] = co_await catalog.async_acquire_write(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!won_ec, won_ec.message() << ": " << writer.diagnostics());
+    BOOST_TEST_REQUIRE(watcher->acquires.size() == 3u);
+    BOOST_TEST(watcher->acquires[2].resource == "catalog");
+    BOOST_TEST(!watcher->acquires[2].error);
+    auto [released] = co_await writer.async_release(tuple_awaitable);
+    BOOST_TEST(!released, released.message());
+    BOOST_TEST_REQUIRE(watcher->releases.size() == 1u);
+    BOOST_TEST(watcher->releases[0].resource == "catalog");
+    BOOST_TEST(!watcher->releases[0].error);
   });
 }
 

@@ -8,19 +8,33 @@
 #include "scripts.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
+#include "support/holder_process.hpp"
 #include "support/printing.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_future.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -229,6 +243,52 @@ BOOST_AUTO_TEST_CASE(a_crashed_reader_blocks_a_writer_no_longer_than_its_ttl) {
     // Its entry counted until its own deadline, and no longer (generous bounds: a busy machine).
     BOOST_TEST(waited >= 1000, waited);
     BOOST_TEST(waited < 6000, waited);
+  });
+}
+
+// A reader process killed with SIGKILL while it holds (and renews) its entry: a writer is refused
+// until a majority of nodes let that entry expire (the readers' set expires with its last entry,
+// so its PTTLs, read right after the kill, say when), and a waiting writer gets in then, within
+// two seconds.
+BOOST_AUTO_TEST_CASE(a_killed_reader_process_blocks_a_writer_until_its_entry_expires) {
+  redis_fleet fleet(3);
+  const std::chrono::milliseconds ttl = 1500ms;
+  const std::string name = "killed";
+  const pid_t reader = redlock::test::start_holder_process(
+      [&](asio::io_context& io, auto took) -> asio::awaitable<void> {
+        redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+        rw_lock doc(locks, name, rw_options(ttl));
+        auto [ec, held] = co_await doc.async_try_acquire_read(tuple_awaitable);
+        took(!ec);
+        co_await sleep_for(1h);  // killed about here, holding and renewing its entry
+      });
+  // Let a renewal or two happen first: the entry the writer waits out is a renewed one.
+  std::this_thread::sleep_for(ttl);
+  redlock::test::kill_process(reader);
+
+  const auto measured_at = clock::now();
+  std::array<long long, 3> left{};
+  for (std::size_t n = 0; n < 3; ++n)
+    left[n] = sync_client(fleet[n].port()).command({"PTTL", d::rw_readers_key(name)}).integer;
+  std::sort(left.begin(), left.end());
+  BOOST_TEST_REQUIRE(left[1] > 0, "the reader is not held on a majority");
+  const auto free_from = measured_at + std::chrono::milliseconds(left[1]);
+
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    rw_lock doc(locks, name, rw_options(5000ms, ttl + 5s));
+    auto [refused, none] = co_await doc.async_try_acquire_write(tuple_awaitable);
+    BOOST_TEST((refused == redlock::condition::not_acquired), refused.message());
+    auto [ec, written] = co_await doc.async_acquire_write(tuple_awaitable);
+    const auto at = clock::now();
+    BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << written.diagnostics());
+    const auto after = std::chrono::duration_cast<std::chrono::milliseconds>(at - free_from);
+    // Not before a majority let the dead reader's entry expire (1 ms: PTTL's rounding), and
+    // soon after.
+    BOOST_TEST(after.count() >= -1, "taken " << -after.count() << " ms before the entry expired");
+    BOOST_TEST(after.count() < 2000, "taken " << after.count() << " ms after the entry expired");
+    auto [released] = co_await written.async_release(tuple_awaitable);
+    BOOST_TEST(!released, released.message());
   });
 }
 
@@ -451,6 +511,120 @@ BOOST_AUTO_TEST_CASE(a_cancelled_waiting_writer_deletes_its_marks) {
         co_await eventually([&] { return nodes_with(fleet, d::rw_mark_key("page")) == 0; });
     BOOST_TEST(unmarked);
   });
+}
+
+// The documented multi-threaded setup: two clients, each on its own strand of one io_context that
+// four threads run. Sixteen coroutines take the lock three times each, one acquire in four for
+// writing; the holders are counted under a std::mutex, since the strands run at once: readers
+// share, a writer is alone. Then read leases are destroyed on this thread, which runs neither
+// strand: each is released. scripts/test.sh runs this under ThreadSanitizer.
+BOOST_AUTO_TEST_CASE(readers_and_writers_on_two_strands_of_four_threads,
+                     *boost::unit_test::label("threaded")) {
+  redis_fleet fleet(3);
+  const std::string name = "threaded";
+  asio::io_context io(4);
+  std::vector<asio::strand<asio::io_context::executor_type>> strands = {asio::make_strand(io),
+                                                                        asio::make_strand(io)};
+  std::vector<std::unique_ptr<redlock::client>> clients;
+  std::vector<std::unique_ptr<rw_lock>> locks;
+  for (const auto& strand : strands) {
+    clients.push_back(
+        std::make_unique<redlock::client>(strand, fleet.configs(), fast_client_options()));
+    locks.push_back(std::make_unique<rw_lock>(*clients.back(), name, rw_options(5000ms, 20s)));
+  }
+
+  std::mutex counting;
+  int readers = 0;
+  int writers = 0;
+  int most_readers = 0;
+  int violations = 0;
+  int reads = 0;
+  int writes = 0;
+  std::vector<std::string> errors;
+  std::atomic<int> finished{0};
+  constexpr int coroutines = 16;
+  for (int c = 0; c < coroutines; ++c) {
+    asio::co_spawn(
+        strands[c % 2],
+        [&, c]() -> asio::awaitable<void> {
+          rw_lock& lock = *locks[c % 2];
+          for (int i = 0; i < 3; ++i) {
+            const bool write = (c + i) % 4 == 0;
+            error_code ec;
+            lease held;
+            if (write) {
+              std::tie(ec, held) = co_await lock.async_acquire_write(tuple_awaitable);
+            } else {
+              std::tie(ec, held) = co_await lock.async_acquire_read(tuple_awaitable);
+            }
+            if (ec) {
+              const std::lock_guard<std::mutex> guard(counting);
+              errors.push_back(ec.message() + ": " + held.diagnostics());
+              continue;
+            }
+            {
+              const std::lock_guard<std::mutex> guard(counting);
+              if (writers > 0 || (write && readers > 0)) ++violations;
+              if (write) {
+                ++writers;
+                ++writes;
+              } else {
+                most_readers = std::max(most_readers, ++readers);
+                ++reads;
+              }
+            }
+            co_await sleep_for(2ms);
+            {
+              const std::lock_guard<std::mutex> guard(counting);
+              --(write ? writers : readers);
+            }
+            co_await held.async_release(tuple_awaitable);
+          }
+          ++finished;
+        },
+        asio::detached);
+  }
+  auto guard = asio::make_work_guard(io);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&] { io.run(); });
+  const bool all_finished =
+      redlock::test::eventually_blocking([&] { return finished == coroutines; }, 60s);
+
+  // Read leases taken on the strands and dropped here.
+  std::vector<lease> dropped;
+  for (std::size_t k = 0; k < 2; ++k) {
+    dropped.push_back(asio::post(strands[k], asio::use_future([&, k] {
+                                   return locks[k]->async_acquire_read(asio::use_future);
+                                 }))
+                          .get()
+                          .get());
+  }
+  dropped.clear();
+  const bool released = redlock::test::eventually_blocking(
+      [&] { return nodes_with(fleet, d::rw_readers_key(name)) == 0; }, 5s);
+
+  for (std::size_t k = 0; k < 2; ++k) {
+    asio::post(strands[k], asio::use_future([&, k] {
+                 locks[k].reset();
+                 clients[k].reset();
+               }))
+        .get();
+  }
+  guard.reset();
+  for (auto& thread : threads)
+    thread.join();
+
+  BOOST_TEST(all_finished, finished << " of " << coroutines << " coroutines finished");
+  BOOST_TEST(violations == 0, violations << " acquires held beside a writer");
+  BOOST_TEST(errors.empty(), errors.size() << " acquires failed, the first: "
+                                           << (errors.empty() ? "" : errors.front()));
+  BOOST_TEST(reads + writes == coroutines * 3);
+  BOOST_TEST(writes >= 1);
+  BOOST_TEST(most_readers >= 2, "the readers never shared the lock");
+  BOOST_TEST(released, "a read lease dropped off its strand was not released");
+  for (const auto& key : {d::rw_readers_key(name), d::rw_writer_key(name), d::rw_mark_key(name)})
+    BOOST_TEST(nodes_with(fleet, key) == 0u, key);
 }
 
 BOOST_AUTO_TEST_CASE(an_empty_name_is_an_invalid_argument) {

@@ -14,6 +14,7 @@
 #include "support/client_options.hpp"
 #include "support/five_nodes.hpp"
 #include "support/history.hpp"
+#include "support/holder_process.hpp"
 #include "support/inspector.hpp"
 #include "support/printing.hpp"
 #include "support/reach.hpp"
@@ -28,7 +29,6 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
@@ -38,9 +38,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <sys/wait.h>
 #include <thread>
-#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -606,36 +604,16 @@ BOOST_AUTO_TEST_CASE(a_killed_holders_permits_come_free_after_their_ttl) {
   rt::inspector nodes(fleet);
   const milliseconds ttl = 2s;
   const std::string name = "crash";
-  // No thread runs in this process (the servers are child processes), so forking is safe.
-  int ready[2];
-  BOOST_TEST_REQUIRE(::pipe(ready) == 0);
-  const pid_t holder = ::fork();
-  BOOST_TEST_REQUIRE(holder >= 0);
-  if (holder == 0) {
-    ::close(ready[0]);
-    try {
-      run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+  const pid_t holder = redlock::test::start_holder_process(
+      [&](asio::io_context& io, auto took) -> asio::awaitable<void> {
         redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
         redlock::semaphore permits(locks, name, 2, permit_for(ttl));
         auto [ec1, first] = co_await permits.async_try_acquire(tuple_awaitable);
         auto [ec2, second] = co_await permits.async_try_acquire(tuple_awaitable);
-        const char byte = ec1 || ec2 ? 0 : 1;
-        [[maybe_unused]] const auto sent = ::write(ready[1], &byte, 1);
+        took(!ec1 && !ec2);
         co_await sleep_for(1h);  // killed about here, holding both (and renewing them)
       });
-    } catch (...) {
-    }
-    std::_Exit(3);
-  }
-  ::close(ready[1]);
-  char byte = 0;
-  const auto got = ::read(ready[0], &byte, 1);
-  ::close(ready[0]);
-  ::kill(holder, SIGKILL);
-  int status = 0;
-  ::waitpid(holder, &status, 0);
-  BOOST_TEST_REQUIRE(got == 1);
-  BOOST_TEST_REQUIRE(byte == 1, "the holder process did not get both permits");
+  redlock::test::kill_process(holder);
 
   // When each slot is free on a majority: the second-shortest of its three PTTLs.
   const auto measured_at = steady_clock::now();
