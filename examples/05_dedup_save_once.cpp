@@ -80,7 +80,7 @@ constexpr auto write_takes = 5ms;      // a slow database write
 constexpr auto lock_ttl = 2000ms;
 
 // How long a request keeps trying while too few nodes answer, and the pauses between its tries.
-constexpr auto retry_for = 10s;
+constexpr auto retry_for = 30s;
 constexpr auto first_retry_pause = 10ms;
 constexpr auto max_retry_pause = 320ms;
 
