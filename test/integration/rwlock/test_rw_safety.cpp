@@ -12,9 +12,11 @@
 #include "support/chaos_proxy.hpp"
 #include "support/client_options.hpp"
 #include "support/history.hpp"
+#include "support/minority_nemesis.hpp"
 #include "support/printing.hpp"
 #include "support/proxied_fleet.hpp"
 #include "support/sync_client.hpp"
+#include "support/unsafe_phases.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -139,43 +141,6 @@ asio::awaitable<void> contender(redlock::rw_lock& lock, std::string who, rt::his
   }
 }
 
-// Every 250 ms one fault on one or two nodes for 400 ms, a minority always left answering: a
-// stopped server (SIGSTOP), a blackholed link, a reset link, or replies 300 ms late.
-asio::awaitable<void> nemesis(rt::proxied_fleet& nodes, std::chrono::steady_clock::time_point end,
-                              std::size_t& faults) {
-  std::minstd_rand random(7);
-  std::uniform_int_distribution<std::size_t> pick_node(0, nodes.proxies.size() - 1);
-  std::uniform_int_distribution<int> pick_fault(0, 3);
-  while (std::chrono::steady_clock::now() + 700ms < end) {
-    co_await sleep_for(250ms);
-    const std::size_t first = pick_node(random);
-    const std::size_t second = (first + 1 + pick_node(random) % 2) % nodes.proxies.size();
-    const int fault = pick_fault(random);
-    for (const std::size_t node : {first, second}) {
-      switch (fault) {
-        case 0:
-          nodes.fleet[node].pause();
-          break;
-        case 1:
-          nodes.proxies[node]->set_blackhole(true);
-          break;
-        case 2:
-          nodes.proxies[node]->set_reset_peer(true);
-          break;
-        default:
-          nodes.proxies[node]->set_latency(300ms);
-          break;
-      }
-    }
-    ++faults;
-    co_await sleep_for(400ms);
-    for (const std::size_t node : {first, second}) {
-      if (fault == 0) nodes.fleet[node].resume();
-      nodes.proxies[node]->clear();
-    }
-  }
-}
-
 rt::check_result judge(const rt::history& log) {
   const auto verdict = rt::check_readers_writers(log.events());
   BOOST_TEST_MESSAGE("readers-writers: " << verdict.describe());
@@ -226,7 +191,7 @@ mixed_run run_mixed(std::size_t clients, std::chrono::seconds duration) {
                 asio::detached);
           }
         }
-        co_await nemesis(nodes, end, run.faults);
+        co_await rt::minority_nemesis(nodes, end, run.faults);
         const bool finished = co_await eventually([&] { return running == 0; }, 20s);
         BOOST_TEST_REQUIRE(finished);
       },
@@ -370,22 +335,12 @@ BOOST_AUTO_TEST_CASE(a_check_then_take_design_is_caught_by_the_checker) {
     proxy->set_latency(2ms);
   check_then_take unsafe(nodes, "unsafe-doc");
   rt::history log;
-  const auto give_up = std::chrono::steady_clock::now() + 30s;
-  rt::check_result verdict;
-  for (unsigned phase = 0; verdict.ok() && std::chrono::steady_clock::now() < give_up; ++phase) {
-    std::atomic<bool> stop{false};
-    std::vector<std::thread> threads;
-    for (unsigned k = 0; k < 4; ++k) {
-      threads.emplace_back([&, k] {
-        unsafe.contend(fmt::format("unsafe/p{}/k{}", phase, k), log, stop, 100 * phase + k);
-      });
-    }
-    std::this_thread::sleep_for(2s);
-    stop = true;
-    for (auto& thread : threads)
-      thread.join();
-    verdict = rt::check_readers_writers(log.events());
-  }
+  const auto verdict = rt::run_unsafe_until_caught(
+      log, "unsafe",
+      [&](const std::string& who, const std::atomic<bool>& stop, unsigned seed) {
+        unsafe.contend(who, log, stop, seed);
+      },
+      [](const std::vector<rt::event>& events) { return rt::check_readers_writers(events); });
   BOOST_TEST_MESSAGE("readers-writers: " << verdict.describe());
   BOOST_TEST(!verdict.ok(), "the checker found no overlap in " << log.events().size() << " events");
 }

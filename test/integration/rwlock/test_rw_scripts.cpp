@@ -3,6 +3,7 @@
 // its own, and releases are token-checked and announce when a writer may win.
 #include "integration/prelude.hpp"
 #include "scripts.hpp"
+#include "support/eval_script.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
 
@@ -26,13 +27,9 @@ const std::string readers_key = d::rw_readers_key("doc");
 const std::string mark_key = d::rw_mark_key("doc");
 const std::string counter_key = d::fencing_counter_key("doc");
 
-value eval(sync_client& c, const d::script& lua, std::vector<std::string> keys,
-           std::vector<std::string> args) {
-  std::vector<std::string> command = {"EVAL", lua.source(), std::to_string(keys.size())};
-  command.insert(command.end(), keys.begin(), keys.end());
-  command.insert(command.end(), args.begin(), args.end());
-  const std::vector<std::string_view> words(command.begin(), command.end());
-  return c.command(words);
+value eval(sync_client& c, const d::script& lua, const std::vector<std::string>& keys,
+           const std::vector<std::string>& args) {
+  return redlock::test::eval_script(c, lua, keys, args);
 }
 
 value acquire(sync_client& c, const d::script& lua, const std::string& token,
