@@ -19,6 +19,13 @@ void initiate_acquire(const std::shared_ptr<client_impl>& client, std::string re
   start_acquire(client->space(), std::move(resource), options, single_round, std::move(caller));
 }
 
+void initiate_acquire(const std::shared_ptr<client_impl>& client,
+                      std::vector<std::string> resources, const lock_options& options,
+                      bool single_round, caller_handler<acquire_signature> caller) {
+  start_acquire_all(client->space(), std::move(resources), options, single_round,
+                    std::move(caller));
+}
+
 void initiate_acquire_permit(const std::shared_ptr<client_impl>& client, std::string name,
                              std::size_t permits, const lock_options& options, bool single_round,
                              caller_handler<acquire_signature> caller) {

@@ -2,6 +2,8 @@
 #define REDLOCK_HOLD_HPP
 
 #include <cstdint>
+#include <span>
+#include <string>
 #include <string_view>
 
 namespace redlock::detail {
@@ -12,6 +14,7 @@ enum class hold_kind : std::uint8_t {
   lock,    // a lock's key: a mutex's, or a semaphore slot's
   reader,  // a read-write lock's reader: its entry in the readers' set
   writer,  // a read-write lock's writer: the writer's key, and while it waited its mark
+  set,     // a set of locks (client::async_acquire_all): every resource's lock key
 };
 
 // The keys of one hold, as a release addresses them. Views: the owner keeps the strings.
@@ -27,10 +30,13 @@ struct hold_keys {
   // A read-write lock's: what its release announcements say, the lock's local queue key
   // (rw_queue_key), by which waiting clients route them. A lock's announcement says its key.
   std::string_view message{};
+  // A set's: every lock key of the set, `key` the first of them.
+  std::span<const std::string> keys{};
 
   // A lock's key.
   static hold_keys lock_key(std::string_view key) noexcept {
-    return {.kind = hold_kind::lock, .key = key, .mark = {}, .mark_id = {}, .message = {}};
+    return {
+        .kind = hold_kind::lock, .key = key, .mark = {}, .mark_id = {}, .message = {}, .keys = {}};
   }
 };
 

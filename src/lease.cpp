@@ -4,6 +4,8 @@
 
 #include <boost/asio/dispatch.hpp>
 
+#include <algorithm>
+
 namespace redlock::detail {
 
 namespace asio = boost::asio;
@@ -69,6 +71,12 @@ const std::string& lease::resource() const noexcept {
   return state_ ? state_->resource : none;
 }
 
+std::span<const std::string> lease::resources() const noexcept {
+  if (!state_) return {};
+  if (state_->kind == detail::hold_kind::set) return state_->resources;
+  return {&state_->resource, 1};
+}
+
 const std::string& lease::token() const noexcept {
   static const std::string none;
   return state_ && state_->current != detail::lease_state::phase::never_held ? state_->token : none;
@@ -90,6 +98,18 @@ const std::string& lease::diagnostics() const noexcept {
 std::optional<std::uint64_t> lease::fencing_token() const noexcept {
   if (!state_ || state_->current == detail::lease_state::phase::never_held) return std::nullopt;
   return state_->fencing_token;
+}
+
+std::optional<std::uint64_t> lease::fencing_token(std::string_view resource) const noexcept {
+  if (!state_ || state_->current == detail::lease_state::phase::never_held) return std::nullopt;
+  if (state_->kind != detail::hold_kind::set)
+    return resource == state_->resource ? state_->fencing_token : std::nullopt;
+  const auto& set = state_->resources;
+  const auto found = std::lower_bound(set.begin(), set.end(), resource);
+  if (found == set.end() || *found != resource) return std::nullopt;
+  const auto index = static_cast<std::size_t>(found - set.begin());
+  if (index >= state_->fencing_tokens.size()) return std::nullopt;
+  return state_->fencing_tokens[index];
 }
 
 std::size_t lease::granted_nodes() const noexcept {

@@ -42,7 +42,13 @@ void lease_state::report_to(observer& watcher, void (observer::*what)(const leas
           .resource = observed_name.empty() ? resource : observed_name, .error = ec, .held = held});
 }
 
+std::string lease_state::subject() const {
+  if (kind == hold_kind::set) return quoted_set(resources);
+  return quoted_resource(resource);
+}
+
 std::string lease_state::keys() const {
+  if (kind == hold_kind::set) return quoted_keys(resources);
   if (companion_key.empty()) return quoted_keys({resource});
   return quoted_keys({resource, companion_key});
 }
@@ -52,21 +58,20 @@ std::string lease_state::why_expired() const {
     // Renewal made its last extension, capped at max_hold, or had none left to make: the lease
     // was to end within a TTL anyway.
     if (!validity.has_unconfirmed()) {
-      return fmt::format("redlock: {} expired: max_hold of {} ms reached",
-                         quoted_resource(resource), options.max_hold->count());
+      return fmt::format("redlock: {} expired: max_hold of {} ms reached", subject(),
+                         options.max_hold->count());
     }
     return fmt::format(
         "redlock: {} expired: its last extension before max_hold ({} ms) was not confirmed by a "
         "quorum in time",
-        quoted_resource(resource), options.max_hold->count());
+        subject(), options.max_hold->count());
   }
   if (!options.auto_renew && !validity.has_unconfirmed()) {
-    return fmt::format("redlock: {} expired: its TTL ran out (auto_renew is off)",
-                       quoted_resource(resource));
+    return fmt::format("redlock: {} expired: its TTL ran out (auto_renew is off)", subject());
   }
   return fmt::format(
       "redlock: {} expired: its validity ran out before a quorum confirmed an extension",
-      quoted_resource(resource));
+      subject());
 }
 
 local_queues::lease_release lease_state::release_on_nodes(const std::vector<bool>* only) {

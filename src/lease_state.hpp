@@ -45,6 +45,8 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   std::string mark_key;
   std::string mark_id;
   std::string queue_key;
+  // A set's (hold_kind::set): every resource, sorted (normalize_set); `resource` is the first.
+  std::vector<std::string> resources;
   // What observer events name, when not `resource`: a semaphore permit's semaphore.
   std::string observed_name;
   std::string token;
@@ -52,7 +54,10 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   // second key); empty for most locks. A semaphore permit's: the semaphore's permits record.
   std::string companion_key;
   // With lock_options::fencing, set by the acquire before the lease is handed out; then fixed.
+  // A set's has one token per resource, in the order of `resources`; `fencing_token` is then
+  // empty unless the set has one resource.
   std::optional<std::uint64_t> fencing_token;
+  std::vector<std::uint64_t> fencing_tokens;
   lock_options options;
   // Changed only on the client's executor, read anywhere: ~lease may run on any thread. Once not
   // held it never is again (never_held -> held -> released | lost), so a reader that sees
@@ -62,7 +67,8 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   // Until when the lock is ours, the extensions that may still run, and the longest TTL any
   // request of this lease gave the key (how long a cleanup can matter).
   extension_validity validity;
-  resource_queue* queue = nullptr;  // while held: this resource's local queue
+  resource_queue* queue = nullptr;           // while held: this resource's local queue
+  std::vector<resource_queue*> more_queues;  // a set's: those of `resources` after the first
   std::string diagnostics;
   // Nodes that granted the acquire: the quorum that decided it, then every later grant as its
   // reply arrives.
@@ -97,10 +103,16 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
                  boost::system::error_code ec) const;
   // The keys an extension uses, quoted, for messages.
   std::string keys() const;
+  // What messages call the lease's lock: its resource quoted, or a set's resources.
+  std::string subject() const;
   // The keys a release of this lease deletes (the views point into this object).
   hold_keys held() const noexcept {
-    return {
-        .kind = kind, .key = resource, .mark = mark_key, .mark_id = mark_id, .message = queue_key};
+    return {.kind = kind,
+            .key = resource,
+            .mark = mark_key,
+            .mark_id = mark_id,
+            .message = queue_key,
+            .keys = resources};
   }
   // The lock cannot be kept: clean up the nodes, tell waiters, free the resource locally.
   void lose(std::string why);

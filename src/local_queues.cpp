@@ -62,8 +62,9 @@ resource_queue* local_queues::waiting_for(std::string_view resource) {
 
 local_queues::lease_release local_queues::release_of(lease_state& state) {
   resource_queue* queue = state.queue;
-  // Several readers may hold at once, and any waiter may start on the release: no hand-off.
-  if (queue != nullptr && queue->shared)
+  // Several readers may hold at once, and any waiter may start on the release: no hand-off. A
+  // set's waiters in other processes may wait for any of its resources: no hand-off either.
+  if (queue != nullptr && (queue->shared || !state.more_queues.empty()))
     return lease_release{.channel = release_channel_, .next_waiter = {}};
   const bool holder = queue != nullptr && queue->holder == &state;
   const handoff decision =
@@ -90,6 +91,7 @@ void local_queues::key_gone_on_node(std::size_t node, const std::string& resourc
 }
 
 void local_queues::holder_gone(lease_state& state, next_waiter_start next_waiter) {
+  if (!state.more_queues.empty()) return set_holder_gone(state);
   resource_queue* queue = std::exchange(state.queue, nullptr);
   if (queue != nullptr && queue->semaphore) return permit_holder_gone(*queue, state);
   if (queue != nullptr && queue->shared) return shared_holder_gone(*queue, state);
@@ -97,6 +99,23 @@ void local_queues::holder_gone(lease_state& state, next_waiter_start next_waiter
   queue->holder = nullptr;
   start_next_waiter(*queue, next_waiter);
   forget_if_idle(state.resource);
+}
+
+void local_queues::set_holder_gone(lease_state& state) {
+  // Out of every queue before any next waiter starts, as acquire_op::leave_queue; a waiter that
+  // starts may end at once and forget its queues, so they are found again by resource.
+  resource_queue* first = std::exchange(state.queue, nullptr);
+  if (first == nullptr) return;
+  for (resource_queue* queue : std::exchange(state.more_queues, {})) {
+    if (queue->holder == &state) queue->holder = nullptr;
+  }
+  if (first->holder == &state) first->holder = nullptr;
+  for (const auto& resource : state.resources) {
+    if (auto* queue = find(resource); queue != nullptr && queue->holder == nullptr)
+      start_next_waiter(*queue);
+  }
+  for (const auto& resource : state.resources)
+    forget_if_idle(resource);
 }
 
 void local_queues::permit_holder_gone(resource_queue& queue, lease_state& state) {
@@ -150,7 +169,9 @@ void local_queues::on_subscription_changed(bool subscribed, std::optional<std::u
   for (auto& [resource, queue] : queues_) {
     // Every key of one queue (a semaphore's slot keys too) is in the slot of its name.
     if (queue.waiters.empty() || (slot && hash_slot(resource) != *slot)) continue;
-    heads.push_back(queue.waiters.front());
+    // A set is first in the queue of each of its resources: told once.
+    if (std::find(heads.begin(), heads.end(), queue.waiters.front()) == heads.end())
+      heads.push_back(queue.waiters.front());
   }
   for (auto& head : heads)
     head->subscription_changed(subscribed);

@@ -74,6 +74,17 @@ struct next_waiter_start {
 // the next waiter start at once (readers hold together); the last local reader leaving wakes the
 // first waiter at once (its next round follows our release on every node). Its releases always
 // announce themselves: no hand-off is counted.
+//
+// A set of locks (client::async_acquire_all) waits in the queue of each of its resources, having
+// joined them all at the same moment at their ends, and goes to the nodes only once it is first in
+// every one of them and no local lease holds any; it then holds them all. What that gives:
+//  - No deadlock: two acquires that share queues are in the same order in each of them (the order
+//    in which they started), so none waits for one that waits for it.
+//  - FIFO per resource, no overtaking: an acquire behind a set in one queue waits for that set,
+//    also while the set itself waits for another resource; so a stream of small sets or single
+//    locks cannot starve a larger set, at the price of keeping a free resource unused meanwhile.
+// A set's releases always announce themselves (no hand-off is counted), and wake the first waiter
+// of each of its queues.
 struct resource_queue {
   lease_state* holder = nullptr;
   bool semaphore = false;
@@ -144,6 +155,8 @@ class local_queues {
   void permit_holder_gone(resource_queue& queue, lease_state& state);
   // A read-write lock's lease of this client ended (see resource_queue).
   void shared_holder_gone(resource_queue& queue, lease_state& state);
+  // A set's lease of this client ended: free each of its resources, start their next waiters.
+  void set_holder_gone(lease_state& state);
 
   std::string release_channel_;
   double drift_factor_;

@@ -279,12 +279,61 @@ const script& extend_script() {
   return lua;
 }
 
+// A set of locks (client::async_acquire_all): every script below acts on all of its keys or on
+// none, so that on one node the set is either wholly ours or not ours. A lock key of the set is
+// the same key a single lock of that resource uses: a set and a lock of one of its resources
+// exclude each other.
+const script& multi_acquire_script() {
+  static const script lua(
+      "local n = #KEYS "
+      "if ARGV[3] == '1' then n = n / 2 end "
+      "local longest = -2 "
+      "for i = 1, n do "
+      "if redis.call('EXISTS', KEYS[i]) == 1 then "
+      "local left = redis.pcall('PTTL', KEYS[i]) "
+      "if type(left) ~= 'number' then return false end "
+      "if left == -1 then return -1 end "
+      "if left > longest then longest = left end end end "
+      "if longest ~= -2 then return longest end "
+      "for i = 1, n do redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2]) end "
+      "if ARGV[3] ~= '1' then return redis.status_reply('OK') end "
+      "local counters = {} "
+      "for i = 1, n do counters[i] = redis.call('INCR', KEYS[n + i]) end "
+      "return counters");
+  return lua;
+}
+
+const script& multi_extend_script() {
+  static const script lua(
+      "for i = 1, #KEYS do "
+      "if redis.call('GET', KEYS[i]) ~= ARGV[1] then return 0 end end "
+      "for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[2]) end "
+      "return 1");
+  return lua;
+}
+
+const script& multi_release_script() {
+  static const script lua(
+      "local mine = 0 "
+      "for i = 1, #KEYS do "
+      "if redis.call('GET', KEYS[i]) == ARGV[1] then "
+      "redis.call('DEL', KEYS[i]) "
+      "mine = mine + 1 "
+      "if ARGV[2] and ARGV[2] ~= '' then "
+      "redis.pcall(ARGV[3] == 'shard' and 'SPUBLISH' or 'PUBLISH', ARGV[2], KEYS[i]) end end end "
+      "if mine == #KEYS then return 1 end "
+      "return 0");
+  return lua;
+}
+
 const script& release_script_for(hold_kind kind) {
   switch (kind) {
     case hold_kind::reader:
       return rw_read_release_script();
     case hold_kind::writer:
       return rw_write_release_script();
+    case hold_kind::set:
+      return multi_release_script();
     case hold_kind::lock:
       break;
   }
@@ -327,7 +376,8 @@ void prepare_for_lock(connection_options& settings) {
       &release_script(),         &extend_script(),           &acquire_script(),
       &fenced_acquire_script(),  &fence_write_back_script(), &semaphore_acquire_script(),
       &rw_read_acquire_script(), &rw_write_acquire_script(), &rw_read_extend_script(),
-      &rw_read_release_script(), &rw_write_release_script()};
+      &rw_read_release_script(), &rw_write_release_script(), &multi_acquire_script(),
+      &multi_extend_script(),    &multi_release_script()};
   settings.permission_probes = permission_probes();
 }
 

@@ -140,6 +140,29 @@ const script& rw_read_release_script();
 // KEYS[2] = mark, ARGV[1..4] as rw_read_release. A writer extends its key with extend_script.
 const script& rw_write_release_script();
 
+// A set of locks, one lease for several resources (client::async_acquire_all). Its keys are the
+// resources' own lock keys, KEYS[1..n] in the set's order; on one node multi_acquire and
+// multi_extend act on all of them or on none. A fenced set writes each resource's token back with
+// fence_write_back_script: each of its keys holds the set's token.
+// multi_acquire: granted only when none of the keys exists: each is set to ARGV[1] (the token)
+// with ARGV[2] (ttl in milliseconds). With fencing (ARGV[3] = "1"; KEYS[n+1..2n] are the
+// resources' fencing counters, fencing_counter_key) each counter is incremented and the grant is
+// answered {counter 1, ..., counter n}; else OK. A refusal changes nothing and is the longest PTTL
+// of the keys that exist (-1 when one has no expiry; nil when a PTTL could not be read): when
+// the whole set is free there at the latest.
+const script& multi_acquire_script();
+// multi_extend: when every key holds ARGV[1], gives each the TTL ARGV[2] and returns 1; else
+// changes nothing and returns 0.
+const script& multi_extend_script();
+// multi_release: deletes each key that holds ARGV[1], announcing each on ARGV[2] when given and not
+// empty (its message is the key; SPUBLISH when ARGV[3] is "shard", as release_script); returns 1
+// when every key was ours, else 0.
+const script& multi_release_script();
+// The most resources one set may have. Every script above runs on all of them at once, and a
+// script blocks its server while it runs; 64 keys (128 with their fencing counters) keep that to
+// tens of microseconds, a request to a few kilobytes, and the local queues' bookkeeping small.
+inline constexpr std::size_t max_set_size = 64;
+
 // The script that releases a hold of `kind` (hold.hpp).
 const script& release_script_for(hold_kind kind);
 

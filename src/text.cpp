@@ -33,4 +33,17 @@ std::string quoted_keys(std::initializer_list<std::string_view> keys) {
   return out;
 }
 
+std::string quoted_keys(std::span<const std::string> keys) {
+  std::string out;
+  for (const auto& key : keys) {
+    if (!out.empty()) out += ", ";
+    out += quoted_resource(key);
+  }
+  return out;
+}
+
+std::string quoted_set(std::span<const std::string> resources) {
+  return "the set " + quoted_keys(resources);
+}
+
 }  // namespace redlock::detail

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -19,6 +20,9 @@ std::string printable(std::string_view bytes, std::size_t limit = std::string_vi
 
 // Keys as a message lists them: each quoted_resource(), separated by ", ".
 std::string quoted_keys(std::initializer_list<std::string_view> keys);
+std::string quoted_keys(std::span<const std::string> keys);
+// A set of locks as messages name it: the set "a", "b".
+std::string quoted_set(std::span<const std::string> resources);
 
 }  // namespace redlock::detail
 

@@ -34,6 +34,10 @@ using acquire_handler = boost::asio::any_completion_handler<acquire_signature>;
 REDLOCK_API void initiate_acquire(const std::shared_ptr<client_impl>& client, std::string resource,
                                   const lock_options& options, bool single_round,
                                   caller_handler<acquire_signature> caller);
+// A set of locks (async_acquire_all).
+REDLOCK_API void initiate_acquire(const std::shared_ptr<client_impl>& client,
+                                  std::vector<std::string> resources, const lock_options& options,
+                                  bool single_round, caller_handler<acquire_signature> caller);
 
 // Tokens that turn an error code into an exception. Left alone they would throw
 // system_error(ec), whose message is only the code's; an acquire's lease knows which resource and
@@ -61,13 +65,14 @@ struct throw_with_diagnostics {
   }
 };
 
-// async_try_acquire (single_round) and async_acquire. With Throws, the handler takes
-// void(std::exception_ptr, lease) and is completed through throw_with_diagnostics.
+// async_try_acquire (single_round) and async_acquire, of one resource (a std::string) or of a set
+// (a std::vector<std::string>). With Throws, the handler takes void(std::exception_ptr, lease) and
+// is completed through throw_with_diagnostics.
 template <bool Throws>
 struct acquire_initiation : client_initiation {
   using client_initiation::client_initiation;
-  template <class Handler>
-  void operator()(Handler&& handler, std::string resource, const lock_options& options,
+  template <class Handler, class Resources>
+  void operator()(Handler&& handler, Resources resource, const lock_options& options,
                   bool single_round) const {
     if constexpr (Throws) {
       initiate_acquire(
@@ -205,6 +210,48 @@ class REDLOCK_API client {
                                   std::forward<CompletionToken>(token));
   }
 
+  // One lease for a set of locks: on each node one script sets the lock key of every resource in
+  // `resources` (each to the same token, with lock_options::ttl) only when none of them exists
+  // there, so a round holds the whole set on a quorum or nothing; one round, as async_try_acquire.
+  // The keys are the resources' own: the set and an async_acquire of one of its resources exclude
+  // each other. Duplicates are merged and the set sorted (lease::resources()); the lease renews,
+  // extends, releases and is lost as a whole, and lease::resource() is its first resource. With
+  // lock_options::fencing each resource has its own token (lease::fencing_token(resource)),
+  // increasing per resource over every lease that held it, sets and single locks alike.
+  //
+  // Completion: void(error_code, lease), with the errors of async_try_acquire; also
+  // error::invalid_argument for an empty set, an empty resource, more than 64 resources (each
+  // round's script runs on all of them while its server waits), or, when a node is a Redis
+  // Cluster, resources that are not in one hash slot (give them one hash tag: "{acct}:1",
+  // "{acct}:2").
+  //
+  // Cancellation, handler, executor and lifetimes: as async_try_acquire; `resources` is moved.
+  template <boost::asio::completion_token_for<void(boost::system::error_code, lease)>
+                CompletionToken = detail::default_token_t<executor_type>>
+  auto async_try_acquire_all(std::vector<std::string> resources, lock_options options,
+                             CompletionToken&& token = CompletionToken()) {
+    return async_initiate_acquire(std::move(resources), options, true,
+                                  std::forward<CompletionToken>(token));
+  }
+
+  // async_try_acquire_all's set, with the rounds and waits of async_acquire until it is held,
+  // lock_options::wait elapses (error::wait_timeout), or the operation is cancelled. No resource
+  // of the set is held while the acquire waits for another, so two processes taking sets in
+  // different orders cannot deadlock. In this client the acquire waits behind every local lease
+  // and earlier acquire of any of its resources, first come first served per resource: later
+  // acquires of one of them, sets or single locks, wait behind it, so a stream of smaller sets
+  // cannot starve it.
+  //
+  // Completion as async_try_acquire_all, minus error::contended and error::no_quorum, which are
+  // retried. Cancellation, handler, executor and lifetimes: as async_acquire.
+  template <boost::asio::completion_token_for<void(boost::system::error_code, lease)>
+                CompletionToken = detail::default_token_t<executor_type>>
+  auto async_acquire_all(std::vector<std::string> resources, lock_options options,
+                         CompletionToken&& token = CompletionToken()) {
+    return async_initiate_acquire(std::move(resources), options, false,
+                                  std::forward<CompletionToken>(token));
+  }
+
   // PINGs every node. Completion: void(error_code): success when a quorum answered, else
   // error::no_quorum. Each node has node_timeout to answer, like every request, whatever its
   // connection is doing: a connection that is not open yet (the first request of the client
@@ -325,8 +372,8 @@ class REDLOCK_API client {
   client(detail::asio_configuration library_configuration, executor_type executor,
          std::vector<node_config> nodes, client_options options);
 
-  template <class CompletionToken>
-  auto async_initiate_acquire(std::string resource, const lock_options& options, bool single_round,
+  template <class Resources, class CompletionToken>
+  auto async_initiate_acquire(Resources resource, const lock_options& options, bool single_round,
                               CompletionToken&& token) {
     if constexpr (detail::throws_on_error<std::decay_t<CompletionToken>>::value) {
       return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr, lease)>(

@@ -15,7 +15,9 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 
 namespace redlock {
 
@@ -60,7 +62,15 @@ class REDLOCK_API lease {
   // The client's executor; a default-constructed lease has none (empty executor).
   executor_type get_executor() const noexcept;
 
+  // The lock's resource: for a semaphore's permit, its slot's key; for a read-write lock's lease,
+  // the key it set; for a set of locks (client::async_acquire_all), the set's first resource.
+  // Empty for a default-constructed lease.
   const std::string& resource() const noexcept;
+
+  // Every resource the lease holds: a set's, sorted and without duplicates, else resource() alone.
+  // Empty for a default-constructed lease. Valid as long as the lease is not destroyed or moved
+  // from.
+  std::span<const std::string> resources() const noexcept;
 
   // The random value stored in the lock key on each node (40 hex digits); empty if never held.
   const std::string& token() const noexcept;
@@ -70,7 +80,13 @@ class REDLOCK_API lease {
   // (given counters that survive restarts). Extensions keep it. Unset without fencing or if never
   // held. Pass it to the storage the lock guards, which keeps the highest token it has seen and
   // rejects writes that carry a lower one.
+  // A set of more than one resource has one token per resource, and none here: see below.
   std::optional<std::uint64_t> fencing_token() const noexcept;
+
+  // The fencing token of `resource`, one of resources(), with the guarantee above for that
+  // resource: greater than that of every earlier lease that held it with fencing, sets and single
+  // locks alike. Unset without fencing, if never held, or for a resource the lease does not hold.
+  std::optional<std::uint64_t> fencing_token(std::string_view resource) const noexcept;
 
   // Until when (steady_clock) the lock is guaranteed to be ours, given the TTL, the time the
   // acquire or the last confirmed extension took, the drift allowance, and every extension sent

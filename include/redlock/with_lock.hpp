@@ -11,6 +11,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace redlock {
 
@@ -32,6 +33,21 @@ auto with_lock(client& locks, std::string resource, lock_options options, F body
     typename detail::with_lock_body<F>::type {
   lease held =
       co_await locks.async_acquire(std::move(resource), options, boost::asio::use_awaitable);
+  if constexpr (detail::with_lock_body<F>::valid) {
+    co_return co_await detail::run_holding(held, body);
+  } else {
+    co_return;  // only after the static_assert has failed
+  }
+}
+
+// The same for a set of locks: acquires all of `resources` as one lease
+// (client::async_acquire_all), runs `body(lease&)`, and always releases them all. Loss, errors,
+// the body's exceptions and F: as above.
+template <class F>
+auto with_lock(client& locks, std::vector<std::string> resources, lock_options options, F body) ->
+    typename detail::with_lock_body<F>::type {
+  lease held =
+      co_await locks.async_acquire_all(std::move(resources), options, boost::asio::use_awaitable);
   if constexpr (detail::with_lock_body<F>::valid) {
     co_return co_await detail::run_holding(held, body);
   } else {

@@ -26,6 +26,18 @@ std::optional<std::uint64_t> granted_counter(const resp::value& reply, set_form 
   return static_cast<std::uint64_t>(counter->integer);
 }
 
+// The counters a set's fenced grant carries: {c1, ..., cn}, each >= 1; empty for any other reply.
+std::vector<std::uint64_t> granted_counters(const resp::value& reply) {
+  std::vector<std::uint64_t> counters;
+  if (reply.kind != resp::type::array || reply.elements.empty()) return counters;
+  counters.reserve(reply.elements.size());
+  for (const auto& counter : reply.elements) {
+    if (counter.kind != resp::type::integer || counter.integer < 1) return {};
+    counters.push_back(static_cast<std::uint64_t>(counter.integer));
+  }
+  return counters;
+}
+
 // A writer's refusal by live readers: {"readers", ms until the last one's deadline}; empty for
 // any other reply.
 std::optional<long long> readers_left(const resp::value& reply) {
@@ -115,6 +127,15 @@ set_answer read_set_reply(boost::system::error_code ec, const resp::value& reply
       }
       break;
     }
+    case set_form::fenced_set:
+      answer.counters = granted_counters(reply);
+      if (granted(!answer.counters.empty())) return answer;
+      if (reply.is_null() || reply.kind == resp::type::integer) {
+        answer.what = node_answer::kind::no;
+        if (reply.kind == resp::type::integer) answer.holder_pttl = reply.integer;
+        return answer;
+      }
+      break;
     case set_form::slot:
     case set_form::fenced_slot:
       if (form == set_form::fenced_slot) answer.counter = granted_counter(reply, form);

@@ -31,6 +31,9 @@ enum class set_form : std::uint8_t {
   fenced_read,   // the same with fencing: {the counter as it is, 0 or more}, or the PTTL
   write,         // a writer's: OK, the PTTL (or nil), or {"readers", ms} with its mark set
   fenced_write,  // the same with fencing: {the counter after its increment}, or a refusal
+  // A set of locks' (multi_acquire_script): with fencing, {every resource's counter after its
+  // increment}, or the longest PTTL (or nil). Without fencing a set's round is asking_ttl.
+  fenced_set,
 };
 
 inline bool is_slot_form(set_form form) noexcept {
@@ -50,6 +53,9 @@ struct set_answer {
   // Granted by a fenced form: the node's fencing counter after its increment (>= 1); by
   // fenced_read, the counter as the reader found it (0 when no writer has had a token).
   std::optional<std::uint64_t> counter;
+  // Granted by fenced_set: each resource's counter after its increment (each >= 1), in the set's
+  // order.
+  std::vector<std::uint64_t> counters;
   // Refused by a write form because readers still hold the lock there: the node now carries this
   // writer's mark, which keeps new readers out (holder_pttl: until the last reader's deadline).
   bool marked = false;

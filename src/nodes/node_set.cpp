@@ -158,6 +158,11 @@ request_options node_set::rules_for(lock_request kind, std::chrono::milliseconds
       per_node.eval_fallback = &rw_write_acquire_script();
       per_node.noscript_is_final = true;  // as set_asking_ttl
       break;
+    case lock_request::multi_set:
+      per_node.skip_if_unresponsive = true;
+      per_node.eval_fallback = &multi_acquire_script();
+      per_node.noscript_is_final = true;  // as set_asking_ttl
+      break;
     case lock_request::fence_write_back:
       // Token-checked, so running late does no harm; but its answer is wanted within the
       // validity, and the acquire fails (and releases) when a quorum does not confirm in time.
@@ -173,6 +178,11 @@ request_options node_set::rules_for(lock_request kind, std::chrono::milliseconds
       per_node.skip_if_unresponsive = true;
       per_node.eval_fallback = &rw_read_extend_script();
       per_node.noscript_is_final = true;
+      break;
+    case lock_request::multi_extend:
+      per_node.skip_if_unresponsive = true;
+      per_node.eval_fallback = &multi_extend_script();
+      per_node.noscript_is_final = true;  // as extend
       break;
     case lock_request::release:
       per_node.eval_fallback = &release_script_for(held);
@@ -262,6 +272,11 @@ std::string encode_hold_release(const hold_keys& held, std::string_view token,
       const std::string_view keys[] = {held.key, held.mark};
       const std::string_view args[] = {token, channel, scope, held.message, held.mark_id};
       return encode_evalsha(rw_write_release_script(), keys, args);
+    }
+    case hold_kind::set: {
+      std::vector<std::string_view> keys(held.keys.begin(), held.keys.end());
+      const std::string_view args[] = {token, channel, scope};
+      return encode_evalsha(multi_release_script(), keys, std::span(args, sharded ? 3 : 2));
     }
     case hold_kind::lock:
       break;

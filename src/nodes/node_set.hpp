@@ -45,9 +45,11 @@ enum class lock_request : std::uint8_t {
   slot_set,
   read_set,   // a read-write lock's reader (rw_read_acquire_script)
   write_set,  // a read-write lock's writer (rw_write_acquire_script)
+  multi_set,  // a set of locks (multi_acquire_script)
   fence_write_back,
   extend,
-  read_extend,  // a read-write lock reader's extension (rw_read_extend_script); as extend
+  read_extend,   // a read-write lock reader's extension (rw_read_extend_script); as extend
+  multi_extend,  // a set's extension (multi_extend_script); as extend
   release,
   ping,
   read  // inspection: the keys' values and PTTLs (client::async_inspect)

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace redlock::detail {
 
@@ -22,6 +23,11 @@ void start_acquire(const std::shared_ptr<lock_space>& space, std::string resourc
 void start_acquire_rw(const std::shared_ptr<lock_space>& space, std::string name, bool write,
                       const lock_options& options, bool single_round,
                       caller_handler<acquire_signature> caller);
+
+// client::async_acquire_all / async_try_acquire_all (`single_round`) of the set `resources`.
+void start_acquire_all(const std::shared_ptr<lock_space>& space, std::vector<std::string> resources,
+                       const lock_options& options, bool single_round,
+                       caller_handler<acquire_signature> caller);
 
 // semaphore::async_acquire / async_try_acquire: one of `permits` slots of semaphore `name`.
 void start_acquire_permit(const std::shared_ptr<lock_space>& space, std::string name,

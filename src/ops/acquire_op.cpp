@@ -5,12 +5,15 @@
 #include "ops/extend.hpp"
 #include "ops/lock_rounds.hpp"
 #include "ops/rw_rounds.hpp"
+#include "ops/set_rounds.hpp"
 #include "ops/slot_rounds.hpp"
 #include "options_check.hpp"
+#include "scripts.hpp"
 #include "token.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace redlock::detail {
@@ -30,13 +33,12 @@ void acquire_op::start() {
     lease_->diagnostics = fmt::format("redlock: cannot acquire {}: {}", subject(), problem);
     return complete(error::invalid_argument);
   }
-  if (nodes().has_cluster_node() && !strategy_->keys_in_one_slot(lease_->options.fencing)) {
+  if (nodes().has_cluster_node()) {
     // Its keys would be in several hash slots, and a cluster refuses such scripts (CROSSSLOT).
-    lease_->diagnostics = fmt::format(
-        "redlock: cannot acquire {} on a Redis Cluster node: its keys would not share one hash "
-        "slot, because the name holds a '}}' but no hash tag; give it one, as in \"{{orders}}:42\"",
-        subject());
-    return complete(error::invalid_argument);
+    if (auto problem = strategy_->cross_slot_problem(lease_->options.fencing); !problem.empty()) {
+      lease_->diagnostics = std::move(problem);
+      return complete(error::invalid_argument);
+    }
   }
   if (const auto& duplicates = nodes().duplicate_nodes(); !duplicates.empty()) {
     lease_->diagnostics = fmt::format("redlock: cannot acquire {}: {}", subject(), duplicates);
@@ -45,11 +47,13 @@ void acquire_op::start() {
   lease_->token = make_lock_token();
   if (lease_->options.wait) deadline_ = steady_clock::now() + *lease_->options.wait;
 
-  const std::string& queue_key = strategy_->queue_key();
+  const auto queue_keys = strategy_->queue_keys();
   if (single_round_) {
-    if (auto why = strategy_->contended_here(space_->queues().find(queue_key)); !why.empty()) {
-      lease_->diagnostics = std::move(why);
-      return complete(error::contended);
+    for (const auto& key : queue_keys) {
+      if (auto why = strategy_->contended_here(space_->queues().find(key)); !why.empty()) {
+        lease_->diagnostics = std::move(why);
+        return complete(error::contended);
+      }
     }
   }
 
@@ -57,10 +61,16 @@ void acquire_op::start() {
   done_.on_cancel([weak = weak_from_this()](asio::cancellation_type type) {
     if (auto self = weak.lock()) self->cancel(type);
   });
-  queue_ = &space_->queues().queue_for(queue_key);
+  queue_ = &space_->queues().queue_for(queue_keys.front());
   strategy_->join(*queue_);
   queue_->waiters.push_back(shared_from_this());
-  if (queue_->holder == nullptr && queue_->waiters.size() == 1) {
+  // A set joins the queue of each resource here, at once: see local_queues on why that order
+  // cannot deadlock.
+  for (const auto& key : queue_keys.subspan(1)) {
+    more_queues_.push_back(&space_->queues().queue_for(key));
+    more_queues_.back()->waiters.push_back(shared_from_this());
+  }
+  if (queue_->holder == nullptr && queue_->waiters.size() == 1 && first_in_every_queue()) {
     begin_round();
   } else {
     stage_ = stage::queued;
@@ -70,12 +80,29 @@ void acquire_op::start() {
   }
 }
 
+std::string round_strategy::cross_slot_problem(bool fencing) const {
+  if (keys_in_one_slot(fencing)) return {};
+  return fmt::format(
+      "redlock: cannot acquire {} on a Redis Cluster node: its keys would not share one hash "
+      "slot, because the name holds a '}}' but no hash tag; give it one, as in \"{{orders}}:42\"",
+      subject());
+}
+
+bool acquire_op::first_in_every_queue() const {
+  if (more_queues_.empty()) return true;
+  const auto first_here = [this](const resource_queue* queue) {
+    return queue->holder == nullptr && !queue->waiters.empty() &&
+           queue->waiters.front().get() == this;
+  };
+  return first_here(queue_) && std::all_of(more_queues_.begin(), more_queues_.end(), first_here);
+}
+
 void acquire_op::wake() {
-  if (stage_ == stage::queued) begin_round();
+  if (stage_ == stage::queued && first_in_every_queue()) begin_round();
 }
 
 void acquire_op::compete(steady_clock::time_point key_gone_by) {
-  if (stage_ != stage::queued) return;
+  if (stage_ != stage::queued || !first_in_every_queue()) return;
   const auto now = steady_clock::now();
   competing_ = true;
   strategy_->held_until(nodes().size(), nodes().quorum(), key_gone_by);
@@ -129,6 +156,10 @@ void acquire_op::succeed(steady_clock::time_point valid_until) {
   resource_queue* const queue = std::exchange(queue_, nullptr);
   const bool next_may_start = strategy_->hold(*queue, *lease_);
   lease_->queue = queue;
+  for (resource_queue* other : more_queues_)
+    strategy_->hold(*other, *lease_);
+  lease_->more_queues = std::move(more_queues_);
+  more_queues_.clear();
   lease_->diagnostics.clear();
   lease_->granted_nodes = round_->votes().yes_count();
   acquired_ = true;
@@ -168,16 +199,34 @@ void acquire_op::complete(error_code ec) {
 }
 
 void acquire_op::drop_from_waiters() {
-  std::erase_if(queue_->waiters, [this](const auto& waiter) { return waiter.get() == this; });
+  const auto mine = [this](const auto& waiter) { return waiter.get() == this; };
+  std::erase_if(queue_->waiters, mine);
+  for (resource_queue* queue : more_queues_)
+    std::erase_if(queue->waiters, mine);
 }
 
 void acquire_op::leave_queue() {
   if (queue_ == nullptr) return;  // never queued
-  const bool was_first = !queue_->waiters.empty() && queue_->waiters.front().get() == this;
+  // Out of every queue before any next waiter starts: a set behind this op looks at all of its
+  // own. A waiter that starts may end at once and forget its queues, so they are found again.
+  static_assert(max_set_size <= 64, "one bit per resource of a set");
+  const auto keys = strategy_->queue_keys();
+  std::uint64_t was_first = 0;  // bit i: first in line for keys[i]
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const resource_queue* queue = i == 0 ? queue_ : more_queues_[i - 1];
+    if (!queue->waiters.empty() && queue->waiters.front().get() == this)
+      was_first |= std::uint64_t{1} << i;
+  }
   drop_from_waiters();
-  if (was_first && queue_->holder == nullptr) space_->queues().start_next_waiter(*queue_);
   queue_ = nullptr;
-  space_->queues().forget_if_idle(strategy_->queue_key());
+  more_queues_.clear();
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if ((was_first >> i & 1) == 0) continue;
+    resource_queue* queue = space_->queues().find(keys[i]);
+    if (queue != nullptr && queue->holder == nullptr) space_->queues().start_next_waiter(*queue);
+  }
+  for (const auto& key : keys)
+    space_->queues().forget_if_idle(key);
 }
 
 void acquire_op::cancel(asio::cancellation_type type) {
@@ -247,6 +296,18 @@ void start_acquire_rw(const std::shared_ptr<lock_space>& space, std::string name
   std::make_shared<acquire_op>(space, std::move(rounds), std::move(key), options, single_round,
                                std::move(caller))
       ->start();
+}
+
+void start_acquire_all(const std::shared_ptr<lock_space>& space, std::vector<std::string> resources,
+                       const lock_options& options, bool single_round,
+                       caller_handler<acquire_signature> caller) {
+  auto rounds = std::make_unique<set_rounds>(std::move(resources));
+  std::vector<std::string> set = rounds->resources();
+  std::string first = set.empty() ? std::string() : set.front();
+  auto op = std::make_shared<acquire_op>(space, std::move(rounds), std::move(first), options,
+                                         single_round, std::move(caller));
+  op->hold_set(std::move(set));
+  op->start();
 }
 
 void start_acquire_permit(const std::shared_ptr<lock_space>& space, std::string name,

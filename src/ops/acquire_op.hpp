@@ -85,6 +85,13 @@ class acquire_op final : public abortable,
   // A key that the lease extends with its own (lease_state::companion_key). Called before start().
   void extend_along(std::string key) { lease_->companion_key = std::move(key); }
 
+  // The lease holds a set of locks, `resources` (canonical, as set_rounds has them; empty for an
+  // invalid set, which start() refuses). Called before start().
+  void hold_set(std::vector<std::string> resources) {
+    lease_->kind = hold_kind::set;
+    lease_->resources = std::move(resources);
+  }
+
   void start();
 
   // The resource became free locally and this op is first in line: try at once.
@@ -176,8 +183,17 @@ class acquire_op final : public abortable,
   // with the lease.
   void write_back_fence(steady_clock::time_point valid_until);
 
-  void fence_written_back(bool confirmed, const node_answers& answers,
-                          steady_clock::time_point valid_until);
+  // The write-back of `resource` (by index: fenced_resource) in round number `round` decided.
+  // The acquire holds once every resource's is confirmed, and fails with the first that is not.
+  void fence_written_back(unsigned round, std::size_t resource, bool confirmed,
+                          const node_answers& answers, steady_clock::time_point valid_until);
+
+  // Keeps the counters of `node`'s grant (one per resource of a set).
+  void note_fences(std::size_t node, const set_answer& answer);
+  // How many resources have fencing tokens: a set's, else one.
+  std::size_t fenced_resources() const noexcept;
+  // The lock key of fenced resource number `r`.
+  const std::string& fenced_resource(std::size_t r) const noexcept;
 
   // Waits, from `now`, for the lock to become free as the strategy knows it; with `due_now` only
   // for the wake-up jitter.
@@ -243,6 +259,10 @@ class acquire_op final : public abortable,
   // Tells the observer, if any, then completes the caller's operation.
   void complete(error_code ec);
 
+  // Whether no local lease holds any resource of a set and this op is first in line for each;
+  // true for any other acquire, whose one queue says so by itself.
+  bool first_in_every_queue() const;
+
   void drop_from_waiters();
 
   void leave_queue();
@@ -269,10 +289,16 @@ class acquire_op final : public abortable,
   std::optional<acquire_round> round_;  // the current or last round
   set_form form_ = set_form::plain;     // the current round's
   resource_queue* queue_ = nullptr;     // set while this op is in it
-  // Fenced rounds: each granting node's counter, as its grant answered before the decision.
-  std::vector<std::optional<std::uint64_t>> fences_;
-  std::uint64_t fence_ = 0;  // the held round's fencing token, while it is written back
-  std::shared_ptr<fence_write_back> write_back_;  // in stage fencing: the round's late grants join
+  // A set's other resources' queues (strategy_->queue_keys() after the first), while in them.
+  std::vector<resource_queue*> more_queues_;
+  // Fenced rounds: by resource (a lock has one, a set one per resource), each granting node's
+  // counter as its grant answered before the decision.
+  std::vector<std::vector<std::optional<std::uint64_t>>> fences_;
+  // The held round's fencing tokens by resource, while they are written back.
+  std::vector<std::uint64_t> fence_tokens_;
+  // In stage fencing, one per resource: the round's late grants join them.
+  std::vector<std::shared_ptr<fence_write_back>> write_backs_;
+  std::size_t write_backs_undecided_ = 0;  // those of write_backs_ not confirmed yet
   // Failed rounds whose cleanup waits for some nodes' answers.
   cleanup_plan<set_form> cleanups_;
   unsigned rounds_ = 0;

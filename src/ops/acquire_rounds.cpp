@@ -49,7 +49,8 @@ void acquire_op::begin_round() {
     covered_round_ = false;
   }
   open_round(request->form);
-  if (lease_->options.fencing) fences_.assign(nodes().size(), std::nullopt);
+  if (lease_->options.fencing)
+    fences_.assign(fenced_resources(), std::vector<std::optional<std::uint64_t>>(nodes().size()));
   if (request->shared) {
     nodes().send(request->key, request->shared, *this, open_ballot(), request->kind);
   } else {
@@ -67,6 +68,13 @@ void acquire_op::open_round(set_form form) {
 
 void acquire_op::on_answer(std::size_t node, error_code ec, const resp::value& reply) {
   set_answer answer = read_set_reply(ec, reply, form_);
+  if (form_ == set_form::fenced_set && answer.what == node_answer::kind::yes &&
+      answer.counters.size() != fences_.size()) {
+    // Not the script this client sent: no vote.
+    answer.what = node_answer::kind::failed;
+    answer.detail = fmt::format("a grant with {} fencing counters for a set of {} resources",
+                                answer.counters.size(), fences_.size());
+  }
   // Any answer may decide the round, and the decision reads what is known of the nodes then.
   if (!round_->decided()) {
     for (std::size_t i = 0; i < nodes().size(); ++i)
@@ -76,7 +84,7 @@ void acquire_op::on_answer(std::size_t node, error_code ec, const resp::value& r
   const auto now = steady_clock::now();
   if (!round_->decided()) {
     strategy_->record(node, answer, now);
-    if (!fences_.empty() && answer.what == node_answer::kind::yes) fences_[node] = answer.counter;
+    if (!fences_.empty() && answer.what == node_answer::kind::yes) note_fences(node, answer);
   }
   switch (
       round_->answer(node, make_answer(answer.what, ec, reply, std::move(answer.detail)), now)) {
@@ -84,10 +92,17 @@ void acquire_op::on_answer(std::size_t node, error_code ec, const resp::value& r
       return decided(now);
     case acquire_round::step::decided_before:
       note_late_refusal(node, answer, now);
-      if (stage_ == stage::fencing && write_back_) {
-        // A copy: late_answer may complete the acquire, which drops write_back_.
-        const auto write_back = write_back_;
-        write_back->late_answer(node, answer.counter);
+      if (stage_ == stage::fencing && !write_backs_.empty()) {
+        // A copy: late_answer may complete the acquire, which drops write_backs_.
+        const auto write_backs = write_backs_;
+        for (std::size_t r = 0; r < write_backs.size(); ++r) {
+          std::optional<std::uint64_t> counter = answer.counter;
+          if (form_ == set_form::fenced_set) {
+            counter.reset();
+            if (r < answer.counters.size()) counter = answer.counters[r];
+          }
+          write_backs[r]->late_answer(node, counter);
+        }
       }
       return answered_after_decision(node);
     case acquire_round::step::undecided:
@@ -104,7 +119,7 @@ void acquire_op::decided(steady_clock::time_point now) {
       if (strategy_->writes_back_fence()) return write_back_fence(round.valid_until);
       // A reader's token is the highest counter its quorum's grants read: at least the token of
       // every writer whose write-back quorum it overlaps, i.e. of every writer before it.
-      lease_->fencing_token = fence_of(fences_);
+      lease_->fencing_token = fence_of(fences_.front());
     }
     return succeed(round.valid_until);
   }
@@ -141,37 +156,83 @@ void acquire_op::decided(steady_clock::time_point now) {
   sleep(now, due_now);
 }
 
-void acquire_op::write_back_fence(steady_clock::time_point valid_until) {
-  std::vector<bool> still_pending(nodes().size(), false);
-  std::vector<std::optional<std::uint64_t>> counters(nodes().size());
-  for (std::size_t i = 0; i < nodes().size(); ++i) {
-    const auto what = round_->answers()[i].what;
-    still_pending[i] = what == node_answer::kind::pending;
-    // A grant always carries its counter (>= 1).
-    if (what == node_answer::kind::yes) counters[i] = fences_[i].value_or(0);
+void acquire_op::note_fences(std::size_t node, const set_answer& answer) {
+  if (form_ != set_form::fenced_set) {
+    fences_.front()[node] = answer.counter;
+    return;
   }
-  stage_ = stage::fencing;
-  fence_ = fence_of(counters);
-  if (skip_fence_write_back_for_tests) return fence_written_back(true, {}, valid_until);  // unsafe
-  write_back_ = std::make_shared<fence_write_back>(
-      space_, [weak = weak_from_this(), valid_until](bool confirmed, const node_answers& answers) {
-        if (const auto self = weak.lock())
-          self->fence_written_back(confirmed, answers, valid_until);
-      });
-  // A copy: send() may complete the acquire, which drops write_back_.
-  const auto write_back = write_back_;
-  write_back->send(lease_->resource, lease_->token, fence_, counters, still_pending);
+  for (std::size_t r = 0; r < fences_.size(); ++r)
+    fences_[r][node] = answer.counters[r];
 }
 
-void acquire_op::fence_written_back(bool confirmed, const node_answers& answers,
+std::size_t acquire_op::fenced_resources() const noexcept {
+  return lease_->kind == hold_kind::set ? lease_->resources.size() : 1;
+}
+
+const std::string& acquire_op::fenced_resource(std::size_t r) const noexcept {
+  return lease_->kind == hold_kind::set ? lease_->resources[r] : lease_->resource;
+}
+
+void acquire_op::write_back_fence(steady_clock::time_point valid_until) {
+  std::vector<bool> still_pending(nodes().size(), false);
+  for (std::size_t i = 0; i < nodes().size(); ++i)
+    still_pending[i] = round_->answers()[i].what == node_answer::kind::pending;
+  stage_ = stage::fencing;
+  // Each resource's token is written back on its own: the argument of fence_quorum holds per
+  // resource, whatever quorum confirms the others. A set's key of each resource holds the round's
+  // token on every granting node, which is what fence_write_back_script checks.
+  std::vector<std::vector<std::optional<std::uint64_t>>> counters(fences_.size());
+  fence_tokens_.assign(fences_.size(), 0);
+  for (std::size_t r = 0; r < fences_.size(); ++r) {
+    counters[r].resize(nodes().size());
+    for (std::size_t i = 0; i < nodes().size(); ++i) {
+      // A grant always carries its counter (>= 1).
+      if (round_->answers()[i].what == node_answer::kind::yes)
+        counters[r][i] = fences_[r][i].value_or(0);
+    }
+    fence_tokens_[r] = fence_of(counters[r]);
+  }
+  if (skip_fence_write_back_for_tests) {  // unsafe
+    write_backs_undecided_ = 1;
+    return fence_written_back(rounds_, 0, true, {}, valid_until);
+  }
+  write_backs_.clear();
+  write_backs_undecided_ = fences_.size();
+  for (std::size_t r = 0; r < fences_.size(); ++r) {
+    write_backs_.push_back(std::make_shared<fence_write_back>(
+        space_, [weak = weak_from_this(), round = rounds_, r, valid_until](
+                    bool confirmed, const node_answers& answers) {
+          if (const auto self = weak.lock())
+            self->fence_written_back(round, r, confirmed, answers, valid_until);
+        }));
+  }
+  // A copy: send() may complete the acquire, which drops write_backs_.
+  const auto write_backs = write_backs_;
+  for (std::size_t r = 0; r < write_backs.size(); ++r) {
+    write_backs[r]->send(fenced_resource(r), lease_->token, fence_tokens_[r], counters[r],
+                         still_pending);
+    if (stage_ != stage::fencing) return;  // decided by that one
+  }
+}
+
+void acquire_op::fence_written_back(unsigned round, std::size_t resource, bool confirmed,
+                                    const node_answers& answers,
                                     steady_clock::time_point valid_until) {
-  if (stage_ != stage::fencing) return;  // cancelled meanwhile
-  write_back_.reset();
+  // Cancelled meanwhile, or a write-back of an earlier round that decided after another failed.
+  if (stage_ != stage::fencing || round != rounds_) return;
+  if (confirmed && --write_backs_undecided_ > 0) return;  // the other resources' still to come
+  write_backs_.clear();
   const auto now = steady_clock::now();
   if (confirmed && now < valid_until) {
-    lease_->fencing_token = fence_;
+    if (lease_->kind == hold_kind::set) {
+      lease_->fencing_tokens = fence_tokens_;
+      if (fence_tokens_.size() == 1) lease_->fencing_token = fence_tokens_.front();
+    } else {
+      lease_->fencing_token = fence_tokens_.front();
+    }
     return succeed(valid_until);
   }
+  const std::string& key = fenced_resource(resource);
   // Like a failed round: release what this round may have set, then try again or end.
   release_where(round_->cleanup_targets(), lease_->resource, lease_->token);
   const error_code code =
@@ -187,9 +248,8 @@ void acquire_op::fence_written_back(bool confirmed, const node_answers& answers,
                       "redlock: {}: the fencing write-back was confirmed by fewer than {} of "
                       "{} nodes: {}",
                       subject(), nodes().quorum(), nodes().size(),
-                      nodes().describe(
-                          answers, "raised", "the key was no longer ours", nullptr,
-                          quoted_keys({lease_->resource, fencing_counter_key(lease_->resource)})));
+                      nodes().describe(answers, "raised", "the key was no longer ours", nullptr,
+                                       quoted_keys({key, fencing_counter_key(key)})));
   space_->log(log_level::debug, lease_->diagnostics);
   if (single_round_) return finish(code);
   if (deadline_ && now >= *deadline_) return finish(error::wait_timeout);

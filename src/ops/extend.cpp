@@ -39,8 +39,15 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
 
   void run() {
     const std::string ttl_text = std::to_string(ttl_.count());
-    const std::string_view keys[] = {state_->resource, state_->companion_key};
     const std::string_view args[] = {state_->token, ttl_text};
+    if (state_->kind == hold_kind::set) {
+      // A set extends every key of the set, or none.
+      const std::vector<std::string_view> keys(state_->resources.begin(), state_->resources.end());
+      payload_ = encode_evalsha(multi_extend_script(), keys, args);
+      return state_->space->nodes().send(state_->resource, payload_, *this, open_ballot(),
+                                         lock_request::multi_extend);
+    }
+    const std::string_view keys[] = {state_->resource, state_->companion_key};
     const auto used_keys = std::span(keys, state_->companion_key.empty() ? 1 : 2);
     // A reader moves its own deadline in the readers' set; a lock or a writer extends its key.
     const bool reader = state_->kind == hold_kind::reader;
@@ -74,12 +81,12 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
     self.report(&observer::on_extend, ec);  // before a loss it may cause
     if (ec == error::not_held) {
       self.lose(fmt::format(
-          "redlock: {} is gone or owned by someone else on {} of {} nodes: {}",
-          quoted_resource(self.resource), votes().no_count(), votes().nodes(),
+          "redlock: {} is gone or owned by someone else on {} of {} nodes: {}", self.subject(),
+          votes().no_count(), votes().nodes(),
           self.space->nodes().describe(answers(), "extended", "not ours", nullptr, self.keys())));
     } else if (ec) {
       self.diagnostics = fmt::format(
-          "redlock: extending {} failed ({}): {}", quoted_resource(self.resource), ec.message(),
+          "redlock: extending {} failed ({}): {}", self.subject(), ec.message(),
           self.space->nodes().describe(answers(), "extended", "not ours", nullptr, self.keys()));
       self.space->log(log_level::warning, self.diagnostics);
     } else {
@@ -203,7 +210,7 @@ void initiate_extend(const std::shared_ptr<lease_state>& state, std::chrono::mil
     state->diagnostics = fmt::format(
         "redlock: cannot extend {} by {} ms: not longer than "
         "the drift allowance of {} ms",
-        quoted_resource(state->resource), ttl.count(), to_ms(drift));
+        state->subject(), ttl.count(), to_ms(drift));
     return refuse(error::invalid_argument);
   }
   op->start();

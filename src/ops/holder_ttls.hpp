@@ -4,6 +4,7 @@
 #include "algo/node_answer.hpp"
 #include "algo/release_watch.hpp"
 #include "algo/replies.hpp"
+#include "ops/round_strategy.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -63,6 +64,35 @@ class holder_ttls {
   // The current round's PTTL replies, by node; empty for a round that asks none.
   std::vector<std::optional<holder_ttl>> ttls_;
   release_watch watch_;
+};
+
+// A strategy whose refusals carry one PTTL per node (a lock's rounds, a set's): what they learn
+// is a holder_ttls, and an announcement from a node frees that node.
+class ttl_watching_rounds : public round_strategy {
+ public:
+  void record(std::size_t node, const set_answer& answer, steady_clock::time_point now) override {
+    holders_.record(node, answer, now);
+  }
+  void learn(const node_answers& answers, std::size_t quorum, steady_clock::time_point,
+             double drift_factor) override {
+    holders_.learn(answers, quorum, drift_factor);
+  }
+  bool late_refusal(std::size_t node, const set_answer& answer, steady_clock::time_point now,
+                    double drift_factor, bool watching) override {
+    return holders_.late_refusal(node, answer, now, drift_factor, watching);
+  }
+  void forget_holder(std::size_t, std::size_t node) override { holders_.watch().released(node); }
+  void held_until(std::size_t nodes, std::size_t quorum,
+                  steady_clock::time_point key_gone_by) override {
+    holders_.watch().reset_all_held(nodes, quorum, key_gone_by);
+  }
+  bool may_be_free() const override { return holders_.watch().may_be_free(); }
+  std::optional<steady_clock::time_point> free_by() const override {
+    return holders_.watch().free_by();
+  }
+
+ protected:
+  holder_ttls holders_;
 };
 
 }  // namespace redlock::detail

@@ -57,29 +57,6 @@ std::optional<round_strategy::round_request> lock_rounds::next_round(const round
   };
 }
 
-void lock_rounds::record(std::size_t node, const set_answer& answer, steady_clock::time_point now) {
-  holders_.record(node, answer, now);
-}
-
-void lock_rounds::learn(const node_answers& answers, std::size_t quorum, steady_clock::time_point,
-                        double drift_factor) {
-  holders_.learn(answers, quorum, drift_factor);
-}
-
-bool lock_rounds::late_refusal(std::size_t node, const set_answer& answer,
-                               steady_clock::time_point now, double drift_factor, bool watching) {
-  return holders_.late_refusal(node, answer, now, drift_factor, watching);
-}
-
-void lock_rounds::forget_holder(std::size_t, std::size_t node) {
-  holders_.watch().released(node);
-}
-
-void lock_rounds::held_until(std::size_t nodes, std::size_t quorum,
-                             steady_clock::time_point key_gone_by) {
-  holders_.watch().reset_all_held(nodes, quorum, key_gone_by);
-}
-
 std::string lock_rounds::keys_of_round(bool fencing) const {
   if (!fencing) return quoted_keys({resource_});
   return quoted_keys({resource_, fencing_counter_key(resource_)});

@@ -20,7 +20,7 @@ namespace redlock::detail {
 // answers a refusal with the PTTL; nothing can run between the grant and the increment.
 //
 // What is known of the holders is a holder_ttls.
-class lock_rounds final : public round_strategy {
+class lock_rounds final : public ttl_watching_rounds {
  public:
   explicit lock_rounds(std::string resource) : resource_(std::move(resource)) {}
 
@@ -35,20 +35,8 @@ class lock_rounds final : public round_strategy {
   std::optional<round_request> next_round(const round_inputs& in,
                                           std::minstd_rand& random) override;
   std::string nothing_to_try() const override { return {}; }  // a lock always has its key to try
-  void record(std::size_t node, const set_answer& answer, steady_clock::time_point now) override;
   std::string lasting_problem(const node_set&) const override { return {}; }
   bool another_try_may_win(std::minstd_rand&) const override { return false; }
-  void learn(const node_answers& answers, std::size_t quorum, steady_clock::time_point now,
-             double drift_factor) override;
-  bool late_refusal(std::size_t node, const set_answer& answer, steady_clock::time_point now,
-                    double drift_factor, bool watching) override;
-  void forget_holder(std::size_t slot, std::size_t node) override;
-  void held_until(std::size_t nodes, std::size_t quorum,
-                  steady_clock::time_point key_gone_by) override;
-  bool may_be_free() const override { return holders_.watch().may_be_free(); }
-  std::optional<steady_clock::time_point> free_by() const override {
-    return holders_.watch().free_by();
-  }
   std::string keys_of_round(bool fencing) const override;
   bool keys_in_one_slot(bool fencing) const override {
     return !fencing || keys_share_hash_slot(resource_);
@@ -60,7 +48,6 @@ class lock_rounds final : public round_strategy {
   // The first round's SET key token NX PX ttl. Requests of later rounds may still be queued with a
   // view of it: it is written once.
   std::string plain_set_;
-  holder_ttls holders_;  // asked by every round but a plain SET
 };
 
 }  // namespace redlock::detail

@@ -51,10 +51,10 @@ class release_op final : public operation_vote {
 
   void decided(error_code ec) override {
     if (ec) {
-      state_->diagnostics = fmt::format(
-          "redlock: releasing {}: {}: {}", quoted_resource(state_->resource), ec.message(),
-          state_->space->nodes().describe(answers(), "released", "not ours", nullptr,
-                                          quoted_keys({state_->resource})));
+      state_->diagnostics =
+          fmt::format("redlock: releasing {}: {}: {}", state_->subject(), ec.message(),
+                      state_->space->nodes().describe(answers(), "released", "not ours", nullptr,
+                                                      quoted_keys({state_->resource})));
     }
     state_->report(&observer::on_release, ec);
     finish(ec);
@@ -76,8 +76,7 @@ void initiate_release(const std::shared_ptr<lease_state>& state, void_caller cal
   };
   if (state->space->closed()) return refuse(asio::error::operation_aborted);
   if (state->current != lease_state::phase::held) {
-    state->diagnostics =
-        fmt::format("redlock: {} is not held by this lease", quoted_resource(state->resource));
+    state->diagnostics = fmt::format("redlock: {} is not held by this lease", state->subject());
     return refuse(error::not_held);
   }
   op->start();

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -36,6 +37,10 @@ class round_strategy {
 
   // The local queue (local_queues) the acquire waits in.
   virtual const std::string& queue_key() const = 0;
+
+  // Every local queue the acquire waits in: queue_key() alone, but for a set of locks, which
+  // waits in the queue of each of its resources (the first being queue_key()).
+  virtual std::span<const std::string> queue_keys() const { return {&queue_key(), 1}; }
 
   // What observer events name: the lock's resource, or the semaphore's name.
   virtual const std::string& name() const = 0;
@@ -127,6 +132,10 @@ class round_strategy {
   // Whether every key a round uses is in one hash slot, as a Redis Cluster node needs (a name with
   // a '}' and no hash tag spreads a fence counter or a semaphore's slots over several).
   virtual bool keys_in_one_slot(bool fencing) const = 0;
+
+  // Why the acquire cannot run on a Redis Cluster node (keys_in_one_slot is false), as its
+  // diagnostics say it; empty when it can.
+  virtual std::string cross_slot_problem(bool fencing) const;
 
   // The round won: `lease` holds what it set, as `queue`'s holder. Returns whether the queue's
   // next waiter may start at once (a semaphore's: it tries the other slots; a read-write lock's

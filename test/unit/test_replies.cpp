@@ -35,7 +35,8 @@ constexpr auto failed = node_answer::kind::failed;
 
 const set_form all_forms[] = {set_form::plain,       set_form::asking_ttl,  set_form::fenced,
                               set_form::slot,        set_form::fenced_slot, set_form::read,
-                              set_form::fenced_read, set_form::write,       set_form::fenced_write};
+                              set_form::fenced_read, set_form::write,       set_form::fenced_write,
+                              set_form::fenced_set};
 
 }  // namespace
 
@@ -80,6 +81,15 @@ BOOST_AUTO_TEST_CASE(each_form_grants_only_on_the_reply_its_request_gives) {
       {set_form::fenced_write, array({integer(3)}), yes},
       {set_form::fenced_write, array({integer(0)}), failed},  // a writer's token is 1 or more
       {set_form::fenced_write, array({bulk("readers"), integer(900)}), no},
+      {set_form::fenced_set, array({integer(3), integer(1), integer(9)}), yes},
+      {set_form::fenced_set, array({integer(3)}), yes},  // a set of one
+      {set_form::fenced_set, array({}), failed},
+      {set_form::fenced_set, array({integer(3), integer(0)}), failed},  // counters start at 1
+      {set_form::fenced_set, array({integer(3), bulk("4")}), failed},
+      {set_form::fenced_set, simple("OK"), failed},  // an unfenced grant
+      {set_form::fenced_set, integer(250), no},
+      {set_form::fenced_set, integer(-1), no},
+      {set_form::fenced_set, nil, no},
   };
   for (const auto& r : rows) {
     BOOST_TEST_CONTEXT("form " << static_cast<int>(r.form) << ", reply "
@@ -128,6 +138,17 @@ BOOST_AUTO_TEST_CASE(a_fenced_grant_carries_its_counter) {
 
 // A writer refused by readers holds its mark on that node; refused by another writer's key or
 // mark it holds nothing there.
+BOOST_AUTO_TEST_CASE(a_fenced_set_grant_carries_every_resources_counter) {
+  const auto granted =
+      rd::read_set_reply({}, array({integer(3), integer(1), integer(9)}), set_form::fenced_set);
+  BOOST_TEST((granted.counters == std::vector<std::uint64_t>{3, 1, 9}));
+  BOOST_TEST(!granted.counter);
+  const auto refused = rd::read_set_reply({}, integer(1500), set_form::fenced_set);
+  BOOST_TEST(refused.counters.empty());
+  BOOST_REQUIRE(refused.holder_pttl);
+  BOOST_TEST(*refused.holder_pttl == 1500);
+}
+
 BOOST_AUTO_TEST_CASE(a_writers_refusal_by_readers_says_that_it_marked_the_node) {
   for (auto form : {set_form::write, set_form::fenced_write}) {
     BOOST_TEST_CONTEXT("form " << static_cast<int>(form)) {

@@ -1,13 +1,15 @@
 // What an acquire's rounds send and learn, without a server: a lock's rounds (plain SET first,
 // then asking the holder's PTTL; fenced from the first), a semaphore permit's (a slot this client
-// does not hold, each slot once in a try) and a read-write lock's (a reader's or a writer's, and
-// when a waiting writer keeps, renews or drops its marks), and how their refusals, late refusals
+// does not hold, each slot once in a try), a read-write lock's (a reader's or a writer's, and
+// when a waiting writer keeps, renews or drops its marks) and a set of locks' (one script on
+// every key of the set, the set made canonical first), and how their refusals, late refusals
 // and announcements say when the lock can be free.
 
 #include "algo/replies.hpp"
 #include "local_queues.hpp"
 #include "ops/lock_rounds.hpp"
 #include "ops/rw_rounds.hpp"
+#include "ops/set_rounds.hpp"
 #include "ops/slot_rounds.hpp"
 #include "resp/encoder.hpp"
 #include "scripts.hpp"
@@ -30,6 +32,7 @@ using redlock::detail::round_strategy;
 using redlock::detail::rw_rounds;
 using redlock::detail::set_answer;
 using redlock::detail::set_form;
+using redlock::detail::set_rounds;
 using redlock::detail::slot_rounds;
 using redlock::detail::steady_clock;
 using redlock::test::answers_of;
@@ -37,8 +40,8 @@ using redlock::test::answers_of;
 namespace redlock::detail {
 // For Boost.Test's messages.
 std::ostream& boost_test_print_type(std::ostream& out, set_form form) {
-  constexpr const char* names[] = {"plain", "asking_ttl",  "fenced", "slot",        "fenced_slot",
-                                   "read",  "fenced_read", "write",  "fenced_write"};
+  constexpr const char* names[] = {"plain", "asking_ttl",  "fenced", "slot",         "fenced_slot",
+                                   "read",  "fenced_read", "write",  "fenced_write", "fenced_set"};
   return out << names[static_cast<int>(form)];
 }
 std::ostream& boost_test_print_type(std::ostream& out, lock_request kind) {
@@ -445,6 +448,120 @@ BOOST_AUTO_TEST_CASE(a_try_shares_with_local_readers_but_never_passes_a_local_wa
   queue.waiters.push_back(nullptr);
   BOOST_TEST(reader.contended_here(&queue).find("(to read)") != std::string::npos);
   BOOST_TEST(!writer.contended_here(&queue).empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(set_round_strategy)
+
+BOOST_AUTO_TEST_CASE(a_set_is_sorted_merged_and_bounded) {
+  std::string problem;
+  const auto set = redlock::detail::normalize_set({"b", "a", "c", "a", "b"}, problem);
+  BOOST_TEST(problem.empty());
+  BOOST_TEST((set == std::vector<std::string>{"a", "b", "c"}));
+
+  problem.clear();
+  BOOST_TEST(redlock::detail::normalize_set({}, problem).empty());
+  BOOST_TEST(problem == "the set of resources is empty");
+
+  problem.clear();
+  BOOST_TEST(redlock::detail::normalize_set({"a", ""}, problem).empty());
+  BOOST_TEST(problem == "a resource of the set is empty");
+
+  std::vector<std::string> largest;
+  for (std::size_t i = 0; i < redlock::detail::max_set_size; ++i)
+    largest.push_back("r" + std::to_string(i));
+  problem.clear();
+  BOOST_TEST(redlock::detail::normalize_set(largest, problem).size() ==
+             redlock::detail::max_set_size);
+  BOOST_TEST(problem.empty());
+  largest.push_back("one-more");
+  BOOST_TEST(redlock::detail::normalize_set(largest, problem).empty());
+  BOOST_TEST(problem == "the set has 65 resources, more than the 64 one set may have");
+  // Duplicates do not count against the bound.
+  largest.pop_back();
+  largest.push_back("r0");
+  problem.clear();
+  BOOST_TEST(redlock::detail::normalize_set(largest, problem).size() == 64u);
+
+  set_rounds invalid({});
+  BOOST_TEST(invalid.problem(0) ==
+             "redlock: cannot acquire a set of locks: the set of resources is empty");
+  set_rounds valid({"y", "x"});
+  BOOST_TEST(valid.problem(0).empty());
+  BOOST_TEST(valid.name() == "x,y");
+  BOOST_TEST(valid.queue_key() == "x");
+  BOOST_TEST(valid.queue_keys().size() == 2u);
+  BOOST_TEST(valid.queue_keys()[1] == "y");
+  BOOST_TEST(valid.subject() == "the set \"x\", \"y\"");
+}
+
+BOOST_AUTO_TEST_CASE(every_round_runs_the_set_script_on_every_key) {
+  set_rounds rounds({"b", "a"});
+  std::minstd_rand random(1);
+  for (const bool first : {true, false}) {
+    const auto round = rounds.next_round(inputs(first), random);
+    BOOST_REQUIRE(round);
+    BOOST_TEST(round->form == set_form::asking_ttl);
+    BOOST_TEST(round->kind == lock_request::multi_set);
+    BOOST_TEST(round->key == "a");
+    const std::string_view keys[] = {"a", "b"};
+    const std::string_view args[] = {"tok", "10000", "0"};
+    BOOST_TEST(payload_of(*round) == redlock::detail::encode_evalsha(
+                                         redlock::detail::multi_acquire_script(), keys, args));
+  }
+  const auto fenced = rounds.next_round(inputs(false, true), random);
+  BOOST_REQUIRE(fenced);
+  BOOST_TEST(fenced->form == set_form::fenced_set);
+  const std::string counter_a = redlock::detail::fencing_counter_key("a");
+  const std::string counter_b = redlock::detail::fencing_counter_key("b");
+  const std::string_view keys[] = {"a", "b", counter_a, counter_b};
+  const std::string_view args[] = {"tok", "10000", "1"};
+  BOOST_TEST(payload_of(*fenced) ==
+             redlock::detail::encode_evalsha(redlock::detail::multi_acquire_script(), keys, args));
+  BOOST_TEST(rounds.keys_of_round(true) ==
+             "\"a\", \"b\", \"" + counter_a + "\", \"" + counter_b + "\"");
+
+  // A failed round's cleanup releases every key of the set.
+  const auto held = rounds.round_hold("a", false);
+  BOOST_TEST((held.kind == redlock::detail::hold_kind::set));
+  BOOST_TEST(held.keys.size() == 2u);
+  BOOST_TEST(held.keys[1] == "b");
+}
+
+BOOST_AUTO_TEST_CASE(on_a_cluster_the_set_must_share_one_hash_slot) {
+  BOOST_TEST(set_rounds({"{acct}:1", "{acct}:2"}).keys_in_one_slot(true));
+  BOOST_TEST(set_rounds({"{acct}:1", "{acct}:2"}).cross_slot_problem(true).empty());
+  const set_rounds spread({"acct:1", "acct:2"});
+  BOOST_TEST(!spread.keys_in_one_slot(false));
+  BOOST_TEST(spread.cross_slot_problem(false).find("one hash tag") != std::string::npos);
+  // One hash slot for the locks, but a fence counter beside a name with '}' and no tag is not.
+  BOOST_TEST(set_rounds({"a}b"}).keys_in_one_slot(false));
+  BOOST_TEST(!set_rounds({"a}b"}).keys_in_one_slot(true));
+}
+
+BOOST_AUTO_TEST_CASE(the_longest_refusal_bounds_the_wait_and_any_release_may_free_a_node) {
+  set_rounds rounds({"a", "b"});
+  std::minstd_rand random(1);
+  rounds.next_round(inputs(false), random);
+  const auto t0 = steady_clock::now();
+  for (std::size_t node = 0; node < 3; ++node)
+    rounds.record(node, refusal_with_pttl(2000), t0);
+  rounds.learn(answers_of({no, no, no, yes, yes}), 3, t0, drift);
+  BOOST_TEST(!rounds.may_be_free());
+  const auto by = rounds.free_by();
+  BOOST_REQUIRE(by);
+  BOOST_TEST((*by > t0 + 2000ms && *by < t0 + 2100ms));
+  rounds.forget_holder(0, 0);
+  BOOST_TEST(rounds.may_be_free());
+}
+
+BOOST_AUTO_TEST_CASE(a_try_is_contended_here_behind_a_local_holder_or_waiter_of_any_resource) {
+  set_rounds rounds({"a", "b"});
+  resource_queue queue;
+  BOOST_TEST(rounds.contended_here(&queue).empty());
+  queue.holder = some_lease();
+  BOOST_TEST(rounds.contended_here(&queue).find("a resource of the set") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -356,6 +356,37 @@ BOOST_AUTO_TEST_CASE(names_whose_keys_would_span_slots_are_refused_with_a_reason
   });
 }
 
+// A set of locks on a cluster: its keys must share a hash slot, as one script sets them all. With
+// one hash tag the set is held on the master of that slot, fenced per resource; without one it is
+// refused before anything is sent, saying how to fix it.
+BOOST_AUTO_TEST_CASE(a_set_of_locks_needs_one_hash_slot) {
+  redis_cluster cluster;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), cluster_node(cluster), fast_client_options());
+    const std::vector<std::string> spread_set = {"acct:1", "acct:2"};
+    auto [spread_ec, spread] =
+        co_await locks.async_acquire_all(spread_set, lock_for(5s), tuple_awaitable);
+    BOOST_TEST(spread_ec == error::invalid_argument, spread_ec.message());
+    BOOST_TEST(has(spread.diagnostics(), "one hash tag"), spread.diagnostics());
+    BOOST_TEST(keys_on_masters(cluster) == 0);
+
+    auto fenced = lock_for(5s);
+    fenced.fencing = true;
+    const std::vector<std::string> tagged_set = {"{acct}:1", "{acct}:2", "{acct}:3"};
+    auto [ec, set] = co_await locks.async_acquire_all(tagged_set, fenced, tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << set.diagnostics());
+    const auto master = cluster.master(shard_of_key(cluster, "{acct}"));
+    for (const auto& resource : set.resources())
+      BOOST_TEST(value_on(cluster, master, resource) == set.token(), resource);
+    BOOST_TEST(set.fencing_token("{acct}:2").value_or(0) >= 1u);
+    auto [extended] = co_await set.async_extend(10s, tuple_awaitable);
+    BOOST_TEST(!extended, extended.message());
+    auto [released] = co_await set.async_release(tuple_awaitable);
+    BOOST_TEST(!released, released.message());
+    BOOST_TEST(keys_on_masters(cluster) == 3);  // the fence counters, which have no TTL
+  });
+}
+
 BOOST_AUTO_TEST_CASE(a_redlock_of_a_cluster_and_two_standalone_servers) {
   redis_cluster cluster;
   redis_fleet fleet(2);

@@ -356,6 +356,28 @@ BOOST_AUTO_TEST_CASE(a_read_write_lock_is_reported_under_its_name) {
   });
 }
 
+// A set of locks is reported once per outcome under its resources, sorted and comma-separated.
+BOOST_AUTO_TEST_CASE(a_set_of_locks_is_reported_under_its_resources) {
+  redis_fleet fleet(3);
+  auto watcher = std::make_shared<recording_observer>();
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), observed(watcher));
+    const std::vector<std::string> accounts = {"to", "from"};
+    auto [ec, set] = co_await locks.async_acquire_all(accounts, lock_for(5s), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message());
+    BOOST_TEST_REQUIRE(watcher->acquires.size() == 1u);
+    BOOST_TEST(watcher->acquires[0].resource == "from,to");
+    auto [extended] = co_await set.async_extend(5s, tuple_awaitable);
+    BOOST_TEST(!extended);
+    auto [released] = co_await set.async_release(tuple_awaitable);
+    BOOST_TEST(!released);
+    BOOST_TEST_REQUIRE(watcher->extends.size() == 1u);
+    BOOST_TEST(watcher->extends[0].resource == "from,to");
+    BOOST_TEST_REQUIRE(watcher->releases.size() == 1u);
+    BOOST_TEST(watcher->releases[0].resource == "from,to");
+  });
+}
+
 // An observer is user code: one that throws does not disturb the acquire it reports; the
 // exception comes out of run().
 BOOST_AUTO_TEST_CASE(a_throwing_observer_reaches_run_and_the_acquire_completes) {

@@ -1,0 +1,376 @@
+// Several resources in one lease (client::async_acquire_all) on real servers: the whole set or
+// nothing on every node, a set and a single lock of one of its resources exclude each other, a
+// refused set leaves no key behind, sets taken in opposite orders never deadlock nor overlap,
+// local waiters keep their order per resource, fencing counts per resource, loss cancels a
+// with_lock body, and bad sets are refused with the reason.
+#include "integration/prelude.hpp"
+#include "redlock/redlock.hpp"
+#include "scripts.hpp"
+#include "support/async_test.hpp"
+#include "support/client_options.hpp"
+#include "support/history.hpp"
+#include "support/inspector.hpp"
+#include "support/printing.hpp"
+#include "support/redis_fleet.hpp"
+#include "support/sync_client.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+// g++ 12 misreads the coroutine frames' allocation (a false positive).
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+namespace {
+
+namespace rt = redlock::test;
+using redlock::lease;
+using redlock::test::tuple_awaitable;
+using strings = std::vector<std::string>;
+
+bool has(const std::string& text, std::string_view part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Every key of `set` holds `token` on every node of `fleet`.
+bool held_everywhere(rt::inspector& nodes, const strings& set, const std::string& token) {
+  for (const auto& key : set) {
+    if (nodes.holding(key, token) != 3u) return false;
+  }
+  return true;
+}
+
+std::size_t keys_present(rt::inspector& nodes, const strings& set) {
+  std::size_t present = 0;
+  for (const auto& key : set)
+    present += nodes.present(key);
+  return present;
+}
+
+// Records a set's lease in `log` as one hold per resource, for check_mutual_exclusion.
+class set_recorder {
+ public:
+  set_recorder(rt::history& log, std::string process) : log_(log), process_(std::move(process)) {}
+
+  asio::awaitable<lease> acquire(redlock::client& locks, strings set,
+                                 const redlock::lock_options& options) {
+    const auto invoke = rt::mono_now();
+    auto [ec, held] = co_await locks.async_acquire_all(std::move(set), options, tuple_awaitable);
+    last_error = ec;
+    if (ec) co_return std::move(held);
+    for (const auto& resource : held.resources()) {
+      log_.record({process_, resource, held.token(), rt::op_kind::acquire, rt::op_result::ok,
+                   invoke, rt::mono_now(), rt::to_mono_ns(held.valid_until()),
+                   std::chrono::nanoseconds(options.ttl).count()});
+    }
+    co_return std::move(held);
+  }
+
+  asio::awaitable<void> release(lease& held) {
+    const auto invoke = rt::mono_now();
+    const strings set(held.resources().begin(), held.resources().end());
+    auto [ec] = co_await held.async_release(tuple_awaitable);
+    for (const auto& resource : set) {
+      log_.record({process_, resource, held.token(), rt::op_kind::release,
+                   ec ? rt::op_result::failed : rt::op_result::ok, invoke, rt::mono_now(), 0, 0});
+    }
+  }
+
+  error_code last_error;
+
+ private:
+  rt::history& log_;
+  std::string process_;
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(acquire_all)
+
+BOOST_AUTO_TEST_CASE(a_set_holds_every_key_on_every_node_and_its_release_frees_them) {
+  redis_fleet fleet(3);
+  rt::inspector nodes(fleet);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    const strings asked = {"acct:2", "acct:1", "acct:2"};
+    auto [ec, held] = co_await locks.async_acquire_all(asked, lock_for(10s), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << held.diagnostics());
+    BOOST_TEST(held.held());
+    const strings set(held.resources().begin(), held.resources().end());
+    BOOST_TEST((set == strings{"acct:1", "acct:2"}));
+    BOOST_TEST(held.resource() == "acct:1");
+    BOOST_TEST(co_await eventually([&] { return held_everywhere(nodes, set, held.token()); }));
+
+    auto [extended] = co_await held.async_extend(30s, tuple_awaitable);
+    BOOST_TEST(!extended, extended.message());
+    BOOST_TEST(nodes.pttl(0, "acct:1") > 20000);
+    BOOST_TEST(nodes.pttl(0, "acct:2") > 20000);
+
+    auto [released] = co_await held.async_release(tuple_awaitable);
+    BOOST_TEST(!released, released.message());
+    BOOST_TEST(co_await eventually([&] { return keys_present(nodes, set) == 0; }));
+  });
+}
+
+BOOST_AUTO_TEST_CASE(one_resource_held_elsewhere_refuses_the_set_and_leaves_no_key) {
+  redis_fleet fleet(3);
+  rt::inspector nodes(fleet);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client rival(io.get_executor(), fleet.configs(), fast_client_options());
+    auto [held_ec, b] = co_await rival.async_acquire("b", lock_for(10s), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!held_ec, held_ec.message());
+    const strings abc = {"a", "b", "c"};
+    auto [ec, none] = co_await locks.async_try_acquire_all(abc, lock_for(10s), tuple_awaitable);
+    BOOST_TEST(ec == error::contended, ec.message() << ": " << none.diagnostics());
+    BOOST_TEST(!none.held());
+    BOOST_TEST(has(none.diagnostics(), "\"a\", \"b\", \"c\""), none.diagnostics());
+    BOOST_TEST(co_await eventually([&] { return keys_present(nodes, {"a", "c"}) == 0; }));
+    BOOST_TEST(co_await eventually([&] { return nodes.holding("b", b.token()) == 3u; }));
+
+    // And a set held keeps single locks of its resources out.
+    const strings cd = {"c", "d"};
+    auto [set_ec, set] = co_await locks.async_try_acquire_all(cd, lock_for(10s), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!set_ec, set_ec.message() << ": " << set.diagnostics());
+    auto [single_ec, single] =
+        co_await rival.async_try_acquire("d", lock_for(10s), tuple_awaitable);
+    BOOST_TEST(single_ec == error::contended, single_ec.message());
+    co_await set.async_release(tuple_awaitable);
+    std::tie(single_ec, single) =
+        co_await rival.async_try_acquire("d", lock_for(10s), tuple_awaitable);
+    BOOST_TEST(!single_ec, single_ec.message() << ": " << single.diagnostics());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_waiting_set_gets_in_when_the_last_holder_leaves) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client rival(io.get_executor(), fleet.configs(), fast_client_options());
+    auto [a_ec, a] = co_await rival.async_acquire("a", lock_for(10s), tuple_awaitable);
+    auto [b_ec, b] = co_await rival.async_acquire("b", lock_for(10s), tuple_awaitable);
+    BOOST_TEST_REQUIRE((!a_ec && !b_ec));
+    auto options = lock_for(10s);
+    options.wait = 8s;
+    std::optional<error_code> got;
+    lease set;
+    const strings ab = {"a", "b"};
+    locks.async_acquire_all(ab, options, [&](error_code ec, lease l) {
+      set = std::move(l);
+      got = ec;
+    });
+    co_await sleep_for(200ms);
+    co_await a.async_release(tuple_awaitable);
+    co_await sleep_for(200ms);
+    BOOST_TEST(!got.has_value(), "the set was granted while b was held");
+    const auto left = steady_clock::now();
+    co_await b.async_release(tuple_awaitable);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return got.has_value(); }, 5s));
+    BOOST_TEST(!*got, got->message() << ": " << set.diagnostics());
+    // Woken by the release's announcement, not by the keys' 10 s TTL.
+    BOOST_TEST((steady_clock::now() - left < 3s));
+  });
+}
+
+// Two clients take {x, y} and {y, x} in a loop, and single locks of x and of y besides, for
+// 3 s: every acquire succeeds within its wait (no deadlock), and no two holds of one resource
+// overlap (the history checker, one hold per resource of a set).
+BOOST_AUTO_TEST_CASE(sets_in_opposite_orders_never_deadlock_nor_overlap) {
+  redis_fleet fleet(3);
+  rt::history log;
+  std::size_t acquired = 0;
+  std::vector<std::string> failures;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    std::vector<std::unique_ptr<redlock::client>> clients;
+    for (int c = 0; c < 2; ++c) {
+      clients.push_back(std::make_unique<redlock::client>(io.get_executor(), fleet.configs(),
+                                                          fast_client_options()));
+    }
+    const auto until = steady_clock::now() + 3s;
+    const std::vector<strings> shapes = {{"x", "y"}, {"y", "x"}, {"x"}, {"y"}};
+    co_await rt::run_all(8, [&](std::size_t k) -> asio::awaitable<void> {
+      redlock::client& locks = *clients[k % 2];
+      set_recorder me(log, "c" + std::to_string(k % 2) + "/k" + std::to_string(k));
+      auto options = lock_for(5s);
+      options.wait = 10s;
+      while (steady_clock::now() < until) {
+        lease held = co_await me.acquire(locks, shapes[k % shapes.size()], options);
+        if (me.last_error) {
+          failures.push_back(me.last_error.message() + ": " + held.diagnostics());
+          continue;
+        }
+        ++acquired;
+        co_await sleep_for(1ms);
+        co_await me.release(held);
+      }
+    });
+  });
+  const auto verdict = rt::check_mutual_exclusion(log.events());
+  BOOST_TEST_MESSAGE("sets in opposite orders: " << acquired << " acquisitions; "
+                                                 << verdict.describe());
+  BOOST_TEST(verdict.ok(), verdict.describe());
+  BOOST_TEST(failures.empty(), failures.size() << " acquires failed; the first: "
+                                               << (failures.empty() ? "" : failures.front()));
+  BOOST_TEST(acquired >= 40u);
+}
+
+// In one client: a set waits behind a local holder of one of its resources, and a later single
+// acquire of its other resource waits behind the set, although that resource is free: first come,
+// first served per resource.
+BOOST_AUTO_TEST_CASE(local_waiters_keep_their_order_per_resource) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    auto options = lock_for(10s);
+    options.wait = 8s;
+    auto [a_ec, a] = co_await locks.async_acquire("a", options, tuple_awaitable);
+    BOOST_TEST_REQUIRE(!a_ec);
+    std::vector<std::string> order;
+    lease set;
+    lease single;
+    const strings ab = {"a", "b"};
+    locks.async_acquire_all(ab, options, [&](error_code ec, lease l) {
+      BOOST_TEST(!ec, ec.message() << ": " << l.diagnostics());
+      order.push_back("set");
+      set = std::move(l);
+    });
+    locks.async_acquire("b", options, [&](error_code ec, lease l) {
+      BOOST_TEST(!ec, ec.message() << ": " << l.diagnostics());
+      order.push_back("b");
+      single = std::move(l);
+    });
+    co_await sleep_for(200ms);
+    BOOST_TEST(order.empty(), "an acquire passed the set, or the set passed the holder of a");
+    // A try of b is contended here: the set waits for it.
+    auto [try_ec, none] = co_await locks.async_try_acquire("b", options, tuple_awaitable);
+    BOOST_TEST(try_ec == error::contended, try_ec.message());
+
+    co_await a.async_release(tuple_awaitable);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return order.size() == 1; }, 5s));
+    BOOST_TEST(order.front() == "set");
+    co_await sleep_for(100ms);
+    BOOST_TEST(order.size() == 1u, "b was taken beside the set");
+    co_await set.async_release(tuple_awaitable);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return order.size() == 2; }, 5s));
+    BOOST_TEST(order.back() == "b");
+    co_await single.async_release(tuple_awaitable);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(fencing_tokens_increase_per_resource_across_sets_and_single_locks) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    auto fenced = lock_for(10s);
+    fenced.fencing = true;
+    // "b" alone three times: its counter is ahead of "a"'s.
+    std::uint64_t last_b = 0;
+    for (int i = 0; i < 3; ++i) {
+      auto [ec, b] = co_await locks.async_acquire("b", fenced, tuple_awaitable);
+      BOOST_TEST_REQUIRE(!ec, ec.message());
+      last_b = b.fencing_token().value_or(0);
+      co_await b.async_release(tuple_awaitable);
+    }
+    const strings ab = {"a", "b"};
+    auto [ec, set] = co_await locks.async_acquire_all(ab, fenced, tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << set.diagnostics());
+    BOOST_TEST(!set.fencing_token().has_value(), "a set of two has a token per resource");
+    BOOST_TEST_REQUIRE(set.fencing_token("a").has_value());
+    BOOST_TEST_REQUIRE(set.fencing_token("b").has_value());
+    BOOST_TEST(*set.fencing_token("a") >= 1u);
+    BOOST_TEST(*set.fencing_token("b") > last_b);
+    BOOST_TEST(!set.fencing_token("c").has_value());
+    const auto set_a = *set.fencing_token("a");
+    const auto set_b = *set.fencing_token("b");
+    co_await set.async_release(tuple_awaitable);
+
+    auto [a_ec, a] = co_await locks.async_acquire("a", fenced, tuple_awaitable);
+    BOOST_TEST_REQUIRE(!a_ec);
+    BOOST_TEST(a.fencing_token().value_or(0) > set_a);
+    BOOST_TEST((a.fencing_token("a") == a.fencing_token()));
+    co_await a.async_release(tuple_awaitable);
+    const strings just_b = {"b"};
+    auto [again_ec, again] = co_await locks.async_acquire_all(just_b, fenced, tuple_awaitable);
+    BOOST_TEST_REQUIRE(!again_ec);
+    BOOST_TEST(again.fencing_token().value_or(0) > set_b, "a set of one has the one token");
+    BOOST_TEST((again.fencing_token("b") == again.fencing_token()));
+    co_await again.async_release(tuple_awaitable);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(with_lock_holds_a_set_for_its_body_and_a_loss_cancels_it) {
+  redis_fleet fleet(3);
+  rt::inspector nodes(fleet);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    const strings pq = {"p", "q"};
+    const int result = co_await redlock::with_lock(
+        locks, pq, lock_for(10s), [&](lease& held) -> asio::awaitable<int> {
+          BOOST_TEST(held.resources().size() == 2u);
+          // The acquire completed on a quorum's grants; the third lands a moment later.
+          BOOST_TEST(co_await eventually([&] { return held_everywhere(nodes, pq, held.token()); }));
+          co_return 7;
+        });
+    BOOST_TEST(result == 7);
+    BOOST_TEST(co_await eventually([&] { return keys_present(nodes, {"p", "q"}) == 0; }));
+
+    // One key of the set taken over on two nodes: the next extension finds the set not ours, the
+    // lease is lost and the body cancelled.
+    error_code thrown;
+    try {
+      co_await redlock::with_lock(locks, pq, lock_for(600ms), [&](lease&) -> asio::awaitable<void> {
+        for (std::size_t node = 0; node < 2; ++node)
+          nodes.set(node, "q", "someone-else", 10s);
+        co_await sleep_for(10s);
+      });
+    } catch (const boost::system::system_error& e) {
+      thrown = e.code();
+    }
+    BOOST_TEST(thrown == error::lock_lost, thrown.message());
+    // The set's own key of "p" is gone too: its loss released it.
+    BOOST_TEST(co_await eventually([&] { return nodes.present("p") == 0; }));
+  });
+}
+
+BOOST_AUTO_TEST_CASE(bad_sets_are_invalid_arguments_that_say_why) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    const strings no_resources = {};
+    auto [empty_ec, empty] =
+        co_await locks.async_acquire_all(no_resources, lock_for(5s), tuple_awaitable);
+    BOOST_TEST(empty_ec == error::invalid_argument, empty_ec.message());
+    BOOST_TEST(has(empty.diagnostics(), "the set of resources is empty"), empty.diagnostics());
+    const strings with_blank = {"a", ""};
+    auto [blank_ec, blank] =
+        co_await locks.async_try_acquire_all(with_blank, lock_for(5s), tuple_awaitable);
+    BOOST_TEST(blank_ec == error::invalid_argument, blank_ec.message());
+    BOOST_TEST(has(blank.diagnostics(), "a resource of the set is empty"), blank.diagnostics());
+    strings many;
+    for (int i = 0; i < 65; ++i)
+      many.push_back("r" + std::to_string(i));
+    auto [many_ec, too_many] =
+        co_await locks.async_acquire_all(many, lock_for(5s), tuple_awaitable);
+    BOOST_TEST(many_ec == error::invalid_argument, many_ec.message());
+    BOOST_TEST(has(too_many.diagnostics(), "65 resources, more than the 64"),
+               too_many.diagnostics());
+    many.pop_back();
+    auto [most_ec, most] = co_await locks.async_acquire_all(many, lock_for(5s), tuple_awaitable);
+    BOOST_TEST(!most_ec, most_ec.message() << ": " << most.diagnostics());
+    co_await most.async_release(tuple_awaitable);
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
