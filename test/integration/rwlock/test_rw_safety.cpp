@@ -234,10 +234,11 @@ BOOST_AUTO_TEST_CASE(no_writer_overlaps_anyone_under_node_faults) {
 
 namespace {
 
-// A plausible read-write lock that is not atomic: on each node it checks with one command and
-// takes with another. A reader: EXISTS of the writer's key, then SADD to the readers' set. A
-// writer: SCARD of the readers' set, then SET NX of the writer's key. Held on a majority, as the
-// library's. Between a reader's check and its take a writer can check and take, and both hold.
+// A plausible read-write lock that is not atomic: it checks with one command on every node, then
+// takes with another where the check passed. A reader: EXISTS of the writer's key, then SADD to
+// the readers' set. A writer: SCARD of the readers' set, then SET NX of the writer's key. Held on
+// a majority, as the library's. Between a reader's checks and its takes a writer can check and
+// take, and both hold.
 class check_then_take {
  public:
   check_then_take(const rt::proxied_fleet& nodes, std::string name) : name_(std::move(name)) {
@@ -258,26 +259,37 @@ class check_then_take {
     constexpr auto ttl = 1000ms;
     std::size_t round = 0;
     while (!stop) {
-      const bool write = percent(random) < 40;
+      // Mostly writers: readers who share keep the readers' set busy, and no writer passes.
+      const bool write = percent(random) < 75;
       const std::string token = fmt::format("{}-{}", who, round++);
       const auto invoke = mono_now();
+      // First the checks on every node, then the takes where the check passed: the whole check
+      // pass (five round trips) is the window in which another contender can check too.
+      std::vector<bool> free(links.size(), false);
+      for (std::size_t n = 0; n < links.size(); ++n) {
+        try {
+          const auto& count = write ? links[n]->command({"SCARD", readers_key})
+                                    : links[n]->command({"EXISTS", writer_key});
+          free[n] = count.integer == 0;
+        } catch (const std::runtime_error&) {
+          // A faulty node: no vote.
+        }
+      }
       std::vector<bool> took(links.size(), false);
       std::size_t votes = 0;
       for (std::size_t n = 0; n < links.size(); ++n) {
+        if (!free[n]) continue;
         try {
           auto& node = *links[n];
           if (write) {
-            if (node.command({"SCARD", readers_key}).integer != 0) continue;
             took[n] = !node.command({"SET", writer_key, token, "NX", "PX", "1000"}).is_null();
           } else {
-            if (node.command({"EXISTS", writer_key}).integer != 0) continue;
             node.command({"SADD", readers_key, token});
             node.command({"PEXPIRE", readers_key, "1000"});
             took[n] = true;
           }
           votes += took[n] ? 1 : 0;
         } catch (const std::runtime_error&) {
-          // A faulty node: no vote.
         }
       }
       const bool held = votes * 2 > links.size();
@@ -292,7 +304,9 @@ class check_then_take {
                          std::chrono::nanoseconds(ttl).count()};
       acquired.shared = !write;
       log.record(acquired);
-      if (held) std::this_thread::sleep_for(5ms);
+      // A reader's takes (two commands a node) end about 10 ms after a writer's: holding longer
+      // makes two contenders that both won hold at the same time.
+      if (held) std::this_thread::sleep_for(25ms);
       const auto release_invoke = mono_now();
       for (std::size_t n = 0; n < links.size(); ++n) {
         if (!took[n]) continue;
@@ -323,8 +337,8 @@ class check_then_take {
 }  // namespace
 
 // The check-then-take design, four contenders on threads of their own, on the same five nodes
-// with replies 2 ms late on every link (the window between a check and its take): the checker
-// finds a writer overlapping a reader or another writer within 30 s.
+// with replies 2 ms late on every link (they widen the window between the checks and the
+// takes): the checker finds a writer overlapping a reader or another writer within 30 s.
 //
 // The checker is only asked about whole histories, taken after the contenders stopped: a hold
 // whose release is not yet recorded counts as held to its deadline, so a history read while they

@@ -291,9 +291,10 @@ BOOST_AUTO_TEST_CASE(each_resources_write_back_keeps_its_tokens_in_order) {
 
 namespace {
 
-// A plausible set lock that is not atomic on a node: it checks each key with EXISTS, then sets
-// each with SET PX, one command at a time; held on a majority, as the library's. Between one
-// contender's checks and its sets another can check and set, and both hold a key.
+// A plausible set lock that is not atomic: it checks each key with EXISTS on every node, then sets
+// each with SET PX where all were free, one command at a time; held on a majority, as the
+// library's. Between one contender's checks and its sets another can check and set, and both
+// hold a key.
 class check_then_set {
  public:
   explicit check_then_set(const rt::proxied_fleet& nodes) {
@@ -312,21 +313,28 @@ class check_then_set {
       const strings set = random_set(random, {"u", "v", "w"}, 2);
       const std::string token = fmt::format("{}-{}", who, round);
       const auto invoke = mono_now();
+      // First the checks on every node, then the sets where every key was free: the whole check
+      // pass is the window in which another contender can check too.
+      std::vector<bool> free(links.size(), false);
+      for (std::size_t n = 0; n < links.size(); ++n) {
+        try {
+          free[n] = std::all_of(set.begin(), set.end(), [&](const std::string& key) {
+            return links[n]->command({"EXISTS", key}).integer == 0;
+          });
+        } catch (const std::runtime_error&) {
+          // A faulty node: no vote.
+        }
+      }
       std::vector<bool> took(links.size(), false);
       std::size_t votes = 0;
       for (std::size_t n = 0; n < links.size(); ++n) {
+        if (!free[n]) continue;
         try {
-          auto& node = *links[n];
-          const bool free = std::all_of(set.begin(), set.end(), [&](const std::string& key) {
-            return node.command({"EXISTS", key}).integer == 0;
-          });
-          if (!free) continue;
           for (const auto& key : set)
-            node.command({"SET", key, token, "PX", "1000"});
+            links[n]->command({"SET", key, token, "PX", "1000"});
           took[n] = true;
           ++votes;
         } catch (const std::runtime_error&) {
-          // A faulty node: no vote.
         }
       }
       const bool held = votes * 2 > links.size();
@@ -335,7 +343,9 @@ class check_then_set {
           {who, "", token, rt::op_kind::acquire, held ? rt::op_result::ok : rt::op_result::failed,
            invoke, mono_now(), held ? invoke + std::chrono::nanoseconds(ttl * 9 / 10).count() : 0,
            std::chrono::nanoseconds(ttl).count()});
-      if (held) std::this_thread::sleep_for(5ms);
+      // Longer than the takes of a set of two (ten commands): two contenders that both won hold
+      // at the same time.
+      if (held) std::this_thread::sleep_for(25ms);
       const auto release_invoke = mono_now();
       for (std::size_t n = 0; n < links.size(); ++n) {
         if (!took[n]) continue;
@@ -360,9 +370,9 @@ class check_then_set {
 
 }  // namespace
 
-// Four contenders on threads of their own, replies 2 ms late on every link (the window between a
-// check and a set): the checker finds two holds of one resource overlapping within 30 s, judged
-// on whole histories (run_unsafe_until_caught).
+// Four contenders on threads of their own, replies 2 ms late on every link (they widen the window
+// between the checks and the sets): the checker finds two holds of one resource overlapping within
+// 30 s, judged on whole histories (run_unsafe_until_caught).
 BOOST_AUTO_TEST_CASE(a_check_then_set_design_is_caught_by_the_checker) {
   rt::proxied_fleet nodes(5);
   for (auto& proxy : nodes.proxies)
