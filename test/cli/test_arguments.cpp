@@ -1,6 +1,7 @@
 #include "redlock/arguments.hpp"
 
 #include <boost/test/unit_test.hpp>
+#include <fmt/format.h>
 
 #include <chrono>
 #include <optional>
@@ -269,6 +270,40 @@ BOOST_AUTO_TEST_CASE(read_and_write) {
              "semaphore");
 }
 
+// Several RESOURCEs are one lock over all of them: kept in the order given, each once, at most
+// 64; never with --permits or --read/--write, which name one semaphore or read-write lock.
+BOOST_AUTO_TEST_CASE(several_resources) {
+  const auto one = parse_run({"job", "--", "true"});
+  BOOST_TEST(one.resources == (std::vector<std::string>{"job"}), boost::test_tools::per_element());
+  BOOST_TEST(one.resource == "job");
+  const auto two = parse_run({"from", "--fencing", "to", "from", "--", "true"});
+  BOOST_TEST(two.resources == (std::vector<std::string>{"from", "to"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(two.resource == "from and to");
+  BOOST_TEST(two.fencing);
+  BOOST_TEST(parse_run({"c", "b", "a", "--", "true"}).resource == "c, b and a");
+  // A RESOURCE given twice is one: this run takes one lock.
+  BOOST_TEST(parse_run({"job", "job", "--", "true"}).resources.size() == 1u);
+
+  std::vector<std::string> args = {"run"};
+  for (std::size_t i = 0; i < cli::max_run_resources; ++i)
+    args.push_back(fmt::format("r{}", i));
+  args.push_back("r0");
+  args.push_back("--");
+  args.push_back("true");
+  BOOST_TEST(parse_run({args.begin() + 1, args.end()}).resources.size() == cli::max_run_resources);
+  args.insert(args.begin() + 1, "one-too-many");
+  BOOST_TEST(contains(usage_error(args), "too many RESOURCEs: 65 given, at most 64"),
+             usage_error(args));
+
+  BOOST_TEST(usage_error({"run", "--permits", "2", "a", "b", "--", "true"}) ==
+             "--permits takes one NAME, not \"a\", \"b\": several RESOURCEs are one lock over all "
+             "of them");
+  BOOST_TEST(contains(usage_error({"run", "a", "--read", "b", "--", "true"}), "--read takes one"));
+  BOOST_TEST(
+      contains(usage_error({"run", "a", "b", "--write", "--", "true"}), "--write takes one"));
+}
+
 // --json, for run and status alike: a switch, anywhere before "--", off unless given.
 BOOST_AUTO_TEST_CASE(json) {
   BOOST_TEST(!parse_run({"job", "--", "true"}).json);
@@ -340,7 +375,9 @@ BOOST_AUTO_TEST_CASE(usage_errors_name_the_culprit) {
       {{"run", "--", "true"}, "missing RESOURCE"},
       {{"run", "", "--", "true"}, "RESOURCE must not be empty"},
       {{"run", "job"}, "missing \"--\" and COMMAND"},
-      {{"run", "job", "true"}, "unexpected argument \"true\" after RESOURCE \"job\""},
+      {{"run", "job", "true"},
+       "missing \"--\" before COMMAND: \"job\", \"true\" were all taken as RESOURCEs"},
+      {{"run", "a", "", "--", "true"}, "RESOURCE must not be empty"},
       {{"run", "job", "--"}, "missing COMMAND after \"--\""},
       {{"status"}, "missing RESOURCE"},
       {{"status", "a", "b"}, "unexpected argument \"b\""},

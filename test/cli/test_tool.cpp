@@ -30,6 +30,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <span>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <sys/socket.h>
@@ -99,6 +100,11 @@ bool is_json_object(const std::string& line) {
 // `"name":"value"` as a JSON object has it, for values without characters to escape.
 std::string json_field(std::string_view name, std::string_view value) {
   return fmt::format("\"{}\":\"{}\"", name, value);
+}
+
+// `"text"` as JSON writes it, for text without characters to escape.
+std::string json_string_of(std::string_view text) {
+  return fmt::format("\"{}\"", text);
 }
 
 // The number after `"name":` in `line`; -1 when the field is not there or not a number.
@@ -1333,6 +1339,155 @@ BOOST_AUTO_TEST_CASE(readers_run_together_and_a_writer_alone) {
       left = look.present(key);
     }
     BOOST_TEST(left == 0u, key);
+  }
+}
+
+// run A B: every key of the set held with one token on every node while COMMAND runs; with
+// --fencing COMMAND gets one token per RESOURCE in the order given, and none in the singular;
+// the release frees every key.
+BOOST_AUTO_TEST_CASE(a_run_of_several_resources_holds_them_all) {
+  const std::string first = resource + ":b";
+  const std::string second = resource + ":a";
+  const auto ready = scratch / "ready";
+  const auto go_on = scratch / "go-on";
+  ::setenv("REDLOCK_FENCING_TOKEN", "17", 1);
+  tool_process holder(
+      {"run", "--fencing", first, second, first, "--", "sh", "-c",
+       fmt::format(
+           "echo \"$REDLOCK_TOKEN ${{REDLOCK_FENCING_TOKEN-none}} $REDLOCK_FENCING_TOKENS\" "
+           "> {0}.tmp; mv {0}.tmp {0}; i=0; while [ ! -e {1} ] && [ $i -lt 100 ]; do "
+           "sleep 0.1; i=$((i+1)); done",
+           ready.string(), go_on.string())},
+      nodes, scratch.path());
+  ::unsetenv("REDLOCK_FENCING_TOKEN");
+  BOOST_TEST_REQUIRE(eventually_blocking([&] { return std::filesystem::exists(ready); }, 10000ms));
+  std::string token;
+  std::string singular;
+  unsigned long long first_fence = 0;
+  unsigned long long second_fence = 0;
+  std::ifstream(ready) >> token >> singular >> first_fence >> second_fence;
+  BOOST_TEST(token.size() == 40u, token);
+  BOOST_TEST(singular == "none");
+  BOOST_TEST(first_fence > 0u);
+  BOOST_TEST(second_fence > 0u);
+  // An acquire completes on a quorum; the last node's grant may land a moment later.
+  for (const auto& key : {first, second}) {
+    BOOST_TEST(eventually_blocking([&] { return look.holding(key, token) == 5u; }, 2000ms), key);
+  }
+  std::ofstream(go_on.string()) << "done\n";
+  const auto result = holder.wait(20s);
+  BOOST_TEST(result.exit_code == 0, result.err);
+  BOOST_TEST(
+      contains(result.err, fmt::format("redlock: acquired {} and {} (valid ", first, second)),
+      result.err);
+  BOOST_TEST(contains(result.err, fmt::format(", fencing tokens {} {}, {} {})", first, first_fence,
+                                              second, second_fence)),
+             result.err);
+  BOOST_TEST(contains(result.err, fmt::format("redlock: released {} and {} after ", first, second)),
+             result.err);
+  for (const auto& key : {first, second}) {
+    BOOST_TEST(eventually_blocking([&] { return look.present(key) == 0u; }, 2000ms), key);
+  }
+
+  // The next run of the same set gets greater tokens for both.
+  const auto again = run({"run", "--fencing", second, first, "--", "sh", "-c",
+                          "echo \"fences=$REDLOCK_FENCING_TOKENS\" >&2"});
+  BOOST_TEST_REQUIRE(again.exit_code == 0, again.err);
+  const auto at = again.err.find("fences=");
+  BOOST_TEST_REQUIRE(at != std::string::npos, again.err);
+  std::istringstream fences(again.err.substr(at + 7));
+  unsigned long long second_again = 0;
+  unsigned long long first_again = 0;
+  fences >> second_again >> first_again;
+  BOOST_TEST(first_again > first_fence);
+  BOOST_TEST(second_again > second_fence);
+}
+
+// One RESOURCE of the set held by another owner: nothing runs, no key of the set is set anywhere,
+// and the other owner's key is untouched; the text line and the --json object name the set.
+BOOST_AUTO_TEST_CASE(a_run_of_a_set_with_one_resource_held_elsewhere_runs_nothing) {
+  const std::string free = resource + ":free";
+  set_everywhere("someone-else");
+  const auto marker = scratch / "ran";
+  const auto held = run({"run", "--wait", "300ms", free, resource, "--", "touch", marker.string()});
+  BOOST_TEST(held.exit_code == cli::exit_code::not_acquired, held.err);
+  BOOST_TEST(count_lines(held.err) == 1u, held.err);
+  BOOST_TEST(
+      contains(held.err, fmt::format("redlock: \"{}\" and \"{}\" not acquired", free, resource)),
+      held.err);
+  BOOST_TEST(contains(held.err, "contended"), held.err);
+  const auto json =
+      run({"run", "--json", "--wait", "0", free, resource, "--", "touch", marker.string()});
+  BOOST_TEST(json.exit_code == cli::exit_code::not_acquired, json.err);
+  const auto lines = lines_of(json.err);
+  BOOST_TEST_REQUIRE(lines.size() == 1u, json.err);
+  BOOST_TEST(is_json_object(lines[0]), lines[0]);
+  BOOST_TEST(lines[0].starts_with("{" + json_field("event", "not_acquired") + ",\"resources\":[" +
+                                  json_string_of(free) + "," + json_string_of(resource) + "]," +
+                                  json_field("reason", "contended")),
+             lines[0]);
+  BOOST_TEST(!std::filesystem::exists(marker));
+  BOOST_TEST(look.present(free) == 0u);
+  BOOST_TEST(look.holding(resource, "someone-else") == 5u);
+  delete_everywhere();
+}
+
+// run --json of a set: "resources" in place of "resource", and the tokens per RESOURCE.
+BOOST_AUTO_TEST_CASE(run_json_of_a_set_names_every_resource) {
+  const std::string other = resource + ":other";
+  const auto result = run({"run", "--json", "--fencing", resource, other, "--", "true"});
+  BOOST_TEST_REQUIRE(result.exit_code == 0, result.err);
+  const auto lines = lines_of(result.err);
+  BOOST_TEST_REQUIRE(lines.size() == 2u, result.err);
+  const std::string resources =
+      ",\"resources\":[" + json_string_of(resource) + "," + json_string_of(other) + "],";
+  BOOST_TEST(is_json_object(lines[0]), lines[0]);
+  BOOST_TEST(lines[0].starts_with("{" + json_field("event", "acquired") + resources +
+                                  "\"permit\":null,\"key\":null,\"token\":"),
+             lines[0]);
+  BOOST_TEST(contains(lines[0], ",\"fencing_token\":null,\"fencing_tokens\":["), lines[0]);
+  BOOST_TEST(is_json_object(lines[1]), lines[1]);
+  BOOST_TEST(lines[1].starts_with("{" + json_field("event", "released") + resources), lines[1]);
+  check_nothing_left();
+  BOOST_TEST(eventually_blocking([&] { return look.present(other) == 0u; }, 2000ms));
+}
+
+// Runs of {x, y}, {y, x} and {y} started together: each waits its turn (no deadlock, whatever
+// the order of the names) and no two of them ran at the same time.
+BOOST_AUTO_TEST_CASE(runs_of_overlapping_sets_take_turns) {
+  const std::string x = resource + ":x";
+  const std::string y = resource + ":y";
+  const std::vector<std::vector<std::string>> sets = {{x, y}, {y, x}, {y}};
+  std::vector<std::filesystem::path> files;
+  std::vector<std::unique_ptr<tool_process>> started;
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    files.push_back(scratch / fmt::format("set-{}", i));
+    std::vector<std::string> args = {"run", "--wait", "20s"};
+    args.insert(args.end(), sets[i].begin(), sets[i].end());
+    const std::vector<std::string> command = {
+        "--", "sh", "-c",
+        fmt::format("date +%s%N >> {0}; sleep 0.3; date +%s%N >> {0}", files[i].string())};
+    args.insert(args.end(), command.begin(), command.end());
+    started.push_back(std::make_unique<tool_process>(args, nodes, scratch.path()));
+  }
+  std::vector<std::pair<long long, long long>> ran;
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    BOOST_TEST_CONTEXT("run " << i) {
+      const auto result = started[i]->wait(40s);
+      BOOST_TEST(result.exit_code == 0, result.err);
+      const auto numbers = numbers_in(files[i]);
+      BOOST_TEST_REQUIRE(numbers.size() == 2u, "COMMAND did not run to its end");
+      ran.emplace_back(numbers[0], numbers[1]);
+    }
+  }
+  for (std::size_t a = 0; a < ran.size(); ++a) {
+    for (std::size_t b = a + 1; b < ran.size(); ++b) {
+      BOOST_TEST((ran[a].second <= ran[b].first || ran[b].second <= ran[a].first),
+                 "runs " << a << " and " << b << " overlapped");
+    }
+  }
+  for (const auto& key : {x, y}) {
+    BOOST_TEST(eventually_blocking([&] { return look.present(key) == 0u; }, 2000ms), key);
   }
 }
 

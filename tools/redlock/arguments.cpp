@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 
@@ -10,7 +11,8 @@ namespace {
 
 constexpr std::string_view duration_forms = "expected e.g. 500ms, 30s, 2m or a number of seconds";
 constexpr std::string_view run_usage =
-    "redlock run [OPTIONS] [--permits N | --read | --write] RESOURCE -- COMMAND [ARGS...]";
+    "redlock run [OPTIONS] [--permits N | --read | --write] RESOURCE [RESOURCE...] -- COMMAND "
+    "[ARGS...]";
 constexpr std::string_view status_usage = "redlock status [OPTIONS] [--permits N] RESOURCE";
 constexpr std::string_view acquire_usage = "redlock acquire [OPTIONS] RESOURCE";
 constexpr std::string_view extend_usage =
@@ -261,11 +263,47 @@ void take_resource(const std::string& arg, std::optional<std::string>& resource,
   resource = arg;
 }
 
+// The RESOURCEs of one run, in the order given, each once; at most max_run_resources, none
+// empty.
+std::vector<std::string> distinct_resources(const std::vector<std::string>& given) {
+  std::vector<std::string> distinct;
+  for (const auto& resource : given) {
+    if (resource.empty()) throw usage_error("RESOURCE must not be empty");
+    if (std::find(distinct.begin(), distinct.end(), resource) == distinct.end())
+      distinct.push_back(resource);
+  }
+  if (distinct.size() > max_run_resources) {
+    throw usage_error(fmt::format(
+        "too many RESOURCEs: {} given, at most {} in one run (each node checks them all in one "
+        "script, during which it serves no one else)",
+        distinct.size(), max_run_resources));
+  }
+  return distinct;
+}
+
+// What the lines of a run call what it holds: "a", or "a, b and c" for several RESOURCEs.
+std::string run_subject(const std::vector<std::string>& resources) {
+  std::string text = resources.front();
+  for (std::size_t i = 1; i < resources.size(); ++i)
+    text += (i + 1 == resources.size() ? " and " : ", ") + resources[i];
+  return text;
+}
+
+// "a", "b", "c" for usage errors.
+std::string quoted_words(const std::vector<std::string>& words) {
+  std::string text;
+  for (const auto& word : words) {
+    if (!text.empty()) text += ", ";
+    text += fmt::format("\"{}\"", word);
+  }
+  return text;
+}
+
 invocation parse_run(std::span<const std::string> args, std::optional<std::string_view> env) {
   run_options options;
   tls_flags tls;
   std::optional<std::string> nodes;
-  std::optional<std::string> resource;
+  std::vector<std::string> resources;
   bool separator = false;
   option_cursor cursor(args);
   while (!cursor.done()) {
@@ -277,12 +315,7 @@ invocation parse_run(std::span<const std::string> args, std::optional<std::strin
       break;
     }
     if (!is_option(arg)) {
-      if (resource) {
-        throw usage_error(fmt::format(
-            "unexpected argument \"{}\" after RESOURCE \"{}\": COMMAND goes after \"--\"", arg,
-            *resource));
-      }
-      resource = arg;
+      resources.push_back(arg);
       continue;
     }
     const auto name = cursor.name();
@@ -309,13 +342,26 @@ invocation parse_run(std::span<const std::string> args, std::optional<std::strin
                     "read-write lock or a semaphore",
                     *options.side == rw_side::read ? "read" : "write"));
   }
-  check_resource(resource, run_usage);
+  if (resources.empty()) throw usage_error(fmt::format("missing RESOURCE (usage: {})", run_usage));
+  if (!separator && resources.size() > 1) {
+    // The likeliest mistake: `redlock run job make all`, the "--" forgotten.
+    throw usage_error(
+        fmt::format("missing \"--\" before COMMAND: {} were all taken as RESOURCEs (usage: {})",
+                    quoted_words(resources), run_usage));
+  }
+  options.resources = distinct_resources(resources);
+  if (options.resources.size() > 1 && (options.permits || options.side)) {
+    throw usage_error(fmt::format(
+        "--{} takes one NAME, not {}: several RESOURCEs are one lock over all of them",
+        options.permits ? "permits" : (*options.side == rw_side::read ? "read" : "write"),
+        quoted_words(options.resources)));
+  }
   if (!separator) {
     throw usage_error(
         fmt::format("missing \"--\" and COMMAND after RESOURCE (usage: {})", run_usage));
   }
   if (options.command.empty()) throw usage_error("missing COMMAND after \"--\"");
-  options.resource = std::move(*resource);
+  options.resource = run_subject(options.resources);
   options.nodes = choose_nodes(nodes, env);
   apply_tls_flags(tls, options.nodes);
   return options;

@@ -39,6 +39,10 @@ inline constexpr std::chrono::milliseconds max_duration{7LL * 24 * 3600 * 1000};
 // run_command.cpp checks this against; kept here so that parsing needs no client headers).
 inline constexpr std::size_t max_permits = 1024;
 
+// run RESOURCE...: at most max_run_resources of them, the library's bound on a set of locks
+// (client::async_acquire_all; run_command.cpp checks that the two agree).
+inline constexpr std::size_t max_run_resources = 64;
+
 // The command line cannot be run as written. what() is one line naming the culprit (the flag, the
 // URL part, the duration) without the "redlock: " prefix; the tool prints it and exits 2.
 class usage_error : public std::runtime_error {
@@ -103,6 +107,10 @@ struct run_options : lock_request {
   // --read / --write: `resource` names a redlock::rw_lock, taken for reading (shared with other
   // readers) or for writing. Unset: the lock `resource`.
   std::optional<rw_side> side;
+  // Every RESOURCE given, in the given order, each once (never empty). Several: one lease over
+  // all of them (client::async_acquire_all), and `resource` is what the lines call them ("a, b
+  // and c"); neither --permits nor --read/--write then.
+  std::vector<std::string> resources;
   std::vector<std::string> command;  // never empty
 };
 

@@ -13,7 +13,7 @@ constexpr std::string_view overview = R"(
 redlock: a distributed lock over Redis (the Redlock algorithm) for scripts and cron jobs.
 
 Usage:
-  redlock run [OPTIONS] RESOURCE -- COMMAND [ARGS...]
+  redlock run [OPTIONS] RESOURCE [RESOURCE...] -- COMMAND [ARGS...]
   redlock run [OPTIONS] --permits N NAME -- COMMAND [ARGS...]
   redlock run [OPTIONS] --read|--write NAME -- COMMAND [ARGS...]
   redlock status [OPTIONS] [--permits N] RESOURCE
@@ -32,7 +32,7 @@ than its TTL loses it without being told, and one that dies leaves it held until
 )";
 
 constexpr std::string_view run_section = R"(
-redlock run [OPTIONS] RESOURCE -- COMMAND [ARGS...]
+redlock run [OPTIONS] RESOURCE [RESOURCE...] -- COMMAND [ARGS...]
   Takes the lock RESOURCE on a majority of the nodes, runs COMMAND while renewing the lock at half
   its TTL, releases the lock when COMMAND ends and exits with COMMAND's exit status.
   If the lock cannot be kept (too few nodes confirm a renewal in time, or the key is gone or
@@ -49,6 +49,12 @@ redlock run [OPTIONS] RESOURCE -- COMMAND [ARGS...]
   nodes (all of them must give the same N). Permit i is the lock on the key {NAME}:slot:i (NAME:slot:i
   when NAME has a {hash tag} of its own), renewed, lost and released exactly as the lock above;
   COMMAND gets the permit's number, 0..N-1, in $REDLOCK_PERMIT.
+
+  With several RESOURCEs, redlock takes all of them or none, as one lock: on each node one script
+  sets every key only when none is held there, so two runs that share a RESOURCE exclude each
+  other whatever order they name them in, and no run holds one while it waits for another (no
+  deadlock). They are renewed, lost and released together. A RESOURCE given twice counts once; at
+  most 64. On a Redis Cluster node their keys must share a hash slot: give them one {hash tag}.
 
   Options:
     --nodes URL,...   the Redis masters: comma-separated URLs
@@ -72,7 +78,8 @@ redlock run [OPTIONS] RESOURCE -- COMMAND [ARGS...]
     --fencing         acquire with a fencing token, a number that grows from one holder of
                       RESOURCE to the next (one more round trip); COMMAND gets it in
                       $REDLOCK_FENCING_TOKEN, to pass to a storage that rejects lower ones.
-                      With --permits, each permit has a counter of its own
+                      With --permits, each permit has a counter of its own; with several
+                      RESOURCEs, each RESOURCE ($REDLOCK_FENCING_TOKENS)
     --permits N       take one of the N permits (1..1024) of the semaphore RESOURCE instead of
                       the lock RESOURCE (see above). --wait 0: rounds over the permits that may
                       be free, no waiting; contended means all N are held
@@ -100,10 +107,13 @@ redlock run [OPTIONS] RESOURCE -- COMMAND [ARGS...]
   With --json, each line redlock writes on stderr is a JSON object on a line of its own (JSON
   Lines) instead; COMMAND's own output is left as it is. --quiet leaves out the same events as it
   leaves out lines: acquired, released, warning and interrupted. Usage errors (exit 2) stay text.
-  Every object has "event" and "resource" (RESOURCE, or NAME with --permits); the other fields:
+  Every object has "event" and "resource" (RESOURCE, or NAME with --permits); with several
+  RESOURCEs, "resources" (an array, in the order given) in its place. The other fields:
     acquired      permit (null without --permits), key (the key on the nodes), token (as in
                   $REDLOCK_TOKEN), fencing_token (null without --fencing), validity_ms,
-                  granted_nodes, nodes, quorum, all_nodes_answered (false: "so far")
+                  granted_nodes, nodes, quorum, all_nodes_answered (false: "so far"); with
+                  several RESOURCEs key and fencing_token are null, and fencing_tokens is an
+                  array in the order of "resources" (null without --fencing)
     released      permit, held_ms, exit_code (COMMAND's, which redlock exits with)
     warning       message
     not_acquired  reason (contended, no_quorum, validity_expired, wait_timeout, misconfigured,
@@ -299,6 +309,9 @@ Environment:
   REDLOCK_TOKEN   the lock's random value on the nodes (40 hex digits), e.g. for logs.
   REDLOCK_FENCING_TOKEN
                   with --fencing: the lease's fencing token (a decimal number).
+  REDLOCK_FENCING_TOKENS
+                  with --fencing and several RESOURCEs: one token per RESOURCE, in the order
+                  they were given, separated by spaces (REDLOCK_FENCING_TOKEN is then unset).
   REDLOCK_PERMIT  with --permits N: the number of the permit held, 0..N-1 (e.g. to pick one of
                   N connection slots or output files).
 

@@ -118,6 +118,16 @@ json_line& json_line::strings(std::string_view name, std::span<const std::string
   return field(name, array);
 }
 
+json_line& json_line::integers(std::string_view name, std::span<const std::uint64_t> values) {
+  std::string array = "[";
+  for (const auto value : values) {
+    if (array.size() > 1) array += ',';
+    array += std::to_string(value);
+  }
+  array += ']';
+  return field(name, array);
+}
+
 json_line& json_line::optional_string(std::string_view name,
                                       const std::optional<std::string>& value) {
   return value ? string(name, *value) : null(name);

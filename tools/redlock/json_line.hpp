@@ -5,6 +5,7 @@
 // the tool needs no JSON library.
 
 #include <concepts>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -35,6 +36,7 @@ class json_line {
   json_line& boolean(std::string_view name, bool value);
   json_line& null(std::string_view name);
   json_line& strings(std::string_view name, std::span<const std::string> values);
+  json_line& integers(std::string_view name, std::span<const std::uint64_t> values);
 
   // The value, or null when there is none: the field is there either way, so that every object
   // of one kind has the same fields.

@@ -80,7 +80,8 @@ int not_acquired_exit_code(error_code ec, std::string_view diagnostics, int conf
 
 std::string not_acquired_message(std::string_view resource, std::chrono::milliseconds wait,
                                  error_code ec, std::string_view diagnostics,
-                                 std::optional<std::size_t> permits) {
+                                 std::optional<std::size_t> permits,
+                                 std::span<const std::string> resources) {
   std::string cause;
   switch (classify_acquire_failure(ec, diagnostics)) {
     case acquire_failure::contended:
@@ -108,7 +109,15 @@ std::string not_acquired_message(std::string_view resource, std::chrono::millise
   }
   const std::string when =
       ec == error::wait_timeout ? fmt::format(" within {} ms", wait.count()) : std::string();
-  std::string line = fmt::format("redlock: \"{}\" not acquired{}: {}", resource, when, cause);
+  std::string subject = fmt::format("\"{}\"", resource);
+  if (resources.size() > 1) {
+    subject.clear();
+    for (std::size_t i = 0; i < resources.size(); ++i) {
+      if (i > 0) subject += i + 1 == resources.size() ? " and " : ", ";
+      subject += fmt::format("\"{}\"", resources[i]);
+    }
+  }
+  std::string line = fmt::format("redlock: {} not acquired{}: {}", subject, when, cause);
   if (!diagnostics.empty()) {
     line += fmt::format("; last attempt: {}", one_line(diagnostics));
   } else if (ec) {
@@ -119,13 +128,18 @@ std::string not_acquired_message(std::string_view resource, std::chrono::millise
 
 not_acquired_report report_not_acquired(std::string_view resource, std::chrono::milliseconds wait,
                                         error_code ec, std::string_view diagnostics,
-                                        int conflict_code, std::optional<std::size_t> permits) {
+                                        int conflict_code, std::optional<std::size_t> permits,
+                                        std::span<const std::string> resources) {
   not_acquired_report report;
   report.exit_code = not_acquired_exit_code(ec, diagnostics, conflict_code);
-  report.text = not_acquired_message(resource, wait, ec, diagnostics, permits);
-  report.json.string("event", "not_acquired")
-      .string("resource", resource)
-      .string("reason", failure_name(classify_acquire_failure(ec, diagnostics)))
+  report.text = not_acquired_message(resource, wait, ec, diagnostics, permits, resources);
+  report.json.string("event", "not_acquired");
+  if (resources.size() > 1) {
+    report.json.strings("resources", resources);
+  } else {
+    report.json.string("resource", resource);
+  }
+  report.json.string("reason", failure_name(classify_acquire_failure(ec, diagnostics)))
       .integer("exit_code", report.exit_code)
       .string("message", one_line(report.text));
   return report;

@@ -52,10 +52,12 @@ int not_acquired_exit_code(error_code ec, std::string_view diagnostics, int conf
 // The one line for a lock not acquired: the cause first (contended / no quorum / wait timeout /
 // misconfigured nodes), then the library's account of the last round, which names every node's
 // answer. With `permits` (run --permits N) `resource` is a semaphore's name, and contention means
-// that every one of its permits is held.
+// that every one of its permits is held. With several `resources` (a run of a set) the line names
+// each of them: "a", "b" and "c" not acquired.
 std::string not_acquired_message(std::string_view resource, std::chrono::milliseconds wait,
                                  error_code ec, std::string_view diagnostics,
-                                 std::optional<std::size_t> permits = std::nullopt);
+                                 std::optional<std::size_t> permits = std::nullopt,
+                                 std::span<const std::string> resources = {});
 
 // A lock not acquired, as `run` and `acquire` tell it: the exit code (not_acquired_exit_code), the
 // line (not_acquired_message), and the same facts as a --json object:
@@ -67,10 +69,13 @@ struct not_acquired_report {
   json_line json;
 };
 
+// With several `resources` (a run of a set), `resource` is what the line calls them, and the
+// object has "resources": [...] in place of "resource".
 not_acquired_report report_not_acquired(std::string_view resource, std::chrono::milliseconds wait,
                                         error_code ec, std::string_view diagnostics,
                                         int conflict_code,
-                                        std::optional<std::size_t> permits = std::nullopt);
+                                        std::optional<std::size_t> permits = std::nullopt,
+                                        std::span<const std::string> resources = {});
 
 // A lock `acquire` took and leaves behind, unrenewed.
 struct acquired_lock {

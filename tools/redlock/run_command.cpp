@@ -22,11 +22,13 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -37,6 +39,7 @@
 #include <string_view>
 #include <sys/wait.h>
 #include <tuple>
+#include <vector>
 
 namespace redlock::cli {
 namespace {
@@ -47,15 +50,23 @@ using std::chrono::steady_clock;
 
 static_assert(max_permits == semaphore::max_permits,
               "--permits must accept exactly the semaphore's range");
+static_assert(max_run_resources == detail::max_set_size,
+              "run must accept exactly as many RESOURCEs as a set of locks may have");
 
 long long ms_between(steady_clock::time_point from, steady_clock::time_point to) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count();
 }
 
-// run --json: one object per line on stderr, saying what happened ("event") to which RESOURCE.
+// run --json: one object per line on stderr, saying what happened ("event") to which RESOURCE,
+// or to which "resources" when several were given.
 json_line json_event(const run_options& options, std::string_view event) {
   json_line line;
-  line.string("event", event).string("resource", options.resource);
+  line.string("event", event);
+  if (options.resources.size() > 1) {
+    line.strings("resources", options.resources);
+  } else {
+    line.string("resource", options.resource);
+  }
   return line;
 }
 
@@ -194,6 +205,12 @@ class run_session {
       } else {
         std::tie(ec, acquired) = co_await permits.async_acquire(token());
       }
+    } else if (several_resources() && one_round) {
+      std::tie(ec, acquired) =
+          co_await client_->async_try_acquire_all(options_.resources, lock, token());
+    } else if (several_resources()) {
+      std::tie(ec, acquired) =
+          co_await client_->async_acquire_all(options_.resources, lock, token());
     } else if (one_round) {
       std::tie(ec, acquired) =
           co_await client_->async_try_acquire(options_.resource, lock, token());
@@ -209,7 +226,7 @@ class run_session {
       // it". The library's diagnostics name each node and what it answered.
       const auto refused =
           report_not_acquired(options_.resource, options_.wait, ec, lease_.diagnostics(),
-                              options_.conflict_exit_code, options_.permits);
+                              options_.conflict_exit_code, options_.permits, options_.resources);
       tell(options_, refused.text, refused.json);
       co_return refused.exit_code;
     }
@@ -234,6 +251,7 @@ class run_session {
                                 [this] { return interrupted_by_.has_value(); });
     const auto valid_ms = ms_between(steady_clock::now(), lease_.valid_until());
     const auto fence = lease_.fencing_token();
+    const auto fences = fencing_tokens();
     // A permit is named by its slot, out of the whole range, with the key that holds it, for
     // `status --permits` and for looking at the nodes by hand.
     std::string what = fmt::format("{} (", options_.resource);
@@ -243,21 +261,37 @@ class run_session {
     } else if (options_.side) {
       what = fmt::format("{} (key {}, ", held_, lease_.resource());
     }
+    std::string fencing;
+    if (fence) fencing = fmt::format(", fencing token {}", *fence);
+    for (std::size_t i = 0; i < fences.size(); ++i) {
+      fencing += fmt::format("{} {} {}", i == 0 ? ", fencing tokens" : ",", options_.resources[i],
+                             fences[i]);
+    }
+    auto json = json_event(options_, "acquired");
+    json.optional_integer("permit", permit());
+    if (several_resources()) {
+      // The keys on the nodes are the resources themselves; one token each with --fencing.
+      json.null("key").string("token", lease_.token()).null("fencing_token");
+      if (options_.fencing) {
+        json.integers("fencing_tokens", fences);
+      } else {
+        json.null("fencing_tokens");
+      }
+    } else {
+      json.string("key", lease_.resource())
+          .string("token", lease_.token())
+          .optional_integer("fencing_token", fence);
+    }
+    json.integer("validity_ms", valid_ms)
+        .integer("granted_nodes", lease_.granted_nodes())
+        .integer("nodes", client_->size())
+        .integer("quorum", client_->quorum())
+        .boolean("all_nodes_answered", all_nodes_answered());
     tell(options_,
          fmt::format("redlock: acquired {}valid {} ms, granted by {} of {} nodes{}, quorum {}{})",
                      what, valid_ms, lease_.granted_nodes(), client_->size(),
-                     all_nodes_answered() ? "" : " so far", client_->quorum(),
-                     fence ? fmt::format(", fencing token {}", *fence) : std::string()),
-         json_event(options_, "acquired")
-             .optional_integer("permit", permit())
-             .string("key", lease_.resource())
-             .string("token", lease_.token())
-             .optional_integer("fencing_token", fence)
-             .integer("validity_ms", valid_ms)
-             .integer("granted_nodes", lease_.granted_nodes())
-             .integer("nodes", client_->size())
-             .integer("quorum", client_->quorum())
-             .boolean("all_nodes_answered", all_nodes_answered()));
+                     all_nodes_answered() ? "" : " so far", client_->quorum(), fencing),
+         json);
     announced_ = true;
     // Once every node has answered and fewer than all granted, the library says which nodes
     // failed and how (the same text is logged as a warning, which was held back until now).
@@ -265,6 +299,18 @@ class run_session {
   }
 
   bool all_nodes_answered() const { return cli::all_nodes_answered(*client_, lease_); }
+
+  bool several_resources() const { return options_.resources.size() > 1; }
+
+  // A set's fencing tokens, one per RESOURCE in the order given; empty without --fencing or for
+  // one RESOURCE.
+  std::vector<std::uint64_t> fencing_tokens() const {
+    std::vector<std::uint64_t> tokens;
+    if (!options_.fencing || !several_resources()) return tokens;
+    for (const auto& resource : options_.resources)
+      tokens.push_back(lease_.fencing_token(resource).value_or(0));
+    return tokens;
+  }
 
   // A warning about the held lease, once: the same text logged again (a renewal failing the same
   // way on each retry) is not repeated. Nothing once COMMAND has ended or the lease is lost.
@@ -298,9 +344,14 @@ class run_session {
     signals_.add(SIGCHLD);
     std::vector<std::string> environment = {"REDLOCK_TOKEN=" + lease_.token()};
     // Without --fencing, one inherited from an enclosing run is removed: it is not this lock's.
+    // A set has one token per RESOURCE, in REDLOCK_FENCING_TOKENS and not in the singular.
     const auto fence = lease_.fencing_token();
     environment.push_back(fence ? fmt::format("REDLOCK_FENCING_TOKEN={}", *fence)
                                 : std::string("REDLOCK_FENCING_TOKEN"));
+    const auto fences = fencing_tokens();
+    environment.push_back(fences.empty()
+                              ? std::string("REDLOCK_FENCING_TOKENS")
+                              : fmt::format("REDLOCK_FENCING_TOKENS={}", fmt::join(fences, " ")));
     // Likewise REDLOCK_PERMIT: set only under a permit of ours.
     environment.push_back(options_.permits ? fmt::format("REDLOCK_PERMIT={}", permit_)
                                            : std::string("REDLOCK_PERMIT"));
