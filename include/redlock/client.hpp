@@ -217,7 +217,9 @@ class REDLOCK_API client {
   // each other. Duplicates are merged and the set sorted (lease::resources()); the lease renews,
   // extends, releases and is lost as a whole, and lease::resource() is its first resource. With
   // lock_options::fencing each resource has its own token (lease::fencing_token(resource)),
-  // increasing per resource over every lease that held it, sets and single locks alike.
+  // increasing per resource over every lease that held it, sets and single locks alike. A set of
+  // one resource (after merging) is taken as async_try_acquire takes that lock, and its lease is
+  // that lock's.
   //
   // Completion: void(error_code, lease), with the errors of async_try_acquire; also
   // error::invalid_argument for an empty set, an empty resource, more than 64 resources (each

@@ -303,6 +303,10 @@ void start_acquire_all(const std::shared_ptr<lock_space>& space, std::vector<std
                        caller_handler<acquire_signature> caller) {
   auto rounds = std::make_unique<set_rounds>(std::move(resources));
   std::vector<std::string> set = rounds->resources();
+  // One resource, after merging, is that lock: its key either way, taken with a SET rather than
+  // the set's script (cheaper on the server), and a lease that is the lock's.
+  if (set.size() == 1)
+    return start_acquire(space, std::move(set.front()), options, single_round, std::move(caller));
   std::string first = set.empty() ? std::string() : set.front();
   auto op = std::make_shared<acquire_op>(space, std::move(rounds), std::move(first), options,
                                          single_round, std::move(caller));
