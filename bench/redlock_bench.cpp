@@ -5,14 +5,14 @@
 //                 [--table]
 //
 // NAME is one of the workloads in the table below (latency, throughput, contention,
-// contention_procs, semaphore, rw_lock, slow_node, renewal_scale, scale_curve, tls, wake_latency,
-// cluster) or all.
-// Without --nodes it starts five redis-server children on free loopback ports (and stops them);
-// with --nodes the workloads use those nodes. tls, which compares plain TCP with TLS, starts five
-// servers of its own that listen for both when --nodes is not given; with --nodes it measures the
-// rediss:// nodes over TLS and the redis:// ones over plain TCP, and needs one rediss:// node at
-// least (--workload tls refuses such a list; all leaves tls out, saying so on stderr). cluster
-// always starts a three-master Redis Cluster and a standalone server of its own.
+// contention_procs, semaphore, rw_lock, multi, slow_node, renewal_scale, scale_curve, tls,
+// wake_latency, cluster) or all. Without --nodes it starts five redis-server children on free
+// loopback ports (and stops them); with --nodes the workloads use those nodes. tls, which compares
+// plain TCP with TLS, starts five servers of its own that listen for both when --nodes is not
+// given; with --nodes it measures the rediss:// nodes over TLS and the redis:// ones over plain
+// TCP, and needs one rediss:// node at least (--workload tls refuses such a list; all leaves tls
+// out, saying so on stderr). cluster always starts a three-master Redis Cluster and a standalone
+// server of its own.
 // --quick: one run with tiny sizes.
 // --table: after the JSON lines, a readable table of the medians. bench/run.sh runs them all.
 // --observer: what the clients report their events to (what an observer costs: run throughput and
@@ -51,6 +51,7 @@ constexpr workload workloads[] = {
     {"contention_procs", run_contention_procs, contention_procs_params},
     {"semaphore", run_semaphore, semaphore_params},
     {"rw_lock", run_rw_lock, rw_lock_params},
+    {"multi", run_multi, multi_params},
     {"slow_node", run_slow_node, slow_node_params},
     {"renewal_scale", run_renewal_scale, renewal_scale_params},
     {"scale_curve", run_scale_curve, scale_curve_params},

@@ -45,6 +45,12 @@ std::string semaphore_params(bool quick);
 run_result run_rw_lock(const run_context& context);
 std::string rw_lock_params(bool quick);
 
+// Sets of 1, 2 and 4 locks (client::async_acquire_all) against single locks taken one after
+// another in sorted order: uncontended latency and throughput, and 16 contenders over 32
+// resources taking random sets of 2 and 4.
+run_result run_multi(const run_context& context);
+std::string multi_params(bool quick);
+
 // 4 processes x 4 contenders on one key, one client per process: throughput, waits, fairness.
 run_result run_contention_procs(const run_context& context);
 std::string contention_procs_params(bool quick);
