@@ -135,106 +135,105 @@ redlock::lock_options lock_for_bench() {
   return options;
 }
 
-// One caller: acquire the set, release it, `sizes` times.
+// `callers` coroutines, make(client, index, end), on one client of their own, which they share;
+// `end` is `duration` after they start, and st.seconds how long they took.
+template <class MakeCaller>
+asio::awaitable<void> callers_work(const std::vector<redlock::node_config>& nodes,
+                                   std::size_t callers, clock_type::duration duration,
+                                   multi_state& st, MakeCaller make) {
+  const auto ex = co_await asio::this_coro::executor;
+  redlock::client client(ex, nodes, bench_client_options);
+  st.quorum = client.quorum();
+  st.stage = "ping";
+  co_await must_ping(client);
+  st.stage = "running";
+  const auto t0 = clock_type::now();
+  const auto end = t0 + duration;
+  co_await redlock::test::run_all(callers,
+                                  [&](std::size_t index) { return make(client, index, end); });
+  st.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
+  st.stage = "destroying the client";
+}
+
+// One caller: acquire `resources`, release them, `sizes` times.
 asio::awaitable<void> latency_work(const std::vector<redlock::node_config>& nodes, shape how,
                                    std::vector<std::string> resources, latency_sizes sizes,
                                    multi_state& st) {
-  const auto ex = co_await asio::this_coro::executor;
-  redlock::client client(ex, nodes, bench_client_options);
-  st.quorum = client.quorum();
-  st.stage = "ping";
-  co_await must_ping(client);
-  const auto options = lock_for_bench();
-  for (int i = 0; i < sizes.warmup + sizes.iterations; ++i) {
-    st.stage = "acquire";
-    const auto t0 = clock_type::now();
-    auto held = co_await take(client, how, resources, options, true, st);
-    const auto t1 = clock_type::now();
-    if (held.empty()) continue;
-    st.stage = "release";
-    co_await give_back(held, st);
-    const auto t2 = clock_type::now();
-    if (i < sizes.warmup) continue;
-    st.acquire_us.push_back(micros(t1 - t0));
-    st.release_us.push_back(micros(t2 - t1));
-  }
-  st.stage = "destroying the client";
+  co_await callers_work(
+      nodes, 1, {}, st,
+      [&](redlock::client& client, std::size_t, clock_type::time_point) -> asio::awaitable<void> {
+        const auto options = lock_for_bench();
+        for (int i = 0; i < sizes.warmup + sizes.iterations; ++i) {
+          const auto t0 = clock_type::now();
+          auto held = co_await take(client, how, resources, options, true, st);
+          const auto t1 = clock_type::now();
+          if (held.empty()) continue;
+          co_await give_back(held, st);
+          const auto t2 = clock_type::now();
+          if (i < sizes.warmup) continue;
+          st.acquire_us.push_back(micros(t1 - t0));
+          st.release_us.push_back(micros(t2 - t1));
+        }
+      });
 }
 
-// throughput_inflight callers, each on keys of its own, try-acquire then release until `end`.
+// throughput_inflight callers, each on keys of its own, try-acquire then release until the end.
 asio::awaitable<void> throughput_work(const std::vector<redlock::node_config>& nodes, shape how,
                                       std::string prefix, std::size_t size,
                                       clock_type::duration duration, multi_state& st) {
-  const auto ex = co_await asio::this_coro::executor;
-  redlock::client client(ex, nodes, bench_client_options);
-  st.quorum = client.quorum();
-  st.stage = "ping";
-  co_await must_ping(client);
-  const auto options = lock_for_bench();
-  st.stage = "pairs";
-  const auto t0 = clock_type::now();
-  const auto end = t0 + duration;
-  co_await redlock::test::run_all(
-      throughput_inflight, [&](std::size_t caller) -> asio::awaitable<void> {
-        const auto resources = names(fmt::format("{}c{}-", prefix, caller), size);
-        while (clock_type::now() < end) {
-          auto held = co_await take(client, how, resources, options, false, st);
-          if (held.empty()) continue;
-          co_await give_back(held, st);
-          ++st.done;
-        }
-      });
-  st.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
-  st.stage = "destroying the client";
+  co_await callers_work(nodes, throughput_inflight, duration, st,
+                        [&](redlock::client& client, std::size_t caller,
+                            clock_type::time_point end) -> asio::awaitable<void> {
+                          const auto options = lock_for_bench();
+                          const auto resources = names(fmt::format("{}c{}-", prefix, caller), size);
+                          while (clock_type::now() < end) {
+                            auto held = co_await take(client, how, resources, options, false, st);
+                            if (held.empty()) continue;
+                            co_await give_back(held, st);
+                            ++st.done;
+                          }
+                        });
 }
 
-// contenders callers over contended_resources resources, each taking random sets of `size`.
+// `contenders` callers over contended_resources resources, each taking random sets of `size`,
+// holding each 1 ms; the holders of each resource are counted meanwhile.
 asio::awaitable<void> contention_work(const std::vector<redlock::node_config>& nodes, shape how,
                                       std::string prefix, std::size_t size,
                                       clock_type::duration duration, multi_state& st) {
-  const auto ex = co_await asio::this_coro::executor;
-  redlock::client client(ex, nodes, bench_client_options);
-  st.quorum = client.quorum();
-  st.stage = "ping";
-  co_await must_ping(client);
-  const auto options = lock_for_bench();
   const auto all = names(prefix, contended_resources);
   st.holders.assign(all.size(), 0);
-  st.stage = "contending";
-  const auto t0 = clock_type::now();
-  const auto end = t0 + duration;
-  co_await redlock::test::run_all(contenders, [&](std::size_t index) -> asio::awaitable<void> {
-    asio::steady_timer pause(ex);
-    std::minstd_rand random(static_cast<unsigned>(index + 1));
-    std::vector<std::size_t> shuffled(all.size());
-    std::iota(shuffled.begin(), shuffled.end(), std::size_t{0});
-    while (clock_type::now() < end) {
-      std::shuffle(shuffled.begin(), shuffled.end(), random);
-      std::vector<std::size_t> chosen(shuffled.begin(), shuffled.begin() + size);
-      std::sort(chosen.begin(), chosen.end());
-      std::vector<std::string> resources;
-      for (const auto i : chosen)
-        resources.push_back(all[i]);
-      const auto asked = clock_type::now();
-      auto held = co_await take(client, how, resources, options, true, st);
-      if (held.empty()) {
-        pause.expires_after(1ms);
-        co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
-        continue;
-      }
-      st.wait_us.push_back(micros(clock_type::now() - asked));
-      ++st.done;
-      for (const auto i : chosen)
-        st.most_holders = std::max(st.most_holders, ++st.holders[i]);
-      pause.expires_after(1ms);
-      co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
-      for (const auto i : chosen)
-        --st.holders[i];
-      co_await give_back(held, st);
-    }
-  });
-  st.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
-  st.stage = "destroying the client";
+  co_await callers_work(nodes, contenders, duration, st,
+                        [&](redlock::client& client, std::size_t index,
+                            clock_type::time_point end) -> asio::awaitable<void> {
+                          const auto options = lock_for_bench();
+                          asio::steady_timer pause(client.get_executor());
+                          std::minstd_rand random(static_cast<unsigned>(index + 1));
+                          std::vector<std::size_t> shuffled(all.size());
+                          std::iota(shuffled.begin(), shuffled.end(), std::size_t{0});
+                          while (clock_type::now() < end) {
+                            std::shuffle(shuffled.begin(), shuffled.end(), random);
+                            std::vector<std::size_t> chosen(shuffled.begin(),
+                                                            shuffled.begin() + size);
+                            std::sort(chosen.begin(), chosen.end());
+                            std::vector<std::string> resources;
+                            for (const auto i : chosen)
+                              resources.push_back(all[i]);
+                            const auto asked = clock_type::now();
+                            auto held = co_await take(client, how, resources, options, true, st);
+                            if (!held.empty()) {
+                              st.wait_us.push_back(micros(clock_type::now() - asked));
+                              ++st.done;
+                              for (const auto i : chosen)
+                                st.most_holders = std::max(st.most_holders, ++st.holders[i]);
+                            }
+                            pause.expires_after(1ms);
+                            co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+                            if (held.empty()) continue;
+                            for (const auto i : chosen)
+                              --st.holders[i];
+                            co_await give_back(held, st);
+                          }
+                        });
 }
 
 #pragma GCC diagnostic pop
