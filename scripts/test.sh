@@ -5,10 +5,51 @@
 # bounded time. Installs missing dependencies first. Each stage's build runs, at low priority,
 # while the previous stage's tests run (they leave about half of the cores idle).
 #
-#   scripts/test.sh            everything (about 45 minutes on two cores)
+#   scripts/test.sh            everything (about 50 minutes on two cores)
 #   REDLOCK_SKIP_SANITIZE=1 scripts/test.sh    format check and the normal build only (quick runs)
 #   REDLOCK_FUZZ_SECONDS=N     how long libFuzzer runs (default 120)
+#   scripts/test.sh --help     how long each stage takes, and how to run a subset by hand
 set -euo pipefail
+
+usage() {
+  cat <<'USAGE'
+usage: scripts/test.sh [--help]
+
+Builds and checks everything, stopping at the first failure; installs what is missing first.
+Measured on two cores, each stage's build overlapping the previous stage's tests:
+  format check (clang-format)                                  seconds
+  release build, then its whole suite (ctest), benchmarks
+  smoke-run and both demos                                     about 25 minutes
+  ASan+UBSan build and its whole suite                         about 12 minutes
+  ThreadSanitizer: the threaded tests and the lock-core suites about 3 minutes
+  libFuzzer on the RESP parser                                 2 minutes
+  in all                                                       about 50 minutes
+
+Environment:
+  REDLOCK_SKIP_SANITIZE=1   only the format check and the release stage (about 25 minutes)
+  REDLOCK_FUZZ_SECONDS=N    how long libFuzzer runs (default 120)
+
+A quicker subset by hand, once a build exists (scripts/test.sh or cmake -B build/release):
+  ctest --test-dir build/release -R '^unit_tests' -j2   pure logic, no servers (seconds)
+  ctest --test-dir build/release -R NAME -j2            the ctest entries matching NAME
+  ctest --test-dir build/release -N                     every entry (one per suite)
+  build/release/test/integration_tests --run_test=SUITE[/CASE]   one suite or case
+  build/release/test/integration_tests --list_content            the suites and their cases
+Every integration test starts its own redis-server processes on free loopback ports.
+USAGE
+}
+case "${1:-}" in
+  "") ;;
+  -h | --help)
+    usage
+    exit 0
+    ;;
+  *)
+    echo "scripts/test.sh: unknown argument \"$1\"" >&2
+    usage >&2
+    exit 2
+    ;;
+esac
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -161,7 +202,8 @@ if [ "$sanitize" = 1 ]; then
 
   # Stage 3, under ThreadSanitizer: the tests that run the client on several threads (labelled
   # "threaded": a strand of several threads, futures waited for on other threads, leases destroyed
-  # off the executor, read-write locks of two clients on strands of four threads), the lock-core suites (lock, renewal, with_lock_scope, cancellation,
+  # off the executor, read-write locks and sets of locks of two clients on strands of four
+  # threads), the lock-core suites (lock, renewal, with_lock_scope, cancellation,
   # completion_tokens), the lease and shutdown suites (whose handlers and fixtures cross threads:
   # the chaos proxies and servers' helpers run on threads of their own), and the multithreaded
   # example.
