@@ -11,6 +11,7 @@
 #include "support/holder_process.hpp"
 #include "support/printing.hpp"
 #include "support/redis_fleet.hpp"
+#include "support/strand_clients.hpp"
 #include "support/sync_client.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -522,16 +523,10 @@ BOOST_AUTO_TEST_CASE(readers_and_writers_on_two_strands_of_four_threads,
                      *boost::unit_test::label("threaded")) {
   redis_fleet fleet(3);
   const std::string name = "threaded";
-  asio::io_context io(4);
-  std::vector<asio::strand<asio::io_context::executor_type>> strands = {asio::make_strand(io),
-                                                                        asio::make_strand(io)};
-  std::vector<std::unique_ptr<redlock::client>> clients;
+  redlock::test::strand_clients setup(fleet.configs(), fast_client_options());
   std::vector<std::unique_ptr<rw_lock>> locks;
-  for (const auto& strand : strands) {
-    clients.push_back(
-        std::make_unique<redlock::client>(strand, fleet.configs(), fast_client_options()));
-    locks.push_back(std::make_unique<rw_lock>(*clients.back(), name, rw_options(5000ms, 20s)));
-  }
+  for (std::size_t k = 0; k < setup.size(); ++k)
+    locks.push_back(std::make_unique<rw_lock>(setup.at(k), name, rw_options(5000ms, 20s)));
 
   std::mutex counting;
   int readers = 0;
@@ -545,7 +540,7 @@ BOOST_AUTO_TEST_CASE(readers_and_writers_on_two_strands_of_four_threads,
   constexpr int coroutines = 16;
   for (int c = 0; c < coroutines; ++c) {
     asio::co_spawn(
-        strands[c % 2],
+        setup.strand(c % 2),
         [&, c]() -> asio::awaitable<void> {
           rw_lock& lock = *locks[c % 2];
           for (int i = 0; i < 3; ++i) {
@@ -584,36 +579,21 @@ BOOST_AUTO_TEST_CASE(readers_and_writers_on_two_strands_of_four_threads,
         },
         asio::detached);
   }
-  auto guard = asio::make_work_guard(io);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < 4; ++i)
-    threads.emplace_back([&] { io.run(); });
+  setup.run();
   const bool all_finished =
       redlock::test::eventually_blocking([&] { return finished == coroutines; }, 60s);
 
   // Read leases taken on the strands and dropped here.
   std::vector<lease> dropped;
-  for (std::size_t k = 0; k < 2; ++k) {
-    dropped.push_back(asio::post(strands[k], asio::use_future([&, k] {
-                                   return locks[k]->async_acquire_read(asio::use_future);
-                                 }))
-                          .get()
-                          .get());
+  for (std::size_t k = 0; k < setup.size(); ++k) {
+    dropped.push_back(
+        setup.on_strand(k, [&, k] { return locks[k]->async_acquire_read(asio::use_future); })
+            .get());
   }
   dropped.clear();
   const bool released = redlock::test::eventually_blocking(
       [&] { return nodes_with(fleet, d::rw_readers_key(name)) == 0; }, 5s);
-
-  for (std::size_t k = 0; k < 2; ++k) {
-    asio::post(strands[k], asio::use_future([&, k] {
-                 locks[k].reset();
-                 clients[k].reset();
-               }))
-        .get();
-  }
-  guard.reset();
-  for (auto& thread : threads)
-    thread.join();
+  setup.stop([&](std::size_t k) { locks[k].reset(); });
 
   BOOST_TEST(all_finished, finished << " of " << coroutines << " coroutines finished");
   BOOST_TEST(violations == 0, violations << " acquires held beside a writer");

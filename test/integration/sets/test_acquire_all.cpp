@@ -12,16 +12,21 @@
 #include "support/inspector.hpp"
 #include "support/printing.hpp"
 #include "support/redis_fleet.hpp"
+#include "support/strand_clients.hpp"
 #include "support/sync_client.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -371,6 +376,96 @@ BOOST_AUTO_TEST_CASE(bad_sets_are_invalid_arguments_that_say_why) {
     BOOST_TEST(!most_ec, most_ec.message() << ": " << most.diagnostics());
     co_await most.async_release(tuple_awaitable);
   });
+}
+
+// The documented multi-threaded setup: two clients, each on its own strand of one io_context that
+// four threads run. Sixteen coroutines take sets of two of {a, b, c}, or the single lock c, three
+// times each; the holders of each resource are counted under a std::mutex, since the strands run
+// at once: never two. Then sets are dropped on this thread, which runs neither strand: each is
+// released. scripts/test.sh runs this under ThreadSanitizer.
+BOOST_AUTO_TEST_CASE(sets_and_single_locks_on_two_strands_of_four_threads,
+                     *boost::unit_test::label("threaded")) {
+  redis_fleet fleet(3);
+  rt::inspector nodes(fleet);
+  rt::strand_clients setup(fleet.configs(), fast_client_options());
+  const std::vector<strings> shapes = {{"a", "b"}, {"c", "b"}, {"a", "c"}, {"c"}};
+  std::mutex counting;
+  std::map<std::string, int> holders;
+  int violations = 0;
+  int acquired = 0;
+  std::vector<std::string> errors;
+  std::atomic<int> finished{0};
+  constexpr int coroutines = 16;
+  for (int c = 0; c < coroutines; ++c) {
+    asio::co_spawn(
+        setup.strand(c % 2),
+        [&, c]() -> asio::awaitable<void> {
+          redlock::client& locks = setup.at(static_cast<std::size_t>(c % 2));
+          for (int i = 0; i < 3; ++i) {
+            const strings& set = shapes[static_cast<std::size_t>(c + i) % shapes.size()];
+            auto options = lock_for(5s);
+            options.wait = 20s;
+            error_code ec;
+            lease held;
+            if (set.size() == 1) {
+              std::tie(ec, held) =
+                  co_await locks.async_acquire(set.front(), options, tuple_awaitable);
+            } else {
+              std::tie(ec, held) = co_await locks.async_acquire_all(set, options, tuple_awaitable);
+            }
+            if (ec) {
+              const std::lock_guard<std::mutex> guard(counting);
+              errors.push_back(ec.message() + ": " + held.diagnostics());
+              continue;
+            }
+            {
+              const std::lock_guard<std::mutex> guard(counting);
+              ++acquired;
+              for (const auto& resource : set) {
+                if (++holders[resource] > 1) ++violations;
+              }
+            }
+            co_await sleep_for(2ms);
+            {
+              const std::lock_guard<std::mutex> guard(counting);
+              for (const auto& resource : set)
+                --holders[resource];
+            }
+            co_await held.async_release(tuple_awaitable);
+          }
+          ++finished;
+        },
+        asio::detached);
+  }
+  setup.run();
+  const bool all_finished = rt::eventually_blocking([&] { return finished == coroutines; }, 60s);
+
+  // Sets taken on the strands and dropped here.
+  std::vector<lease> dropped;
+  const std::vector<strings> dropped_sets = {{"a", "b"}, {"c", "d"}};
+  for (std::size_t k = 0; k < setup.size(); ++k) {
+    dropped.push_back(setup
+                          .on_strand(k,
+                                     [&, k] {
+                                       return setup.at(k).async_acquire_all(
+                                           dropped_sets[k], lock_for(5s), asio::use_future);
+                                     })
+                          .get());
+  }
+  const strings all = {"a", "b", "c", "d"};
+  const bool were_held =
+      rt::eventually_blocking([&] { return keys_present(nodes, all) == 3 * all.size(); }, 5s);
+  dropped.clear();
+  const bool released = rt::eventually_blocking([&] { return keys_present(nodes, all) == 0; }, 5s);
+  setup.stop();
+
+  BOOST_TEST(all_finished, finished << " of " << coroutines << " coroutines finished");
+  BOOST_TEST(violations == 0, violations << " resources held by two at once");
+  BOOST_TEST(errors.empty(), errors.size() << " acquires failed, the first: "
+                                           << (errors.empty() ? "" : errors.front()));
+  BOOST_TEST(acquired == coroutines * 3);
+  BOOST_TEST(were_held, "the dropped sets were not held on every node");
+  BOOST_TEST(released, "a set dropped off its strand was not released");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
