@@ -7,13 +7,19 @@
 #include "redlock/client.hpp"
 #include "redlock/node_config.hpp"
 #include "redlock/options.hpp"
+#include "support/async_test.hpp"
 
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_future.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -45,6 +51,29 @@ class strand_clients {
   std::size_t size() const noexcept { return clients_.size(); }
   strand_type& strand(std::size_t k) { return strands_[k]; }
   client& at(std::size_t k) { return *clients_[k]; }
+
+  // Spawns `count` coroutines, make(c) for c in [0, count), coroutine c on strand c % size();
+  // finished() counts those that have returned. Before run(), or from a thread of the io_context.
+  template <class Make>
+  void spawn(int count, Make make) {
+    spawned_ += count;
+    for (int c = 0; c < count; ++c) {
+      boost::asio::co_spawn(
+          strands_[static_cast<std::size_t>(c) % strands_.size()],
+          [this, make, c]() -> boost::asio::awaitable<void> {
+            co_await make(c);
+            ++finished_;
+          },
+          boost::asio::detached);
+    }
+  }
+
+  int finished() const noexcept { return finished_; }
+
+  // Whether every spawned coroutine returned within `limit`.
+  bool all_finished(std::chrono::milliseconds limit) {
+    return eventually_blocking([this] { return finished_ == spawned_; }, limit);
+  }
 
   // Starts the threads; the io_context does not run out of work until stop().
   void run() {
@@ -83,6 +112,8 @@ class strand_clients {
   std::vector<std::unique_ptr<client>> clients_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard_;
   std::vector<std::thread> threads_;
+  int spawned_ = 0;
+  std::atomic<int> finished_{0};
 };
 
 }  // namespace redlock::test

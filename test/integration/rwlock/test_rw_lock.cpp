@@ -536,52 +536,44 @@ BOOST_AUTO_TEST_CASE(readers_and_writers_on_two_strands_of_four_threads,
   int reads = 0;
   int writes = 0;
   std::vector<std::string> errors;
-  std::atomic<int> finished{0};
   constexpr int coroutines = 16;
-  for (int c = 0; c < coroutines; ++c) {
-    asio::co_spawn(
-        setup.strand(c % 2),
-        [&, c]() -> asio::awaitable<void> {
-          rw_lock& lock = *locks[c % 2];
-          for (int i = 0; i < 3; ++i) {
-            const bool write = (c + i) % 4 == 0;
-            error_code ec;
-            lease held;
-            if (write) {
-              std::tie(ec, held) = co_await lock.async_acquire_write(tuple_awaitable);
-            } else {
-              std::tie(ec, held) = co_await lock.async_acquire_read(tuple_awaitable);
-            }
-            if (ec) {
-              const std::lock_guard<std::mutex> guard(counting);
-              errors.push_back(ec.message() + ": " + held.diagnostics());
-              continue;
-            }
-            {
-              const std::lock_guard<std::mutex> guard(counting);
-              if (writers > 0 || (write && readers > 0)) ++violations;
-              if (write) {
-                ++writers;
-                ++writes;
-              } else {
-                most_readers = std::max(most_readers, ++readers);
-                ++reads;
-              }
-            }
-            co_await sleep_for(2ms);
-            {
-              const std::lock_guard<std::mutex> guard(counting);
-              --(write ? writers : readers);
-            }
-            co_await held.async_release(tuple_awaitable);
-          }
-          ++finished;
-        },
-        asio::detached);
-  }
+  setup.spawn(coroutines, [&](int c) -> asio::awaitable<void> {
+    rw_lock& lock = *locks[c % 2];
+    for (int i = 0; i < 3; ++i) {
+      const bool write = (c + i) % 4 == 0;
+      error_code ec;
+      lease held;
+      if (write) {
+        std::tie(ec, held) = co_await lock.async_acquire_write(tuple_awaitable);
+      } else {
+        std::tie(ec, held) = co_await lock.async_acquire_read(tuple_awaitable);
+      }
+      if (ec) {
+        const std::lock_guard<std::mutex> guard(counting);
+        errors.push_back(ec.message() + ": " + held.diagnostics());
+        continue;
+      }
+      {
+        const std::lock_guard<std::mutex> guard(counting);
+        if (writers > 0 || (write && readers > 0)) ++violations;
+        if (write) {
+          ++writers;
+          ++writes;
+        } else {
+          most_readers = std::max(most_readers, ++readers);
+          ++reads;
+        }
+      }
+      co_await sleep_for(2ms);
+      {
+        const std::lock_guard<std::mutex> guard(counting);
+        --(write ? writers : readers);
+      }
+      co_await held.async_release(tuple_awaitable);
+    }
+  });
   setup.run();
-  const bool all_finished =
-      redlock::test::eventually_blocking([&] { return finished == coroutines; }, 60s);
+  const bool all_finished = setup.all_finished(60s);
 
   // Read leases taken on the strands and dropped here.
   std::vector<lease> dropped;
@@ -595,7 +587,7 @@ BOOST_AUTO_TEST_CASE(readers_and_writers_on_two_strands_of_four_threads,
       [&] { return nodes_with(fleet, d::rw_readers_key(name)) == 0; }, 5s);
   setup.stop([&](std::size_t k) { locks[k].reset(); });
 
-  BOOST_TEST(all_finished, finished << " of " << coroutines << " coroutines finished");
+  BOOST_TEST(all_finished, setup.finished() << " of " << coroutines << " coroutines finished");
   BOOST_TEST(violations == 0, violations << " acquires held beside a writer");
   BOOST_TEST(errors.empty(), errors.size() << " acquires failed, the first: "
                                            << (errors.empty() ? "" : errors.front()));

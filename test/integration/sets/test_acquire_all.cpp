@@ -394,51 +394,43 @@ BOOST_AUTO_TEST_CASE(sets_and_single_locks_on_two_strands_of_four_threads,
   int violations = 0;
   int acquired = 0;
   std::vector<std::string> errors;
-  std::atomic<int> finished{0};
   constexpr int coroutines = 16;
-  for (int c = 0; c < coroutines; ++c) {
-    asio::co_spawn(
-        setup.strand(c % 2),
-        [&, c]() -> asio::awaitable<void> {
-          redlock::client& locks = setup.at(static_cast<std::size_t>(c % 2));
-          for (int i = 0; i < 3; ++i) {
-            const strings& set = shapes[static_cast<std::size_t>(c + i) % shapes.size()];
-            auto options = lock_for(5s);
-            options.wait = 20s;
-            error_code ec;
-            lease held;
-            if (set.size() == 1) {
-              std::tie(ec, held) =
-                  co_await locks.async_acquire(set.front(), options, tuple_awaitable);
-            } else {
-              std::tie(ec, held) = co_await locks.async_acquire_all(set, options, tuple_awaitable);
-            }
-            if (ec) {
-              const std::lock_guard<std::mutex> guard(counting);
-              errors.push_back(ec.message() + ": " + held.diagnostics());
-              continue;
-            }
-            {
-              const std::lock_guard<std::mutex> guard(counting);
-              ++acquired;
-              for (const auto& resource : set) {
-                if (++holders[resource] > 1) ++violations;
-              }
-            }
-            co_await sleep_for(2ms);
-            {
-              const std::lock_guard<std::mutex> guard(counting);
-              for (const auto& resource : set)
-                --holders[resource];
-            }
-            co_await held.async_release(tuple_awaitable);
-          }
-          ++finished;
-        },
-        asio::detached);
-  }
+  setup.spawn(coroutines, [&](int c) -> asio::awaitable<void> {
+    redlock::client& locks = setup.at(static_cast<std::size_t>(c % 2));
+    for (int i = 0; i < 3; ++i) {
+      const strings& set = shapes[static_cast<std::size_t>(c + i) % shapes.size()];
+      auto options = lock_for(5s);
+      options.wait = 20s;
+      error_code ec;
+      lease held;
+      if (set.size() == 1) {
+        std::tie(ec, held) = co_await locks.async_acquire(set.front(), options, tuple_awaitable);
+      } else {
+        std::tie(ec, held) = co_await locks.async_acquire_all(set, options, tuple_awaitable);
+      }
+      if (ec) {
+        const std::lock_guard<std::mutex> guard(counting);
+        errors.push_back(ec.message() + ": " + held.diagnostics());
+        continue;
+      }
+      {
+        const std::lock_guard<std::mutex> guard(counting);
+        ++acquired;
+        for (const auto& resource : set) {
+          if (++holders[resource] > 1) ++violations;
+        }
+      }
+      co_await sleep_for(2ms);
+      {
+        const std::lock_guard<std::mutex> guard(counting);
+        for (const auto& resource : set)
+          --holders[resource];
+      }
+      co_await held.async_release(tuple_awaitable);
+    }
+  });
   setup.run();
-  const bool all_finished = rt::eventually_blocking([&] { return finished == coroutines; }, 60s);
+  const bool all_finished = setup.all_finished(60s);
 
   // Sets taken on the strands and dropped here.
   std::vector<lease> dropped;
@@ -459,7 +451,7 @@ BOOST_AUTO_TEST_CASE(sets_and_single_locks_on_two_strands_of_four_threads,
   const bool released = rt::eventually_blocking([&] { return keys_present(nodes, all) == 0; }, 5s);
   setup.stop();
 
-  BOOST_TEST(all_finished, finished << " of " << coroutines << " coroutines finished");
+  BOOST_TEST(all_finished, setup.finished() << " of " << coroutines << " coroutines finished");
   BOOST_TEST(violations == 0, violations << " resources held by two at once");
   BOOST_TEST(errors.empty(), errors.size() << " acquires failed, the first: "
                                            << (errors.empty() ? "" : errors.front()));
