@@ -10,6 +10,7 @@ packages=(
   redis-server redis-tools
   clang-14 libclang-rt-14-dev clang-format-14
   prometheus-cpp-dev
+  python3
 )
 
 missing=()

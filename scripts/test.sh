@@ -17,7 +17,7 @@ usage: scripts/test.sh [--help]
 
 Builds and checks everything, stopping at the first failure; installs what is missing first.
 Measured on two cores, each stage's build overlapping the previous stage's tests:
-  format check (clang-format)                                  seconds
+  format check (clang-format) and links in the Markdown pages  seconds
   release build, then its whole suite (ctest), benchmarks
   smoke-run and both demos                                     about 25 minutes
   ASan+UBSan build and its whole suite                         about 12 minutes
@@ -62,6 +62,8 @@ jobs="$(nproc 2>/dev/null || echo 2)"
 echo "== clang-format check"
 find include src test examples bench tools -name '*.cpp' -o -name '*.hpp' | sort |
   xargs clang-format-14 --dry-run --Werror
+echo "== links in README.md, CHANGELOG.md and docs/"
+python3 scripts/check_links.py
 
 # No redis-server the tests start may outlive the run; other servers on the machine are none of our
 # business: the system's (apt starts one on 127.0.0.1:6379), the user's, or those of another run of

@@ -422,9 +422,9 @@ BOOST_AUTO_TEST_CASE(url_lists) {
   }
 }
 
-// std::getenv returns a null pointer for a variable that is not set; the README's recipe passes
-// that straight in. It must be refused with a message, not read (a string_view of a null pointer
-// is undefined behaviour, in practice a crash).
+// std::getenv returns a null pointer for a variable that is not set; the recipe in
+// docs/configuration.md passes that straight in. It must be refused with a message, not read (a
+// string_view of a null pointer is undefined behaviour, in practice a crash).
 BOOST_AUTO_TEST_CASE(a_null_pointer_is_refused_not_read) {
   const std::string list_message =
       "redlock: no node list given (a null pointer: is the environment variable set?)";

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Follows every relative link in README.md, CHANGELOG.md and docs/*.md, and fails on a broken
+one: a file or directory that does not exist, or an anchor that names no heading of its page.
+
+    scripts/check_links.py        from anywhere; exits 1 and lists what is broken
+
+Anchors are made from headings as GitHub makes them: lower case, punctuation other than '-' and
+'_' dropped, spaces turned into '-', and a repeated heading numbered -1, -2, ... Links to other
+sites (http, https, mailto) are not followed: the check must not depend on the network.
+"""
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LINK = re.compile(r'\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^()\s]+)\)')
+
+
+def prose_lines(text):
+    """The lines outside fenced code, with inline code spans blanked."""
+    fenced = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith('```'):
+            fenced = not fenced
+            continue
+        if not fenced:
+            yield number, re.sub(r'`[^`]*`', '``', line)
+
+
+def anchors_of(path):
+    """The anchors the headings of the Markdown file at `path` make (not those in fenced code)."""
+    seen = {}
+    found = set()
+    fenced = False
+    with open(path, encoding='utf-8') as page:
+        for line in page.read().splitlines():
+            if line.lstrip().startswith('```'):
+                fenced = not fenced
+                continue
+            heading = None if fenced else re.match(r'#{1,6} (.*)$', line)
+            if not heading:
+                continue
+            anchor = re.sub(r'[^\w\- ]', '', heading.group(1).strip().lower()).replace(' ', '-')
+            count = seen.get(anchor, 0)
+            seen[anchor] = count + 1
+            found.add(anchor if count == 0 else f'{anchor}-{count}')
+    return found
+
+
+def pages():
+    yield os.path.join(ROOT, 'README.md')
+    yield os.path.join(ROOT, 'CHANGELOG.md')
+    docs = os.path.join(ROOT, 'docs')
+    for name in sorted(os.listdir(docs)):
+        if name.endswith('.md'):
+            yield os.path.join(docs, name)
+
+
+def main():
+    broken = []
+    checked = 0
+    for page in pages():
+        with open(page, encoding='utf-8') as source:
+            text = source.read()
+        for number, line in prose_lines(text):
+            for target in LINK.findall(line):
+                if re.match(r'[a-z][a-z0-9+.-]*:', target):
+                    continue  # another site
+                checked += 1
+                path, _, anchor = target.partition('#')
+                resolved = page
+                if path:
+                    resolved = os.path.normpath(os.path.join(os.path.dirname(page), path))
+                where = f'{os.path.relpath(page, ROOT)}:{number}: {target}'
+                if not os.path.exists(resolved):
+                    broken.append(f'{where}: no such file')
+                elif anchor:
+                    if not resolved.endswith('.md'):
+                        broken.append(f'{where}: an anchor into a file that is not Markdown')
+                    elif anchor not in anchors_of(resolved):
+                        broken.append(f'{where}: no heading makes the anchor "{anchor}"')
+    for problem in broken:
+        print(problem, file=sys.stderr)
+    print(f'check_links: {checked} relative links, {len(broken)} broken')
+    return 1 if broken else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
