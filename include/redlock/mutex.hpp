@@ -20,41 +20,51 @@
 
 namespace redlock {
 
-// A lock on one resource with a mutex-like interface, for code that prefers lock/unlock to
-// holding a lease. It owns at most one lease at a time; everything else (renewal, loss, release on
-// destruction) is the lease's.
-//
-// Completion tokens: as client's; without one, an async_ function returns a deferred operation.
-//
-// Thread safety: as client; use a mutex on the client's executor. The client must outlive it.
+/// A lock on one resource with a mutex-like interface, for code that prefers lock/unlock to
+/// holding a lease. It owns at most one lease at a time; everything else (renewal, loss, release on
+/// destruction) is the lease's.
+///
+/// @par Completion tokens
+/// As client's; without one, an async_ function returns a deferred operation.
+///
+/// @par Thread safety
+/// As client; use a mutex on the client's executor. The client must outlive it.
+///
+/// @see The guide: @ref md_docs_getting_started.
 class mutex {
  public:
+  /// The client's executor type.
   using executor_type = client::executor_type;
 
-  // Without `options`, lock_options{}: made here rather than as a default argument, for the g++ 12
-  // bug described at client's constructors.
+  /// Without `options`, lock_options{}: made here rather than as a default argument, for the g++ 12
+  /// bug described at client's constructors.
   mutex(client& owner, std::string resource) : mutex(owner, std::move(resource), lock_options{}) {}
+  /// A mutex on `resource`, acquired through `owner` with `options`.
   mutex(client& owner, std::string resource, lock_options options)
       : client_(&owner), resource_(std::move(resource)), options_(options) {}
 
+  /// The client's executor, on which the mutex is to be used.
   executor_type get_executor() const noexcept { return client_->get_executor(); }
+  /// The resource this mutex locks.
   const std::string& resource() const noexcept { return resource_; }
 
-  // True while this mutex holds the lock (the lease is held and not lost).
+  /// True while this mutex holds the lock (the lease is held and not lost).
   bool owns_lock() const noexcept { return lease_.held(); }
 
-  // The lease behind a locked mutex, e.g. to async_wait_lost on it. After a failed lock, the
-  // failed acquire's lease, whose diagnostics() name each node's answer.
+  /// The lease behind a locked mutex, e.g.\ to async_wait_lost on it. After a failed lock, the
+  /// failed acquire's lease, whose diagnostics() name each node's answer.
   lease& current_lease() noexcept { return lease_; }
 
-  // Acquires as client::async_acquire. Completion: void(error_code); errors as async_acquire, and
-  // error::invalid_argument if this mutex already owns the lock. Cancellation as async_acquire.
-  // With use_awaitable or use_future a failure is thrown as boost::system::system_error whose
-  // what() names the resource and each node's answer (current_lease().diagnostics()).
-  //
-  // Handler and executor: the handler is invoked through its associated executor (by default the
-  // client's), always posted, never from inside this call. Lifetimes: the mutex and its client
-  // must outlive the operation.
+  /// Acquires as client::async_acquire. Completion: void(error_code); errors as async_acquire, and
+  /// error::invalid_argument if this mutex already owns the lock. Cancellation as async_acquire.
+  /// With use_awaitable or use_future a failure is thrown as boost::system::system_error whose
+  /// what() names the resource and each node's answer (current_lease().diagnostics()).
+  ///
+  /// @par Handler and executor
+  /// As client::async_try_acquire.
+  ///
+  /// @par Lifetimes
+  /// The mutex and its client must outlive the operation.
   template <boost::asio::completion_token_for<void(boost::system::error_code)> CompletionToken =
                 detail::default_token_t<executor_type>>
   auto async_lock(CompletionToken&& token = CompletionToken()) {
@@ -67,13 +77,15 @@ class mutex {
     }
   }
 
-  // One round, as client::async_try_acquire. Completion: void(error_code, bool locked). The lock
-  // being held elsewhere is not an error: (success, false). Other failures: (error, false).
-  // Cancellation as async_try_acquire.
-  //
-  // Handler and executor: the handler is invoked through its associated executor (by default the
-  // client's), always posted, never from inside this call. Lifetimes: the mutex and its client
-  // must outlive the operation.
+  /// One round, as client::async_try_acquire. Completion: void(error_code, bool locked). The lock
+  /// being held elsewhere is not an error: (success, false). Other failures: (error, false).
+  /// Cancellation as async_try_acquire.
+  ///
+  /// @par Handler and executor
+  /// As client::async_try_acquire.
+  ///
+  /// @par Lifetimes
+  /// The mutex and its client must outlive the operation.
   template <boost::asio::completion_token_for<void(boost::system::error_code, bool)>
                 CompletionToken = detail::default_token_t<executor_type>>
   auto async_try_lock(CompletionToken&& token = CompletionToken()) {
@@ -81,12 +93,15 @@ class mutex {
         lock_op<true>{this}, token, client_->get_executor());
   }
 
-  // Releases as lease::async_release. Completion: void(error_code); error::not_held if this mutex
-  // does not own the lock (any more). The writes always go out, even if cancelled.
-  //
-  // Handler and executor: as lease::async_release. Lifetimes: the mutex may be destroyed once the
-  // operation has been launched (the release keeps what it needs); with a lazy token it must live
-  // until then.
+  /// Releases as lease::async_release. Completion: void(error_code); error::not_held if this mutex
+  /// does not own the lock (any more). The writes always go out, even if cancelled.
+  ///
+  /// @par Handler and executor
+  /// As lease::async_release.
+  ///
+  /// @par Lifetimes
+  /// The mutex may be destroyed once the operation has been launched (the release keeps what it
+  /// needs); with a lazy token it must live until then.
   template <boost::asio::completion_token_for<void(boost::system::error_code)> CompletionToken =
                 detail::default_token_t<executor_type>>
   auto async_unlock(CompletionToken&& token = CompletionToken()) {

@@ -15,4 +15,13 @@
 #include "redlock/semaphore.hpp"
 #include "redlock/with_lock.hpp"
 
+/// @namespace redlock
+/// A distributed lock over N independent Redis masters (the Redlock algorithm), for Boost.Asio.
+///
+/// A redlock::client holds a connection to each node; its acquires give a redlock::lease, which
+/// renews itself, reports its loss and releases with a token-checked script. On top of it:
+/// redlock::with_lock, redlock::mutex, redlock::semaphore, redlock::rw_lock, and sets of locks
+/// (redlock::client::async_acquire_all). The guide (docs/index.md) explains each; the umbrella
+/// header redlock/redlock.hpp includes the whole public API.
+
 #endif

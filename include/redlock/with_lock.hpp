@@ -15,19 +15,20 @@
 
 namespace redlock {
 
-// Acquires `resource` (client::async_acquire), runs `body(lease&)`, and always releases.
-//
-// If the lease is lost while the body runs, the body is cancelled (terminal cancellation at its
-// current co_await) and with_lock throws boost::system::system_error(error::lock_lost) once the
-// body has unwound. Acquire failures throw system_error with their code, and a message naming the
-// resource and what each node answered (lease::diagnostics). An exception from the body
-// is rethrown after the release. If the release finds that a quorum no longer held our key
-// (error::not_held), the body ran without the lock at some point and with_lock throws
-// system_error(error::lock_lost) rather than report success.
-//
-// F: callable as body(lease&) returning asio::awaitable<T>; anything else stops the compile with a
-// static_assert that says so. Runs on the calling coroutine's executor, which must be the
-// client's (or its strand).
+/// Acquires `resource` (client::async_acquire), runs `body(lease&)`, and always releases.
+///
+/// If the lease is lost while the body runs, the body is cancelled (terminal cancellation at its
+/// current co_await) and with_lock throws boost::system::system_error(error::lock_lost) once the
+/// body has unwound. Acquire failures throw system_error with their code, and a message naming the
+/// resource and what each node answered (lease::diagnostics). An exception from the body
+/// is rethrown after the release. If the release finds that a quorum no longer held our key
+/// (error::not_held), the body ran without the lock at some point and with_lock throws
+/// system_error(error::lock_lost) rather than report success.
+///
+/// @par F
+/// Callable as body(lease&) returning `asio::awaitable<T>`; anything else stops the compile with a
+/// static_assert that says so. Runs on the calling coroutine's executor, which must be the client's
+/// (or its strand).
 template <class F>
 auto with_lock(client& locks, std::string resource, lock_options options, F body) ->
     typename detail::with_lock_body<F>::type {
@@ -40,9 +41,9 @@ auto with_lock(client& locks, std::string resource, lock_options options, F body
   }
 }
 
-// The same for a set of locks: acquires all of `resources` as one lease
-// (client::async_acquire_all), runs `body(lease&)`, and always releases them all. Loss, errors,
-// the body's exceptions and F: as above.
+/// The same for a set of locks: acquires all of `resources` as one lease
+/// (client::async_acquire_all), runs `body(lease&)`, and always releases them all. Loss, errors,
+/// the body's exceptions and F: as above.
 template <class F>
 auto with_lock(client& locks, std::vector<std::string> resources, lock_options options, F body) ->
     typename detail::with_lock_body<F>::type {
