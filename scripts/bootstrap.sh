@@ -2,6 +2,9 @@
 # Installs what building and testing redlock-asio needs (prometheus-cpp for the metrics component
 # redlock::prometheus among it), with apt-get, and only what is missing.
 # Safe to run any number of times: when everything is present it changes nothing.
+#
+#   scripts/bootstrap.sh          what building and testing need
+#   scripts/bootstrap.sh --docs   and Doxygen, for the docs target (the API reference)
 set -euo pipefail
 
 packages=(
@@ -12,6 +15,14 @@ packages=(
   prometheus-cpp-dev
   python3
 )
+case "${1:-}" in
+  "") ;;
+  --docs) packages+=(doxygen) ;;
+  *)
+    echo "bootstrap.sh: unknown argument \"$1\" (expected nothing, or --docs)" >&2
+    exit 2
+    ;;
+esac
 
 missing=()
 for package in "${packages[@]}"; do

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds redlock-asio and checks it, failing on the first problem: the formatting of every C++
-# file (clang-format), the whole test suite on a normal optimized build and on an ASan+UBSan build,
+# file (clang-format), the links of the Markdown pages, the API reference (Doxygen, warnings as
+# errors), the whole test suite on a normal optimized build and on an ASan+UBSan build,
 # the threaded tests under ThreadSanitizer, and the RESP parser under libFuzzer (clang) for a
 # bounded time. Installs missing dependencies first. Each stage's build runs, at low priority,
 # while the previous stage's tests run (they leave about half of the cores idle).
@@ -19,7 +20,7 @@ Builds and checks everything, stopping at the first failure; installs what is mi
 Measured on two cores, each stage's build overlapping the previous stage's tests:
   format check (clang-format) and links in the Markdown pages  seconds
   release build, then its whole suite (ctest), benchmarks
-  smoke-run and both demos                                     about 25 minutes
+  smoke-run, the docs (Doxygen) and both demos                 about 25 minutes
   ASan+UBSan build and its whole suite                         about 12 minutes
   ThreadSanitizer: the threaded tests and the lock-core suites about 3 minutes
   libFuzzer on the RESP parser                                 2 minutes
@@ -54,7 +55,7 @@ esac
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-scripts/bootstrap.sh
+scripts/bootstrap.sh --docs
 
 jobs="$(nproc 2>/dev/null || echo 2)"
 
@@ -176,6 +177,8 @@ build_tsan_and_fuzz() {
 # Stage 1: the whole suite on a normal optimized build, with the benchmarks smoke-run and both
 # demos (the README's first command); the sanitizer build meanwhile.
 configure_and_build build/release -- "${release_flags[@]}"
+echo "== docs: the API reference and the guide (Doxygen; any warning fails)"
+cmake --build build/release --target docs
 if [ "$sanitize" = 1 ]; then
   start_in_background "$run_tmp/build-sanitize.log" build_sanitize
 fi
