@@ -64,6 +64,7 @@ echo "== clang-format check"
 find include src test examples bench tools -name '*.cpp' -o -name '*.hpp' | sort |
   xargs clang-format-14 --dry-run --Werror
 echo "== links in README.md, CHANGELOG.md and docs/"
+python3 scripts/check_links.py --self-test
 python3 scripts/check_links.py
 
 # No redis-server the tests start may outlive the run; other servers on the machine are none of our
