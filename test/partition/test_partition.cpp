@@ -323,15 +323,23 @@ BOOST_AUTO_TEST_CASE(renewal_keeps_the_lock_until_a_majority_is_cut_off) {
     const auto validity_end = lease.valid_until();
     const auto cut_at = steady_clock::now();
     fleet.partition({2});
+    // partition() runs `ip` on this thread, which also runs the client: on a loaded machine it
+    // can take seconds, during which no timer of the client can fire. The loss is due at the
+    // validity's end, or as soon as the client runs again if that is later.
+    const auto cut_done = steady_clock::now();
     const bool signalled = co_await eventually([&] { return lost; }, 5000ms, 5ms);
     BOOST_TEST_REQUIRE(signalled, "loss not signalled 5 s after the third partition");
     BOOST_TEST(lost_ec == error::lock_lost, lost_ec.message());
-    BOOST_TEST_MESSAGE("3 of 5 partitioned: loss signalled "
+    const auto due = std::max(validity_end, cut_done);
+    BOOST_TEST_MESSAGE("3 of 5 partitioned (the cut took "
+                       << ms_between(cut_at, cut_done) << " ms): loss signalled "
                        << ms_between(cut_at, lost_at) << " ms after the cut, "
                        << ms_between(validity_end, lost_at) << " ms after the validity end");
     BOOST_TEST((lost_at >= cut_at));
-    BOOST_TEST(ms_between(validity_end, lost_at) < 1000,
-               "signalled " << ms_between(validity_end, lost_at) << " ms after the validity end");
+    BOOST_TEST(ms_between(due, lost_at) < 1000,
+               "signalled " << ms_between(due, lost_at)
+                            << " ms after the validity end or the cut's end, whichever is later; "
+                            << lease.diagnostics());
     BOOST_TEST(!lease.held());
 
     auto [release_ec] = co_await lease.async_release(tuple_awaitable);
