@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <numeric>
 #include <random>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -268,49 +269,53 @@ run_result run_multi(const run_context& context) {
     r.quorum = st.quorum;
     r.errors.merge(st.errors, fmt::format("{} ", phase));
   };
-  for (const auto size : uncontended_sizes) {
-    for (const shape how : order) {
-      const auto tag = fmt::format("{}_{}", shape_name(how), size);
-      auto st = measure(
-          fmt::format("multi latency {} run {}", tag, context.run), 0s, [&](multi_state& s) {
-            return latency_work(nodes, how, names(prefix + "l" + tag + "-", size), sizes, s);
-          });
-      r.figures.push_back({"acquire_p50_us_" + tag, percentile(st.acquire_us, 0.50), 1});
-      r.figures.push_back({"acquire_p99_us_" + tag, percentile(st.acquire_us, 0.99), 1});
-      r.figures.push_back({"release_p50_us_" + tag, percentile(st.release_us, 0.50), 1});
-      tally(st, "latency " + tag);
+  // Every size and shape of one phase: measured, its figures recorded by record(tag, state).
+  const auto run_phase = [&](std::span<const std::size_t> set_sizes, std::string_view phase,
+                             clock_type::duration expected, const auto& work, const auto& record) {
+    for (const auto size : set_sizes) {
+      for (const shape how : order) {
+        const auto tag = fmt::format("{}_{}", shape_name(how), size);
+        const auto keys = fmt::format("{}{}-{}-", prefix, phase, tag);
+        auto st = measure(fmt::format("multi {} {} run {}", phase, tag, context.run), expected,
+                          [&](multi_state& s) { return work(how, keys, size, s); });
+        record(tag, st);
+        tally(st, fmt::format("{} {}", phase, tag));
+      }
     }
-  }
-  for (const auto size : uncontended_sizes) {
-    for (const shape how : order) {
-      const auto tag = fmt::format("{}_{}", shape_name(how), size);
-      auto st = measure(fmt::format("multi throughput {} run {}", tag, context.run),
-                        throughput_time, [&](multi_state& s) {
-                          return throughput_work(nodes, how, prefix + "t" + tag + "-", size,
-                                                 throughput_time, s);
-                        });
-      const double rate = st.seconds > 0 ? static_cast<double>(st.done) / st.seconds : 0;
-      r.figures.push_back({"sets_per_s_" + tag, rate, 1});
-      tally(st, "throughput " + tag);
-    }
-  }
+  };
+  run_phase(
+      uncontended_sizes, "latency", 0s,
+      [&](shape how, const std::string& keys, std::size_t size, multi_state& s) {
+        return latency_work(nodes, how, names(keys, size), sizes, s);
+      },
+      [&](const std::string& tag, const multi_state& st) {
+        r.figures.push_back({"acquire_p50_us_" + tag, percentile(st.acquire_us, 0.50), 1});
+        r.figures.push_back({"acquire_p99_us_" + tag, percentile(st.acquire_us, 0.99), 1});
+        r.figures.push_back({"release_p50_us_" + tag, percentile(st.release_us, 0.50), 1});
+      });
+  const auto rate = [](const multi_state& st) {
+    return st.seconds > 0 ? static_cast<double>(st.done) / st.seconds : 0;
+  };
+  run_phase(
+      uncontended_sizes, "throughput", throughput_time,
+      [&](shape how, const std::string& keys, std::size_t size, multi_state& s) {
+        return throughput_work(nodes, how, keys, size, throughput_time, s);
+      },
+      [&](const std::string& tag, const multi_state& st) {
+        r.figures.push_back({"sets_per_s_" + tag, rate(st), 1});
+      });
   std::size_t most_holders = 0;
-  for (const auto size : contended_sizes) {
-    for (const shape how : order) {
-      const auto tag = fmt::format("{}_{}", shape_name(how), size);
-      auto st = measure(fmt::format("multi contention {} run {}", tag, context.run),
-                        contention_time, [&](multi_state& s) {
-                          return contention_work(nodes, how, prefix + "c" + tag + "-", size,
-                                                 contention_time, s);
-                        });
-      const double rate = st.seconds > 0 ? static_cast<double>(st.done) / st.seconds : 0;
-      r.figures.push_back({"contended_sets_per_s_" + tag, rate, 1});
-      r.figures.push_back({"contended_wait_p50_us_" + tag, percentile(st.wait_us, 0.50), 1});
-      r.figures.push_back({"contended_wait_p99_us_" + tag, percentile(st.wait_us, 0.99), 1});
-      most_holders = std::max(most_holders, st.most_holders);
-      tally(st, "contention " + tag);
-    }
-  }
+  run_phase(
+      contended_sizes, "contention", contention_time,
+      [&](shape how, const std::string& keys, std::size_t size, multi_state& s) {
+        return contention_work(nodes, how, keys, size, contention_time, s);
+      },
+      [&](const std::string& tag, const multi_state& st) {
+        r.figures.push_back({"contended_sets_per_s_" + tag, rate(st), 1});
+        r.figures.push_back({"contended_wait_p50_us_" + tag, percentile(st.wait_us, 0.50), 1});
+        r.figures.push_back({"contended_wait_p99_us_" + tag, percentile(st.wait_us, 0.99), 1});
+        most_holders = std::max(most_holders, st.most_holders);
+      });
   r.figures.push_back({"most_holders_of_a_resource", static_cast<double>(most_holders), 0});
   r.figures.push_back({"errors", static_cast<double>(r.errors.total()), 0});
   return r;
