@@ -57,6 +57,8 @@ struct redis_server_options {
 // (PR_SET_PDEATHSIG) even when the test crashes. DEBUG is enabled for local connections. With
 // options.network_namespace the port is a free port of that namespace, and 127.0.0.1:port() is
 // that namespace's loopback: reachable only from inside it (bind_address from wherever it routes).
+// Its directory (log, configuration file, Unix socket) is in RAM-backed /dev/shm when that has
+// room, else in the temporary directory: see servers_root() in redis_fleet.cpp.
 class redis_server {
  public:
   explicit redis_server(redis_server_options options = {});  // starts and waits for PING
