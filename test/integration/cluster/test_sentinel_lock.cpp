@@ -7,6 +7,7 @@
 #include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "support/acquire_once.hpp"
+#include "support/background_thread.hpp"
 #include "support/exclusion_verdict.hpp"
 #include "support/fake_server.hpp"
 #include "support/lock_recorder.hpp"
@@ -145,16 +146,12 @@ BOOST_AUTO_TEST_CASE(a_requested_failover_is_followed_and_a_lease_held_across_it
     BOOST_TEST_REQUIRE(co_await replicated(group, "moving", lease.token()));
     const auto old_master = group.master();
 
-    std::atomic<bool> failed_over{false};
     std::size_t new_master = old_master;
     const auto requested = steady_clock::now();
-    std::thread nemesis([&] {
-      new_master = group.failover();
-      failed_over = true;
-    });
+    redlock::test::background_thread nemesis([&] { new_master = group.failover(); });
     // Probes all along: each waits up to 1 s, then the next one starts 20 ms later.
     std::vector<steady_clock::time_point> acquired;
-    while (!failed_over) {
+    while (!nemesis.finished()) {
       auto probe_options = lock_for(5s);
       probe_options.wait = 1s;
       auto [probe_ec, probe] =
@@ -362,12 +359,10 @@ BOOST_AUTO_TEST_CASE(a_redlock_with_a_sentinel_group_stays_exclusive_while_it_fa
   redis_sentinel group;
   redis_fleet fleet(2);
   redlock::test::history log;
-  std::atomic<bool> failing_over{true};
-  std::thread nemesis([&] {
+  redlock::test::background_thread nemesis([&] {
     std::this_thread::sleep_for(500ms);
     group.failover();
     std::this_thread::sleep_for(500ms);
-    failing_over = false;
   });
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     auto nodes = fleet.configs();
@@ -385,7 +380,7 @@ BOOST_AUTO_TEST_CASE(a_redlock_with_a_sentinel_group_stays_exclusive_while_it_fa
           io,
           [&, c]() -> asio::awaitable<void> {
             redlock::test::lock_recorder me(log, "client" + std::to_string(c), "shared");
-            while (failing_over) {
+            while (!nemesis.finished()) {
               auto options = redlock::test::plain_lock(1s);
               options.wait = 500ms;
               auto held = co_await me.acquire(*clients[c], options);
