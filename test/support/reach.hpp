@@ -2,6 +2,7 @@
 #define REDLOCK_TEST_SUPPORT_REACH_HPP
 
 #include "redlock/client.hpp"
+#include "redlock/inspection.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -24,6 +25,24 @@ inline boost::asio::awaitable<error_code> ping_until_answered(
   for (;;) {
     auto [ec] = co_await locks.async_ping(asio::as_tuple(asio::use_awaitable));
     if (!ec || std::chrono::steady_clock::now() >= deadline) co_return ec;
+    pause.expires_after(std::chrono::milliseconds(10));
+    co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+}
+
+// Inspects a probe key until every node answered, or `limit` passes; true once every node did.
+// ping_until_answered needs a quorum only: a test that reads what a request did on each node
+// needs every link up and past its handshake first.
+inline boost::asio::awaitable<bool> every_node_answers(
+    client& locks, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+  namespace asio = boost::asio;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  asio::steady_timer pause(co_await asio::this_coro::executor);
+  for (;;) {
+    auto [ec, seen] =
+        co_await locks.async_inspect("every-node-answers", asio::as_tuple(asio::use_awaitable));
+    if (seen.answered() == locks.size()) co_return true;
+    if (std::chrono::steady_clock::now() >= deadline) co_return false;
     pause.expires_after(std::chrono::milliseconds(10));
     co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
   }
