@@ -13,6 +13,7 @@
 #include "redlock/options.hpp"
 #include "redlock/rw_lock.hpp"
 #include "redlock/semaphore.hpp"
+#include "redlock/version.hpp"
 #include "redlock/with_lock.hpp"
 
 /// @namespace redlock

@@ -154,8 +154,8 @@ if(MODE STREQUAL "find_package")
   separate_arguments(pc_args UNIX_COMMAND "${pc_flags}")
   separate_arguments(extra_flags UNIX_COMMAND "${CXX_FLAGS}")
   run_step("compile the consumer with pkg-config's flags"
-    ${CXX_COMPILER} -std=c++20 ${extra_flags} ${CMAKE_CURRENT_LIST_DIR}/consumer/main.cpp
-    ${pc_args} -o ${WORK_DIR}/consumer_pkg_config)
+    ${CXX_COMPILER} -std=c++20 ${extra_flags} "-DREDLOCK_PACKAGE_VERSION=\"${pc_version}\""
+    ${CMAKE_CURRENT_LIST_DIR}/consumer/main.cpp ${pc_args} -o ${WORK_DIR}/consumer_pkg_config)
   # LD_LIBRARY_PATH: for a shared library, which pkg-config gives no run path for.
   run_step("run the pkg-config consumer against a closed port"
     ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${prefix}/${LIBDIR}

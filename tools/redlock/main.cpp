@@ -6,6 +6,7 @@
 #include "child_process.hpp"
 #include "exit_codes.hpp"
 #include "help.hpp"
+#include "redlock/version.hpp"
 #include "run_command.hpp"
 #include "status_command.hpp"
 #include "token_commands.hpp"
@@ -21,10 +22,6 @@
 #include <type_traits>
 #include <variant>
 #include <vector>
-
-#ifndef REDLOCK_CLI_VERSION
-#define REDLOCK_CLI_VERSION "unknown"
-#endif
 
 int main(int argc, char* argv[]) {
   namespace cli = redlock::cli;
@@ -44,7 +41,7 @@ int main(int argc, char* argv[]) {
             fmt::print("{}", cli::help_text(request.topic));
             return 0;
           } else if constexpr (std::is_same_v<request_type, cli::version_request>) {
-            fmt::print("redlock {}\n", REDLOCK_CLI_VERSION);
+            fmt::print("redlock {}\n", REDLOCK_VERSION_STRING);
             return 0;
           } else if constexpr (std::is_same_v<request_type, cli::run_options>) {
             return cli::run_command(request, inherited);

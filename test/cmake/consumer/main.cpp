@@ -8,6 +8,9 @@
 // makes one acquire round on a resource of its own and releases whatever it got. --expect held
 // exits 1 unless the lock was acquired and released; --expect refused exits 1 if it was acquired.
 // Exit 2: bad arguments or node list.
+//
+// The build passes REDLOCK_PACKAGE_VERSION, the version its package lookup reported; the headers
+// compiled here must say the same, or this does not compile.
 
 #include <redlock/redlock.hpp>
 
@@ -27,6 +30,13 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#ifdef REDLOCK_PACKAGE_VERSION
+static_assert(std::string_view(REDLOCK_VERSION_STRING) == REDLOCK_PACKAGE_VERSION,
+              "<redlock/version.hpp> is not the version of the package that was found");
+#endif
+static_assert(REDLOCK_VERSION ==
+              REDLOCK_VERSION_MAJOR * 10000 + REDLOCK_VERSION_MINOR * 100 + REDLOCK_VERSION_PATCH);
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -110,7 +120,8 @@ int main(int argc, char* argv[]) {
     // Generous: this checks that the package links and runs, not how fast a loaded host answers.
     client_options.node_timeout = 1s;
     redlock::client locks(io.get_executor(), std::move(nodes), client_options);
-    std::cout << "consumer: " << locks.size() << " node(s), quorum " << locks.quorum() << "\n";
+    std::cout << "consumer: redlock " << REDLOCK_VERSION_STRING << ", " << locks.size()
+              << " node(s), quorum " << locks.quorum() << "\n";
 
     const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
     asio::co_spawn(io, lock_once(locks, "redlock-consumer:" + std::to_string(stamp), out),
