@@ -49,6 +49,8 @@ class category final : public boost::system::error_category {
         return "the TLS connection to the node could not be set up";
       case error::certificate_rejected:
         return "the node's TLS certificate failed verification";
+      case error::wrong_node_kind:
+        return "the server is not of the kind its URL names";
     }
     return "unknown redlock error " + std::to_string(ev);
   }
@@ -84,7 +86,7 @@ class conditions final : public boost::system::error_category {
   static bool is_node_failure(error e) noexcept {
     return e == error::auth_failed || e == error::select_failed || e == error::permission_denied ||
            e == error::protocol_error || e == error::tls_handshake_failed ||
-           e == error::certificate_rejected;
+           e == error::certificate_rejected || e == error::wrong_node_kind;
   }
 
   static bool is_not_acquired(error e) noexcept {

@@ -44,6 +44,10 @@ enum class error {
   /// does not speak TLS, a TLS alert (e.g.\ the server requires a client certificate).
   tls_handshake_failed,
   certificate_rejected,  ///< the server's certificate failed verification: CA, name, expiry
+  /// The server is not of the kind its URL names: a Redis Cluster node given as `redis://` (it
+  /// answers MOVED or ASK), a sentinel given as `redis://` or `redis+cluster://`, or a plain server
+  /// given as `redis+sentinel://`. The message names the scheme to use.
+  wrong_node_kind,
 };
 
 /// Conditions that group the codes above (and others) by what a caller can do about them.
@@ -52,7 +56,7 @@ enum class condition {
   /// A node is set up so that the lock cannot work with it, and retrying will not change that until
   /// someone fixes the configuration: error::auth_failed, select_failed, permission_denied,
   /// protocol_error (the server does not speak RESP, or sent what the client refuses to parse),
-  /// tls_handshake_failed and certificate_rejected.
+  /// tls_handshake_failed, certificate_rejected and wrong_node_kind.
   /// An acquire fails with one of these at once, without retrying, when such nodes alone make a
   /// quorum impossible; the message names them.
   node_failure = 1,

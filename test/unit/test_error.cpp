@@ -14,7 +14,7 @@ BOOST_AUTO_TEST_SUITE(error)
 BOOST_AUTO_TEST_CASE(every_code_has_a_distinct_message_in_the_redlock_category) {
   std::set<std::string> messages;
   for (int e = static_cast<int>(redlock::error::invalid_argument);
-       e <= static_cast<int>(redlock::error::permission_denied); ++e) {
+       e <= static_cast<int>(redlock::error::wrong_node_kind); ++e) {
     const redlock::error_code ec = static_cast<redlock::error>(e);
     BOOST_TEST_CONTEXT("code " << e) {
       BOOST_TEST(ec.failed());
@@ -33,7 +33,8 @@ BOOST_AUTO_TEST_CASE(node_failure_condition_holds_exactly_the_lasting_node_error
   using redlock::condition;
   using redlock::error;
   for (const auto e : {error::auth_failed, error::select_failed, error::permission_denied,
-                       error::protocol_error}) {
+                       error::protocol_error, error::tls_handshake_failed,
+                       error::certificate_rejected, error::wrong_node_kind}) {
     const redlock::error_code ec = e;
     BOOST_TEST_CONTEXT(ec.message()) {
       BOOST_TEST((ec == condition::node_failure));
