@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <initializer_list>
 #include <string_view>
 #include <utility>
@@ -324,6 +325,21 @@ const script& multi_release_script() {
       "if mine == #KEYS then return 1 end "
       "return 0");
   return lua;
+}
+
+bool acquire_granted(const resp::value& reply) noexcept {
+  if (reply.kind == resp::type::simple_string) return true;
+  if (reply.kind != resp::type::array || reply.elements.empty()) return false;
+  return std::all_of(reply.elements.begin(), reply.elements.end(),
+                     [](const resp::value& e) { return e.kind == resp::type::integer; });
+}
+
+bool slot_acquire_granted(const resp::value& reply) noexcept {
+  return reply.kind == resp::type::integer || acquire_granted(reply);
+}
+
+bool script_acted(const resp::value& reply) noexcept {
+  return reply.kind == resp::type::integer && reply.integer == 1;
 }
 
 const script& release_script_for(hold_kind kind) {

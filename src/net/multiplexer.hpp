@@ -114,6 +114,14 @@ struct request_options {
   // unsubscribe can be pushed by the server itself (a shard channel's slot moved away), so it
   // must not be sent this way.
   bool reply_is_push = false;
+
+  // For a write that node_config::wait_replicas follows with WAIT: whether its reply is one that
+  // counts only once replicated (a grant, an extension, a write-back). Any other reply (a refusal)
+  // is the node's answer as it came, whatever WAIT says: it granted nothing that a failover could
+  // lose, and what it tells (the holder's PTTL, a mark it set) must reach the operation. Null:
+  // every reply that is not an error counts only once replicated. Read by the lock nodes, never
+  // by the connection.
+  bool (*counts_once_replicated)(const resp::value& reply) = nullptr;
 };
 
 // Counters for tests and benchmarks. `writes` counts socket writes, so `requests_written / writes`

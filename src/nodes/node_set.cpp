@@ -127,6 +127,9 @@ request_options node_set::rules_for(lock_request kind, std::chrono::milliseconds
   per_node.timeout = options_.node_timeout;
   switch (kind) {
     case lock_request::set:
+      per_node.skip_if_unresponsive = true;
+      per_node.counts_once_replicated = &acquire_granted;
+      break;
     case lock_request::ping:
     case lock_request::read:
       per_node.skip_if_unresponsive = true;
@@ -134,6 +137,7 @@ request_options node_set::rules_for(lock_request kind, std::chrono::milliseconds
     case lock_request::set_asking_ttl:
       per_node.skip_if_unresponsive = true;
       per_node.eval_fallback = &acquire_script();
+      per_node.counts_once_replicated = &acquire_granted;
       // Not resent as EVAL: a SET that ran after its round's cleanup release would leave a key
       // behind. The node's vote is lost for this round, and the script is loaded again.
       per_node.noscript_is_final = true;
@@ -141,26 +145,31 @@ request_options node_set::rules_for(lock_request kind, std::chrono::milliseconds
     case lock_request::fenced_set:
       per_node.skip_if_unresponsive = true;
       per_node.eval_fallback = &fenced_acquire_script();
+      per_node.counts_once_replicated = &acquire_granted;
       per_node.noscript_is_final = true;  // as set_asking_ttl
       break;
     case lock_request::slot_set:
       per_node.skip_if_unresponsive = true;
       per_node.eval_fallback = &semaphore_acquire_script();
+      per_node.counts_once_replicated = &slot_acquire_granted;
       per_node.noscript_is_final = true;  // as set_asking_ttl
       break;
     case lock_request::read_set:
       per_node.skip_if_unresponsive = true;
       per_node.eval_fallback = &rw_read_acquire_script();
+      per_node.counts_once_replicated = &acquire_granted;
       per_node.noscript_is_final = true;  // as set_asking_ttl
       break;
     case lock_request::write_set:
       per_node.skip_if_unresponsive = true;
       per_node.eval_fallback = &rw_write_acquire_script();
+      per_node.counts_once_replicated = &acquire_granted;
       per_node.noscript_is_final = true;  // as set_asking_ttl
       break;
     case lock_request::multi_set:
       per_node.skip_if_unresponsive = true;
       per_node.eval_fallback = &multi_acquire_script();
+      per_node.counts_once_replicated = &acquire_granted;
       per_node.noscript_is_final = true;  // as set_asking_ttl
       break;
     case lock_request::fence_write_back:
@@ -168,20 +177,24 @@ request_options node_set::rules_for(lock_request kind, std::chrono::milliseconds
       // validity, and the acquire fails (and releases) when a quorum does not confirm in time.
       per_node.skip_if_unresponsive = true;
       per_node.eval_fallback = &fence_write_back_script();
+      per_node.counts_once_replicated = &script_acted;
       break;
     case lock_request::extend:
       per_node.skip_if_unresponsive = true;
       per_node.eval_fallback = &extend_script();
+      per_node.counts_once_replicated = &script_acted;
       per_node.noscript_is_final = true;
       break;
     case lock_request::read_extend:
       per_node.skip_if_unresponsive = true;
       per_node.eval_fallback = &rw_read_extend_script();
+      per_node.counts_once_replicated = &script_acted;
       per_node.noscript_is_final = true;
       break;
     case lock_request::multi_extend:
       per_node.skip_if_unresponsive = true;
       per_node.eval_fallback = &multi_extend_script();
+      per_node.counts_once_replicated = &script_acted;
       per_node.noscript_is_final = true;  // as extend
       break;
     case lock_request::release:

@@ -18,8 +18,10 @@ shared_payload wait_command(unsigned wanted, std::chrono::milliseconds node_time
 
 write_answer after_replica_wait(boost::system::error_code write_ec, const resp::value& write_reply,
                                 boost::system::error_code wait_ec, const resp::value& wait_reply,
-                                unsigned wanted, std::string_view server) {
+                                unsigned wanted, std::string_view server,
+                                bool (*counts)(const resp::value&)) {
   if (write_ec || write_reply.is_error()) return {write_ec, write_reply};
+  if (counts != nullptr && !counts(write_reply)) return {{}, write_reply};
   if (!wait_ec && wait_reply.kind == resp::type::integer &&
       wait_reply.integer >= static_cast<long long>(wanted)) {
     return {{}, write_reply};

@@ -21,16 +21,19 @@ namespace redlock::detail {
 shared_payload wait_command(unsigned wanted, std::chrono::milliseconds node_timeout);
 
 // The node's answer to a write followed by WAIT. The write's failure stays as it was (the WAIT
-// changes nothing then); a write that succeeded counts only when WAIT answered at least `wanted`:
-// otherwise the answer is an error reply "NOREPLICAS ..." naming `server` and the counts, which an
-// operation reads as a failed vote (and, for a SET that may have been granted, cleans up).
+// changes nothing then), and so does a reply that `counts` (request_options::
+// counts_once_replicated; null: any reply) says is not a write to be replicated, such as a
+// refusal. A write that succeeded counts only when WAIT answered at least `wanted`: otherwise the
+// answer is an error reply "NOREPLICAS ..." naming `server` and the counts, which an operation
+// reads as a failed vote (and, for a SET that may have been granted, cleans up).
 struct write_answer {
   boost::system::error_code ec;
   resp::value reply;
 };
 write_answer after_replica_wait(boost::system::error_code write_ec, const resp::value& write_reply,
                                 boost::system::error_code wait_ec, const resp::value& wait_reply,
-                                unsigned wanted, std::string_view server);
+                                unsigned wanted, std::string_view server,
+                                bool (*counts)(const resp::value&) = nullptr);
 
 }  // namespace redlock::detail
 

@@ -15,14 +15,19 @@ using boost::system::error_code;
 // both replies are in (after_replica_wait).
 class replicated_write final : public reply_sink {
  public:
-  replicated_write(sink_ref inner, std::size_t tag, unsigned wanted, std::string server)
-      : inner_(std::move(inner)), tag_(tag), wanted_(wanted), server_(std::move(server)) {}
+  replicated_write(sink_ref inner, std::size_t tag, unsigned wanted, std::string server,
+                   bool (*counts)(const resp::value&))
+      : inner_(std::move(inner)),
+        tag_(tag),
+        wanted_(wanted),
+        server_(std::move(server)),
+        counts_(counts) {}
 
   void on_reply(std::size_t which, error_code ec, const resp::value& reply) override {
     (which == 0 ? write_ : wait_).emplace(ec, reply);
     if (!write_ || !wait_) return;
     const auto answer = after_replica_wait(write_->first, write_->second, wait_->first,
-                                           wait_->second, wanted_, server_);
+                                           wait_->second, wanted_, server_, counts_);
     inner_->on_reply(tag_, answer.ec, answer.reply);
   }
   void add_ref() noexcept override { ++refs_; }
@@ -35,6 +40,7 @@ class replicated_write final : public reply_sink {
   std::size_t tag_;
   unsigned wanted_;
   std::string server_;
+  bool (*counts_)(const resp::value&);
   std::optional<std::pair<error_code, resp::value>> write_, wait_;
   unsigned refs_ = 0;
 };
@@ -50,7 +56,8 @@ template <typename Payload>
 void standalone_node::send(const request& what, const Payload& payload, reply_sink& sink,
                            std::size_t tag, std::chrono::steady_clock::time_point now) {
   if (what.replicas == 0) return conn_->exec_direct(payload, what.rules, sink, tag, now);
-  sink_ref paired(new replicated_write(sink_ref(&sink), tag, what.replicas, config().address()));
+  sink_ref paired(new replicated_write(sink_ref(&sink), tag, what.replicas, config().address(),
+                                       what.rules.counts_once_replicated));
   conn_->exec_direct(payload, what.rules, *paired.get(), 0, now);
   request_options wait_rules = what.rules;
   wait_rules.eval_fallback = nullptr;

@@ -183,17 +183,13 @@ class acquire_op final : public abortable,
   // with the lease.
   void write_back_fence(steady_clock::time_point valid_until);
 
-  // The write-back of `resource` (by index: fenced_resource) in round number `round` decided.
+  // The write-back of `resource` (by index into fenced_keys_) in round number `round` decided.
   // The acquire holds once every resource's is confirmed, and fails with the first that is not.
   void fence_written_back(unsigned round, std::size_t resource, bool confirmed,
                           const node_answers& answers, steady_clock::time_point valid_until);
 
   // Keeps the counters of `node`'s grant (one per resource of a set).
   void note_fences(std::size_t node, const set_answer& answer);
-  // How many resources have fencing tokens: a set's, else one.
-  std::size_t fenced_resources() const noexcept;
-  // The lock key of fenced resource number `r`.
-  const std::string& fenced_resource(std::size_t r) const noexcept;
 
   // Waits, from `now`, for the lock to become free as the strategy knows it; with `due_now` only
   // for the wake-up jitter.
@@ -234,8 +230,14 @@ class acquire_op final : public abortable,
   void clean_up_failed_round(const std::vector<bool>& targets);
 
   // Deletes the marks this acquire may have left on the nodes (a waiting writer's), on every
-  // node; announced, since readers queued behind them may go now.
-  void drop_marks();
+  // node or on those in `only`; announced, since readers queued behind them may go now.
+  void drop_marks(const std::vector<bool>* only = nullptr);
+
+  // An answer of any round of this acquire from `node` set a mark. Before the acquire ends the
+  // strategy keeps it in mind; once it has ended without the lock (its marks already dropped, or
+  // none known then), the mark is deleted on that node at once: the deletion follows the answer's
+  // request there. A writer that holds deletes its marks with its release.
+  void note_mark(std::size_t node);
 
   void on_earlier_answer(std::size_t of_ballot, std::size_t node, error_code ec,
                          const resp::value& reply) override;
@@ -291,8 +293,10 @@ class acquire_op final : public abortable,
   resource_queue* queue_ = nullptr;     // set while this op is in it
   // A set's other resources' queues (strategy_->queue_keys() after the first), while in them.
   std::vector<resource_queue*> more_queues_;
-  // Fenced rounds: by resource (a lock has one, a set one per resource), each granting node's
-  // counter as its grant answered before the decision.
+  // Fenced rounds: what the current round fences (round_strategy::fenced_keys), and by resource
+  // (a lock has one, a set one per resource) each granting node's counter as its grant answered
+  // before the decision.
+  std::vector<round_strategy::fenced_key> fenced_keys_;
   std::vector<std::vector<std::optional<std::uint64_t>>> fences_;
   // The held round's fencing tokens by resource, while they are written back.
   std::vector<std::uint64_t> fence_tokens_;

@@ -49,8 +49,10 @@ void acquire_op::begin_round() {
     covered_round_ = false;
   }
   open_round(request->form);
-  if (lease_->options.fencing)
-    fences_.assign(fenced_resources(), std::vector<std::optional<std::uint64_t>>(nodes().size()));
+  if (lease_->options.fencing) {
+    fenced_keys_ = strategy_->fenced_keys();
+    fences_.assign(fenced_keys_.size(), std::vector<std::optional<std::uint64_t>>(nodes().size()));
+  }
   if (request->shared) {
     nodes().send(request->key, request->shared, *this, open_ballot(), request->kind);
   } else {
@@ -68,6 +70,7 @@ void acquire_op::open_round(set_form form) {
 
 void acquire_op::on_answer(std::size_t node, error_code ec, const resp::value& reply) {
   set_answer answer = read_set_reply(ec, reply, form_);
+  if (answer.marked && stage_ == stage::finished) note_mark(node);
   if (form_ == set_form::fenced_set && answer.what == node_answer::kind::yes &&
       answer.counters.size() != fences_.size()) {
     // Not the script this client sent: no vote.
@@ -165,14 +168,6 @@ void acquire_op::note_fences(std::size_t node, const set_answer& answer) {
     fences_[r][node] = answer.counters[r];
 }
 
-std::size_t acquire_op::fenced_resources() const noexcept {
-  return lease_->kind == hold_kind::set ? lease_->resources.size() : 1;
-}
-
-const std::string& acquire_op::fenced_resource(std::size_t r) const noexcept {
-  return lease_->kind == hold_kind::set ? lease_->resources[r] : lease_->resource;
-}
-
 void acquire_op::write_back_fence(steady_clock::time_point valid_until) {
   std::vector<bool> still_pending(nodes().size(), false);
   for (std::size_t i = 0; i < nodes().size(); ++i)
@@ -209,8 +204,8 @@ void acquire_op::write_back_fence(steady_clock::time_point valid_until) {
   // A copy: send() may complete the acquire, which drops write_backs_.
   const auto write_backs = write_backs_;
   for (std::size_t r = 0; r < write_backs.size(); ++r) {
-    write_backs[r]->send(fenced_resource(r), lease_->token, fence_tokens_[r], counters[r],
-                         still_pending);
+    write_backs[r]->send(fenced_keys_[r].key, fenced_keys_[r].counter, lease_->token,
+                         fence_tokens_[r], counters[r], still_pending);
     if (stage_ != stage::fencing) return;  // decided by that one
   }
 }
@@ -232,7 +227,7 @@ void acquire_op::fence_written_back(unsigned round, std::size_t resource, bool c
     }
     return succeed(valid_until);
   }
-  const std::string& key = fenced_resource(resource);
+  const auto& fenced = fenced_keys_[resource];
   // Like a failed round: release what this round may have set, then try again or end.
   release_where(round_->cleanup_targets(), lease_->resource, lease_->token);
   const error_code code =
@@ -249,7 +244,7 @@ void acquire_op::fence_written_back(unsigned round, std::size_t resource, bool c
                       "{} nodes: {}",
                       subject(), nodes().quorum(), nodes().size(),
                       nodes().describe(answers, "raised", "the key was no longer ours", nullptr,
-                                       quoted_keys({key, fencing_counter_key(key)})));
+                                       quoted_keys({fenced.key, fenced.counter})));
   space_->log(log_level::debug, lease_->diagnostics);
   if (single_round_) return finish(code);
   if (deadline_ && now >= *deadline_) return finish(error::wait_timeout);
@@ -292,9 +287,17 @@ void acquire_op::release_where(const std::vector<bool>& targets, const std::stri
                               space_->options().release_channel, lease_->options.ttl, &targets);
 }
 
-void acquire_op::drop_marks() {
+void acquire_op::drop_marks(const std::vector<bool>* only) {
   nodes().release_best_effort(strategy_->round_hold(lease_->resource, true), lease_->token,
-                              space_->options().release_channel, lease_->options.ttl);
+                              space_->options().release_channel, lease_->options.ttl, only);
+}
+
+void acquire_op::note_mark(std::size_t node) {
+  if (stage_ != stage::finished) return strategy_->mark_seen();
+  if (acquired_) return;
+  std::vector<bool> only(nodes().size(), false);
+  only[node] = true;
+  drop_marks(&only);
 }
 
 void acquire_op::clean_up_failed_round(const std::vector<bool>& targets) {
@@ -310,8 +313,15 @@ void acquire_op::clean_up_failed_round(const std::vector<bool>& targets) {
 void acquire_op::on_earlier_answer(std::size_t of_ballot, std::size_t node, error_code ec,
                                    const resp::value& reply) {
   const auto form = cleanups_.find_form(of_ballot);
-  if (!form) return;
+  if (!form) {
+    // No cleanup waits for it: a refusal (a grant would have one). Only a writer's mark matters;
+    // every round of a writer has the same form.
+    const bool writer = form_ == set_form::write || form_ == set_form::fenced_write;
+    if (writer && read_set_reply(ec, reply, form_).marked) note_mark(node);
+    return;
+  }
   auto answer = read_set_reply(ec, reply, *form);
+  if (answer.marked) note_mark(node);
   settle_deferred_cleanup(of_ballot, node,
                           make_answer(answer.what, ec, reply, std::move(answer.detail)));
 }

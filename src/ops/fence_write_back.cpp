@@ -18,16 +18,15 @@ fence_write_back::fence_write_back(std::shared_ptr<lock_space> space, on_decided
       quorum_(space_->nodes().size(), space_->nodes().quorum()),
       answers_(space_->nodes().size()) {}
 
-void fence_write_back::send(const std::string& resource, const std::string& token,
-                            std::uint64_t fence,
+void fence_write_back::send(const std::string& key, const std::string& counter,
+                            const std::string& token, std::uint64_t fence,
                             const std::vector<std::optional<std::uint64_t>>& counters,
                             const std::vector<bool>& still_pending) {
-  const std::string counter = fencing_counter_key(resource);
   const std::string fence_text = std::to_string(fence);
-  const std::string_view keys[] = {resource, counter};
+  const std::string_view keys[] = {key, counter};
   const std::string_view args[] = {token, fence_text};
   payload_ = encode_evalsha(fence_write_back_script(), keys, args);
-  key_ = resource;
+  key_ = key;
   first_tag_ = open_ballot();
   const auto targets = quorum_.start(fence, counters, still_pending);
   for (std::size_t i = 0; i < answers_.size(); ++i)

@@ -42,6 +42,9 @@ class lock_rounds final : public ttl_watching_rounds {
     return !fencing || keys_share_hash_slot(resource_);
   }
   bool hold(resource_queue& queue, lease_state& lease) override;
+  std::vector<fenced_key> fenced_keys() const override {
+    return {{resource_, fencing_counter_key(resource_)}};
+  }
 
  private:
   std::string resource_;

@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace redlock::detail {
 
@@ -156,9 +157,24 @@ class round_strategy {
   // deletes them.
   virtual bool marks_may_stand() const { return false; }
 
+  // An answer that no round counts any more (one of an earlier round, after the next one opened)
+  // set a mark of this acquire: it may stand, and goes when the acquire ends.
+  virtual void mark_seen() {}
+
   // With fencing: whether a held round's token is written back (fence_write_back) before the
   // lease is handed out. A reader's is not: it only reads the counter.
   virtual bool writes_back_fence() const { return true; }
+
+  // What a fenced round fences: per resource (a set's, in the order of its grants' counters; one
+  // for any other lock), the key the round set to its token, which the write-back checks, and the
+  // counter its grants incremented, which the write-back raises. The two must name the counter of
+  // the same resource: a write-back to another key would leave the grants' counter behind, and a
+  // later holder granted by other nodes would get a smaller token.
+  struct fenced_key {
+    std::string key;
+    std::string counter;
+  };
+  virtual std::vector<fenced_key> fenced_keys() const = 0;
 };
 
 }  // namespace redlock::detail

@@ -69,6 +69,7 @@ std::optional<round_strategy::round_request> rw_rounds::next_round(const round_i
             encode_evalsha(rw_read_acquire_script(), used_keys, std::span(args, 3))),
     };
   }
+  marks_may_stand_ = true;
   return round_request{
       .form = in.fencing ? set_form::fenced_write : set_form::write,
       .kind = lock_request::write_set,
@@ -82,7 +83,7 @@ void rw_rounds::record(std::size_t node, const set_answer& answer, steady_clock:
   holders_.record(node, answer, now);
   if (answer.marked && node < marked_.size()) {
     marked_[node] = true;
-    marks_may_stand_ = true;
+    marks_seen_ = true;
   }
 }
 
@@ -96,7 +97,7 @@ void rw_rounds::learn(const node_answers& answers, std::size_t quorum, steady_cl
     renew_marks_by_ = now + ttl_ / 3;
   } else {
     renew_marks_by_.reset();
-    marks_to_drop_ = marks_may_stand_;
+    marks_to_drop_ = marks_seen_;
   }
 }
 
@@ -104,7 +105,7 @@ bool rw_rounds::late_refusal(std::size_t node, const set_answer& answer,
                              steady_clock::time_point now, double drift_factor, bool watching) {
   // A late mark counts for nothing now (the round was decided without it) but must still be
   // deleted when the acquire ends.
-  if (answer.marked && node < marked_.size()) marks_may_stand_ = true;
+  if (answer.marked && node < marked_.size()) marks_seen_ = true;
   return holders_.late_refusal(node, answer, now, drift_factor, watching);
 }
 
@@ -160,6 +161,7 @@ hold_keys rw_rounds::round_hold(std::string_view key, bool with_mark) const {
 bool rw_rounds::take_marks_to_drop() {
   if (!marks_to_drop_) return false;
   marks_to_drop_ = false;
+  marks_seen_ = false;
   marks_may_stand_ = false;
   return true;
 }

@@ -25,8 +25,12 @@ namespace redlock::detail {
 //  - After a round with marks on fewer nodes (two writers split the nodes' marks, or nodes
 //    failed), it deletes its marks on every node and backs off like a split vote: marks that no
 //    quorum carries would only hold readers back and leave the writers deadlocked.
-//  - An acquire that ends without the lock deletes its marks (acquire_op::finish); a writer's
-//    lease deletes those left on nodes that did not grant it when it releases.
+//  - An acquire that ends without the lock deletes its marks (acquire_op::finish) whenever a
+//    round was sent since its marks were last deleted: a round's answer may come after the end,
+//    or never (a timeout), or after the next round opened, and may have set a mark all the same.
+//    The deletion follows every earlier request of the acquire on each node, so it finds every
+//    mark they set. A writer's lease deletes those left on nodes that did not grant it when it
+//    releases.
 // Fairness given: a writer whose marks stand on a quorum is not overtaken by readers that arrive
 // after them; readers already holding keep their holds until they release or expire. Among
 // writers, the one whose marks stand goes first; others back off.
@@ -72,7 +76,11 @@ class rw_rounds final : public round_strategy {
   hold_keys round_hold(std::string_view key, bool with_mark) const override;
   bool take_marks_to_drop() override;
   bool marks_may_stand() const override { return marks_may_stand_; }
+  void mark_seen() override { marks_seen_ = marks_may_stand_ = true; }
   bool writes_back_fence() const override { return which_ == side::write; }
+  // A writer fences the lock's one counter, `{NAME}:fence`, which its grants and every reader
+  // read; never one named after the writer's key. A reader's token is read, never written back.
+  std::vector<fenced_key> fenced_keys() const override { return {{writer_key_, counter_key_}}; }
 
  private:
   std::string name_;
@@ -90,7 +98,9 @@ class rw_rounds final : public round_strategy {
   // Set after learn while the last round's marks stand on a quorum: when they must be renewed.
   std::optional<steady_clock::time_point> renew_marks_by_;
   bool marks_to_drop_ = false;
-  // Some round of this acquire may have left a mark on some node.
+  // Some answer of this acquire set a mark since its marks were last deleted.
+  bool marks_seen_ = false;
+  // A writer's round was sent since its marks were last deleted: a mark may stand.
   bool marks_may_stand_ = false;
 };
 

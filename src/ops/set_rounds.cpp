@@ -110,6 +110,14 @@ bool set_rounds::hold(resource_queue& queue, lease_state& lease) {
   return false;
 }
 
+std::vector<round_strategy::fenced_key> set_rounds::fenced_keys() const {
+  std::vector<fenced_key> fenced;
+  fenced.reserve(resources_.size());
+  for (const auto& resource : resources_)
+    fenced.push_back({resource, fencing_counter_key(resource)});
+  return fenced;
+}
+
 hold_keys set_rounds::round_hold(std::string_view key, bool) const {
   return hold_keys{.kind = hold_kind::set,
                    .key = key,

@@ -47,6 +47,7 @@ class set_rounds final : public ttl_watching_rounds {
   std::string cross_slot_problem(bool fencing) const override;
   bool hold(resource_queue& queue, lease_state& lease) override;
   hold_keys round_hold(std::string_view key, bool with_mark) const override;
+  std::vector<fenced_key> fenced_keys() const override;
 
  private:
   std::string problem_;  // normalize_set's; before resources_, which it is made with

@@ -66,6 +66,10 @@ class slot_rounds final : public round_strategy {
   std::string keys_of_round(bool fencing) const override;
   bool keys_in_one_slot(bool) const override { return keys_share_hash_slot(name_); }
   bool hold(resource_queue& queue, lease_state& lease) override;
+  // Each slot has a counter of its own: the tried slot's.
+  std::vector<fenced_key> fenced_keys() const override {
+    return {{slot_keys_[tried_], fencing_counter_key(slot_keys_[tried_])}};
+  }
 
  private:
   // The slots not to try: those this client's leases hold, and in a try those it has tried.

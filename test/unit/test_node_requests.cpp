@@ -5,6 +5,7 @@
 #include "nodes/peer_registry.hpp"
 #include "nodes/replica_wait.hpp"
 #include "redlock/error.hpp"
+#include "scripts.hpp"
 #include "support/printing.hpp"
 #include "unit/resp_values.hpp"
 
@@ -78,6 +79,50 @@ BOOST_AUTO_TEST_CASE(a_failed_write_stays_as_it_was) {
   const auto refused =
       after_replica_wait({}, error_reply("NOSCRIPT no script"), {}, integer(1), 1, "n");
   BOOST_TEST(refused.reply.text == "NOSCRIPT no script");
+}
+
+// WAIT follows only the writes that grant or extend: a refusal is the node's answer as it came
+// (its holder's PTTL, or a writer's mark set beside it), whatever WAIT says, so that a contended
+// round is reported as contended and a mark it set is known and deleted.
+BOOST_AUTO_TEST_CASE(a_refusal_is_the_answer_whatever_wait_says) {
+  using redlock::detail::acquire_granted;
+  using redlock::detail::script_acted;
+  using redlock::detail::slot_acquire_granted;
+  using redlock::test::reply::array;
+  using redlock::test::reply::bulk;
+  using redlock::test::reply::nil;
+  struct row {
+    const char* what;
+    resp::value reply;
+    bool (*counts)(const resp::value&);
+    bool replicated;  // counts only once WAIT confirms it
+  };
+  const row rows[] = {
+      {"a SET's grant", ok(), &acquire_granted, true},
+      {"a SET's refusal", nil(), &acquire_granted, false},
+      {"a refusal with the holder's PTTL", integer(1), &acquire_granted, false},
+      {"a fenced grant", array({integer(7)}), &acquire_granted, true},
+      {"a set's fenced grant", array({integer(7), integer(3)}), &acquire_granted, true},
+      {"a writer refused by readers, its mark set", array({bulk("readers"), integer(900)}),
+       &acquire_granted, false},
+      {"a semaphore's fenced grant", integer(4), &slot_acquire_granted, true},
+      {"a semaphore's grant", ok(), &slot_acquire_granted, true},
+      {"a semaphore's refusal", bulk("-2,900"), &slot_acquire_granted, false},
+      {"a semaphore of another size", array({bulk("permits"), bulk("3")}), &slot_acquire_granted,
+       false},
+      {"an extension", integer(1), &script_acted, true},
+      {"an extension of a key no longer ours", integer(0), &script_acted, false},
+  };
+  for (const auto& r : rows) {
+    BOOST_TEST_CONTEXT(r.what) {
+      const auto answer = after_replica_wait({}, r.reply, {}, integer(0), 1, "n", r.counts);
+      if (r.replicated) {
+        BOOST_TEST(answer.reply.error_code_word() == "NOREPLICAS");
+      } else {
+        BOOST_TEST((answer.reply == r.reply));
+      }
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

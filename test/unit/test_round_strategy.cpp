@@ -54,6 +54,7 @@ namespace {
 constexpr auto yes = node_answer::kind::yes;
 constexpr auto no = node_answer::kind::no;
 constexpr auto failed = node_answer::kind::failed;
+constexpr auto pending = node_answer::kind::pending;
 constexpr double drift = 0.01;
 
 round_strategy::round_inputs inputs(bool first, bool fencing = false, bool competing = false) {
@@ -414,6 +415,32 @@ BOOST_AUTO_TEST_CASE(marks_on_fewer_than_a_quorum_are_dropped_once) {
   BOOST_REQUIRE(writer.next_round(inputs(false), random));
   writer.late_refusal(4, refusal_by_readers(5000), now, drift, false);
   BOOST_TEST(writer.marks_may_stand());
+}
+
+// A round whose answer never comes (a timeout), comes after the acquire ended, or after the next
+// round opened may have set a mark all the same: from a writer's first round on, until its marks
+// are deleted, the acquire deletes them when it ends. A round refused only by another writer
+// deletes nothing on its own (no mark of ours was seen).
+BOOST_AUTO_TEST_CASE(a_writers_marks_may_stand_from_its_first_round_until_they_are_dropped) {
+  std::minstd_rand random(1);
+  rw_rounds writer("doc", rw_rounds::side::write, "mark-id");
+  BOOST_TEST(!writer.marks_may_stand());
+  BOOST_REQUIRE(writer.next_round(inputs(false), random));
+  BOOST_TEST(writer.marks_may_stand(), "an answer still to come may set a mark");
+  const auto now = steady_clock::now();
+  for (std::size_t node = 0; node < 3; ++node)
+    writer.record(node, refusal_with_pttl(8000), now);
+  writer.learn(answers_of({no, no, no, pending, pending}), 3, now, drift);
+  BOOST_TEST(!writer.take_marks_to_drop());
+  BOOST_TEST(writer.marks_may_stand());
+  // An earlier round's answer that set a mark after the next round opened.
+  BOOST_REQUIRE(writer.next_round(inputs(false), random));
+  writer.mark_seen();
+  for (std::size_t node = 0; node < 3; ++node)
+    writer.record(node, refusal_with_pttl(8000), now);
+  writer.learn(answers_of({no, no, no, pending, pending}), 3, now, drift);
+  BOOST_TEST(writer.take_marks_to_drop());
+  BOOST_TEST(!writer.marks_may_stand());
 }
 
 BOOST_AUTO_TEST_CASE(a_reader_never_marks_and_announcements_free_its_nodes) {

@@ -94,8 +94,9 @@ class routed_request final : public reply_sink {
   }
 
   void finish_replicated() {
-    const auto result = after_replica_wait(written_->first, written_->second, waited_->first,
-                                           waited_->second, replicas_, endpoint_text(sent_to_));
+    const auto result =
+        after_replica_wait(written_->first, written_->second, waited_->first, waited_->second,
+                           replicas_, endpoint_text(sent_to_), rules_.counts_once_replicated);
     answer(result.ec, result.reply);
   }
 
