@@ -78,8 +78,10 @@ local_queues::lease_release lease_state::release_on_nodes(const std::vector<bool
   const auto how = space->queues().release_of(*this);
   node_set::key_gone on_gone;
   if (how.next_waiter.competes) {
-    on_gone = [weak = std::weak_ptr<lock_space>(space), key = resource](std::size_t node) {
-      if (const auto owner = weak.lock()) owner->queues().key_gone_on_node(node, key);
+    on_gone = [weak = std::weak_ptr<lock_space>(space),
+               keys = std::vector<std::string>(held_resources().begin(), held_resources().end())](
+                  std::size_t node) {
+      if (const auto owner = weak.lock()) owner->queues().key_gone_on_node(node, keys);
     };
   }
   space->nodes().release_best_effort(held(), token, how.channel, validity.longest_ttl(), only,

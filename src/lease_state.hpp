@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,9 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   resource_queue* queue = nullptr;           // while held: this resource's local queue
   std::vector<resource_queue*> more_queues;  // a set's: those of `resources` after the first
   std::string diagnostics;
+  // Its acquire met contention: a round was refused, or it competed after a local release. Other
+  // processes may then wait for the resource when it is released (local_queues::release_of).
+  bool contended = false;
   // Nodes that granted the acquire: the quorum that decided it, then every later grant as its
   // reply arrives.
   std::atomic<std::size_t> granted_nodes{0};
@@ -105,6 +109,11 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   std::string keys() const;
   // What messages call the lease's lock: its resource quoted, or a set's resources.
   std::string subject() const;
+  // The resources it holds: a set's, else its one resource.
+  std::span<const std::string> held_resources() const noexcept {
+    if (kind == hold_kind::set) return resources;
+    return {&resource, 1};
+  }
   // The keys a release of this lease deletes (the views point into this object).
   hold_keys held() const noexcept {
     return {.kind = kind,

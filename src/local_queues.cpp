@@ -62,20 +62,45 @@ resource_queue* local_queues::waiting_for(std::string_view resource) {
 
 local_queues::lease_release local_queues::release_of(lease_state& state) {
   resource_queue* queue = state.queue;
-  // Several readers may hold at once, and any waiter may start on the release: no hand-off. A
-  // set's waiters in other processes may wait for any of its resources: no hand-off either.
-  if (queue != nullptr && (queue->shared || !state.more_queues.empty()))
+  // Several readers may hold at once, and any waiter may start on the release: no hand-off.
+  if (queue != nullptr && queue->shared)
     return lease_release{.channel = release_channel_, .next_waiter = {}};
   const bool holder = queue != nullptr && queue->holder == &state;
+  // Who takes the lease's resources once it is gone: the hand-off is certain only when each of
+  // them goes to a single lock, whose SET follows our release on every node.
+  bool waiting = false;
+  bool certain = holder;
+  if (holder) {
+    const auto taken_by = [&](const resource_queue& released) {
+      const auto next = next_to_start(released, &state);
+      waiting = waiting || next != nullptr;
+      certain = certain && next != nullptr && !next->waits_for_several();
+    };
+    taken_by(*queue);
+    for (const resource_queue* other : state.more_queues)
+      taken_by(*other);
+  }
+  const auto now = steady_clock::now();
   const handoff decision =
       decide_handoff({.holder = holder,
-                      .waiting = holder && !queue->waiters.empty(),
+                      .waiting = waiting,
+                      .certain = certain,
                       .handoffs_in_a_row = holder ? queue->handoffs_in_a_row : 0,
                       .local_handoffs = state.options.local_handoffs,
                       .longest_ttl = state.validity.longest_ttl(),
                       .drift_factor = drift_factor_,
-                      .now = steady_clock::now()});
+                      .now = now});
   if (holder) queue->handoffs_in_a_row = decision.handoffs_in_a_row;
+  if (decision.announce && holder && !waiting && state.contended && !release_channel_.empty()) {
+    std::erase_if(announced_lately_, [&](const announced_release& old) {
+      return now - old.at > announced_release_memory;
+    });
+    for (const auto& resource : state.held_resources()) {
+      if (announced_lately_.size() == most_announced_releases_kept)
+        announced_lately_.erase(announced_lately_.begin());
+      announced_lately_.push_back({resource, now});
+    }
+  }
   lease_release how;
   if (decision.announce) how.channel = release_channel_;
   if (decision.next_waiter_competes)
@@ -83,15 +108,27 @@ local_queues::lease_release local_queues::release_of(lease_state& state) {
   return how;
 }
 
-void local_queues::key_gone_on_node(std::size_t node, const std::string& resource) {
-  auto* queue = find(resource);
-  if (queue == nullptr || queue->semaphore || queue->waiters.empty()) return;
-  auto head = queue->waiters.front();  // keeps it alive while it reacts
-  head->announced(node, 0);
+bool local_queues::announced_lately(std::span<const std::string> resources,
+                                    steady_clock::time_point now, steady_clock::duration window) {
+  if (announced_lately_.empty()) return false;  // nearly always
+  return std::any_of(
+      announced_lately_.begin(), announced_lately_.end(), [&](const announced_release& release) {
+        return now - release.at < window &&
+               std::find(resources.begin(), resources.end(), release.resource) != resources.end();
+      });
+}
+
+void local_queues::key_gone_on_node(std::size_t node, std::span<const std::string> resources) {
+  for (const auto& resource : resources) {
+    auto* queue = find(resource);
+    if (queue == nullptr || queue->semaphore || queue->waiters.empty()) continue;
+    auto head = queue->waiters.front();  // keeps it alive while it reacts
+    head->announced(node, 0);
+  }
 }
 
 void local_queues::holder_gone(lease_state& state, next_waiter_start next_waiter) {
-  if (!state.more_queues.empty()) return set_holder_gone(state);
+  if (!state.more_queues.empty()) return set_holder_gone(state, next_waiter);
   resource_queue* queue = std::exchange(state.queue, nullptr);
   if (queue != nullptr && queue->semaphore) return permit_holder_gone(*queue, state);
   if (queue != nullptr && queue->shared) return shared_holder_gone(*queue, state);
@@ -101,7 +138,7 @@ void local_queues::holder_gone(lease_state& state, next_waiter_start next_waiter
   forget_if_idle(state.resource);
 }
 
-void local_queues::set_holder_gone(lease_state& state) {
+void local_queues::set_holder_gone(lease_state& state, next_waiter_start next_waiter) {
   // Out of every queue before any next waiter starts, as acquire_op::leave_queue; a waiter that
   // starts may end at once and forget its queues, so they are found again by resource.
   resource_queue* first = std::exchange(state.queue, nullptr);
@@ -112,7 +149,7 @@ void local_queues::set_holder_gone(lease_state& state) {
   if (first->holder == &state) first->holder = nullptr;
   for (const auto& resource : state.resources) {
     if (auto* queue = find(resource); queue != nullptr && queue->holder == nullptr)
-      start_next_waiter(*queue);
+      start_next_waiter(*queue, next_waiter);
   }
   for (const auto& resource : state.resources)
     forget_if_idle(resource);
@@ -147,12 +184,134 @@ void local_queues::shared_holder_gone(resource_queue& queue, lease_state& state)
 }
 
 void local_queues::start_next_waiter(resource_queue& queue, next_waiter_start how) {
-  if (queue.waiters.empty()) return;
-  auto next = queue.waiters.front();  // keeps it alive while it starts
+  const auto next = next_to_start(queue, nullptr);
+  if (next == nullptr) return;
+  put_first(*next);
   if (how.competes) {
     next->compete(how.key_gone_by);
   } else {
     next->wake();
+  }
+}
+
+void local_queues::join(const std::shared_ptr<queued_acquire>& waiter,
+                        std::span<const std::string> keys, std::chrono::milliseconds claim_for) {
+  waiter->queues_.clear();
+  for (const auto& key : keys) {
+    resource_queue& queue = queue_for(key);
+    queue.waiters.push_back(waiter);
+    waiter->queues_.push_back(&queue);
+  }
+  waiter->started_ = false;
+  waiter->claim_for_ = claim_for;
+  waiter->overtaken_ = 0;
+  waiter->claim_until_.reset();
+}
+
+bool local_queues::try_start(queued_acquire& waiter) {
+  if (!may_start(waiter)) return false;
+  put_first(waiter);
+  return true;
+}
+
+void local_queues::leave(queued_acquire& waiter, std::span<const std::string> keys,
+                         bool start_others) {
+  const auto queues = std::exchange(waiter.queues_, {});
+  waiter.started_ = false;
+  for (resource_queue* queue : queues) {
+    std::erase_if(queue->waiters, [&](const auto& other) { return other.get() == &waiter; });
+  }
+  if (!start_others) return;
+  // Out of every queue before anyone starts: a set behind it looks at all of its own. A waiter
+  // that starts may end at once and forget its queues, so they are found again by key.
+  for (const auto& key : keys) {
+    if (auto* queue = find(key); queue != nullptr && queue->holder == nullptr)
+      start_next_waiter(*queue);
+  }
+  for (const auto& key : keys)
+    forget_if_idle(key);
+}
+
+bool local_queues::waiter_goes_first(const resource_queue& queue) const {
+  ++evaluation_;
+  const auto now = steady_clock::now();
+  return std::any_of(queue.waiters.begin(), queue.waiters.end(),
+                     [&](const auto& waiter) { return !yields(*waiter, nullptr, now); });
+}
+
+void local_queues::claim_expired(queued_acquire& waiter) {
+  waiter.overtaken_ = 0;
+  waiter.claim_until_.reset();
+  // The acquires it kept behind it may go now. Any of them may end at once, and so may the set
+  // itself once it starts: its queues are looked up again while it is still in them.
+  const auto queues = waiter.queues_;
+  for (resource_queue* queue : queues) {
+    if (waiter.queues_.empty()) return;
+    if (queue->holder == nullptr) start_next_waiter(*queue);
+  }
+}
+
+bool local_queues::may_start(const queued_acquire& waiter, const lease_state* leaving) const {
+  ++evaluation_;
+  return may_start_now(waiter, leaving, steady_clock::now());
+}
+
+// Each acquire ahead of `waiter` in a queue joined before it, or went ahead of it: so the
+// recursion through yields() only ever looks at acquires earlier in one order, and ends. The memo
+// makes each acquire's answer count once per evaluation, however many sets share it.
+bool local_queues::may_start_now(const queued_acquire& waiter, const lease_state* leaving,
+                                 steady_clock::time_point now) const {
+  if (waiter.evaluated_in_ == evaluation_) return waiter.may_start_;
+  waiter.evaluated_in_ = evaluation_;
+  waiter.may_start_ = false;
+  for (const resource_queue* queue : waiter.queues_) {
+    if (queue->holder != nullptr && queue->holder != leaving) return false;
+    for (const auto& ahead : queue->waiters) {
+      if (ahead.get() == &waiter) break;
+      if (!yields(*ahead, leaving, now)) return false;
+    }
+  }
+  waiter.may_start_ = true;
+  return true;
+}
+
+bool local_queues::yields(const queued_acquire& waiter, const lease_state* leaving,
+                          steady_clock::time_point now) const {
+  if (!waiter.waits_for_several() || waiter.started_) return false;
+  if (waiter.claim_until_ && now < *waiter.claim_until_) return false;
+  return !may_start_now(waiter, leaving, now);
+}
+
+std::shared_ptr<queued_acquire> local_queues::next_to_start(const resource_queue& queue,
+                                                            const lease_state* leaving) const {
+  ++evaluation_;
+  const auto now = steady_clock::now();
+  for (const auto& waiter : queue.waiters) {
+    if (waiter->started_) return nullptr;  // it goes first, and nothing behind it starts
+    if (may_start_now(*waiter, leaving, now)) return waiter;
+    if (!yields(*waiter, leaving, now)) return nullptr;
+  }
+  return nullptr;
+}
+
+void local_queues::put_first(queued_acquire& waiter) {
+  std::vector<queued_acquire*> passed;  // the sets it goes ahead of; none in nearly every start
+  for (resource_queue* queue : waiter.queues_) {
+    auto& line = queue->waiters;
+    const auto mine = std::find_if(line.begin(), line.end(),
+                                   [&](const auto& other) { return other.get() == &waiter; });
+    for (auto ahead = line.begin(); ahead != mine; ++ahead) {
+      if (std::find(passed.begin(), passed.end(), ahead->get()) == passed.end())
+        passed.push_back(ahead->get());
+    }
+    std::rotate(line.begin(), mine, std::next(mine));
+  }
+  waiter.started_ = true;
+  const auto now = steady_clock::now();
+  for (queued_acquire* set : passed) {
+    if (++set->overtaken_ != set_overtakes_before_claim) continue;
+    set->claim_until_ = now + set->claim_for_;
+    set->claims_until(*set->claim_until_);
   }
 }
 

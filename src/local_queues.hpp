@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -18,13 +19,18 @@ using std::chrono::steady_clock;
 
 struct lease_state;
 
-// What the local queues ask of an acquire waiting in one (ops/acquire.hpp has the rules).
+struct resource_queue;
+
+// What the local queues ask of an acquire waiting in one (ops/acquire.hpp has the rules), and
+// what they keep of it: the queues it waits in and whether it has started. Those fields are
+// local_queues' alone (join, start, leave), so every rule of who goes first is in one place.
 class queued_acquire {
  public:
-  // The resource became free locally and this acquire is first in line: try at once.
+  // The local queues started this acquire (it is first in each of its queues now): try at once.
   virtual void wake() = 0;
-  // The local holder released after its hand-off limit, announcing it: compete like a waiter in
-  // another process would. The key is gone by `key_gone_by` at the latest.
+  // The local queues started this acquire after a holder released past its hand-off limit,
+  // announcing it: compete like a waiter in another process would. The key is gone by
+  // `key_gone_by` at the latest.
   virtual void compete(steady_clock::time_point key_gone_by) = 0;
   // `node` announced that the resource (of a semaphore: slot `slot` of it) was released there, or
   // the holder's release found it gone there.
@@ -35,9 +41,34 @@ class queued_acquire {
   virtual void permit_released_here(std::size_t slot) = 0;
   // A release subscription came up (`subscribed`) or went down.
   virtual void subscription_changed(bool subscribed) = 0;
+  // A set that cannot start was overtaken set_overtakes_before_claim times and now keeps later
+  // acquires of its resources behind it until `until` (local_queues): it calls
+  // local_queues::claim_expired then, unless it started or ended before.
+  virtual void claims_until(steady_clock::time_point until) = 0;
+
+  // The queues it waits in, its own first; several for a set of locks. Empty before it joins and
+  // after it leaves.
+  std::span<resource_queue* const> queues() const noexcept { return queues_; }
+  bool waits_for_several() const noexcept { return queues_.size() > 1; }
+  // Started: it went to the nodes (or is about to). It is then first in each of its queues until
+  // it leaves them, and nothing behind it starts.
+  bool started() const noexcept { return started_; }
 
  protected:
   ~queued_acquire() = default;
+
+ private:
+  friend class local_queues;
+  std::vector<resource_queue*> queues_;
+  bool started_ = false;
+  // A set's: how long it keeps its queues once it claims them (its TTL), how many acquires went
+  // ahead of it since it last claimed, and until when it claims.
+  std::chrono::milliseconds claim_for_{0};
+  unsigned overtaken_ = 0;
+  std::optional<steady_clock::time_point> claim_until_;
+  // local_queues::may_start's memo, valid for the evaluation numbered evaluated_in_.
+  mutable unsigned evaluated_in_ = 0;
+  mutable bool may_start_ = false;
 };
 
 // How the first waiter of a queue starts once the resource is free locally
@@ -50,17 +81,21 @@ struct next_waiter_start {
 };
 
 // Per resource: the lease of this client holding it (if any) and the acquires waiting, oldest
-// first. Only the first waiter sends anything to the nodes, and only while no local lease holds
-// the resource.
+// first but for those that went ahead of a set (below). Only a started acquire sends anything to
+// the nodes; it is first in each of its queues, and only starts while no local lease holds any of
+// them (local_queues::may_start).
 //
-// Hand-off: when the holder releases while others wait, the first waiter's SET normally follows
-// the release in the same write (the release announces nothing). After
-// lock_options::local_handoffs of those in a row the release is announced instead, and the first
-// waiter competes: it waits for the announcement like waiters in other processes, or for the
-// release's own answer where the key was already gone. local_queues::release_of decides and
-// returns how the next waiter starts; the releasing lease passes that on to holder_gone, which
-// carries it out. "In a row" counts the releases of this resource's holders while someone waited:
-// a release with nobody waiting starts the count again.
+// Hand-off: when the holder releases while a single lock of this client can take the resource
+// next, that acquire starts at once: its SET follows the release on every node in the same write,
+// so the release announces nothing. After lock_options::local_handoffs of those in a row the
+// release is announced instead, and the next waiter competes: it waits for the announcement like
+// waiters in other processes, or for the release's own answer where the key was already gone. A
+// set is never handed a resource that way (its round may lose, and sets passed between the
+// coroutines of one process would keep their resources from every other process): the release is
+// announced and the set competes. So is a release that no waiter can take now.
+// local_queues::release_of decides and returns how the next waiter starts; the releasing lease
+// passes that on to holder_gone, which carries it out. "In a row" counts the releases of this
+// resource's holders handed on in this way: any other release starts the count again.
 //
 // A semaphore's queue (keyed by its slot keys' common prefix, see permit_queue_key) differs in
 // one way: leases of this client that hold some of its slots do not block the first waiter, which
@@ -76,15 +111,19 @@ struct next_waiter_start {
 // announce themselves: no hand-off is counted.
 //
 // A set of locks (client::async_acquire_all) waits in the queue of each of its resources, having
-// joined them all at the same moment at their ends, and goes to the nodes only once it is first in
-// every one of them and no local lease holds any; it then holds them all. What that gives:
-//  - No deadlock: two acquires that share queues are in the same order in each of them (the order
-//    in which they started), so none waits for one that waits for it.
-//  - FIFO per resource, no overtaking: an acquire behind a set in one queue waits for that set,
-//    also while the set itself waits for another resource; so a stream of small sets or single
-//    locks cannot starve a larger set, at the price of keeping a free resource unused meanwhile.
-// A set's releases always announce themselves (no hand-off is counted), and wake the first waiter
-// of each of its queues.
+// joined them all at the same moment at their ends; it starts once no local lease holds any of
+// them and nothing that must go first is ahead of it in any (local_queues::may_start), and then
+// takes the front of each. While it cannot start it yields: a later acquire that can start goes
+// ahead of it. What that gives:
+//  - No deadlock: a set never keeps an acquire from a resource while the set itself waits for
+//    another, so a task that holds "a" and then takes "b" is not kept waiting by a set {a, b}
+//    that started in between; and acquires that wait are in one order in every queue they share
+//    (the order they joined in, but that one that starts moves to the front of all its queues),
+//    so none waits for one that waits for it.
+//  - Sets are not starved: after set_overtakes_before_claim acquires went ahead of a set, it
+//    claims its queues: later acquires of its resources wait behind it, for as long as its TTL at
+//    most, and then it yields again. So a stream of single locks cannot keep a set out, and a
+//    task that holds one of a claiming set's resources and takes another waits for a TTL at most.
 struct resource_queue {
   lease_state* holder = nullptr;
   bool semaphore = false;
@@ -134,15 +173,41 @@ class local_queues {
   // next_waiter on to holder_gone.
   lease_release release_of(lease_state& state);
 
-  // The holder's key of lock `resource` is gone from `node`: tells the first waiter of its queue,
-  // as an announcement from that node would.
-  void key_gone_on_node(std::size_t node, const std::string& resource);
+  // The holder's keys of `resources` (a lock's one, a set's every one) are gone from `node`:
+  // tells the first waiter of each of their queues, as an announcement from that node would.
+  void key_gone_on_node(std::size_t node, std::span<const std::string> resources);
   // A lease of this client stopped holding its resource: the next waiter goes, as `next_waiter`
   // says (what release_of returned for the lease's release; a semaphore's waiter ignores it).
   void holder_gone(lease_state& state, next_waiter_start next_waiter);
-  // The first waiter of `queue`, if any, starts as `how` says; by default it wakes and tries at
-  // once.
+  // The first waiter of `queue` that may start, if any, starts as `how` says; by default it wakes
+  // and tries at once.
   void start_next_waiter(resource_queue& queue, next_waiter_start how = {});
+
+  // `waiter` waits in the queues of `keys` (its own first), at their ends. `claim_for`: a set's
+  // TTL, how long it keeps its queues once it claims them.
+  void join(const std::shared_ptr<queued_acquire>& waiter, std::span<const std::string> keys,
+            std::chrono::milliseconds claim_for);
+  // Starts `waiter` if it may start now: it then goes ahead of the sets that yield to it and is
+  // first in each of its queues. The caller sends its first round.
+  bool try_start(queued_acquire& waiter);
+  // `waiter` leaves its queues, those of `keys`. With `start_others`, the acquires it kept out
+  // may start (and idle queues are forgotten); without (it won, and now holds the resources),
+  // nobody starts.
+  void leave(queued_acquire& waiter, std::span<const std::string> keys, bool start_others);
+  // Whether an acquire that joins `queue` now would wait for one of its waiters.
+  bool waiter_goes_first(const resource_queue& queue) const;
+  // A set's claim (queued_acquire::claims_until) ran out: it yields again.
+  void claim_expired(queued_acquire& waiter);
+
+  // Whether a contended lease of this client released one of `resources` with an announcement
+  // less than `window` ago. A new acquire of it then competes with the waiters elsewhere that the
+  // announcement woke, instead of sending its SET at once: a coroutine that releases and takes the
+  // same lock again in a loop would otherwise come first nearly every time.
+  bool announced_lately(std::span<const std::string> resources, steady_clock::time_point now,
+                        steady_clock::duration window);
+
+  // How many acquires may go ahead of a set that cannot start before it claims its queues.
+  static constexpr unsigned set_overtakes_before_claim = 8;
 
   // Release announcements, routed to the first waiter of the queue they concern.
   void on_release_announced(std::size_t node, std::string_view resource);
@@ -151,12 +216,28 @@ class local_queues {
   void on_subscription_changed(bool subscribed, std::optional<std::uint16_t> slot);
 
  private:
+  // Whether `waiter` may start: no local lease holds any of its queues (`leaving`, whose release
+  // is being decided, counts as gone), and every acquire ahead of it in each is a set that
+  // yields.
+  bool may_start(const queued_acquire& waiter, const lease_state* leaving = nullptr) const;
+  bool may_start_now(const queued_acquire& waiter, const lease_state* leaving,
+                     steady_clock::time_point now) const;
+  // A set that cannot start and does not claim its queues: later acquires may go ahead of it.
+  bool yields(const queued_acquire& waiter, const lease_state* leaving,
+              steady_clock::time_point now) const;
+  // The waiter of `queue` that would start next (`leaving` gone), if any.
+  std::shared_ptr<queued_acquire> next_to_start(const resource_queue& queue,
+                                                const lease_state* leaving) const;
+  // Moves `waiter` to the front of each of its queues, counting it against the sets it passes.
+  void put_first(queued_acquire& waiter);
+
   // A semaphore's lease of this client ended: free its slot, wake the first waiter.
   void permit_holder_gone(resource_queue& queue, lease_state& state);
   // A read-write lock's lease of this client ended (see resource_queue).
   void shared_holder_gone(resource_queue& queue, lease_state& state);
-  // A set's lease of this client ended: free each of its resources, start their next waiters.
-  void set_holder_gone(lease_state& state);
+  // A set's lease of this client ended: free each of its resources, start their next waiters as
+  // `next_waiter` says.
+  void set_holder_gone(lease_state& state, next_waiter_start next_waiter);
 
   std::string release_channel_;
   double drift_factor_;
@@ -164,6 +245,17 @@ class local_queues {
   // Map nodes of forgotten queues, reused with their key and vector storage: nearly every acquire
   // makes a queue and its release forgets it again.
   std::vector<std::unordered_map<std::string, resource_queue>::node_type> spare_queues_;
+  // Numbers the evaluations of may_start, for its memo in queued_acquire.
+  mutable unsigned evaluation_ = 0;
+  // The announced releases of contended leases, oldest first, for announced_lately: a few at a
+  // time, each kept for announced_release_memory.
+  struct announced_release {
+    std::string resource;
+    steady_clock::time_point at;
+  };
+  std::vector<announced_release> announced_lately_;
+  static constexpr std::chrono::milliseconds announced_release_memory{100};
+  static constexpr std::size_t most_announced_releases_kept = 256;
 };
 
 }  // namespace redlock::detail

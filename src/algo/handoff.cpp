@@ -10,7 +10,7 @@ handoff decide_handoff(const handoff_inputs& in) {
     out.handoffs_in_a_row = 0;
     return out;
   }
-  if (in.handoffs_in_a_row < in.local_handoffs) {
+  if (in.certain && in.handoffs_in_a_row < in.local_handoffs) {
     out.announce = false;
     out.handoffs_in_a_row = in.handoffs_in_a_row + 1;
     return out;

@@ -47,10 +47,13 @@ void acquire_op::start() {
   lease_->token = make_lock_token();
   if (lease_->options.wait) deadline_ = steady_clock::now() + *lease_->options.wait;
 
+  auto& queues = space_->queues();
   const auto queue_keys = strategy_->queue_keys();
   if (single_round_) {
     for (const auto& key : queue_keys) {
-      if (auto why = strategy_->contended_here(space_->queues().find(key)); !why.empty()) {
+      const resource_queue* queue = queues.find(key);
+      if (auto why = strategy_->contended_here(queue, queue && queues.waiter_goes_first(*queue));
+          !why.empty()) {
         lease_->diagnostics = std::move(why);
         return complete(error::contended);
       }
@@ -61,23 +64,30 @@ void acquire_op::start() {
   done_.on_cancel([weak = weak_from_this()](asio::cancellation_type type) {
     if (auto self = weak.lock()) self->cancel(type);
   });
-  queue_ = &space_->queues().queue_for(queue_keys.front());
-  strategy_->join(*queue_);
-  queue_->waiters.push_back(shared_from_this());
   // A set joins the queue of each resource here, at once: see local_queues on why that order
   // cannot deadlock.
-  for (const auto& key : queue_keys.subspan(1)) {
-    more_queues_.push_back(&space_->queues().queue_for(key));
-    more_queues_.back()->waiters.push_back(shared_from_this());
-  }
-  if (queue_->holder == nullptr && queue_->waiters.size() == 1 && first_in_every_queue()) {
-    begin_round();
-  } else {
-    stage_ = stage::queued;
-    // Subscribed by the time a hand-off limit makes it compete with other processes.
+  queues.join(shared_from_this(), queue_keys, lease_->options.ttl);
+  strategy_->join(*queue_of_own());
+  if (queues.try_start(*this)) {
+    const auto window = 2 * space_->round_trip().bounded();
+    if (single_round_ || !queues.announced_lately(queue_keys, steady_clock::now(), window))
+      return begin_round();
+    // This client released it with an announcement a moment ago: the waiters elsewhere that the
+    // announcement woke send their rounds after a jitter; so does this acquire.
+    competing_ = true;
+    stage_ = stage::sleeping;
     listen();
-    arm_timer(deadline_);
+    return wake_soon();
   }
+  if (single_round_) {
+    // Another acquire of this client goes first in one of its queues: a try does not wait.
+    lease_->diagnostics = strategy_->contended_here(queue_of_own(), true);
+    return finish(error::contended);
+  }
+  stage_ = stage::queued;
+  // Subscribed by the time a hand-off limit makes it compete with other processes.
+  listen();
+  arm_timer(deadline_);
 }
 
 std::string round_strategy::cross_slot_problem(bool fencing) const {
@@ -88,21 +98,12 @@ std::string round_strategy::cross_slot_problem(bool fencing) const {
       subject());
 }
 
-bool acquire_op::first_in_every_queue() const {
-  if (more_queues_.empty()) return true;
-  const auto first_here = [this](const resource_queue* queue) {
-    return queue->holder == nullptr && !queue->waiters.empty() &&
-           queue->waiters.front().get() == this;
-  };
-  return first_here(queue_) && std::all_of(more_queues_.begin(), more_queues_.end(), first_here);
-}
-
 void acquire_op::wake() {
-  if (stage_ == stage::queued && first_in_every_queue()) begin_round();
+  if (stage_ == stage::queued) begin_round();
 }
 
 void acquire_op::compete(steady_clock::time_point key_gone_by) {
-  if (stage_ != stage::queued || !first_in_every_queue()) return;
+  if (stage_ != stage::queued) return;
   const auto now = steady_clock::now();
   competing_ = true;
   strategy_->held_until(nodes().size(), nodes().quorum(), key_gone_by);
@@ -126,6 +127,8 @@ void acquire_op::permit_released_here(std::size_t slot) {
       forget_holder(slot, node);
     }
   }
+  // Only the acquire the local queues started may go to the nodes.
+  if (!started()) return;
   if (stage_ == stage::queued || stage_ == stage::sleeping || stage_ == stage::subscribing)
     begin_round();
 }
@@ -152,15 +155,17 @@ void acquire_op::succeed(steady_clock::time_point valid_until) {
   if (timer_) timer_->cancel();
   space_->untrack(this);
   stop_listening();
-  drop_from_waiters();
-  resource_queue* const queue = std::exchange(queue_, nullptr);
+  std::vector<resource_queue*> held(queues().begin(), queues().end());
+  space_->queues().leave(*this, strategy_->queue_keys(), false);
+  resource_queue* const queue = held.front();
   const bool next_may_start = strategy_->hold(*queue, *lease_);
   lease_->queue = queue;
-  for (resource_queue* other : more_queues_)
+  held.erase(held.begin());
+  for (resource_queue* other : held)
     strategy_->hold(*other, *lease_);
-  lease_->more_queues = std::move(more_queues_);
-  more_queues_.clear();
+  lease_->more_queues = std::move(held);
   lease_->diagnostics.clear();
+  lease_->contended = rounds_ > 1 || competing_;
   lease_->granted_nodes = round_->votes().yes_count();
   acquired_ = true;
   lease_->on_acquired(round_->start(), valid_until);
@@ -198,35 +203,20 @@ void acquire_op::complete(error_code ec) {
   done_.complete(ec, make_lease());
 }
 
-void acquire_op::drop_from_waiters() {
-  const auto mine = [this](const auto& waiter) { return waiter.get() == this; };
-  std::erase_if(queue_->waiters, mine);
-  for (resource_queue* queue : more_queues_)
-    std::erase_if(queue->waiters, mine);
+bool acquire_op::held_here() const {
+  return std::any_of(queues().begin(), queues().end(), [](const resource_queue* queue) {
+    return queue->holder != nullptr || !queue->readers.empty();
+  });
 }
 
 void acquire_op::leave_queue() {
-  if (queue_ == nullptr) return;  // never queued
-  // Out of every queue before any next waiter starts: a set behind this op looks at all of its
-  // own. A waiter that starts may end at once and forget its queues, so they are found again.
-  static_assert(max_set_size <= 64, "one bit per resource of a set");
-  const auto keys = strategy_->queue_keys();
-  std::uint64_t was_first = 0;  // bit i: first in line for keys[i]
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    const resource_queue* queue = i == 0 ? queue_ : more_queues_[i - 1];
-    if (!queue->waiters.empty() && queue->waiters.front().get() == this)
-      was_first |= std::uint64_t{1} << i;
-  }
-  drop_from_waiters();
-  queue_ = nullptr;
-  more_queues_.clear();
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    if ((was_first >> i & 1) == 0) continue;
-    resource_queue* queue = space_->queues().find(keys[i]);
-    if (queue != nullptr && queue->holder == nullptr) space_->queues().start_next_waiter(*queue);
-  }
-  for (const auto& key : keys)
-    space_->queues().forget_if_idle(key);
+  if (queues().empty()) return;  // never queued
+  space_->queues().leave(*this, strategy_->queue_keys(), true);
+}
+
+void acquire_op::claims_until(steady_clock::time_point until) {
+  claim_ends_ = until;
+  if (stage_ == stage::queued) arm_timer(until_deadline(until, deadline_));
 }
 
 void acquire_op::cancel(asio::cancellation_type type) {
@@ -264,10 +254,16 @@ void acquire_op::arm_timer(std::optional<steady_clock::time_point> at) {
 }
 
 void acquire_op::on_timer() {
-  const bool timed_out = deadline_ && steady_clock::now() >= *deadline_;
+  const auto now = steady_clock::now();
+  const bool timed_out = deadline_ && now >= *deadline_;
   if (stage_ == stage::queued && timed_out) {
-    lease_->diagnostics = strategy_->queued_too_long(*lease_->options.wait);
+    lease_->diagnostics = strategy_->queued_too_long(*lease_->options.wait, held_here());
     finish(error::wait_timeout);
+  } else if (stage_ == stage::queued) {
+    if (!claim_ends_ || now < *claim_ends_) return;
+    claim_ends_.reset();
+    arm_timer(deadline_);
+    space_->queues().claim_expired(*this);  // may start this op at once
   } else if (stage_ == stage::sleeping || stage_ == stage::subscribing) {
     if (timed_out) return finish(error::wait_timeout);
     begin_round();

@@ -112,6 +112,9 @@ class acquire_op final : public abortable,
   // The subscription on `node` is now in place (`subscribed`) or not.
   void subscription_changed(bool subscribed) override;
 
+  // A set that claims its queues until `until` (local_queues): the timer ends the claim then.
+  void claims_until(steady_clock::time_point until) override;
+
   void abort() override { cancel(asio::cancellation_type::terminal); }
 
  private:
@@ -261,11 +264,12 @@ class acquire_op final : public abortable,
   // Tells the observer, if any, then completes the caller's operation.
   void complete(error_code ec);
 
-  // Whether no local lease holds any resource of a set and this op is first in line for each;
-  // true for any other acquire, whose one queue says so by itself.
-  bool first_in_every_queue() const;
+  // The queue of the acquire's own key (its first, for a set), while it is queued.
+  resource_queue* queue_of_own() const noexcept { return queues().front(); }
 
-  void drop_from_waiters();
+  // Whether a lease of this client holds what the queued acquire waits for (rather than an
+  // earlier acquire waiting for it), as its diagnostics say.
+  bool held_here() const;
 
   void leave_queue();
 
@@ -290,9 +294,8 @@ class acquire_op final : public abortable,
   stage stage_ = stage::idle;
   std::optional<acquire_round> round_;  // the current or last round
   set_form form_ = set_form::plain;     // the current round's
-  resource_queue* queue_ = nullptr;     // set while this op is in it
-  // A set's other resources' queues (strategy_->queue_keys() after the first), while in them.
-  std::vector<resource_queue*> more_queues_;
+  // A set, while queued: when its claim on its queues ends (local_queues).
+  std::optional<steady_clock::time_point> claim_ends_;
   // Fenced rounds: what the current round fences (round_strategy::fenced_keys), and by resource
   // (a lock has one, a set one per resource) each granting node's counter as its grant answered
   // before the decision.

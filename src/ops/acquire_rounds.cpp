@@ -36,6 +36,7 @@ void acquire_op::begin_round() {
     return arm_timer(deadline_);
   }
   if (rounds_++ > 0) lease_->token = std::move(fresh_token);
+  claim_ends_.reset();
   lease_->resource = request->key;
   stage_ = stage::in_round;
   woken_ = false;

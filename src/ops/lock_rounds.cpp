@@ -15,14 +15,17 @@ std::string lock_rounds::subject() const {
   return quoted_resource(resource_);
 }
 
-std::string lock_rounds::contended_here(const resource_queue* queue) const {
-  if (queue == nullptr || (queue->holder == nullptr && queue->waiters.empty())) return {};
-  return fmt::format("redlock: {} is held or awaited by another lease of this client", subject());
+std::string lock_rounds::contended_here(const resource_queue* queue, bool waiter_goes_first) const {
+  if (queue == nullptr || (queue->holder == nullptr && !waiter_goes_first)) return {};
+  return fmt::format("redlock: {} is {} by another lease of this client", subject(),
+                     queue->holder != nullptr ? "held" : "awaited");
 }
 
-std::string lock_rounds::queued_too_long(std::chrono::milliseconds waited) const {
-  return fmt::format("redlock: {} still held by another lease of this client after {} ms",
-                     subject(), waited.count());
+std::string lock_rounds::queued_too_long(std::chrono::milliseconds waited, bool held_here) const {
+  return fmt::format("redlock: {} still {} after {} ms", subject(),
+                     held_here ? "held by another lease of this client"
+                               : "awaited by an earlier acquire of this client",
+                     waited.count());
 }
 
 std::optional<round_strategy::round_request> lock_rounds::next_round(const round_inputs& in,

@@ -28,9 +28,9 @@ class lock_rounds final : public ttl_watching_rounds {
   const std::string& name() const override { return resource_; }
   std::string subject() const override;
   std::string problem(std::size_t) const override { return {}; }
-  std::string contended_here(const resource_queue* queue) const override;
+  std::string contended_here(const resource_queue* queue, bool waiter_goes_first) const override;
   void join(resource_queue&) override {}
-  std::string queued_too_long(std::chrono::milliseconds waited) const override;
+  std::string queued_too_long(std::chrono::milliseconds waited, bool held_here) const override;
 
   std::optional<round_request> next_round(const round_inputs& in,
                                           std::minstd_rand& random) override;

@@ -43,7 +43,7 @@ class release_op final : public operation_vote {
     // Deleted, or not ours: gone either way (local_queues::lease_release).
     if (report_gone_keys_ &&
         (answer.what == node_answer::kind::yes || answer.what == node_answer::kind::no)) {
-      state_->space->queues().key_gone_on_node(node, state_->resource);
+      state_->space->queues().key_gone_on_node(node, state_->held_resources());
     }
   }
 

@@ -54,15 +54,16 @@ class round_strategy {
   virtual std::string problem(std::size_t max_reply_memory) const = 0;
 
   // A try (single round) that finds `queue`, the acquire's local queue, as it is: why it is
-  // contended here without asking the nodes; empty when it may go on.
-  virtual std::string contended_here(const resource_queue* queue) const = 0;
+  // contended here without asking the nodes; empty when it may go on. `waiter_goes_first`: an
+  // acquire waiting in it would go before the try (local_queues::waiter_goes_first).
+  virtual std::string contended_here(const resource_queue* queue, bool waiter_goes_first) const = 0;
 
   // The acquire entered `queue`; it stays there until it holds or ends.
   virtual void join(resource_queue& queue) = 0;
 
   // Why a queued acquire met its deadline there: this client's other leases and acquires kept it
-  // from the nodes for `waited`.
-  virtual std::string queued_too_long(std::chrono::milliseconds waited) const = 0;
+  // from the nodes for `waited`; `held_here`: a lease of this client holds what it waits for.
+  virtual std::string queued_too_long(std::chrono::milliseconds waited, bool held_here) const = 0;
 
   struct round_inputs {
     std::size_t nodes = 0;

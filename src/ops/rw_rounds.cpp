@@ -32,10 +32,10 @@ std::string rw_rounds::problem(std::size_t) const {
   return "redlock: cannot acquire a read-write lock: its name is empty";
 }
 
-std::string rw_rounds::contended_here(const resource_queue* queue) const {
+std::string rw_rounds::contended_here(const resource_queue* queue, bool waiter_goes_first) const {
   if (queue == nullptr) return {};
   // A try never goes ahead of this client's waiters; a reader shares with its readers.
-  const bool busy = queue->holder != nullptr || !queue->waiters.empty() ||
+  const bool busy = queue->holder != nullptr || waiter_goes_first ||
                     (which_ == side::write && !queue->readers.empty());
   if (!busy) return {};
   return fmt::format("redlock: {} is held or awaited by another lease of this client", subject());
@@ -45,7 +45,7 @@ void rw_rounds::join(resource_queue& queue) {
   queue.shared = true;
 }
 
-std::string rw_rounds::queued_too_long(std::chrono::milliseconds waited) const {
+std::string rw_rounds::queued_too_long(std::chrono::milliseconds waited, bool) const {
   return fmt::format(
       "redlock: {} still held or awaited by another lease of this client after {} ms", subject(),
       waited.count());

@@ -47,16 +47,17 @@ std::string set_rounds::subject() const {
   return quoted_set(resources_);
 }
 
-std::string set_rounds::contended_here(const resource_queue* queue) const {
-  if (queue == nullptr || (queue->holder == nullptr && queue->waiters.empty())) return {};
+std::string set_rounds::contended_here(const resource_queue* queue, bool waiter_goes_first) const {
+  if (queue == nullptr || (queue->holder == nullptr && !waiter_goes_first)) return {};
   return fmt::format("redlock: a resource of {} is held or awaited by another lease of this client",
                      subject());
 }
 
-std::string set_rounds::queued_too_long(std::chrono::milliseconds waited) const {
-  return fmt::format(
-      "redlock: resources of {} still held or awaited by other leases of this client after {} ms",
-      subject(), waited.count());
+std::string set_rounds::queued_too_long(std::chrono::milliseconds waited, bool held_here) const {
+  return fmt::format("redlock: resources of {} still {} after {} ms", subject(),
+                     held_here ? "held or awaited by other leases of this client"
+                               : "awaited by earlier acquires of this client",
+                     waited.count());
 }
 
 std::optional<round_strategy::round_request> set_rounds::next_round(const round_inputs& in,

@@ -53,9 +53,9 @@ std::string slot_rounds::problem(std::size_t max_reply_memory) const {
                      problem);
 }
 
-std::string slot_rounds::contended_here(const resource_queue* queue) const {
+std::string slot_rounds::contended_here(const resource_queue* queue, bool waiter_goes_first) const {
   // This client's own leases do not make the semaphore busy: a try skips the slots they hold.
-  if (queue == nullptr || queue->waiters.empty()) return {};
+  if (queue == nullptr || !waiter_goes_first) return {};
   return fmt::format("redlock: another acquire of this client waits for a permit of {}",
                      quoted_resource(name_));
 }
@@ -66,7 +66,7 @@ void slot_rounds::join(resource_queue& queue) {
   queue_ = &queue;
 }
 
-std::string slot_rounds::queued_too_long(std::chrono::milliseconds waited) const {
+std::string slot_rounds::queued_too_long(std::chrono::milliseconds waited, bool) const {
   return fmt::format(
       "redlock: no permit of semaphore {} for this acquire after {} ms: this client's other "
       "leases and acquires had them all",

@@ -209,11 +209,14 @@ BOOST_AUTO_TEST_CASE(after_a_handoff_limit_every_node_is_held_until_the_key_is_g
 
 BOOST_AUTO_TEST_CASE(a_try_is_contended_here_behind_a_local_holder_or_waiter) {
   lock_rounds rounds("res");
-  BOOST_TEST(rounds.contended_here(nullptr).empty());
+  BOOST_TEST(rounds.contended_here(nullptr, false).empty());
   resource_queue queue;
-  BOOST_TEST(rounds.contended_here(&queue).empty());
+  BOOST_TEST(rounds.contended_here(&queue, false).empty());
+  BOOST_TEST(rounds.contended_here(&queue, true).find("awaited by another lease") !=
+             std::string::npos);
   queue.holder = some_lease();
-  BOOST_TEST(rounds.contended_here(&queue).find("held or awaited") != std::string::npos);
+  BOOST_TEST(rounds.contended_here(&queue, false).find("held by another lease") !=
+             std::string::npos);
   std::minstd_rand random(1);
   BOOST_TEST(!rounds.another_try_may_win(random));
 }
@@ -319,11 +322,10 @@ BOOST_AUTO_TEST_CASE(refusals_and_announcements_tell_which_slot_can_be_free) {
 BOOST_AUTO_TEST_CASE(a_try_of_a_semaphore_is_contended_only_behind_a_local_waiter) {
   slot_rounds rounds("sem", 2, true);
   resource_queue queue;
-  BOOST_TEST(rounds.contended_here(&queue).empty());
+  BOOST_TEST(rounds.contended_here(&queue, false).empty());
   queue.slot_holders.assign(2, some_lease());
-  BOOST_TEST(rounds.contended_here(&queue).empty());
-  queue.waiters.push_back(nullptr);
-  BOOST_TEST(rounds.contended_here(&queue).find("waits for a permit") != std::string::npos);
+  BOOST_TEST(rounds.contended_here(&queue, false).empty());
+  BOOST_TEST(rounds.contended_here(&queue, true).find("waits for a permit") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -463,18 +465,17 @@ BOOST_AUTO_TEST_CASE(a_try_shares_with_local_readers_but_never_passes_a_local_wa
   resource_queue queue;
   rw_rounds reader("doc", rw_rounds::side::read, "a");
   rw_rounds writer("doc", rw_rounds::side::write, "b");
-  BOOST_TEST(reader.contended_here(&queue).empty());
-  BOOST_TEST(writer.contended_here(&queue).empty());
+  BOOST_TEST(reader.contended_here(&queue, false).empty());
+  BOOST_TEST(writer.contended_here(&queue, false).empty());
   queue.readers.push_back(some_lease());
-  BOOST_TEST(reader.contended_here(&queue).empty());
-  BOOST_TEST(!writer.contended_here(&queue).empty());
+  BOOST_TEST(reader.contended_here(&queue, false).empty());
+  BOOST_TEST(!writer.contended_here(&queue, false).empty());
   queue.readers.clear();
   queue.holder = some_lease();
-  BOOST_TEST(!reader.contended_here(&queue).empty());
+  BOOST_TEST(!reader.contended_here(&queue, false).empty());
   queue.holder = nullptr;
-  queue.waiters.push_back(nullptr);
-  BOOST_TEST(reader.contended_here(&queue).find("(to read)") != std::string::npos);
-  BOOST_TEST(!writer.contended_here(&queue).empty());
+  BOOST_TEST(reader.contended_here(&queue, true).find("(to read)") != std::string::npos);
+  BOOST_TEST(!writer.contended_here(&queue, true).empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -586,9 +587,11 @@ BOOST_AUTO_TEST_CASE(the_longest_refusal_bounds_the_wait_and_any_release_may_fre
 BOOST_AUTO_TEST_CASE(a_try_is_contended_here_behind_a_local_holder_or_waiter_of_any_resource) {
   set_rounds rounds({"a", "b"});
   resource_queue queue;
-  BOOST_TEST(rounds.contended_here(&queue).empty());
+  BOOST_TEST(rounds.contended_here(&queue, false).empty());
+  BOOST_TEST(!rounds.contended_here(&queue, true).empty());
   queue.holder = some_lease();
-  BOOST_TEST(rounds.contended_here(&queue).find("a resource of the set") != std::string::npos);
+  BOOST_TEST(rounds.contended_here(&queue, false).find("a resource of the set") !=
+             std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -231,16 +231,54 @@ BOOST_AUTO_TEST_CASE(sets_in_opposite_orders_never_deadlock_nor_overlap) {
   BOOST_TEST(acquired >= 40u);
 }
 
-// In one client: a set waits behind a local holder of one of its resources, and a later single
-// acquire of its other resource waits behind the set, although that resource is free: first come,
-// first served per resource.
-BOOST_AUTO_TEST_CASE(local_waiters_keep_their_order_per_resource) {
+// The deadlock a waiting set caused: task T1 holds "a" and then takes "b"; task T2 asks for the set
+// {a, b} in between. The set cannot start while "a" is held here, so T1's acquire of the free "b"
+// goes ahead of it (and so does a try of "b"); the set gets both once T1 has released them. The set
+// used to hold its place first in line for "b": with `wait` unset, as the set's here, T1 and T2
+// waited for each other for ever, and T1's diagnostics said "b" was held by another lease.
+BOOST_AUTO_TEST_CASE(a_waiting_set_does_not_keep_a_holder_from_its_other_resource) {
   redis_fleet fleet(3);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    const auto options = lock_for(10s);  // no wait: until the lock is held
+    auto [a_ec, a] = co_await locks.async_acquire("a", options, tuple_awaitable);
+    BOOST_TEST_REQUIRE(!a_ec);
+    std::optional<error_code> set_ec;
+    lease set;
+    const strings ab = {"a", "b"};
+    locks.async_acquire_all(ab, options, [&](error_code ec, lease l) {
+      set_ec = ec;
+      set = std::move(l);
+    });
+    co_await sleep_for(100ms);
+
+    auto b_options = options;
+    b_options.wait = 5s;
+    auto [b_ec, b] = co_await locks.async_acquire("b", b_options, tuple_awaitable);
+    BOOST_TEST_REQUIRE(!b_ec, b_ec.message() << ": " << b.diagnostics());
+    BOOST_TEST(!set_ec.has_value(), "the set was granted while a and b were held");
+    auto [try_ec, none] = co_await locks.async_try_acquire("c", b_options, tuple_awaitable);
+    BOOST_TEST(!try_ec, try_ec.message() << ": " << none.diagnostics());
+    co_await none.async_release(tuple_awaitable);
+
+    co_await b.async_release(tuple_awaitable);
+    co_await a.async_release(tuple_awaitable);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return set_ec.has_value(); }, 5s));
+    BOOST_TEST(!*set_ec, set_ec->message() << ": " << set.diagnostics());
+    co_await set.async_release(tuple_awaitable);
+  });
+}
+
+// A set that can start goes first and keeps its place while it waits for another process: a later
+// acquire of one of its resources waits behind it, and a try of one is contended here.
+BOOST_AUTO_TEST_CASE(a_set_waiting_for_another_process_keeps_its_place) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client elsewhere(io.get_executor(), fleet.configs(), fast_client_options());
     auto options = lock_for(10s);
     options.wait = 8s;
-    auto [a_ec, a] = co_await locks.async_acquire("a", options, tuple_awaitable);
+    auto [a_ec, a] = co_await elsewhere.async_acquire("a", options, tuple_awaitable);
     BOOST_TEST_REQUIRE(!a_ec);
     std::vector<std::string> order;
     lease set;
@@ -251,6 +289,7 @@ BOOST_AUTO_TEST_CASE(local_waiters_keep_their_order_per_resource) {
       order.push_back("set");
       set = std::move(l);
     });
+    co_await sleep_for(100ms);
     locks.async_acquire("b", options, [&](error_code ec, lease l) {
       BOOST_TEST(!ec, ec.message() << ": " << l.diagnostics());
       order.push_back("b");
@@ -258,9 +297,10 @@ BOOST_AUTO_TEST_CASE(local_waiters_keep_their_order_per_resource) {
     });
     co_await sleep_for(200ms);
     BOOST_TEST(order.empty(), "an acquire passed the set, or the set passed the holder of a");
-    // A try of b is contended here: the set waits for it.
     auto [try_ec, none] = co_await locks.async_try_acquire("b", options, tuple_awaitable);
     BOOST_TEST(try_ec == error::contended, try_ec.message());
+    BOOST_TEST(none.diagnostics().find("awaited by another lease") != std::string::npos,
+               none.diagnostics());
 
     co_await a.async_release(tuple_awaitable);
     BOOST_TEST_REQUIRE(co_await eventually([&] { return order.size() == 1; }, 5s));
@@ -271,6 +311,46 @@ BOOST_AUTO_TEST_CASE(local_waiters_keep_their_order_per_resource) {
     BOOST_TEST_REQUIRE(co_await eventually([&] { return order.size() == 2; }, 5s));
     BOOST_TEST(order.back() == "b");
     co_await single.async_release(tuple_awaitable);
+  });
+}
+
+// A release handed to a waiting set of this client is announced: the set may lose its round (here
+// "y" is held by a third client), and another process waiting for the released resource must not
+// sleep until the key's TTL although it is free. It gets "x" within a few seconds; the key's TTL
+// is 30 s, which an unannounced hand-off would have made it wait for (past its `wait`).
+BOOST_AUTO_TEST_CASE(a_release_handed_to_a_waiting_set_is_announced) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client other(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client third(io.get_executor(), fleet.configs(), fast_client_options());
+    auto options = lock_for(30s);
+    options.wait = 10s;
+    auto [y_ec, y] = co_await third.async_acquire("y", options, tuple_awaitable);
+    BOOST_TEST_REQUIRE(!y_ec);
+    auto [x_ec, x] = co_await locks.async_acquire("x", options, tuple_awaitable);
+    BOOST_TEST_REQUIRE(!x_ec);
+    const strings xy = {"x", "y"};
+    locks.async_acquire_all(xy, options, [](error_code, lease) {});
+    std::optional<error_code> other_ec;
+    lease other_x;
+    auto other_options = options;
+    other_options.wait = 8s;
+    other.async_acquire("x", other_options, [&](error_code ec, lease l) {
+      other_ec = ec;
+      other_x = std::move(l);
+    });
+    co_await sleep_for(300ms);  // both wait: the set here, the other client on the nodes
+    BOOST_TEST(!other_ec.has_value());
+
+    const auto released = steady_clock::now();
+    co_await x.async_release(tuple_awaitable);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return other_ec.has_value(); }, 9s));
+    BOOST_TEST(!*other_ec, other_ec->message() << ": " << other_x.diagnostics());
+    BOOST_TEST(ms_since(released) < 5000, "the free resource took " << ms_since(released) << " ms");
+    co_await other_x.async_release(tuple_awaitable);
+    co_await y.async_release(tuple_awaitable);
+    co_await locks.async_shutdown(tuple_awaitable);
   });
 }
 

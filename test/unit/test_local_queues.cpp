@@ -1,0 +1,175 @@
+// Who goes first among the acquires of one client (local_queues), without a server: a set of
+// locks that cannot start yields to later acquires of its free resources, so that a task holding
+// one of its resources can take another; after set_overtakes_before_claim of them the set claims
+// its queues until its TTL, so that it is not starved; the acquire that starts goes to the front
+// of each of its queues.
+
+#include "local_queues.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using redlock::detail::lease_state;
+using redlock::detail::local_queues;
+using redlock::detail::queued_acquire;
+using redlock::detail::resource_queue;
+using std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// What the queues told each acquire, in order ("x wakes", "s claims").
+using event_log = std::vector<std::string>;
+
+class fake_acquire final : public queued_acquire {
+ public:
+  fake_acquire(std::string name, event_log& log) : name_(std::move(name)), log_(log) {}
+  void wake() override { log_.push_back(name_ + " wakes"); }
+  void compete(steady_clock::time_point) override { log_.push_back(name_ + " competes"); }
+  void announced(std::size_t, std::size_t) override {}
+  void permit_released_here(std::size_t) override {}
+  void subscription_changed(bool) override {}
+  void claims_until(steady_clock::time_point) override { log_.push_back(name_ + " claims"); }
+
+ private:
+  std::string name_;
+  event_log& log_;
+};
+
+// A lease of this client holding a queue, as the queues see one: never dereferenced here.
+lease_state* some_lease() {
+  static int storage;
+  return reinterpret_cast<lease_state*>(&storage);
+}
+
+struct fixture {
+  local_queues queues{"redlock:released", 0.01};
+  event_log log;
+
+  std::shared_ptr<fake_acquire> join(std::string name, std::vector<std::string> keys) {
+    auto waiter = std::make_shared<fake_acquire>(std::move(name), log);
+    queues.join(waiter, keys, 10s);
+    return waiter;
+  }
+  // The order of the waiters of `key`'s queue, by who they are.
+  std::vector<const queued_acquire*> order(const std::string& key) {
+    std::vector<const queued_acquire*> out;
+    for (const auto& waiter : queues.find(key)->waiters)
+      out.push_back(waiter.get());
+    return out;
+  }
+};
+
+using line = std::vector<const queued_acquire*>;
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(local_queue_order, fixture)
+
+// The deadlock of a waiting set: T1 holds "a" and then takes "b"; T2's set {a, b} joined in
+// between. The set cannot start while "a" is held, so T1's acquire of the free "b" goes ahead of
+// it instead of waiting behind it for ever.
+BOOST_AUTO_TEST_CASE(a_set_that_cannot_start_lets_a_later_acquire_of_a_free_resource_go) {
+  queues.queue_for("a").holder = some_lease();  // T1's lease
+  const auto set = join("set", {"a", "b"});
+  BOOST_TEST(!queues.try_start(*set));
+  BOOST_TEST(!queues.waiter_goes_first(*queues.find("b")), "only a set that yields waits there");
+  const auto nested = join("t1-b", {"b"});
+  BOOST_TEST(queues.try_start(*nested));
+  BOOST_TEST(nested->started());
+  BOOST_TEST((order("b") == line{nested.get(), set.get()}));
+  BOOST_TEST(queues.waiter_goes_first(*queues.find("b")));
+}
+
+// A set that can start goes at once, takes the front, and keeps later acquires behind it while it
+// waits for other processes; and an acquire that is not a set never yields.
+BOOST_AUTO_TEST_CASE(a_set_that_can_start_goes_first_and_keeps_its_place) {
+  const auto set = join("set", {"a", "b"});
+  BOOST_TEST(queues.try_start(*set));
+  const auto later = join("later", {"b"});
+  BOOST_TEST(!queues.try_start(*later));
+  queues.queue_for("c").holder = some_lease();
+  const auto single = join("single", {"c"});
+  BOOST_TEST(!queues.try_start(*single));
+  const auto behind = join("behind", {"c"});
+  BOOST_TEST(!queues.try_start(*behind), "a single lock that waits keeps its place");
+}
+
+// Once the resources are free, the set starts: it is woken by whichever release frees the last
+// of them, and not before.
+BOOST_AUTO_TEST_CASE(a_set_starts_when_the_last_of_its_resources_is_free) {
+  auto& a = queues.queue_for("a");
+  auto& b = queues.queue_for("b");
+  a.holder = some_lease();
+  b.holder = some_lease();
+  const auto set = join("set", {"a", "b"});
+  BOOST_TEST(!queues.try_start(*set));
+  a.holder = nullptr;
+  queues.start_next_waiter(a);
+  BOOST_TEST(log.empty());
+  b.holder = nullptr;
+  queues.start_next_waiter(b);
+  BOOST_TEST((log == event_log{"set wakes"}));
+  BOOST_TEST(set->started());
+}
+
+// Sets go ahead of sets too, and acquires that wait stay in one order in every queue they share:
+// S1 {a, b} cannot start ("a" is held); S2 {b, c} can, and goes ahead of S1 in "b"; S3 {c, d}
+// stays behind S2, which does not yield once started.
+BOOST_AUTO_TEST_CASE(a_set_that_can_start_goes_ahead_of_one_that_cannot) {
+  queues.queue_for("a").holder = some_lease();
+  const auto s1 = join("s1", {"a", "b"});
+  BOOST_TEST(!queues.try_start(*s1));
+  const auto s2 = join("s2", {"b", "c"});
+  BOOST_TEST(queues.try_start(*s2));
+  BOOST_TEST((order("b") == line{s2.get(), s1.get()}));
+  const auto s3 = join("s3", {"c", "d"});
+  BOOST_TEST(!queues.try_start(*s3));
+  // S2 leaves without the lock: S3 may go; S1 still waits for "a".
+  queues.leave(*s2, std::vector<std::string>{"b", "c"}, true);
+  BOOST_TEST((log == event_log{"s3 wakes"}));
+  BOOST_TEST(!s1->started());
+}
+
+// Not starved: after set_overtakes_before_claim acquires went ahead of it, a set keeps later
+// acquires of its resources behind it, until its claim runs out (its TTL); then it yields again.
+BOOST_AUTO_TEST_CASE(a_set_overtaken_often_enough_claims_its_queues_for_a_while) {
+  queues.queue_for("a").holder = some_lease();
+  const auto set = join("set", {"a", "b"});
+  BOOST_TEST(!queues.try_start(*set));
+  for (unsigned i = 0; i < local_queues::set_overtakes_before_claim; ++i) {
+    BOOST_TEST_CONTEXT("overtake " << i + 1) {
+      const auto passer = join("passer", {"b"});
+      BOOST_TEST_REQUIRE(queues.try_start(*passer));
+      queues.leave(*passer, std::vector<std::string>{"b"}, true);
+    }
+  }
+  BOOST_TEST((log == event_log{"set claims"}));
+  const auto kept = join("kept", {"b"});
+  BOOST_TEST(!queues.try_start(*kept), "a claiming set keeps later acquires behind it");
+  BOOST_TEST(queues.waiter_goes_first(*queues.find("b")));
+  queues.claim_expired(*set);
+  BOOST_TEST((log == event_log{"set claims", "kept wakes"}));
+}
+
+// The set that leaves (its acquire ended) lets everyone it held back start; an acquire that leaves
+// holding (it won) starts nobody.
+BOOST_AUTO_TEST_CASE(leaving_starts_the_next_waiters_unless_the_leaver_holds) {
+  const auto first = join("first", {"a"});
+  BOOST_TEST(queues.try_start(*first));
+  const auto second = join("second", {"a"});
+  BOOST_TEST(!queues.try_start(*second));
+  queues.leave(*first, std::vector<std::string>{"a"}, false);
+  queues.queue_for("a").holder = some_lease();
+  BOOST_TEST(log.empty());
+  BOOST_TEST(first->queues().empty());
+  queues.queue_for("a").holder = nullptr;
+  queues.start_next_waiter(*queues.find("a"));
+  BOOST_TEST((log == event_log{"second wakes"}));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
