@@ -216,7 +216,8 @@ bool local_queues::try_start(queued_acquire& waiter) {
 
 void local_queues::leave(queued_acquire& waiter, std::span<const std::string> keys,
                          bool start_others) {
-  const auto queues = std::exchange(waiter.queues_, {});
+  const auto queues = std::move(waiter.queues_);
+  waiter.queues_.clear();
   waiter.started_ = false;
   for (resource_queue* queue : queues) {
     std::erase_if(queue->waiters, [&](const auto& other) { return other.get() == &waiter; });

@@ -1,6 +1,8 @@
 #ifndef REDLOCK_LOCAL_QUEUES_HPP
 #define REDLOCK_LOCAL_QUEUES_HPP
 
+#include <boost/container/small_vector.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -59,7 +61,8 @@ class queued_acquire {
 
  private:
   friend class local_queues;
-  std::vector<resource_queue*> queues_;
+  // One queue but for a set: held in place, so that an acquire allocates nothing for it.
+  boost::container::small_vector<resource_queue*, 1> queues_;
   bool started_ = false;
   // A set's: how long it keeps its queues once it claims them (its TTL), how many acquires went
   // ahead of it since it last claimed, and until when it claims.

@@ -155,15 +155,14 @@ void acquire_op::succeed(steady_clock::time_point valid_until) {
   if (timer_) timer_->cancel();
   space_->untrack(this);
   stop_listening();
-  std::vector<resource_queue*> held(queues().begin(), queues().end());
+  resource_queue* const queue = queue_of_own();
+  // Only a set's lease allocates for its other queues.
+  lease_->more_queues.assign(queues().begin() + 1, queues().end());
   space_->queues().leave(*this, strategy_->queue_keys(), false);
-  resource_queue* const queue = held.front();
   const bool next_may_start = strategy_->hold(*queue, *lease_);
   lease_->queue = queue;
-  held.erase(held.begin());
-  for (resource_queue* other : held)
+  for (resource_queue* other : lease_->more_queues)
     strategy_->hold(*other, *lease_);
-  lease_->more_queues = std::move(held);
   lease_->diagnostics.clear();
   lease_->contended = rounds_ > 1 || competing_;
   lease_->granted_nodes = round_->votes().yes_count();

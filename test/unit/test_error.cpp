@@ -32,9 +32,9 @@ BOOST_AUTO_TEST_CASE(every_code_has_a_distinct_message_in_the_redlock_category) 
 BOOST_AUTO_TEST_CASE(node_failure_condition_holds_exactly_the_lasting_node_errors) {
   using redlock::condition;
   using redlock::error;
-  for (const auto e : {error::auth_failed, error::select_failed, error::permission_denied,
-                       error::protocol_error, error::tls_handshake_failed,
-                       error::certificate_rejected, error::wrong_node_kind}) {
+  for (const auto e :
+       {error::auth_failed, error::select_failed, error::permission_denied, error::protocol_error,
+        error::tls_handshake_failed, error::certificate_rejected, error::wrong_node_kind}) {
     const redlock::error_code ec = e;
     BOOST_TEST_CONTEXT(ec.message()) {
       BOOST_TEST((ec == condition::node_failure));

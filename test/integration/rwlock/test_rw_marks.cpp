@@ -36,8 +36,9 @@ bool has_key(std::uint16_t port, const std::string& key) {
 BOOST_AUTO_TEST_SUITE(rw_marks)
 
 // Three nodes: on A and B another writer holds, so they refuse without a mark; on C a reader holds,
-// and C's replies take a second to come back. The waiting writer gives up after 500 ms, before it
-// has heard from C at all; C has marked the lock for it all the same. Its marks must go when it
+// and C's replies take a second to come back (its requests time out after 200 ms). The waiting
+// writer gives up after 500 ms, before it has heard from C at all; C has marked the lock for it
+// all the same. Its marks must go when it
 // ends: before, only marks it had heard of were deleted, and C kept readers out for its TTL.
 BOOST_AUTO_TEST_CASE(marks_set_by_answers_after_the_end_are_deleted) {
   redlock::test::proxied_fleet nodes(3);
@@ -46,7 +47,6 @@ BOOST_AUTO_TEST_CASE(marks_set_by_answers_after_the_end_are_deleted) {
     sync_client c(nodes.fleet[i].port());
     c.command({"SET", d::rw_writer_key(name), "another-writer", "PX", "60000"});
   }
-  nodes.proxies[2]->set_latency(redlock::test::chaos_proxy::direction::downstream, 1000ms);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client only_c(io.get_executor(), {nodes.fleet[2].config()}, fast_client_options());
     rw_lock on_c(only_c, name, lock_for(30s));
@@ -54,6 +54,10 @@ BOOST_AUTO_TEST_CASE(marks_set_by_answers_after_the_end_are_deleted) {
     BOOST_TEST_REQUIRE(!read_ec, read_ec.message() << ": " << reader.diagnostics());
 
     redlock::client locks(io.get_executor(), nodes.configs(), fast_client_options());
+    // Connected first: the writer's rounds reach C at once, only C's replies are late.
+    auto [ping_ec] = co_await locks.async_ping(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ping_ec, ping_ec.message());
+    nodes.proxies[2]->set_latency(redlock::test::chaos_proxy::direction::downstream, 1000ms);
     auto options = lock_for(20s);
     options.wait = 500ms;
     rw_lock rw(locks, name, options);
