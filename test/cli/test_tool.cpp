@@ -590,6 +590,13 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_2_naming_the_problem) {
        "--conflict-exit-code: \"x\" is not an exit code"},
       {{"run", "--nodes", "redis://127.0.0.1:99999", resource, "--", "touch", marker}, "port"},
       {{"run", "--nodes", "http://127.0.0.1", resource, "--", "touch", marker}, "scheme"},
+      // A seed's port without its host, not a host called "7972".
+      {{"status", "--nodes", "redis+cluster://127.0.0.1:7000?seed=7972", resource},
+       "--nodes: bad node URL \"redis+cluster://127.0.0.1:7000?seed=7972\": seed \"7972\": host "
+       "\"7972\" is a number: a port without its host?"},
+      {{"run", "--nodes", "redis+sentinel://127.0.0.1?master=m&seed=26380", resource, "--", "touch",
+        marker},
+       "seed \"26380\": host \"26380\" is a number"},
       {{"run", "--permits", "0", resource, "--", "touch", marker},
        "--permits: \"0\" is not a number of permits (expected a whole number from 1 to 1024)"},
       {{"run", "--permits", "1025", resource, "--", "touch", marker},
@@ -676,6 +683,12 @@ BOOST_AUTO_TEST_CASE(help_documents_every_exit_code) {
     const auto result = run(args);
     BOOST_TEST(result.exit_code == 0);
     BOOST_TEST(contains(result.out, "Exit codes:"));
+    // Every kind of node a URL can name, in the help of every command that takes --nodes.
+    for (const std::string_view scheme :
+         {"redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://",
+          "redis+sentinel://", "rediss+sentinel://", "?master=NAME", "wait_replicas=N"}) {
+      BOOST_TEST(contains(result.out, scheme), "help lacks \"" << scheme << "\"");
+    }
   }
 }
 
@@ -1010,6 +1023,30 @@ BOOST_AUTO_TEST_CASE(wait_zero_tries_exactly_once) {
   BOOST_TEST(waited.exit_code == cli::exit_code::not_acquired, waited.err);
   BOOST_TEST(look.holding(resource, "someone-else") == 5u);
   delete_everywhere();
+  check_nothing_left();
+}
+
+// --wait 0 with the only node down gives up at once: a node that refuses connections refuses the
+// round as it would after any wait, so there is no connect to wait for (it took connect_timeout,
+// 1 s). The time alone could flake on a busy machine, but a wait for connect_timeout can never
+// end sooner than that second: the case passes when one of three tries ends within half of it.
+BOOST_AUTO_TEST_CASE(wait_zero_with_the_only_node_down_gives_up_at_once) {
+  refusing_ports closed(1);
+  const auto down = node_urls(closed.ports());
+  const std::vector<std::string> acquire = {"acquire", "--wait", "0", resource};
+  const std::vector<std::string> run_true = {"run", "--wait", "0", resource, "--", "true"};
+  for (const auto& args : {acquire, run_true}) {
+    BOOST_TEST_CONTEXT("redlock " << args.front()) {
+      auto fastest = std::chrono::milliseconds::max();
+      for (int attempt = 0; attempt < 3 && fastest >= 500ms; ++attempt) {
+        const auto result = run_tool(args, down, scratch.path(), 10s);
+        BOOST_TEST(result.exit_code == cli::exit_code::not_acquired, result.err);
+        BOOST_TEST(contains(result.err, "Connection refused"), result.err);
+        fastest = std::min(fastest, result.took);
+      }
+      BOOST_TEST(fastest.count() < 500, "took " << fastest.count() << " ms");
+    }
+  }
   check_nothing_left();
 }
 

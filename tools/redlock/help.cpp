@@ -57,11 +57,9 @@ redlock run [OPTIONS] RESOURCE [RESOURCE...] -- COMMAND [ARGS...]
   most 64. On a Redis Cluster node their keys must share a hash slot: give them one {hash tag}.
 
   Options:
-    --nodes URL,...   the Redis masters: comma-separated URLs
-                      redis://[[user]:password@]host[:port][/db]
-                      rediss://...same...[?ca=FILE&cert=FILE&key=FILE&sni=NAME&verify=no]
-                      unix://[[user]:password@]/path/to/redis.sock[?db=N]
-                      (default: $REDLOCK_NODES, else redis://127.0.0.1:6379)
+    --nodes URL,...   the Redlock nodes: comma-separated URLs, each a Redis master, a whole
+                      Redis Cluster or a Sentinel-managed master (see "Node URLs" below;
+                      default: $REDLOCK_NODES, else redis://127.0.0.1:6379)
     --ttl DURATION    lifetime of the lock on each node, renewed at half-life while COMMAND runs;
                       at least 500ms (default 30s)
     --wait DURATION   how long to keep trying to get the lock, with rounds on all nodes
@@ -153,7 +151,7 @@ redlock status [OPTIONS] [--permits N] RESOURCE
   with ", N unknown" added for slots whose state the nodes that answered cannot settle.
 
   Options:
-    --nodes URL,...     the Redis masters, as for run (default: $REDLOCK_NODES, else
+    --nodes URL,...     the Redlock nodes, as for run (default: $REDLOCK_NODES, else
                         redis://127.0.0.1:6379)
     --timeout DURATION  how long to wait for each node, connecting included (default 1s)
     --permits N         RESOURCE is a semaphore of N permits (1..1024): show each slot
@@ -208,7 +206,7 @@ redlock acquire [OPTIONS] RESOURCE
   stderr naming the cause and every node's answer.
 
   Options:
-    --nodes URL,...   the Redis masters, as for run (default: $REDLOCK_NODES, else
+    --nodes URL,...   the Redlock nodes, as for run (default: $REDLOCK_NODES, else
                       redis://127.0.0.1:6379)
     --ttl DURATION    lifetime of the lock on each node, not renewed; at least 500ms
                       (default 30s)
@@ -243,7 +241,7 @@ redlock extend [OPTIONS] RESOURCE --token TOKEN --ttl DURATION
   Options:
     --token TOKEN     the holder's token (required)
     --ttl DURATION    the lock's new lifetime from now; at least 500ms (required)
-    --nodes URL,...   the Redis masters, as for run
+    --nodes URL,...   the Redlock nodes, as for run
     -q, --quiet       no line when it was extended (errors are still printed)
     --json            one JSON object on stdout instead of the line on stderr, e.g.
                       {"event":"extended","resource":"job","exit_code":0,"message":"..."}
@@ -280,7 +278,7 @@ redlock release [OPTIONS] RESOURCE --force [--yes]
     --token TOKEN     the holder's token
     --force           every holder found on the nodes instead (see above)
     --yes             with --force: do not ask
-    --nodes URL,...   the Redis masters, as for run
+    --nodes URL,...   the Redlock nodes, as for run
     -q, --quiet       no line when it was released (errors and the --force record still are)
     --json            one JSON object on stdout instead of the line on stderr, as for extend;
                       event is released, not_held or failed. With --force it also has tokens
@@ -291,6 +289,25 @@ redlock release [OPTIONS] RESOURCE --force [--yes]
 )";
 
 constexpr std::string_view common_section = R"(
+Node URLs (--nodes, REDLOCK_NODES), each one Redlock node; a lock is held on a majority of them:
+  redis://[[user]:password@]host[:port][/db]
+      a Redis master (port 6379 by default)
+  rediss://...as redis://...[?ca=FILE&cert=FILE&key=FILE&sni=NAME&verify=no]
+      the same over TLS (see TLS options below)
+  unix://[[user]:password@]/path/to/redis.sock[?db=N]
+      a Redis master on a Unix socket
+  redis+cluster://[[user]:password@]host[:port][?seed=host:port&seed=...]
+      a whole Redis Cluster as one node: host:port and the seeds are members to ask for its
+      topology, and each key goes to the master of its hash slot
+  redis+sentinel://[[user]:password@]host[:port][/db]?master=NAME[&seed=host:port...]
+      [&sentinel_user=U&sentinel_password=P]
+      the master that the sentinels (host:port and the seeds, port 26379 by default) name NAME,
+      followed when they fail over; user and password log in to the master
+  rediss+cluster://..., rediss+sentinel://...
+      the same over TLS, with the parameters of rediss://
+  Each also takes ?wait_replicas=N (unix:// too): a node's vote counts only once N replicas
+  have the write (WAIT). A URL of the wrong kind (a cluster member as redis://, a sentinel as
+  redis://, a plain server as redis+sentinel://) is reported as a misconfigured node.
 TLS options (every command), for every rediss:// node; what a node's URL sets itself wins:
   --tls-ca FILE           trusted CA certificates, PEM (default: the system's CA store)
   --tls-cert FILE         client certificate chain, PEM, for servers that require one
@@ -303,7 +320,7 @@ Durations: 500ms, 30s, 2m, 1h, or a bare number of seconds (1.5 = 1500ms); at le
 at most 7 days.
 
 Environment:
-  REDLOCK_NODES   comma-separated redis:// URLs of the nodes, used when --nodes is not given
+  REDLOCK_NODES   comma-separated node URLs (see above), used when --nodes is not given
                   (e.g. redis://redis-a:6379,redis://redis-b:6379,redis://redis-c:6379).
   Set for COMMAND by run:
   REDLOCK_TOKEN   the lock's random value on the nodes (40 hex digits), e.g. for logs.
