@@ -18,25 +18,19 @@
 namespace redlock {
 
 namespace detail {
-// The coroutines behind with_lock. They take what they hold by value: the caller's arguments may
-// be temporaries of the co_await expression that are gone once the coroutine runs.
-template <class F>
-auto with_lock_one(client& locks, std::string resource, lock_options options, F body) ->
+// The coroutine behind both with_lock: one lock (a std::string) or a set (a resource_list). It
+// takes what it holds by value: the caller's arguments may be temporaries of the co_await
+// expression that are gone once the coroutine runs.
+template <class Resources, class F>
+auto with_lock_of(client& locks, Resources resources, lock_options options, F body) ->
     typename with_lock_body<F>::type {
-  lease held =
-      co_await locks.async_acquire(std::move(resource), options, boost::asio::use_awaitable);
-  if constexpr (with_lock_body<F>::valid) {
-    co_return co_await run_holding(held, body);
+  lease held;
+  if constexpr (std::is_same_v<Resources, resource_list>) {
+    held =
+        co_await locks.async_acquire_all(std::move(resources), options, boost::asio::use_awaitable);
   } else {
-    co_return;  // only after the static_assert has failed
+    held = co_await locks.async_acquire(std::move(resources), options, boost::asio::use_awaitable);
   }
-}
-
-template <class F>
-auto with_lock_set(client& locks, resource_list resources, lock_options options, F body) ->
-    typename with_lock_body<F>::type {
-  lease held =
-      co_await locks.async_acquire_all(std::move(resources), options, boost::asio::use_awaitable);
   if constexpr (with_lock_body<F>::valid) {
     co_return co_await run_holding(held, body);
   } else {
@@ -67,8 +61,8 @@ template <class Resource, class F>
 requires std::convertible_to<Resource, std::string>
 auto with_lock(client& locks, Resource&& resource, lock_options options, F body) ->
     typename detail::with_lock_body<F>::type {
-  return detail::with_lock_one(locks, std::string(std::forward<Resource>(resource)), options,
-                               std::move(body));
+  return detail::with_lock_of(locks, std::string(std::forward<Resource>(resource)), options,
+                              std::move(body));
 }
 
 /// The same for a set of locks: acquires all of `resources` as one lease
@@ -82,7 +76,7 @@ auto with_lock(client& locks, Resource&& resource, lock_options options, F body)
 template <class F>
 auto with_lock(client& locks, resource_list resources, lock_options options, F body) ->
     typename detail::with_lock_body<F>::type {
-  return detail::with_lock_set(locks, std::move(resources), options, std::move(body));
+  return detail::with_lock_of(locks, std::move(resources), options, std::move(body));
 }
 
 }  // namespace redlock
