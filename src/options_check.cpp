@@ -144,6 +144,14 @@ endpoint parse_endpoint(std::string_view text, std::string_view bracket_example)
       if (!is_host_char(c))
         return refuse(fmt::format("host \"{}\" has an invalid character", host));
     }
+    // No host name is all digits, and the number-only IPv4 forms ("7972" = 0.0.31.36) name no
+    // server anyone means: such a host is a port whose host was left out ("?seed=7972").
+    if (all_digits(host)) {
+      return refuse(
+          fmt::format("host \"{}\" is a number: a port without its host? write HOST:PORT, e.g. "
+                      "\"127.0.0.1:{}\"",
+                      host, host));
+    }
   }
   result.host = std::string(host);
 

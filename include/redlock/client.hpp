@@ -2,21 +2,18 @@
 #define REDLOCK_CLIENT_HPP
 
 #include "redlock/config.hpp"
+#include "redlock/detail/acquire_initiation.hpp"
 #include "redlock/detail/default_token.hpp"
 #include "redlock/detail/initiate.hpp"
 #include "redlock/error.hpp"
 #include "redlock/lease.hpp"
 #include "redlock/node_config.hpp"
 #include "redlock/options.hpp"
+#include "redlock/resource_list.hpp"
 
-#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/associator.hpp>
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/use_future.hpp>
 #include <boost/system/error_code.hpp>
-#include <boost/system/system_error.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -28,66 +25,6 @@
 #include <vector>
 
 namespace redlock {
-
-namespace detail {
-using acquire_handler = boost::asio::any_completion_handler<acquire_signature>;
-REDLOCK_API void initiate_acquire(const std::shared_ptr<client_impl>& client, std::string resource,
-                                  const lock_options& options, bool single_round,
-                                  caller_handler<acquire_signature> caller);
-// A set of locks (async_acquire_all).
-REDLOCK_API void initiate_acquire(const std::shared_ptr<client_impl>& client,
-                                  std::vector<std::string> resources, const lock_options& options,
-                                  bool single_round, caller_handler<acquire_signature> caller);
-
-// Tokens that turn an error code into an exception. Left alone they would throw
-// system_error(ec), whose message is only the code's; an acquire's lease knows which resource and
-// what each node answered, so such tokens get an exception_ptr with that instead.
-template <class Token>
-struct throws_on_error : std::false_type {};
-template <class Executor>
-struct throws_on_error<boost::asio::use_awaitable_t<Executor>> : std::true_type {};
-template <class Allocator>
-struct throws_on_error<boost::asio::use_future_t<Allocator>> : std::true_type {};
-
-// Completes a void(std::exception_ptr, lease) handler from the acquire's void(error_code, lease).
-template <class Handler>
-struct throw_with_diagnostics {
-  Handler inner;
-
-  void operator()(boost::system::error_code ec, redlock::lease acquired) {
-    std::exception_ptr failure;
-    if (ec) {
-      failure = std::make_exception_ptr(boost::system::system_error(
-          ec, acquired.diagnostics().empty() ? std::string("redlock: acquire failed")
-                                             : acquired.diagnostics()));
-    }
-    std::move(inner)(failure, std::move(acquired));
-  }
-};
-
-// async_try_acquire (single_round) and async_acquire, of one resource (a std::string) or of a set
-// (a std::vector<std::string>). With Throws, the handler takes void(std::exception_ptr, lease) and
-// is completed through throw_with_diagnostics.
-template <bool Throws>
-struct acquire_initiation : client_initiation {
-  using client_initiation::client_initiation;
-  template <class Handler, class Resources>
-  void operator()(Handler&& handler, Resources resource, const lock_options& options,
-                  bool single_round) const {
-    if constexpr (Throws) {
-      initiate_acquire(
-          client_, std::move(resource), options, single_round,
-          erase_handler<acquire_signature>(
-              throw_with_diagnostics<std::decay_t<Handler>>{std::forward<Handler>(handler)},
-              executor_of(*client_)));
-    } else {
-      initiate_acquire(
-          client_, std::move(resource), options, single_round,
-          erase_handler<acquire_signature>(std::forward<Handler>(handler), executor_of(*client_)));
-    }
-  }
-};
-}  // namespace detail
 
 /// A Redlock client over N independent Redis masters (N = 1: the single-instance lock). It keeps
 /// one pipelined connection per node, opened lazily and reopened by itself after failures.
@@ -249,13 +186,17 @@ class REDLOCK_API client {
   /// of them while its server waits), or, when a node is a Redis Cluster, resources that are not in
   /// one hash slot (give them one hash tag: "{acct}:1", "{acct}:2").
   ///
+  /// @par Resources
+  /// A std::vector<std::string>, or a braced list written at the call, also inside a co_await
+  /// with g++ 12 (resource_list): `async_try_acquire_all({"{acct}:17", "{acct}:42"}, ...)`.
+  ///
   /// @par Cancellation, handler, executor and lifetimes
   /// As async_try_acquire; `resources` is moved.
   template <boost::asio::completion_token_for<void(boost::system::error_code, lease)>
                 CompletionToken = detail::default_token_t<executor_type>>
-  auto async_try_acquire_all(std::vector<std::string> resources, lock_options options,
+  auto async_try_acquire_all(resource_list resources, lock_options options,
                              CompletionToken&& token = CompletionToken()) {
-    return async_initiate_acquire(std::move(resources), options, true,
+    return async_initiate_acquire(std::move(resources).names(), options, true,
                                   std::forward<CompletionToken>(token));
   }
 
@@ -271,13 +212,13 @@ class REDLOCK_API client {
   /// Completion as async_try_acquire_all, minus error::contended and error::no_quorum, which are
   /// retried.
   ///
-  /// @par Cancellation, handler, executor and lifetimes
-  /// As async_acquire.
+  /// @par Resources, cancellation, handler, executor and lifetimes
+  /// Resources as async_try_acquire_all; the rest as async_acquire.
   template <boost::asio::completion_token_for<void(boost::system::error_code, lease)>
                 CompletionToken = detail::default_token_t<executor_type>>
-  auto async_acquire_all(std::vector<std::string> resources, lock_options options,
+  auto async_acquire_all(resource_list resources, lock_options options,
                          CompletionToken&& token = CompletionToken()) {
-    return async_initiate_acquire(std::move(resources), options, false,
+    return async_initiate_acquire(std::move(resources).names(), options, false,
                                   std::forward<CompletionToken>(token));
   }
 
@@ -437,22 +378,5 @@ class REDLOCK_API client {
 };
 
 }  // namespace redlock
-
-/// @cond
-// The adapter completes on the inner handler's executor, with its allocator and cancellation slot.
-template <template <class, class> class Associator, class Handler, class DefaultCandidate>
-struct boost::asio::associator<Associator, redlock::detail::throw_with_diagnostics<Handler>,
-                               DefaultCandidate> : Associator<Handler, DefaultCandidate> {
-  static typename Associator<Handler, DefaultCandidate>::type get(
-      const redlock::detail::throw_with_diagnostics<Handler>& h) noexcept {
-    return Associator<Handler, DefaultCandidate>::get(h.inner);
-  }
-  static auto get(const redlock::detail::throw_with_diagnostics<Handler>& h,
-                  const DefaultCandidate& c) noexcept
-      -> decltype(Associator<Handler, DefaultCandidate>::get(h.inner, c)) {
-    return Associator<Handler, DefaultCandidate>::get(h.inner, c);
-  }
-};
-/// @endcond
 
 #endif

@@ -380,7 +380,7 @@ BOOST_AUTO_TEST_CASE(usage_errors_name_the_culprit) {
       {{"run", "a", "", "--", "true"}, "RESOURCE must not be empty"},
       {{"run", "job", "--"}, "missing COMMAND after \"--\""},
       {{"status"}, "missing RESOURCE"},
-      {{"status", "a", "b"}, "unexpected argument \"b\""},
+      {{"status", "a", ""}, "RESOURCE must not be empty"},
       {{"status", "--ttl", "1s", "a"}, "unknown option \"--ttl\" for \"redlock status\""},
       {{"status", "--timeout", "0", "a"}, "--timeout: \"0\" is zero"},
   };
@@ -402,6 +402,37 @@ BOOST_AUTO_TEST_CASE(status_options) {
   BOOST_TEST(status.timeout.count() == 250);
   BOOST_TEST(status.nodes.size() == 2u);
   BOOST_TEST(std::get<cli::status_options>(parse({"status", "job"})).timeout.count() == 1000);
+}
+
+// status --read NAME / --write NAME: a read-write lock (either flag shows all of it); several
+// RESOURCEs: each lock and the set of them. The same rules as run's for what RESOURCE names.
+BOOST_AUTO_TEST_CASE(status_of_a_read_write_lock_and_of_a_set) {
+  const auto status = [](std::vector<std::string> args) {
+    args.insert(args.begin(), "status");
+    const auto parsed = parse(args);
+    BOOST_TEST_REQUIRE(std::holds_alternative<cli::status_options>(parsed));
+    return std::get<cli::status_options>(parsed);
+  };
+  BOOST_TEST(!status({"doc"}).side.has_value());
+  BOOST_TEST((status({"--read", "doc"}).side == cli::rw_side::read));
+  BOOST_TEST((status({"doc", "--write", "--json"}).side == cli::rw_side::write));
+  BOOST_TEST(status({"--read", "doc"}).resource == "doc");
+  const auto set = status({"b", "a", "b", "--json"});
+  BOOST_TEST(set.resources == (std::vector<std::string>{"b", "a"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(set.resource == "b and a");
+  BOOST_TEST(set.json);
+  BOOST_TEST(usage_error({"status", "--read", "--write", "doc"}) ==
+             "--read and --write exclude each other: give one");
+  BOOST_TEST(usage_error({"status", "--read=yes", "doc"}) == "--read takes no value");
+  BOOST_TEST(usage_error({"status", "--read", "--permits", "2", "doc"}) ==
+             "--read and --permits exclude each other: RESOURCE is either a read-write lock or a "
+             "semaphore");
+  BOOST_TEST(usage_error({"status", "--write", "a", "b"}) ==
+             "--write takes one NAME, not \"a\", \"b\": several RESOURCEs are shown as locks and "
+             "as the set of them");
+  BOOST_TEST(contains(usage_error({"status", "--permits", "2", "a", "b"}), "--permits takes one"));
+  BOOST_TEST(contains(usage_error({"status", "--read"}), "missing RESOURCE"));
 }
 
 // The --tls-* flags fill in what the rediss:// URLs leave unset, on every TLS node and only there.

@@ -3,6 +3,7 @@
 #include "redlock/inspection.hpp"
 #include "redlock/json_line.hpp"
 #include "redlock/messages.hpp"
+#include "redlock/set_status.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <fmt/format.h>
@@ -287,6 +288,12 @@ BOOST_AUTO_TEST_CASE(verdicts) {
        {node("a:1", false), node("a:2", false), down("a:3"), down("a:4"), down("a:5")},
        "job: held on 0 of 5 nodes (quorum 3): unknown: only 2 of 5 nodes reachable",
        false},
+      {"values of another type on a quorum",
+       {other_type("a:1"), other_type("a:2"), other_type("a:3"), node("a:4", false),
+        node("a:5", false)},
+       "job: held on 3 of 5 nodes (quorum 3): not a lock (a value of another type is on a quorum "
+       "of nodes: no lock can be taken under this name)",
+       true},
   };
   for (const auto& c : cases) {
     BOOST_TEST_CONTEXT(c.name) {
@@ -295,6 +302,66 @@ BOOST_AUTO_TEST_CASE(verdicts) {
       BOOST_TEST(verdict.enough_reachable == c.enough);
     }
   }
+}
+
+// A read-write lock's readers' key is a sorted set: on one node of one it is held, not "not locked
+// (below quorum)", and status says which lock it belongs to. The other keys of that lock too.
+BOOST_AUTO_TEST_CASE(a_read_write_locks_key_is_named_as_such) {
+  const std::vector<cli::node_report> readers = {other_type("a:1")};
+  const auto verdict = cli::judge_status("{catalog}:read", readers);
+  BOOST_TEST(verdict.line ==
+             "{catalog}:read: held on 1 of 1 nodes (quorum 1): not a lock (a value "
+             "of another type is on a quorum of nodes: no lock can be taken under "
+             "this name)");
+  BOOST_TEST((verdict.state == cli::lock_state::not_a_lock));
+  BOOST_TEST(verdict.hint ==
+             "\"{catalog}:read\" is a key of the read-write lock \"catalog\": "
+             "redlock status --read catalog shows its writer, readers and waiting "
+             "writer");
+  BOOST_TEST(contains(cli::json_of(verdict), "\"state\":\"not_a_lock\""));
+  BOOST_TEST(contains(cli::json_of(verdict), "\"hint\":\"\\\"{catalog}:read\\\" is a key"));
+  const std::vector<cli::node_report> writer = {node("a:1", true, token_a)};
+  BOOST_TEST(contains(cli::judge_status("{catalog}:write", writer).hint, "\"catalog\""));
+  BOOST_TEST(contains(cli::judge_status("{catalog}:write-waiting", writer).hint, "\"catalog\""));
+  // A name with a hash tag of its own keeps it; the hint quotes it for the shell.
+  BOOST_TEST(contains(cli::judge_status("{shop}cart:read", writer).hint,
+                      "redlock status --read '{shop}cart' shows"));
+  BOOST_TEST(cli::judge_status("job", writer).hint.empty());
+  BOOST_TEST(cli::judge_status("catalog:read", writer).hint.empty());
+  BOOST_TEST(contains(cli::json_of(cli::judge_status("job", writer)), "\"hint\":null"));
+}
+
+// status A B: each resource judged as a lock, then the set: how many are locked and by whom.
+BOOST_AUTO_TEST_CASE(set_summary) {
+  const std::vector<cli::node_report> by_a = {node("a:1", true, token_a),
+                                              node("a:2", true, token_a), node("a:3", false)};
+  const std::vector<cli::node_report> by_b = {node("a:1", true, token_b),
+                                              node("a:2", true, token_b), down("a:3")};
+  const std::vector<cli::node_report> free = {node("a:1", false), node("a:2", false),
+                                              node("a:3", false)};
+  const std::vector<cli::status_verdict> one_lease = {cli::judge_status("x", by_a),
+                                                      cli::judge_status("y", by_a)};
+  const auto held = cli::judge_set("x and y", one_lease);
+  BOOST_TEST(held.line == "x and y: 2 of 2 locked by token aaaaaaaa (quorum 2 of 3 nodes)");
+  BOOST_TEST(held.owner.value_or("") == token_a);
+  BOOST_TEST(held.enough_reachable);
+  BOOST_TEST(cli::json_of(held) ==
+             "{\"type\":\"set\",\"resources\":[\"x\",\"y\"],\"states\":[\"locked\",\"locked\"],"
+             "\"locked\":2,\"free\":0,\"unknown\":0,\"token\":\"" +
+                 token_a +
+                 "\",\"nodes\":3,\"quorum\":2,\"unreachable\":0,\"misconfigured\":0,"
+                 "\"quorum_answered\":true}");
+
+  const std::vector<cli::status_verdict> mixed = {cli::judge_status("x", by_a),
+                                                  cli::judge_status("y", free)};
+  BOOST_TEST(cli::judge_set("x and y", mixed).line ==
+             "x and y: 1 of 2 locked by token aaaaaaaa, 1 free (quorum 2 of 3 nodes)");
+  const std::vector<cli::status_verdict> two_owners = {
+      cli::judge_status("x", by_a), cli::judge_status("y", by_b), cli::judge_status("z", free)};
+  const auto split = cli::judge_set("x, y and z", two_owners);
+  BOOST_TEST(split.line == "x, y and z: 2 of 3 locked by 2 owners, 1 free (quorum 2 of 3 nodes)");
+  BOOST_TEST(!split.owner.has_value());
+  BOOST_TEST(contains(cli::json_of(split), "\"token\":null"));
 }
 
 // status --permits: each slot judged as a lock, then summed up; the counts of nodes that could
@@ -523,13 +590,13 @@ BOOST_AUTO_TEST_CASE(verdict_objects) {
   BOOST_TEST(cli::json_of(cli::judge_status("job", split)) ==
              R"({"type":"verdict","resource":"job","state":"unknown","token":null,"nodes":5,)"
              R"("quorum":3,"answered":3,"unreachable":1,"misconfigured":1,"held":3,)"
-             R"("owner_nodes":2,"quorum_answered":true})");
+             R"("owner_nodes":2,"quorum_answered":true,"hint":null})");
   const std::vector<cli::node_report> quorum = {node("a:1", true, token_a),
                                                 node("a:2", true, token_a), node("a:3", false)};
   BOOST_TEST(cli::json_of(cli::judge_status("job", quorum)) ==
              R"({"type":"verdict","resource":"job","state":"locked","token":")" + token_a +
                  R"(","nodes":3,"quorum":2,"answered":3,"unreachable":0,"misconfigured":0,)"
-                 R"("held":2,"owner_nodes":2,"quorum_answered":true})");
+                 R"("held":2,"owner_nodes":2,"quorum_answered":true,"hint":null})");
   const std::vector<cli::node_report> below = {node("a:1", true, token_a), node("a:2", false),
                                                node("a:3", false)};
   const auto not_locked = cli::json_of(cli::judge_status("job", below));

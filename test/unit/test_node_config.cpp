@@ -740,6 +740,13 @@ BOOST_AUTO_TEST_CASE(bad_cluster_and_sentinel_urls_name_the_problem) {
       {"redis+cluster://h?seed=a:65536", "seed \"a:65536\": port 65536 is out of range 1-65535"},
       {"redis+cluster://h?seed=a:", "seed \"a:\": port is empty"},
       {"redis+cluster://h?seed=a:x", "seed \"a:x\": port \"x\" is not a decimal number"},
+      // A port without its host is not taken for a host called "7972" (on port 6379).
+      {"redis+cluster://h?seed=7972",
+       "seed \"7972\": host \"7972\" is a number: a port without its host? write HOST:PORT, "
+       "e.g. \"127.0.0.1:7972\""},
+      {"redis+sentinel://s?master=m&seed=26380", "seed \"26380\": host \"26380\" is a number"},
+      {"redis+cluster://7000", "host \"7000\" is a number: a port without its host?"},
+      {"redis://6380/1", "host \"6380\" is a number"},
       {"redis+cluster://h?seed=::1:7000",
        "seed \"::1:7000\": host looks like an IPv6 address; write it in brackets: "
        "\"seed=[::1]:7000\""},

@@ -96,7 +96,8 @@ class acquire_session {
     error_code ec;
     lease acquired;
     // The connections are opened first, so that every node's SET goes out at once (see below).
-    co_await open_connections(*client_, connect_timeout_, acquire_cancel_.slot(), interrupted);
+    co_await open_connections(*client_, options_.resource, connect_timeout_, acquire_cancel_.slot(),
+                              interrupted);
     if (interrupted_by_) co_return co_await give_up_interrupted();
     // Each co_await is a statement of its own (g++ 12 garbled a co_await's tuple in an arm of a
     // conditional expression; see run_command.cpp).

@@ -13,7 +13,8 @@ constexpr std::string_view duration_forms = "expected e.g. 500ms, 30s, 2m or a n
 constexpr std::string_view run_usage =
     "redlock run [OPTIONS] [--permits N | --read | --write] RESOURCE [RESOURCE...] -- COMMAND "
     "[ARGS...]";
-constexpr std::string_view status_usage = "redlock status [OPTIONS] [--permits N] RESOURCE";
+constexpr std::string_view status_usage =
+    "redlock status [OPTIONS] [--permits N | --read | --write] RESOURCE [RESOURCE...]";
 constexpr std::string_view acquire_usage = "redlock acquire [OPTIONS] RESOURCE";
 constexpr std::string_view extend_usage =
     "redlock extend [OPTIONS] RESOURCE --token TOKEN --ttl DURATION";
@@ -299,6 +300,34 @@ std::string quoted_words(const std::vector<std::string>& words) {
   return text;
 }
 
+// --read or --write, given as `name`; the other one given before is a usage error.
+void take_side(std::string_view name, std::optional<rw_side>& side) {
+  const rw_side given = name == "--read" ? rw_side::read : rw_side::write;
+  if (side && *side != given) throw usage_error("--read and --write exclude each other: give one");
+  side = given;
+}
+
+std::string_view side_flag(const std::optional<rw_side>& side) {
+  return side && *side == rw_side::read ? "read" : "write";
+}
+
+// --permits and --read/--write say what kind of lock RESOURCE names: one kind, one NAME.
+// `several` says what several RESOURCEs are instead.
+void check_lock_kind(const std::optional<rw_side>& side, const std::optional<std::size_t>& permits,
+                     const std::vector<std::string>& resources, std::string_view several) {
+  if (side && permits) {
+    throw usage_error(
+        fmt::format("--{} and --permits exclude each other: RESOURCE is either a "
+                    "read-write lock or a semaphore",
+                    side_flag(side)));
+  }
+  if (resources.size() > 1 && (permits || side)) {
+    throw usage_error(fmt::format("--{} takes one NAME, not {}: {}",
+                                  permits ? "permits" : side_flag(side), quoted_words(resources),
+                                  several));
+  }
+}
+
 invocation parse_run(std::span<const std::string> args, std::optional<std::string_view> env) {
   run_options options;
   tls_flags tls;
@@ -328,20 +357,13 @@ invocation parse_run(std::span<const std::string> args, std::optional<std::strin
     } else if (name == "--permits") {
       options.permits = permits_option(cursor);
     } else if (name == "--read" || name == "--write") {
-      const rw_side side = name == "--read" ? rw_side::read : rw_side::write;
-      if (options.side && *options.side != side)
-        throw usage_error("--read and --write exclude each other: give one");
-      options.side = side;
+      cursor.no_value();
+      take_side(name, options.side);
     } else if (!take_tls_flag(cursor, name, tls)) {
       unknown_option(name, "run");
     }
   }
-  if (options.side && options.permits) {
-    throw usage_error(
-        fmt::format("--{} and --permits exclude each other: RESOURCE is either a "
-                    "read-write lock or a semaphore",
-                    *options.side == rw_side::read ? "read" : "write"));
-  }
+  check_lock_kind(options.side, options.permits, {}, {});
   if (resources.empty()) throw usage_error(fmt::format("missing RESOURCE (usage: {})", run_usage));
   if (!separator && resources.size() > 1) {
     // The likeliest mistake: `redlock run job make all`, the "--" forgotten.
@@ -350,12 +372,8 @@ invocation parse_run(std::span<const std::string> args, std::optional<std::strin
                     quoted_words(resources), run_usage));
   }
   options.resources = distinct_resources(resources);
-  if (options.resources.size() > 1 && (options.permits || options.side)) {
-    throw usage_error(fmt::format(
-        "--{} takes one NAME, not {}: several RESOURCEs are one lock over all of them",
-        options.permits ? "permits" : (*options.side == rw_side::read ? "read" : "write"),
-        quoted_words(options.resources)));
-  }
+  check_lock_kind(options.side, options.permits, options.resources,
+                  "several RESOURCEs are one lock over all of them");
   if (!separator) {
     throw usage_error(
         fmt::format("missing \"--\" and COMMAND after RESOURCE (usage: {})", run_usage));
@@ -495,12 +513,12 @@ invocation parse_status(std::span<const std::string> args, std::optional<std::st
   status_options options;
   tls_flags tls;
   std::optional<std::string> nodes;
-  std::optional<std::string> resource;
+  std::vector<std::string> resources;
   option_cursor cursor(args);
   while (!cursor.done()) {
     const std::string& arg = cursor.take();
     if (!is_option(arg)) {
-      take_resource(arg, resource, "status");
+      resources.push_back(arg);
       continue;
     }
     const auto name = cursor.name();
@@ -511,6 +529,9 @@ invocation parse_status(std::span<const std::string> args, std::optional<std::st
       options.timeout = duration_option(cursor);
     } else if (name == "--permits") {
       options.permits = permits_option(cursor);
+    } else if (name == "--read" || name == "--write") {
+      cursor.no_value();
+      take_side(name, options.side);
     } else if (name == "--json") {
       cursor.no_value();
       options.json = true;
@@ -518,8 +539,14 @@ invocation parse_status(std::span<const std::string> args, std::optional<std::st
       unknown_option(name, "status");
     }
   }
-  check_resource(resource, status_usage);
-  options.resource = std::move(*resource);
+  check_lock_kind(options.side, options.permits, {}, {});
+  if (resources.empty()) {
+    throw usage_error(fmt::format("missing RESOURCE (usage: {})", status_usage));
+  }
+  options.resources = distinct_resources(resources);
+  check_lock_kind(options.side, options.permits, options.resources,
+                  "several RESOURCEs are shown as locks and as the set of them");
+  options.resource = run_subject(options.resources);
   options.nodes = choose_nodes(nodes, env);
   apply_tls_flags(tls, options.nodes);
   return options;

@@ -143,8 +143,16 @@ struct status_options {
   std::vector<node_config> nodes;
   std::chrono::milliseconds timeout = default_status_timeout;  // per node, connect included
   std::optional<std::size_t> permits;  // as run_options::permits: show every slot of a semaphore
-  bool json = false;                   // --json: JSON objects on stdout instead of text lines
+  // --read / --write (either: both show the whole lock): `resource` names a redlock::rw_lock,
+  // shown with its writer, readers and waiting writer's marks.
+  std::optional<rw_side> side;
+  bool json = false;  // --json: JSON objects on stdout instead of text lines
+  // RESOURCE (or NAME with --permits, --read, --write); with several, what the lines call them
+  // all ("a, b and c").
   std::string resource;
+  // Every RESOURCE given, in the given order, each once (never empty). Several: each is shown as
+  // a lock, then the set of them (as `run` takes several RESOURCEs, as one lease).
+  std::vector<std::string> resources;
 };
 
 // --help, -h or "help [COMMAND]": topic is "" for the whole tool, else the command's name.

@@ -16,7 +16,8 @@ Usage:
   redlock run [OPTIONS] RESOURCE [RESOURCE...] -- COMMAND [ARGS...]
   redlock run [OPTIONS] --permits N NAME -- COMMAND [ARGS...]
   redlock run [OPTIONS] --read|--write NAME -- COMMAND [ARGS...]
-  redlock status [OPTIONS] [--permits N] RESOURCE
+  redlock status [OPTIONS] RESOURCE [RESOURCE...]
+  redlock status [OPTIONS] --permits N | --read | --write NAME
   redlock acquire [OPTIONS] RESOURCE               (prints the lock's TOKEN)
   redlock extend [OPTIONS] RESOURCE --token TOKEN --ttl DURATION
   redlock release [OPTIONS] RESOURCE --token TOKEN
@@ -57,11 +58,9 @@ redlock run [OPTIONS] RESOURCE [RESOURCE...] -- COMMAND [ARGS...]
   most 64. On a Redis Cluster node their keys must share a hash slot: give them one {hash tag}.
 
   Options:
-    --nodes URL,...   the Redis masters: comma-separated URLs
-                      redis://[[user]:password@]host[:port][/db]
-                      rediss://...same...[?ca=FILE&cert=FILE&key=FILE&sni=NAME&verify=no]
-                      unix://[[user]:password@]/path/to/redis.sock[?db=N]
-                      (default: $REDLOCK_NODES, else redis://127.0.0.1:6379)
+    --nodes URL,...   the Redlock nodes: comma-separated URLs, each a Redis master, a whole
+                      Redis Cluster or a Sentinel-managed master (see "Node URLs" below;
+                      default: $REDLOCK_NODES, else redis://127.0.0.1:6379)
     --ttl DURATION    lifetime of the lock on each node, renewed at half-life while COMMAND runs;
                       at least 500ms (default 30s)
     --wait DURATION   how long to keep trying to get the lock, with rounds on all nodes
@@ -128,21 +127,34 @@ redlock run [OPTIONS] RESOURCE [RESOURCE...] -- COMMAND [ARGS...]
 )";
 
 constexpr std::string_view status_section = R"(
-redlock status [OPTIONS] [--permits N] RESOURCE
+redlock status [OPTIONS] RESOURCE [RESOURCE...]
+redlock status [OPTIONS] --permits N | --read | --write NAME
   Asks every node about RESOURCE and prints one line per node: its address, whether it could be
   reached (and if not, why), whether the key is held or free, its remaining TTL and the first 8
   characters of the owner's token. Each node is connected to as `run` would connect, so a node
   that could not serve the lock is shown as "misconfigured" with the reason: a wrong password
   (cannot log in: ...), a database it refuses (cannot select database ...), an ACL user without
-  a command the lock needs (permission denied: ACL user "bob" may not run EVALSHA, ...), or a
-  port where no Redis answers. A verdict line follows:
+  a command the lock needs (permission denied: ACL user "bob" may not run EVALSHA, ...), a port
+  where no Redis answers, or a URL of the wrong kind (a cluster member given as redis://, a
+  sentinel given as redis://, a plain server given as redis+sentinel://, a master name the
+  sentinels do not know). A verdict line follows:
     RESOURCE: held on 3 of 5 nodes (quorum 3): locked (token 1a2b3c4d)
     RESOURCE: held on 0 of 5 nodes (quorum 3): free
     RESOURCE: held on 2 of 5 nodes (quorum 3): not locked (below quorum)
-  and, when some nodes could not be asked, a count of each kind, "unreachable nodes: N" and
-  "misconfigured nodes: N". It changes no key on the nodes (like run, it loads the lock's two
-  Lua scripts into their script cache). Exits 0 when a quorum of nodes answered (whatever the
-  lock's state), else 1.
+    RESOURCE: held on 5 of 5 nodes (quorum 3): not a lock (a value of another type is on a
+      quorum of nodes: no lock can be taken under this name)
+  A key of a read-write lock ({NAME}:read, {NAME}:write, {NAME}:write-waiting) gets a line
+  "hint: ..." naming the lock and `redlock status --read NAME`. When some nodes could not be
+  asked, a count of each kind follows, "unreachable nodes: N" and "misconfigured nodes: N". It
+  changes no key on the nodes (like run, it loads the lock's Lua scripts into their script
+  cache). Exits 0 when a quorum of nodes answered (whatever the lock's state), else 1.
+
+  With several RESOURCEs, each is shown so, one block each (its lines per node and its verdict,
+  blocks apart by an empty line), all read in one step per node, then the set of them, as
+  `run RESOURCE...` holds it (one token on every key):
+    a, b and c: 2 of 3 locked by token 1a2b3c4d, 1 free (quorum 3 of 5 nodes)
+  ("by N owners" when the locked ones have different owners; ", N not locked" and ", N unknown"
+  when some are). On a Redis Cluster node they must share a hash slot, as for run.
 
   With --permits N, RESOURCE is a semaphore's NAME and every one of its N slot keys is shown so,
   one block each (its lines per node and its verdict, blocks apart by an empty line), all read in
@@ -152,11 +164,22 @@ redlock status [OPTIONS] [--permits N] RESOURCE
     NAME: 1 of 2 permits held (quorum 3 of 5 nodes)
   with ", N unknown" added for slots whose state the nodes that answered cannot settle.
 
+  With --read or --write (either: both show the whole lock), NAME is a read-write lock, and each
+  node's line shows its writer (token and TTL), its live readers (a reader counts until its
+  deadline on the node's clock; those past it are counted apart, and left where they are), and
+  the mark of a writer that waits for the readers; then the verdict:
+    NAME: writer on 0 of 5 nodes, readers on 5, waiting writer on 5 (quorum 3): read-locked by
+      2 readers; a writer waits (mark 9f8e7d6c on a quorum): new readers are kept out
+  The state is write-locked (token ...) when one writer's token is on a quorum, read-locked by N
+  readers when N readers are live on a quorum each, else free, not locked (below quorum) or
+  unknown, as for a lock.
+
   Options:
-    --nodes URL,...     the Redis masters, as for run (default: $REDLOCK_NODES, else
+    --nodes URL,...     the Redlock nodes, as for run (default: $REDLOCK_NODES, else
                         redis://127.0.0.1:6379)
     --timeout DURATION  how long to wait for each node, connecting included (default 1s)
-    --permits N         RESOURCE is a semaphore of N permits (1..1024): show each slot
+    --permits N         NAME is a semaphore of N permits (1..1024): show each slot
+    --read, --write     NAME is a read-write lock: show its writer, readers and waiting writer
     --json              JSON objects instead of the text, for scripts (see below)
     TLS options         see below
     -h, --help          this help
@@ -167,26 +190,49 @@ redlock status [OPTIONS] [--permits N] RESOURCE
   clients subscribed to the key's slot there.
 
   With --json, stdout gets one JSON object per line (JSON Lines) instead of the text, in the same
-  order without the empty lines: a "node" object per node, then the "verdict" (with --permits,
-  both for each slot, then a "semaphore" summary). Each object is one line; wrapped here:
+  order without the empty lines: a "node" object per node, then the "verdict" (with --permits
+  or several RESOURCEs, both for each key, then a "semaphore" or "set" summary; with --read or
+  --write, an "rw_node" object per node and an "rw_verdict"). Each object is one line; wrapped
+  here:
     {"type":"node","resource":"job","index":0,"address":"127.0.0.1:6379","state":"held",
      "token":"1a2b3c4d...","pttl_ms":29512,"note":null,"error":null,"subscribers":0,"link":null}
     {"type":"verdict","resource":"job","state":"locked","token":"1a2b3c4d...","nodes":5,
      "quorum":3,"answered":5,"unreachable":0,"misconfigured":0,"held":5,"owner_nodes":5,
-     "quorum_answered":true}
+     "quorum_answered":true,"hint":null}
     {"type":"semaphore","resource":"NAME","permits":2,"held":1,"unknown":0,
      "slots":["locked","free"],"nodes":5,"quorum":3,"unreachable":0,"misconfigured":0,
      "quorum_answered":true}
+    {"type":"set","resources":["a","b"],"states":["locked","free"],"locked":1,"free":1,
+     "unknown":0,"token":"1a2b3c4d...","nodes":5,"quorum":3,"unreachable":0,"misconfigured":0,
+     "quorum_answered":true}
+    {"type":"rw_node","resource":"NAME","index":0,"address":"127.0.0.1:6379","state":"held",
+     "writer":null,"writer_pttl_ms":null,"readers":["1a2b3c4d...","5e6f7a8b..."],
+     "readers_left_ms":[29000,28000],"expired_readers":0,"waiting_writer":"9f8e7d6c...",
+     "waiting_writer_pttl_ms":29500,"note":null,"error":null,"subscribers":1,"link":null}
+    {"type":"rw_verdict","resource":"NAME","state":"read_locked","writer":null,
+     "readers":["1a2b3c4d...","5e6f7a8b..."],"waiting_writer":"9f8e7d6c...","nodes":5,
+     "quorum":3,"answered":5,"unreachable":0,"misconfigured":0,"writer_nodes":0,
+     "reader_nodes":5,"waiting_writer_nodes":5,"quorum_answered":true}
   node: resource is the key asked about (a slot's key with --permits); index counts from 0 in
     the order of the nodes; state is free, held, unreachable or misconfigured; token is the
     key's whole value and pttl_ms its remaining TTL (-1: none), both null unless the key is held
     as a lock; note says why a held key is not a lock, error why the node could not be asked;
     subscribers and link as in the text, null when the text shows none.
-  verdict: state is locked, free, not_locked or unknown; token the owner's whole value when
-    locked, else null; answered, unreachable and misconfigured count the nodes of each kind; held
-    the nodes the key is on; owner_nodes the nodes of the owner with the most; quorum_answered
-    whether the verdict is certain (exit 0).
+  verdict: state is locked, free, not_locked, unknown or not_a_lock; token the owner's whole
+    value when locked, else null; answered, unreachable and misconfigured count the nodes of each
+    kind; held the nodes the key is on; owner_nodes the nodes of the owner with the most;
+    quorum_answered whether the verdict is certain (exit 0); hint the hint line's text, or null.
   semaphore: held and unknown count slots; slots lists each slot's state by its number.
+  set: states lists each resource's state in the order given; locked, free and unknown count
+    them; token is the one owner of every locked resource, else null.
+  rw_node: state is free, held (a writer, a live reader or a mark is there), unreachable or
+    misconfigured; writer and waiting_writer are the tokens (the mark's id), with their PTTLs;
+    readers the live readers' tokens, readers_left_ms the time to each one's deadline,
+    expired_readers those past it; all null when the node could not be asked.
+  rw_verdict: state is write_locked, read_locked, free, not_locked or unknown; writer the token
+    on a quorum when write_locked; readers those live on a quorum; waiting_writer the mark on a
+    quorum (new readers are kept out), else null; writer_nodes, reader_nodes and
+    waiting_writer_nodes count the nodes with each.
 
 )";
 
@@ -208,7 +254,7 @@ redlock acquire [OPTIONS] RESOURCE
   stderr naming the cause and every node's answer.
 
   Options:
-    --nodes URL,...   the Redis masters, as for run (default: $REDLOCK_NODES, else
+    --nodes URL,...   the Redlock nodes, as for run (default: $REDLOCK_NODES, else
                       redis://127.0.0.1:6379)
     --ttl DURATION    lifetime of the lock on each node, not renewed; at least 500ms
                       (default 30s)
@@ -243,7 +289,7 @@ redlock extend [OPTIONS] RESOURCE --token TOKEN --ttl DURATION
   Options:
     --token TOKEN     the holder's token (required)
     --ttl DURATION    the lock's new lifetime from now; at least 500ms (required)
-    --nodes URL,...   the Redis masters, as for run
+    --nodes URL,...   the Redlock nodes, as for run
     -q, --quiet       no line when it was extended (errors are still printed)
     --json            one JSON object on stdout instead of the line on stderr, e.g.
                       {"event":"extended","resource":"job","exit_code":0,"message":"..."}
@@ -280,7 +326,7 @@ redlock release [OPTIONS] RESOURCE --force [--yes]
     --token TOKEN     the holder's token
     --force           every holder found on the nodes instead (see above)
     --yes             with --force: do not ask
-    --nodes URL,...   the Redis masters, as for run
+    --nodes URL,...   the Redlock nodes, as for run
     -q, --quiet       no line when it was released (errors and the --force record still are)
     --json            one JSON object on stdout instead of the line on stderr, as for extend;
                       event is released, not_held or failed. With --force it also has tokens
@@ -291,6 +337,25 @@ redlock release [OPTIONS] RESOURCE --force [--yes]
 )";
 
 constexpr std::string_view common_section = R"(
+Node URLs (--nodes, REDLOCK_NODES), each one Redlock node; a lock is held on a majority of them:
+  redis://[[user]:password@]host[:port][/db]
+      a Redis master (port 6379 by default)
+  rediss://...as redis://...[?ca=FILE&cert=FILE&key=FILE&sni=NAME&verify=no]
+      the same over TLS (see TLS options below)
+  unix://[[user]:password@]/path/to/redis.sock[?db=N]
+      a Redis master on a Unix socket
+  redis+cluster://[[user]:password@]host[:port][?seed=host:port&seed=...]
+      a whole Redis Cluster as one node: host:port and the seeds are members to ask for its
+      topology, and each key goes to the master of its hash slot
+  redis+sentinel://[[user]:password@]host[:port][/db]?master=NAME[&seed=host:port...]
+      [&sentinel_user=U&sentinel_password=P]
+      the master that the sentinels (host:port and the seeds, port 26379 by default) name NAME,
+      followed when they fail over; user and password log in to the master
+  rediss+cluster://..., rediss+sentinel://...
+      the same over TLS, with the parameters of rediss://
+  Each also takes ?wait_replicas=N (unix:// too): a node's vote counts only once N replicas
+  have the write (WAIT). A URL of the wrong kind (a cluster member as redis://, a sentinel as
+  redis://, a plain server as redis+sentinel://) is reported as a misconfigured node.
 TLS options (every command), for every rediss:// node; what a node's URL sets itself wins:
   --tls-ca FILE           trusted CA certificates, PEM (default: the system's CA store)
   --tls-cert FILE         client certificate chain, PEM, for servers that require one
@@ -303,7 +368,7 @@ Durations: 500ms, 30s, 2m, 1h, or a bare number of seconds (1.5 = 1500ms); at le
 at most 7 days.
 
 Environment:
-  REDLOCK_NODES   comma-separated redis:// URLs of the nodes, used when --nodes is not given
+  REDLOCK_NODES   comma-separated node URLs (see above), used when --nodes is not given
                   (e.g. redis://redis-a:6379,redis://redis-b:6379,redis://redis-c:6379).
   Set for COMMAND by run:
   REDLOCK_TOKEN   the lock's random value on the nodes (40 hex digits), e.g. for logs.

@@ -1,7 +1,6 @@
 #include "lock_steps.hpp"
 
-#include "redlock/error.hpp"
-#include "redlock/inspection.hpp"
+#include "connect_wait.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -17,14 +16,17 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using std::chrono::steady_clock;
 
-asio::awaitable<void> open_connections(client& locks, std::chrono::milliseconds limit,
+asio::awaitable<void> open_connections(client& locks, std::string key,
+                                       std::chrono::milliseconds limit,
                                        asio::cancellation_slot cancel, std::function<bool()> stop) {
   const auto deadline = steady_clock::now() + limit;
   asio::steady_timer pause(co_await asio::this_coro::executor);
   for (;;) {
-    auto [ec] = co_await locks.async_ping(
-        asio::bind_cancellation_slot(cancel, asio::as_tuple(asio::use_awaitable)));
-    if (!ec || stop() || steady_clock::now() >= deadline) co_return;
+    auto [ec, seen] = co_await locks.async_inspect(
+        key, asio::bind_cancellation_slot(cancel, asio::as_tuple(asio::use_awaitable)));
+    if (quorum_connected_or_settled(ec, seen) || stop() || steady_clock::now() >= deadline) {
+      co_return;
+    }
     pause.expires_after(10ms);
     co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
   }
@@ -34,15 +36,9 @@ asio::awaitable<void> open_every_connection(client& locks, std::string resource,
                                             std::chrono::milliseconds limit) {
   const auto deadline = steady_clock::now() + limit;
   asio::steady_timer pause(co_await asio::this_coro::executor);
-  const auto settled = [](const node_holding& node) {
-    return node.answered() ||
-           (node.error != error::request_timeout && node.error != error::node_unresponsive);
-  };
   for (;;) {
     auto [ec, seen] = co_await locks.async_inspect(resource, asio::as_tuple(asio::use_awaitable));
-    if (ec == error::invalid_argument || ec == asio::error::operation_aborted) co_return;
-    if (std::all_of(seen.nodes.begin(), seen.nodes.end(), settled)) co_return;
-    if (steady_clock::now() >= deadline) co_return;
+    if (!still_connecting(ec, seen) || steady_clock::now() >= deadline) co_return;
     pause.expires_after(10ms);
     co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
   }

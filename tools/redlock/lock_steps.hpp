@@ -29,13 +29,17 @@
 
 namespace redlock::cli {
 
-// PINGs until a quorum answers, for at most `limit` (the client's connect_timeout): afterwards the
-// connections that can open are open. A request gives each node node_timeout, its connect
-// included, so it is this loop that lets a slow first connect (a distant or busy node, a TLS
-// handshake) finish: the pings that fail meanwhile do not stop the connects. Nodes that stay down
-// or refuse us make the request that follows fail as it would have anyway. Each ping is bound to
-// `cancel`; `stop` is asked after each one, and true ends the wait (a signal arrived).
-boost::asio::awaitable<void> open_connections(client& locks, std::chrono::milliseconds limit,
+// Reads `key` (client::async_inspect: the lock's key, so that a cluster node opens the
+// connection to the master that serves it) until a quorum of nodes answers, for at most `limit`
+// (the client's connect_timeout): afterwards the connections that can open are open. A request
+// gives each node node_timeout, its connect included, so it is this loop that lets a slow first
+// connect (a distant or busy node, a TLS handshake) finish: the reads that fail meanwhile do not
+// stop the connects. It ends at once when no node is still connecting (connect_wait.hpp): nodes
+// that are down or refuse us fail the request that follows as they would after any wait. Each
+// read is bound to `cancel`; `stop` is asked after each one, and true ends the wait (a signal
+// arrived).
+boost::asio::awaitable<void> open_connections(client& locks, std::string key,
+                                              std::chrono::milliseconds limit,
                                               boost::asio::cancellation_slot cancel,
                                               std::function<bool()> stop);
 
@@ -44,8 +48,8 @@ boost::asio::awaitable<void> open_connections(client& locks, std::chrono::millis
 // command shuts its client down as soon as a quorum has answered, and a client that shuts down
 // closes a connection still connecting at once, with what is queued on it: nothing this client
 // sent can be on that node, but the other process's key can. So this reads `resource`
-// (async_inspect) until every node has answered it or failed otherwise than by being slow
-// (request_timeout, node_unresponsive), for at most `limit`.
+// (async_inspect) until no node is still connecting (every one has answered it or failed
+// otherwise than by being slow), for at most `limit`.
 boost::asio::awaitable<void> open_every_connection(client& locks, std::string resource,
                                                    std::chrono::milliseconds limit);
 

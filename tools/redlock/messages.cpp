@@ -2,6 +2,7 @@
 
 #include "exit_codes.hpp"
 #include "json_line.hpp"
+#include "rw_status.hpp"
 
 #include <fmt/format.h>
 
@@ -347,6 +348,37 @@ std::string json_of(const node_report& report, std::size_t index, std::string_vi
   return line.str();
 }
 
+std::optional<std::string> unknown_state(const node_counts& counts, std::size_t top) {
+  const std::size_t unasked = counts.unreachable + counts.misconfigured;
+  if (counts.reachable < counts.quorum) {
+    if (counts.misconfigured == 0) {
+      return fmt::format("unknown: only {} of {} nodes reachable", counts.reachable, counts.nodes);
+    }
+    return fmt::format("unknown: only {} of {} nodes usable ({} misconfigured)", counts.reachable,
+                       counts.nodes, counts.misconfigured);
+  }
+  if (top + unasked < counts.quorum) return std::nullopt;
+  // The wording of the common case (no misconfigured node) is kept as it always was: scripts
+  // may match it.
+  std::string_view unasked_nodes = "unreachable";
+  if (counts.misconfigured > 0) {
+    unasked_nodes = counts.unreachable > 0 ? "unreachable and misconfigured" : "misconfigured";
+  }
+  return fmt::format("unknown: the {} nodes could complete a quorum", unasked_nodes);
+}
+
+std::vector<std::string> unasked_lines(const node_counts& counts) {
+  std::vector<std::string> lines;
+  if (counts.unreachable > 0)
+    lines.push_back(fmt::format("unreachable nodes: {}", counts.unreachable));
+  if (counts.misconfigured > 0) {
+    lines.push_back(fmt::format(
+        "misconfigured nodes: {} (the lock cannot use them until their configuration is fixed)",
+        counts.misconfigured));
+  }
+  return lines;
+}
+
 status_verdict judge_status(std::string_view resource, std::span<const node_report> reports) {
   status_verdict v;
   v.resource = resource;
@@ -354,6 +386,7 @@ status_verdict judge_status(std::string_view resource, std::span<const node_repo
   v.quorum = v.nodes / 2 + 1;
   std::map<std::string, std::size_t> owners;
   std::string top_owner;
+  std::size_t other_values = 0;
   for (const auto& report : reports) {
     if (report.error) {
       ++(report.misconfigured ? v.misconfigured : v.unreachable);
@@ -363,7 +396,10 @@ status_verdict judge_status(std::string_view resource, std::span<const node_repo
     if (!report.held) continue;
     ++v.held;
     // A key that is not a string is nobody's token; it still blocks SET NX on that node.
-    if (!report.note.empty()) continue;
+    if (!report.note.empty()) {
+      ++other_values;
+      continue;
+    }
     const std::size_t count = ++owners[report.value];
     if (count > v.owner_nodes) {
       v.owner_nodes = count;
@@ -371,13 +407,7 @@ status_verdict judge_status(std::string_view resource, std::span<const node_repo
     }
   }
   v.enough_reachable = v.reachable >= v.quorum;
-  const std::size_t unasked = v.unreachable + v.misconfigured;
-  // The wording of the common case (no misconfigured node) is kept as it always was: scripts
-  // may match it.
-  std::string_view unasked_nodes = "unreachable";
-  if (v.misconfigured > 0) {
-    unasked_nodes = v.unreachable > 0 ? "unreachable and misconfigured" : "misconfigured";
-  }
+  const node_counts counts{v.nodes, v.quorum, v.reachable, v.unreachable, v.misconfigured};
 
   std::string state;
   v.state = lock_state::unknown;
@@ -385,13 +415,13 @@ status_verdict judge_status(std::string_view resource, std::span<const node_repo
     v.state = lock_state::locked;
     v.owner = top_owner;
     state = fmt::format("locked (token {})", token_prefix(top_owner));
-  } else if (!v.enough_reachable) {
-    state = v.misconfigured == 0
-                ? fmt::format("unknown: only {} of {} nodes reachable", v.reachable, v.nodes)
-                : fmt::format("unknown: only {} of {} nodes usable ({} misconfigured)", v.reachable,
-                              v.nodes, v.misconfigured);
-  } else if (v.owner_nodes + unasked >= v.quorum) {
-    state = fmt::format("unknown: the {} nodes could complete a quorum", unasked_nodes);
+  } else if (other_values >= v.quorum) {
+    v.state = lock_state::not_a_lock;
+    state =
+        "not a lock (a value of another type is on a quorum of nodes: no lock can be taken "
+        "under this name)";
+  } else if (auto unknown = unknown_state(counts, v.owner_nodes)) {
+    state = std::move(*unknown);
   } else if (v.held == 0) {
     v.state = lock_state::free;
     state = "free";
@@ -404,12 +434,13 @@ status_verdict judge_status(std::string_view resource, std::span<const node_repo
   }
   v.line = fmt::format("{}: held on {} of {} nodes (quorum {}): {}", resource, v.held, v.nodes,
                        v.quorum, state);
-  if (v.unreachable > 0) v.counts.push_back(fmt::format("unreachable nodes: {}", v.unreachable));
-  if (v.misconfigured > 0) {
-    v.counts.push_back(fmt::format(
-        "misconfigured nodes: {} (the lock cannot use them until their configuration is fixed)",
-        v.misconfigured));
+  if (const auto name = rw_lock_of_key(resource)) {
+    v.hint = fmt::format(
+        "\"{}\" is a key of the read-write lock \"{}\": redlock status --read {} shows its "
+        "writer, readers and waiting writer",
+        resource, *name, shell_word(*name));
   }
+  v.counts = unasked_lines(counts);
   return v;
 }
 
@@ -421,6 +452,8 @@ std::string_view state_name(lock_state state) noexcept {
       return "free";
     case lock_state::not_locked:
       return "not_locked";
+    case lock_state::not_a_lock:
+      return "not_a_lock";
     case lock_state::unknown:
       break;
   }
@@ -441,7 +474,8 @@ std::string json_of(const status_verdict& verdict) {
       .integer("misconfigured", verdict.misconfigured)
       .integer("held", verdict.held)
       .integer("owner_nodes", verdict.owner_nodes)
-      .boolean("quorum_answered", verdict.enough_reachable);
+      .boolean("quorum_answered", verdict.enough_reachable)
+      .optional_string("hint", verdict.hint.empty() ? std::nullopt : std::optional(verdict.hint));
   return line.str();
 }
 

@@ -196,7 +196,28 @@ enum class lock_state {
   free,        // on no node, and the nodes that could not be asked cannot make a quorum
   not_locked,  // on some nodes, but no owner has (or, with the unasked nodes, could have) a quorum
   unknown,     // too few nodes answered, or the unasked ones could complete a quorum
+  not_a_lock,  // a value of another type on a quorum (a read-write lock's readers, say): no lock
+               // can be taken under this name
 };
+
+// How many nodes `status` asked and how they answered, for any kind of lock.
+struct node_counts {
+  std::size_t nodes = 0;
+  std::size_t quorum = 0;
+  std::size_t reachable = 0;      // answered the question
+  std::size_t unreachable = 0;    // down, out of reach, or too slow
+  std::size_t misconfigured = 0;  // reached, but refused us for good (node_report::misconfigured)
+};
+
+// Why the verdict is unknown, when it is: too few nodes answered ("unknown: only 2 of 5 nodes
+// reachable"), or the nodes that could not be asked, with the `top` nodes of the holder that has
+// the most, could make a quorum. Empty when the nodes that answered settle it. Asked once no
+// holder has a quorum.
+std::optional<std::string> unknown_state(const node_counts& counts, std::size_t top);
+
+// The lines after a verdict that count the nodes that could not be asked: "unreachable nodes: 2",
+// "misconfigured nodes: 1 (...)"; each only when there are such nodes.
+std::vector<std::string> unasked_lines(const node_counts& counts);
 
 struct status_verdict {
   std::string resource;
@@ -211,8 +232,11 @@ struct status_verdict {
   std::size_t owner_nodes = 0;    // the most nodes on which one and the same value is held
   bool enough_reachable = false;  // a quorum answered, so the verdict is certain
   std::string line;               // "R: held on 3 of 5 nodes (quorum 3): locked (token 1a2b3c4d)"
-  // Printed after `line`: "unreachable nodes: 2", "misconfigured nodes: 1 (...)"; each only when
-  // there are such nodes.
+  // When RESOURCE is a key of a read-write lock (rw_lock_of_key), printed after `line` as "hint:
+  // " + this: ""{catalog}:read" is a key of the read-write lock "catalog": redlock status --read
+  // catalog shows its writer, readers and waiting writer". Empty otherwise.
+  std::string hint;
+  // Printed after `line`: unasked_lines.
   std::vector<std::string> counts;
 };
 
@@ -223,15 +247,15 @@ struct status_verdict {
 // exist.
 status_verdict judge_status(std::string_view resource, std::span<const node_report> reports);
 
-// "locked", "free", "not_locked" or "unknown".
+// "locked", "free", "not_locked", "unknown" or "not_a_lock".
 std::string_view state_name(lock_state state) noexcept;
 
 // status --json: the verdict as one JSON object (the counts lines are its fields):
 // {"type":"verdict","resource":...,"state":"locked","token":...,"nodes":5,"quorum":3,
 //  "answered":5,"unreachable":0,"misconfigured":0,"held":5,"owner_nodes":5,
-//  "quorum_answered":true}
+//  "quorum_answered":true,"hint":null}
 // token is the owner's whole value when locked, else null; held counts the nodes the key is on,
-// owner_nodes those of the owner with the most.
+// owner_nodes those of the owner with the most; hint is the hint line's text, or null.
 std::string json_of(const status_verdict& verdict);
 
 // `status --permits N`: the verdicts on the N slot keys of one semaphore, summed up.

@@ -176,7 +176,8 @@ class run_session {
       // --wait 0, as flock -n: exactly one round; held elsewhere or too few nodes is final. The
       // connections open first: a round's node_timeout counts the connect and handshake, which on
       // a distant or busy node can take longer, and "not acquired" must mean the lock, not that.
-      co_await open_connections(*client_, connect_timeout_, acquire_cancel_.slot(),
+      co_await open_connections(*client_, options_.resources.front(), connect_timeout_,
+                                acquire_cancel_.slot(),
                                 [this] { return interrupted_by_.has_value(); });
       if (interrupted_by_) co_return co_await give_up_interrupted();
     } else {

@@ -1,6 +1,7 @@
 #include "status_command.hpp"
 
 #include "algo/inspection.hpp"
+#include "arguments.hpp"
 #include "exit_codes.hpp"
 #include "messages.hpp"
 #include "net/connection.hpp"
@@ -11,13 +12,16 @@
 #include "nodes/standalone_node.hpp"
 #include "resp/encoder.hpp"
 #include "resp/value.hpp"
+#include "rw_status.hpp"
 #include "scripts.hpp"
+#include "set_status.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <functional>
@@ -41,17 +45,42 @@ std::string without_address(std::string_view text, std::string_view address) {
   return one_line(text);
 }
 
+// Why `node` could not be asked, from what the connection or the node said: the text (without the
+// node's address), and whether the fix is the node's configuration (redlock::condition::
+// node_failure: a wrong password, a missing ACL permission, a port that is not Redis, a URL of the
+// wrong kind) rather than the network. Empty when the node answered the question.
+struct node_failure {
+  std::string text;
+  bool misconfigured = false;
+};
+
+std::optional<node_failure> failure_of(const node_config& node, error_code ec,
+                                       const resp::value& reply) {
+  const std::string address = node.address();
+  if (ec) {
+    const std::string text =
+        reply.text.empty() ? std::string() : without_address(reply.text, address);
+    if (ec == condition::node_failure) return node_failure{node_failure_reason(ec, text), true};
+    return node_failure{text.empty() ? ec.message() : text, false};
+  }
+  // A cluster member named as a plain server redirects keys of other shards' slots; following
+  // them would make it another kind of node, which is the URL's to say.
+  const auto word = reply.error_code_word();
+  if (node.kind == node_kind::standalone && (word == "MOVED" || word == "ASK")) {
+    return node_failure{fmt::format("a Redis Cluster node (it answered \"{}\"): use "
+                                    "redis+cluster://{}",
+                                    one_line(reply.text), address),
+                        true};
+  }
+  return std::nullopt;
+}
+
 node_report interpret(const node_config& node, error_code ec, const resp::value& reply) {
   node_report report;
   report.address = node.address();
-  if (ec) {
-    const std::string text =
-        reply.text.empty() ? std::string() : without_address(reply.text, report.address);
-    // A wrong password, a missing ACL permission or a port that is not Redis: the node is there
-    // but cannot serve the lock, and the fix is the node's configuration, not the network.
-    report.misconfigured = ec == condition::node_failure;
-    report.error =
-        report.misconfigured ? node_failure_reason(ec, text) : (text.empty() ? ec.message() : text);
+  if (auto failure = failure_of(node, ec, reply)) {
+    report.error = std::move(failure->text);
+    report.misconfigured = failure->misconfigured;
     return report;
   }
   if (reply.is_error()) {
@@ -156,39 +185,49 @@ std::string describe_connection(const node_config& node, const detail::connectio
   return node.tls.verify_peer ? "tls" : "tls, NOT verified";
 }
 
-// Each key as `status` shows a lock: a line per node, then the verdict on that key. The slots of a
-// semaphore are blocks of those, apart by an empty line, followed by the sum of them. The counts
-// of nodes that could not be asked come last, once.
+// Each key as `status` shows a lock: a line per node, then the verdict on that key (and its hint).
+// The slots of a semaphore, or the resources of a set, are blocks of those, apart by an empty
+// line, followed by their summary. The counts of nodes that could not be asked come last, once.
 void print_text(std::span<const std::vector<node_report>> reports,
-                std::span<const status_verdict> verdicts,
-                const std::optional<semaphore_verdict>& summary) {
+                std::span<const status_verdict> verdicts, std::string_view summary,
+                std::span<const std::string> counts) {
   for (std::size_t k = 0; k < verdicts.size(); ++k) {
     if (k > 0) fmt::print("\n");
     for (const auto& report : reports[k])
       fmt::print("{}\n", format_node_report(report));
     fmt::print("{}\n", verdicts[k].line);
+    if (!verdicts[k].hint.empty()) fmt::print("hint: {}\n", verdicts[k].hint);
   }
-  if (summary) fmt::print("\n{}\n", summary->line);
-  for (const auto& line : summary ? summary->counts : verdicts.front().counts)
+  if (!summary.empty()) fmt::print("\n{}\n", summary);
+  for (const auto& line : counts)
     fmt::print("{}\n", line);
 }
 
 // --json: the same facts in the same order, one object a line; the counts are fields of the
 // verdicts and of the summary.
 void print_json(std::span<const std::vector<node_report>> reports,
-                std::span<const status_verdict> verdicts,
-                const std::optional<semaphore_verdict>& summary) {
+                std::span<const status_verdict> verdicts, std::string_view summary) {
   for (std::size_t k = 0; k < verdicts.size(); ++k) {
     for (std::size_t i = 0; i < reports[k].size(); ++i)
       fmt::print("{}\n", json_of(reports[k][i], i, verdicts[k].resource));
     fmt::print("{}\n", json_of(verdicts[k]));
   }
-  if (summary) fmt::print("{}\n", json_of(*summary));
+  if (!summary.empty()) fmt::print("{}\n", summary);
 }
 
-}  // namespace
+// What every node answered to one read, and what status shows beside it.
+struct node_answer {
+  error_code ec;
+  resp::value reply;
+  std::string link;                      // how the node was reached (describe_link)
+  std::optional<long long> subscribers;  // waiting clients (node_report::subscribers)
+};
 
-int status_command(const status_options& options) {
+// Sends `command` (its keys in the hash slot of `key`) to every node, and asks each how many
+// clients wait for a release there; waits for every answer, each within options.timeout.
+std::vector<node_answer> ask_every_node(const status_options& options,
+                                        std::span<const std::string_view> command,
+                                        const std::string& key) {
   asio::io_context io;
   detail::connection_options settings;
   settings.connect_timeout = options.timeout;
@@ -201,18 +240,7 @@ int status_command(const status_options& options) {
   request.timeout = options.timeout;
 
   const auto& nodes = options.nodes;
-  // The keys asked about: the lock's, or every slot's of the semaphore (--permits).
-  std::vector<std::string> keys;
-  if (options.permits) {
-    for (std::size_t slot = 0; slot < *options.permits; ++slot)
-      keys.push_back(detail::semaphore_slot_key(options.resource, slot));
-  } else {
-    keys.push_back(options.resource);
-  }
-  // reports[k][i]: what node i said about keys[k].
-  std::vector<std::vector<node_report>> reports(keys.size(),
-                                                std::vector<node_report>(nodes.size()));
-  std::vector<std::optional<long long>> subscribers(nodes.size());
+  std::vector<node_answer> answers(nodes.size());
   std::vector<std::unique_ptr<detail::lock_node>> lock_nodes;
   std::vector<std::string> addresses;
   for (const auto& node : nodes)
@@ -228,20 +256,13 @@ int status_command(const status_options& options) {
     }
   };
   const std::string channel = client_options{}.release_channel;
-  const std::string key_count = std::to_string(keys.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     lock_nodes.push_back(detail::make_lock_node(io.get_executor(), nodes[i], settings, peers, i));
-    std::vector<std::string_view> read = {"EVAL", detail::read_holdings_script, key_count};
-    read.insert(read.end(), keys.begin(), keys.end());
-    // Every key of the read is in the first one's hash slot (semaphore_slot_key).
-    exec(io.get_executor(), *lock_nodes[i], keys.front(), read, request,
+    exec(io.get_executor(), *lock_nodes[i], key, command, request,
          [&, i](error_code ec, const resp::value& reply) {
-           const std::string link = describe_link(*lock_nodes[i], keys.front());
-           auto per_key = interpret_slots(nodes[i], ec, reply, keys.size());
-           for (std::size_t k = 0; k < keys.size(); ++k)
-             reports[k][i] = std::move(per_key[k]);
-           for (auto& key_reports : reports)
-             key_reports[i].link = link;
+           answers[i].ec = ec;
+           answers[i].reply = reply;
+           answers[i].link = describe_link(*lock_nodes[i], key);
            answered();
          });
     // ["redlock:released", N]: how many clients wait for some lock on this node. A cluster's
@@ -249,7 +270,7 @@ int status_command(const status_options& options) {
     // that serves it, where the request about that channel goes.
     const bool cluster = nodes[i].kind == node_kind::cluster;
     const std::string shard_channel =
-        cluster ? detail::in_slot(detail::hash_slot(keys.front()), channel) : std::string();
+        cluster ? detail::in_slot(detail::hash_slot(key), channel) : std::string();
     const std::string_view numsub[] = {"PUBSUB", "NUMSUB", channel};
     const std::string_view shardnumsub[] = {"PUBSUB", "SHARDNUMSUB", shard_channel};
     exec(io.get_executor(), *lock_nodes[i], shard_channel,
@@ -257,31 +278,131 @@ int status_command(const status_options& options) {
                  : std::span<const std::string_view>(numsub),
          request, [&, i](error_code ec, const resp::value& reply) {
            if (!ec && reply.elements.size() == 2 && reply.elements[1].kind == resp::type::integer) {
-             subscribers[i] = reply.elements[1].integer;
+             answers[i].subscribers = reply.elements[1].integer;
            }
            answered();
          });
   }
   io.run();
-  for (auto& key_reports : reports) {
-    for (std::size_t i = 0; i < nodes.size(); ++i)
-      key_reports[i].subscribers = subscribers[i];
-  }
+  return answers;
+}
 
+// On a Redis Cluster node one script reads the keys of one hash slot only (CROSSSLOT): the
+// resources of a set must share one, as `run` needs them to.
+void check_one_slot(const status_options& options) {
+  const bool cluster =
+      std::any_of(options.nodes.begin(), options.nodes.end(),
+                  [](const node_config& n) { return n.kind == node_kind::cluster; });
+  if (!cluster) return;
+  const auto slot = detail::hash_slot(options.resources.front());
+  for (const auto& resource : options.resources) {
+    if (detail::hash_slot(resource) != slot) {
+      throw usage_error(fmt::format(
+          "{} are in several hash slots, and a Redis Cluster node reads (and `run` sets) the keys "
+          "of a set in one script, which needs one slot; give them one hash tag, as in "
+          "\"{{acct}}:1\" and \"{{acct}}:2\"",
+          options.resource));
+    }
+  }
+}
+
+// A lock, the slots of a semaphore (--permits) or a set of locks (several RESOURCEs): every key
+// read in one step per node (read_holdings_script; the library's async_inspect reads the same
+// way), each key judged as a lock.
+int key_status(const status_options& options) {
+  std::vector<std::string> keys;
+  if (options.permits) {
+    for (std::size_t slot = 0; slot < *options.permits; ++slot)
+      keys.push_back(detail::semaphore_slot_key(options.resource, slot));
+  } else {
+    keys = options.resources;
+    if (keys.size() > 1) check_one_slot(options);
+  }
+  const std::string key_count = std::to_string(keys.size());
+  std::vector<std::string_view> read = {"EVAL", detail::read_holdings_script, key_count};
+  read.insert(read.end(), keys.begin(), keys.end());
+  const auto answers = ask_every_node(options, read, keys.front());
+
+  // reports[k][i]: what node i said about keys[k].
+  std::vector<std::vector<node_report>> reports(keys.size(),
+                                                std::vector<node_report>(options.nodes.size()));
+  for (std::size_t i = 0; i < options.nodes.size(); ++i) {
+    auto per_key = interpret_slots(options.nodes[i], answers[i].ec, answers[i].reply, keys.size());
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+      reports[k][i] = std::move(per_key[k]);
+      reports[k][i].link = answers[i].link;
+      reports[k][i].subscribers = answers[i].subscribers;
+    }
+  }
   std::vector<status_verdict> verdicts;
   for (std::size_t k = 0; k < keys.size(); ++k)
     verdicts.push_back(judge_status(keys[k], reports[k]));
-  std::optional<semaphore_verdict> summary;
-  if (options.permits) summary = judge_semaphore(options.resource, verdicts);
+
+  std::string summary;
+  std::vector<std::string> counts = verdicts.front().counts;
+  bool enough_reachable = verdicts.front().enough_reachable;
+  if (options.permits) {
+    const auto semaphore = judge_semaphore(options.resource, verdicts);
+    summary = options.json ? json_of(semaphore) : semaphore.line;
+    enough_reachable = semaphore.enough_reachable;
+  } else if (keys.size() > 1) {
+    const auto set = judge_set(options.resource, verdicts);
+    summary = options.json ? json_of(set) : set.line;
+    enough_reachable = set.enough_reachable;
+  }
   if (options.json) {
     print_json(reports, verdicts, summary);
   } else {
-    print_text(reports, verdicts, summary);
+    print_text(reports, verdicts, summary, counts);
   }
   std::fflush(stdout);
-  const bool enough_reachable =
-      summary ? summary->enough_reachable : verdicts.front().enough_reachable;
   return enough_reachable ? 0 : exit_code::failure;
+}
+
+// --read / --write NAME: the three keys of a read-write lock read in one step per node
+// (rw_read_script), judged as readers and a writer.
+int rw_status(const status_options& options) {
+  const auto keys = rw_status_keys(options.resource);
+  std::vector<std::string_view> read = {"EVAL", rw_read_script, "3"};
+  read.insert(read.end(), keys.begin(), keys.end());
+  const auto answers = ask_every_node(options, read, keys.front());
+
+  std::vector<rw_node_report> reports;
+  for (std::size_t i = 0; i < options.nodes.size(); ++i) {
+    const auto& node = options.nodes[i];
+    rw_node_report report;
+    if (auto failure = failure_of(node, answers[i].ec, answers[i].reply)) {
+      report.address = node.address();
+      report.error = std::move(failure->text);
+      report.misconfigured = failure->misconfigured;
+    } else {
+      report = read_rw_node(node.address(), answers[i].reply);
+    }
+    report.link = answers[i].link;
+    report.subscribers = answers[i].subscribers;
+    reports.push_back(std::move(report));
+  }
+  const auto verdict = judge_rw(options.resource, reports);
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    if (options.json) {
+      fmt::print("{}\n", json_of(reports[i], i, options.resource));
+    } else {
+      fmt::print("{}\n", format_rw_node(reports[i]));
+    }
+  }
+  fmt::print("{}\n", options.json ? json_of(verdict) : verdict.line);
+  if (!options.json) {
+    for (const auto& line : verdict.counts)
+      fmt::print("{}\n", line);
+  }
+  std::fflush(stdout);
+  return verdict.enough_reachable ? 0 : exit_code::failure;
+}
+
+}  // namespace
+
+int status_command(const status_options& options) {
+  return options.side ? rw_status(options) : key_status(options);
 }
 
 }  // namespace redlock::cli
