@@ -84,10 +84,10 @@ BOOST_AUTO_TEST_CASE(a_sentinel_failover_renews_the_lease_on_the_new_master_at_o
         BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
         const auto old_master = group.master();
         // On the replica before the failover, so that the new master has it.
+        const std::string token = lease.token();
         BOOST_TEST_REQUIRE(co_await eventually(
             [&] {
-              return group.command(group.replicas().front(), {"GET", "renewed"}).text ==
-                     lease.token();
+              return group.command(group.replicas().front(), {"GET", "renewed"}).text == token;
             },
             5s, 50ms));
         co_await sleep_for(1500ms);
