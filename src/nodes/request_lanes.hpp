@@ -21,17 +21,15 @@ namespace redlock::detail {
 // their routes. A release must run after the SET it undoes (else the key stays a TTL), and a
 // shorter extension must not run after a longer one that was confirmed (else the key expires
 // before the validity the lease claims). One connection keeps its requests in order; so
-//  1. at any time the unsettled requests of a lane (sent and not answered, or waiting) are in
-//     flight on one route at most, all of them, or some wait;
-//  2. a request is sent at once only when its lane has nothing waiting and everything in flight
-//     is on the route it takes; otherwise it waits behind them, in the order issued;
-//  3. a request that must be sent again (a redirection; a route that failed it unsent) waits
+//  1. a request is sent at once only when nothing of its lane waits and everything of it in
+//     flight is on the route it takes; otherwise it waits behind them, in the order issued;
+//  2. a request that must be sent again (a redirection; a route that failed it unsent) waits
 //     where it stands in its lane, ahead of every later one;
-//  4. the first waiting request of a lane goes when every earlier one is in flight on the route it
-//     takes (or there is none); the next can follow it there at once.
-// A request that stays in flight on its old route while an earlier one is re-sent elsewhere is
-// answered there (it ran, or meets the same redirection and waits in its place): rule 1 keeps new
-// requests out of the lane meanwhile.
+//  3. the first waiting request of a lane goes when every earlier one is in flight on the route
+//     it takes (or there is none); those behind it may then follow it there at once.
+// A request may stay in flight on a former route while an earlier one is sent again elsewhere: it
+// is answered there (it ran there, or meets the same redirection and takes its place again), and
+// rule 1 keeps new requests waiting meanwhile.
 //
 // Nothing waits for ever: a waiting request leaves at its deadline (expire), a request in flight
 // when its connection answers or fails it (settle). Not thread-safe: the node's executor only.
@@ -111,7 +109,7 @@ class request_lanes {
     route_id route = 0;
     Request request;
   };
-  // The next waiting request that may go now (rule 4), now in flight on the route it takes; none
+  // The next waiting request that may go now (rule 3), now in flight on the route it takes; none
   // when nothing may. `route_of(lane)` is the lane's route now.
   template <class RouteOf>
   std::optional<ready> next(RouteOf&& route_of) {
