@@ -44,9 +44,9 @@ enum class error {
   /// does not speak TLS, a TLS alert (e.g.\ the server requires a client certificate).
   tls_handshake_failed,
   certificate_rejected,  ///< the server's certificate failed verification: CA, name, expiry
-  /// The server is not of the kind its URL names: a Redis Cluster node given as `redis://` (it
-  /// answers MOVED or ASK), a sentinel given as `redis://` or `redis+cluster://`, or a plain server
-  /// given as `redis+sentinel://`. The message names the scheme to use.
+  /// The server is not of the kind its URL names: a cluster node given as `redis://` (MOVED, ASK),
+  /// a sentinel as `redis://` or `redis+cluster://`, a plain server as `redis+sentinel://`, or
+  /// sentinels that know no master named `master=`. The message names the URL (or name) to use.
   wrong_node_kind,
 };
 

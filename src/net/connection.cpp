@@ -3,6 +3,7 @@
 #include "completion.hpp"
 #include "log.hpp"
 #include "net/handshake.hpp"
+#include "net/server_kind.hpp"
 #include "redlock/error.hpp"
 #include "resp/encoder.hpp"
 
@@ -56,6 +57,7 @@ connection::connection(executor_type executor, node_config node, connection_opti
                          .subscribe_channel = options_.subscribe_channel,
                          .resp3 = options_.resp3,
                          .require_master = options_.require_master,
+                         .expect = options_.expect,
                          .preload = options_.preload,
                          .probes = options_.permission_probes,
                          .admit_peer = options_.admit_peer}),
@@ -160,6 +162,9 @@ void connection::start_request(request_ptr req, request_options options,
 }
 
 void connection::answer(request& req, error_code ec, resp::value&& reply, delivery how) {
+  // A cluster node given as redis://: the command did not run, its key's slot is elsewhere.
+  if (options_.refuse_cluster_redirects && !ec && replace_cluster_redirect(reply, name_, node_))
+    ec = error::wrong_node_kind;
   if (req.sink) {
     const auto sink = std::move(req.sink);
     if (how == delivery::post) {

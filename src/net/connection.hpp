@@ -151,7 +151,8 @@ class connection : public std::enable_shared_from_this<connection> {
 
   // Set while the last connect attempt failed in a way that retrying will not fix until someone
   // changes a configuration: error::auth_failed, select_failed, permission_denied, protocol_error
-  // (the server does not speak RESP) or invalid_argument (admit_peer refused it). Requests issued
+  // (the server does not speak RESP), wrong_node_kind (connection_options::expect), a failed TLS
+  // setup, or invalid_argument (admit_peer refused it). Requests issued
   // meanwhile fail at once with this code instead of error::not_connected. The connection still
   // reconnects with backoff, and clears it when a connect succeeds.
   boost::system::error_code permanent_failure() const noexcept {

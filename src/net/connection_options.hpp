@@ -60,6 +60,12 @@ struct connection_options {
   // stale sentinel or a demoted master is not one). A replica fails the connect with
   // error::server_error, which retrying may cure (the connection reconnects as usual).
   bool require_master = false;
+  // The kind of server every handshake must find (handshake_settings::expect): another kind fails
+  // the connect with error::wrong_node_kind, a failure that lasts (permanent_failure).
+  server_kind expect = server_kind::any;
+  // A node given as redis://: a MOVED or ASK reply (only a cluster node sends them) answers its
+  // request with error::wrong_node_kind and a text naming redis+cluster:// instead of the reply.
+  bool refuse_cluster_redirects = false;
   // Every push the server sends (the subscribe confirmation is read by the handshake), on the
   // connection's executor, inside its read loop: it must not throw, and must not close() it.
   std::function<void(const resp::value& push)> on_push;

@@ -45,7 +45,12 @@ handshake::handshake(const node_config& node, handshake_settings settings)
       has_password_(!node.password.empty()),
       database_(node.database),
       tls_(node.tls.enabled),
+      expect_(settings.expect),
       admit_peer_(std::move(settings.admit_peer)) {
+  where_.host = node.host;
+  where_.port = node.port;
+  where_.unix_path = node.unix_path;
+  where_.tls.enabled = node.tls.enabled;
   if (node.tls.enabled && !node.tls.verify_peer) {
     caution_ = fmt::format(
         "{}: TLS peer verification is off (verify=no): the server is not authenticated, and "
@@ -67,13 +72,19 @@ handshake::handshake(const node_config& node, handshake_settings settings)
   } else {
     add({"PING"}, "PING", error::server_error);
   }
+  // RESP3, so that messages (pushes) cannot be mistaken for replies to requests.
+  if (settings.resp3 || !settings.subscribe_channel.empty()) {
+    add({"HELLO", "3"}, "HELLO 3", error::server_error);
+    steps_.back().mode = expect_ != server_kind::any;
+  } else if (expect_ != server_kind::any) {
+    add({"HELLO", "2"}, "HELLO 2", error::server_error);
+    steps_.back().mode = true;
+    steps_.back().optional = true;
+  }
   if (settings.require_master) {
     add({"ROLE"}, "ROLE", error::server_error);
     steps_.back().role = true;
   }
-  // RESP3, so that messages (pushes) cannot be mistaken for replies to requests.
-  if (settings.resp3 || !settings.subscribe_channel.empty())
-    add({"HELLO", "3"}, "HELLO 3", error::server_error);
   if (!settings.subscribe_channel.empty())
     add({"SUBSCRIBE", settings.subscribe_channel}, "SUBSCRIBE", error::server_error);
   for (const script* lua : settings.preload) {
@@ -104,6 +115,7 @@ handshake_verdict handshake::on_reply(const resp::value& reply) {
 }
 
 handshake_verdict handshake::judge(const step& s, const resp::value& reply) const {
+  if (reply.is_error() && s.optional) return {};
   if (reply.is_error()) {
     const auto word = reply.error_code_word();
     if (word == "NOAUTH") {
@@ -136,6 +148,7 @@ handshake_verdict handshake::judge(const step& s, const resp::value& reply) cons
     }
   }
   if (s.role) return judge_role(reply);
+  if (s.mode) return judge_mode(reply);
   if (s.loaded != nullptr && !(reply.is_string() && reply.text == s.loaded->sha1())) {
     return {error::server_error, fmt::format("SCRIPT LOAD answered {}, not the script's SHA-1 {}",
                                              resp::to_debug_string(reply), s.loaded->sha1())};
@@ -156,6 +169,16 @@ handshake_verdict handshake::judge_role(const resp::value& reply) const {
   }
   return {error::server_error,
           fmt::format("ROLE answered {}, not master", resp::to_debug_string(reply))};
+}
+
+handshake_verdict handshake::judge_mode(const resp::value& reply) const {
+  // A server that does not say what it is may serve: its requests will tell.
+  const auto found = server_mode_of(reply);
+  if (!found) return {};
+  if (auto refusal = wrong_kind_refusal(expect_, *found, where_)) {
+    return {error::wrong_node_kind, std::move(*refusal)};
+  }
+  return {};
 }
 
 void handshake::heard(std::string_view bytes) {
@@ -182,7 +205,8 @@ handshake_verdict handshake::on_link_error(error_code ec, std::string_view parse
 bool is_permanent_connect_failure(error_code ec) {
   return ec == error::auth_failed || ec == error::select_failed || ec == error::permission_denied ||
          ec == error::protocol_error || ec == error::invalid_argument ||
-         ec == error::tls_handshake_failed || ec == error::certificate_rejected;
+         ec == error::tls_handshake_failed || ec == error::certificate_rejected ||
+         ec == error::wrong_node_kind;
 }
 
 }  // namespace redlock::detail

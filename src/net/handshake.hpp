@@ -1,6 +1,7 @@
 #ifndef REDLOCK_NET_HANDSHAKE_HPP
 #define REDLOCK_NET_HANDSHAKE_HPP
 
+#include "net/server_kind.hpp"
 #include "redlock/error.hpp"
 #include "redlock/node_config.hpp"
 #include "resp/value.hpp"
@@ -45,6 +46,10 @@ struct handshake_settings {
   // The server must be a master: ROLE right after the login, and a replica (or a sentinel) fails
   // the connect with error::server_error naming what it is.
   bool require_master = false;
+  // The kind of server the link must reach (server_kind.hpp), judged on HELLO's "mode": a server of
+  // another kind fails the connect with error::wrong_node_kind, naming the URL to use. A RESP2 link
+  // sends HELLO 2 for it, whose refusal (no HELLO before Redis 6, an ACL user without it) passes.
+  server_kind expect = server_kind::any;
   std::span<const script* const> preload;
   std::span<const handshake_probe> probes;
   std::function<std::string(const std::string& peer)> admit_peer;
@@ -57,9 +62,11 @@ struct handshake_settings {
 // means.
 //
 // The commands, in this order: AUTH (with a password), SELECT (database other than 0), CLIENT
-// SETNAME with the client's name or else PING, HELLO 3 (a subscriber, or `resp3`) and SUBSCRIBE (a
-// subscriber of one channel), SCRIPT LOAD
-// of each preloaded script, then the permission probes.
+// SETNAME with the client's name or else PING, HELLO 3 (a subscriber, or `resp3`; else HELLO 2 when
+// the server's kind is checked), ROLE (require_master), SUBSCRIBE (a subscriber of one channel),
+// SCRIPT LOAD of each preloaded script, then the permission probes. The verdict on HELLO comes
+// before any later reply's, so a server of the wrong kind is named as such, not by the first
+// command it does not know.
 class handshake {
  public:
   handshake(const node_config& node, handshake_settings settings);
@@ -101,18 +108,23 @@ class handshake {
     error failure;                   // the code of an error reply other than NOAUTH and NOPERM
     const script* loaded = nullptr;  // SCRIPT LOAD: the reply must be this script's SHA-1
     bool probe = false;
-    bool role = false;  // ROLE: the reply must say master
+    bool role = false;      // ROLE: the reply must say master
+    bool mode = false;      // HELLO: the server must be of the kind expected
+    bool optional = false;  // an error reply passes (HELLO 2, asked only for its mode)
   };
 
   void add(std::initializer_list<std::string_view> command, std::string name, error failure);
   handshake_verdict judge(const step& s, const resp::value& reply) const;
   handshake_verdict judge_role(const resp::value& reply) const;
+  handshake_verdict judge_mode(const resp::value& reply) const;
 
   std::string name_;  // node_config::address()
   std::string username_;
   bool has_password_;
   int database_;
   bool tls_;
+  server_kind expect_;
+  node_config where_;  // the server's address and TLS, for the URL a wrong kind is told to use
   std::function<std::string(const std::string& peer)> admit_peer_;
   std::string caution_;
   std::string request_;

@@ -43,6 +43,10 @@ void cluster_node::close_when_idle(std::chrono::milliseconds bound) {
   router_->close_when_idle(bound);
 }
 
+void cluster_node::watch_masters(master_moved_fn on_moved) {
+  router_->watch_masters(std::move(on_moved));
+}
+
 std::string cluster_node::master_for(std::string_view key) const {
   const auto master = router_->master_of(hash_slot(key));
   return master ? endpoint_text(*master) : std::string();

@@ -32,9 +32,11 @@ class cluster_router;
 // TRYAGAIN, CLUSTERDOWN, LOADING and READONLY are the request's answer: an error reply whose text
 // names the refusal, the server and the slot, which an operation reads as a failed vote.
 //
-// Ordering: requests about one slot go to one connection while the slot stays where it is, so a
-// release runs after the SET it undoes. After a slot moves, a release may reach the new master
-// before a SET still queued on the old one; that SET then answers MOVED and runs nowhere.
+// Ordering: requests about one slot run in the order they were issued (request_lanes): while
+// anything of the slot waits (for a topology, after a redirection) or is in flight on another
+// master's connection than the one a new request would take, the new request waits behind it,
+// and they go in turn. So a release runs after the SET it undoes, and a shorter extension never
+// after a longer, later one, across MOVED, ASK and failovers.
 class cluster_node final : public lock_node {
  public:
   static constexpr unsigned max_redirects = 5;
@@ -59,6 +61,7 @@ class cluster_node final : public lock_node {
   boost::system::error_code permanent_failure() const noexcept override;
   const std::string& last_error() const noexcept override;
   void close_when_idle(std::chrono::milliseconds bound) override;
+  void watch_masters(master_moved_fn on_moved) override;
 
   // "127.0.0.1:7001" serving `key`'s slot now, as far as this node knows; empty when unknown.
   std::string master_for(std::string_view key) const;

@@ -2,6 +2,7 @@
 #define REDLOCK_NODES_FORWARDED_REQUEST_HPP
 
 #include "net/multiplexer.hpp"
+#include "nodes/request_lanes.hpp"
 #include "resp/value.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -9,7 +10,6 @@
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,33 +58,21 @@ bool may_send_again(boost::system::error_code ec, const request_options& rules) 
 void answer_later(const boost::asio::any_io_executor& executor, sink_ref sink, std::size_t tag,
                   boost::system::error_code ec, std::string text);
 
-// Requests waiting for a route (a topology, a master), each at most until its deadline.
-// `Request` has `std::optional<std::chrono::steady_clock::time_point> deadline` (none: waits
-// until the route or the node's end). Not thread-safe: the owner's executor only.
+// A node's request_lanes with a timer for the deadlines of the requests that wait in them. Not
+// thread-safe: the owner's executor only.
 template <class Request>
-class waiting_room {
+class timed_lanes : public request_lanes<Request> {
  public:
-  explicit waiting_room(const boost::asio::any_io_executor& executor) : timer_(executor) {}
+  explicit timed_lanes(const boost::asio::any_io_executor& executor) : timer_(executor) {}
 
-  void add(Request request) { requests_.push_back(std::move(request)); }
-
-  // Takes out every request whose deadline has passed, handing each to `expired(request)`, and
-  // arms the timer to call `on_deadline()` at the next deadline of those left. `on_deadline` must
-  // not keep the owner alive (a weak pointer): the owner's end cancels the timer.
+  // Takes out every waiting request whose deadline has passed, handing each to
+  // `expired(lane, request)`, and arms the timer to call `on_deadline()` at the next deadline of
+  // those left. `on_deadline` must not keep the owner alive (a weak pointer): the owner's end
+  // cancels the timer.
   template <class Expired, class OnDeadline>
   void expire(Expired expired, OnDeadline on_deadline) {
-    const auto now = std::chrono::steady_clock::now();
-    std::optional<std::chrono::steady_clock::time_point> next;
-    for (auto it = requests_.begin(); it != requests_.end();) {
-      if (it->deadline && *it->deadline <= now) {
-        Request due = std::move(*it);
-        it = requests_.erase(it);
-        expired(due);
-        continue;
-      }
-      if (it->deadline && (!next || *it->deadline < *next)) next = it->deadline;
-      ++it;
-    }
+    const auto next =
+        request_lanes<Request>::expire(std::chrono::steady_clock::now(), std::move(expired));
     if (!next) return;
     timer_.expires_at(*next);
     timer_.async_wait([on_deadline = std::move(on_deadline)](boost::system::error_code ec) {
@@ -92,14 +80,9 @@ class waiting_room {
     });
   }
 
-  // Every request, in the order they came; the timer stops.
-  std::deque<Request> take_all() {
-    timer_.cancel();
-    return std::exchange(requests_, {});
-  }
+  void stop() { timer_.cancel(); }
 
  private:
-  std::deque<Request> requests_;
   boost::asio::steady_timer timer_;
 };
 

@@ -8,10 +8,23 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace redlock::detail {
+
+// Which keys' requests now go to another master than before, on one node: a sentinel-managed
+// master that failed over (every key), or a cluster's slots that moved to another master. A lease
+// held there renews at once, so that its key's TTL on the new master does not run down while the
+// renewal waits for its turn (the key came over with the TTL it had).
+struct master_moved {
+  bool every_key = false;
+  std::vector<std::uint16_t> slots;  // sorted hash slots, when not every_key
+};
+using master_moved_fn = std::function<void(const master_moved&)>;
 
 // One Redlock node as the node set sees it: where a request about a key goes, however many servers
 // stand behind the node. A standalone server is one connection; a Redis Cluster routes each key to
@@ -20,7 +33,8 @@ namespace redlock::detail {
 // The contract of exec is connection::exec_direct's, whatever the node: `sink.on_reply(tag, ...)`
 // is called exactly once, on the executor, never inside exec; requests about keys of one hash
 // slot run on the server in the order they were issued (a release sent after a SET runs after
-// it); the reply or failure text names the server that answered or failed.
+// it), also when the node sends one again elsewhere (a redirection, a failover: request_lanes);
+// the reply or failure text names the server that answered or failed.
 class lock_node {
  public:
   virtual ~lock_node() = default;
@@ -48,6 +62,11 @@ class lock_node {
 
   // connection::close_when_idle, for every connection of the node.
   virtual void close_when_idle(std::chrono::milliseconds bound) = 0;
+
+  // `on_moved` is told, on the executor and never inside exec, whenever the node learns that some
+  // keys' master changed (a +switch-master, a READONLY or a lost link followed by a new master; a
+  // MOVED or a topology that re-points slots). A node of one server never calls it.
+  virtual void watch_masters(master_moved_fn on_moved) { (void)on_moved; }
 
  protected:
   explicit lock_node(node_config config) : config_(std::move(config)) {}

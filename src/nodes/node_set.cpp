@@ -95,6 +95,8 @@ std::unique_ptr<lock_node> make_lock_node(const asio::any_io_executor& executor,
                                            index);
   }
   settings.admit_peer = peer_registry::check_for(peers, index, 0);
+  settings.expect = server_kind::standalone;
+  settings.refuse_cluster_redirects = true;
   return std::make_unique<standalone_node>(executor, std::move(config), std::move(settings));
 }
 
@@ -345,6 +347,12 @@ void node_set::release_best_effort(const hold_keys& held, std::string_view token
     auto& node = *nodes_[i];
     const auto& payload = node.config().kind == node_kind::cluster ? sharded : plain;
     node.exec({.key = key, .rules = rules, .replicas = 0}, payload, sink, i, now);
+  }
+}
+
+void node_set::watch_masters(const master_moved_at& on_moved) {
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    nodes_[i]->watch_masters([on_moved, i](const master_moved& moved) { on_moved(i, moved); });
   }
 }
 

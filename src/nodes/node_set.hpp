@@ -146,6 +146,12 @@ class node_set {
                            std::chrono::milliseconds key_lifetime,
                            const std::vector<bool>* only = nullptr, key_gone on_gone = {});
 
+  // `on_moved(node, moved)` is told whenever a node learns that some keys' master changed (a
+  // sentinel node's failover, a cluster's slots that moved: lock_node::watch_masters), on the
+  // executor.
+  using master_moved_at = std::function<void(std::size_t node, const master_moved& moved)>;
+  void watch_masters(const master_moved_at& on_moved);
+
   // Whether node i fails for good (a refused login, a wrong database...), and with
   // what; its last failure's text.
   boost::system::error_code permanent_failure(std::size_t i) const noexcept;

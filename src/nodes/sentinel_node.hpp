@@ -34,7 +34,16 @@ class sentinel_router;
 // time, at most every min_resolve_interval. A request that could not be sent because the master
 // was unreachable waits for the next resolution and is sent to the master it names, within its
 // deadline; one whose link broke after it was written is answered as it is (it may have run). A
-// request to a server that turned replica is answered READONLY, a failed vote.
+// request to a server that turned replica is answered READONLY, a failed vote. Every switch to
+// another master is told to watch_masters, so that leases held here renew on it at once.
+//
+// Order: requests run in the order they were issued (request_lanes, one lane). While one waits for
+// a master, every later one waits behind it, though the link may be back meanwhile; after a
+// switch, new requests wait until those in flight on the former master are answered.
+//
+// Kinds: the sentinels' handshake checks that each is one (HELLO's mode), and the master's that
+// it is no sentinel; a server of the wrong kind, or sentinels that know no master of the name,
+// fail the node with error::wrong_node_kind, a lasting failure naming the URL to use.
 //
 // The link to a former master closes once its requests are answered (releases kept for it are
 // delivered if it comes back within their lifetime, where they find their key gone or ours).
@@ -61,6 +70,7 @@ class sentinel_node final : public lock_node {
   boost::system::error_code permanent_failure() const noexcept override;
   const std::string& last_error() const noexcept override;
   void close_when_idle(std::chrono::milliseconds bound) override;
+  void watch_masters(master_moved_fn on_moved) override;
 
   // "127.0.0.1:6380": the master the sentinels named last; empty before the first answer.
   std::string master_address() const;

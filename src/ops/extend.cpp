@@ -146,10 +146,12 @@ void renew(lease_state& lease) {
                                  lease.space->options().drift_factor);
   if (plan.last) lease.renewal_stopped_by_max_hold = true;
   if (plan.none) {
-    lease.next_renewal = steady_clock::time_point::max();
+    if (!lease.renewal_in_flight) lease.next_renewal = steady_clock::time_point::max();
     return;
   }
-  send_extension(lease, plan.ttl, true, nullptr);
+  // Beside a renewal in flight (renew_at_once), as an extension of its own: the renewal's
+  // outcome keeps deciding when the next one is due.
+  send_extension(lease, plan.ttl, !lease.renewal_in_flight, nullptr);
 }
 
 }  // namespace
@@ -163,6 +165,12 @@ void schedule_renewal(lease_state& lease) {
   // At acquire this is half of the TTL after the round started, less the round's duration and the
   // drift allowance; after a long user extension, half a TTL before that one runs out.
   lease.next_renewal = renewal_due(lease.validity.valid_until(), options.ttl);
+}
+
+void renew_at_once(lease_state& lease) {
+  if (!lease.is_held() || !lease.options.auto_renew || lease.renewal_stopped_by_max_hold) return;
+  renew(lease);
+  arm_lease_timer(lease);
 }
 
 void start_renewal(lease_state& lease) {

@@ -171,6 +171,13 @@ bool is(const fake_command& command, std::string_view name) {
 std::optional<fake_reply> handshake_reply(const fake_command& command) {
   if (is(command, "CLIENT") || is(command, "AUTH") || is(command, "SELECT")) return ok();
   if (is(command, "PING")) return pong();
+  // A client that checks what kind of server it reached asks HELLO 2 (HELLO 3 switches to RESP3,
+  // which is the script's business): a plain Redis 7 server.
+  if (is(command, "HELLO") && command.size() == 2 && command[1] == "2") {
+    return "*14\r\n" + bulk("server") + bulk("redis") + bulk("version") + bulk("7.0.15") +
+           bulk("proto") + integer(2) + bulk("id") + integer(1) + bulk("mode") +
+           bulk("standalone") + bulk("role") + bulk("master") + bulk("modules") + "*0\r\n";
+  }
   if (is(command, "SCRIPT") && command.size() == 3)
     return bulk(redlock::detail::sha1_hex(command[2]));
   // The permission probes touch a key of their own that never exists: SET XX sets nothing, the

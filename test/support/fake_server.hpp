@@ -100,7 +100,8 @@ fake_reply then_reset(std::string bytes);
 fake_reply no_reply();
 
 // The reply a real server gives to the commands of the redlock connection's handshake:
-// CLIENT ... => +OK, PING => +PONG, AUTH => +OK, SELECT => +OK, SCRIPT LOAD src => its SHA-1.
+// CLIENT ... => +OK, PING => +PONG, AUTH => +OK, SELECT => +OK, SCRIPT LOAD src => its SHA-1,
+// HELLO 2 => what a plain Redis 7 server says (mode standalone).
 // Nothing for other commands.
 std::optional<fake_reply> handshake_reply(const fake_command& command);
 

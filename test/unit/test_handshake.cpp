@@ -17,6 +17,7 @@
 #include <functional>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +50,7 @@ struct setup {
   std::string channel;
   bool resp3 = false;
   bool require_master = false;
+  rd::server_kind expect = rd::server_kind::any;
   std::vector<const rd::script*> preload;
   std::vector<rd::handshake_probe> probes;
   std::function<std::string(const std::string&)> admit_peer;
@@ -58,6 +60,7 @@ struct setup {
                                 .subscribe_channel = channel,
                                 .resp3 = resp3,
                                 .require_master = require_master,
+                                .expect = expect,
                                 .preload = preload,
                                 .probes = probes,
                                 .admit_peer = admit_peer});
@@ -162,6 +165,49 @@ run_result run(rd::handshake& hs, const std::vector<resp::value>& replies) {
   return result;
 }
 
+// A configuration and the commands its handshake sends, in order, in one request.
+struct command_case {
+  const char* configuration;
+  setup given;
+  commands expected;
+};
+
+void check_commands(std::span<const command_case> cases) {
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.configuration) {
+      auto hs = c.given.build();
+      BOOST_TEST(decode_commands(hs.request()) == c.expected, boost::test_tools::per_element());
+      BOOST_TEST(!hs.done());
+    }
+  }
+}
+
+// A configuration, the replies from its first command on, and the verdict on the last one: a
+// failure with `code` and `message`, or (no code) the reply let through.
+struct verdict_case {
+  const char* rule;
+  setup given;
+  std::vector<resp::value> replies;
+  std::optional<error> code;
+  std::string message;
+};
+
+void check_verdicts(std::span<const verdict_case> cases) {
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.rule) {
+      auto hs = c.given.build();
+      const auto result = run(hs, c.replies);
+      BOOST_TEST(result.judged == c.replies.size());
+      if (c.code) {
+        BOOST_TEST(result.verdict.code == make_error_code(*c.code));
+      } else {
+        BOOST_TEST(!result.verdict.failed());
+      }
+      BOOST_TEST(result.verdict.message == c.message);
+    }
+  }
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(handshake)
@@ -186,11 +232,7 @@ BOOST_AUTO_TEST_CASE(each_configuration_sends_its_commands_in_order_in_one_reque
     return s;
   };
   const std::string sha_1(return_1_sha);
-  const struct {
-    const char* configuration;
-    setup given;
-    commands expected;
-  } cases[] = {
+  const command_case cases[] = {
       {"defaults: only the client's name", setup{}, {"CLIENT SETNAME redlock-asio"}},
       {"no client name: a PING, which still needs authentication", open_node(), {"PING"}},
       {"password without a user: AUTH password",
@@ -224,13 +266,7 @@ BOOST_AUTO_TEST_CASE(each_configuration_sends_its_commands_in_order_in_one_reque
        with_tls_unverified(),
        {"CLIENT SETNAME redlock-asio"}},
   };
-  for (const auto& c : cases) {
-    BOOST_TEST_CONTEXT(c.configuration) {
-      auto hs = c.given.build();
-      BOOST_TEST(decode_commands(hs.request()) == c.expected, boost::test_tools::per_element());
-      BOOST_TEST(!hs.done());
-    }
-  }
+  check_commands(cases);
 }
 
 BOOST_AUTO_TEST_CASE(probes_go_out_byte_for_byte_as_encoded) {
@@ -283,13 +319,7 @@ BOOST_AUTO_TEST_CASE(error_replies_fail_the_connect_or_are_let_through) {
   const std::string wrong_sha(40, '0');
   const std::string sha_1(return_1_sha);
   // `replies` start at the first command; the last one is the reply judged.
-  const struct {
-    const char* rule;
-    setup given;
-    std::vector<resp::value> replies;
-    std::optional<error> code;  // none: let through
-    std::string message;
-  } cases[] = {
+  const verdict_case cases[] = {
       // Logging in.
       {"NOAUTH without a password: one is required",
        open_node(),
@@ -460,19 +490,7 @@ BOOST_AUTO_TEST_CASE(error_replies_fail_the_connect_or_are_let_through) {
        std::nullopt,
        ""},
   };
-  for (const auto& c : cases) {
-    BOOST_TEST_CONTEXT(c.rule) {
-      auto hs = c.given.build();
-      const auto result = run(hs, c.replies);
-      BOOST_TEST(result.judged == c.replies.size());
-      if (c.code) {
-        BOOST_TEST(result.verdict.code == make_error_code(*c.code));
-      } else {
-        BOOST_TEST(!result.verdict.failed());
-      }
-      BOOST_TEST(result.verdict.message == c.message);
-    }
-  }
+  check_verdicts(cases);
 }
 
 // A sentinel node's master (connection_options::require_master): ROLE after the name, and only
@@ -511,6 +529,131 @@ BOOST_AUTO_TEST_CASE(a_server_that_must_be_a_master_is_asked_its_role) {
   const auto sentinel = judged(role_reply({bulk("sentinel"), reply_of(resp::type::array)}));
   BOOST_TEST((sentinel.code == error::server_error));
   BOOST_TEST(sentinel.message.find("not master") != std::string::npos, sentinel.message);
+}
+
+// What a server says it is, in HELLO's reply: a flat array in RESP2, a map in RESP3.
+resp::value hello(resp::type kind, std::string_view mode) {
+  return aggregate(kind, {"server", "redis", "version", "7.0.15", "proto",
+                          kind == resp::type::map ? "3" : "2", "mode", mode, "role", "master"});
+}
+
+// A link that must reach a server of some kind asks with HELLO right after the login (HELLO 2 on
+// a RESP2 link; a RESP3 link's HELLO 3 serves), before ROLE and any script, so that a server of
+// the wrong kind is named as such rather than by the first command it does not know.
+BOOST_AUTO_TEST_CASE(a_link_that_must_reach_a_kind_of_server_asks_hello_before_anything_else) {
+  auto lock = lock_node();
+  lock.expect = rd::server_kind::standalone;
+  auto sentinels_master = with_password("", "s3cret");
+  sentinels_master.expect = rd::server_kind::standalone;
+  sentinels_master.require_master = true;
+  auto sentinel = subscriber();
+  sentinel.expect = rd::server_kind::sentinel;
+  const std::string sha_1(return_1_sha);
+  const command_case cases[] = {
+      {"a lock's node: HELLO 2 before the scripts",
+       lock,
+       {"AUTH locker s3cret", "SELECT 2", "CLIENT SETNAME redlock-asio", "HELLO 2",
+        "SCRIPT LOAD return 1", "SET probe t XX PX 1", "EVALSHA " + sha_1 + " 1 probe t"}},
+      {"a sentinel's master: HELLO 2 before ROLE",
+       sentinels_master,
+       {"AUTH s3cret", "CLIENT SETNAME redlock-asio", "HELLO 2", "ROLE"}},
+      {"a subscriber's HELLO 3 serves, and nothing is added",
+       sentinel,
+       {"AUTH s3cret", "CLIENT SETNAME redlock-asio", "HELLO 3", "SUBSCRIBE redlock:released"}},
+  };
+  check_commands(cases);
+}
+
+BOOST_AUTO_TEST_CASE(a_server_of_another_kind_fails_the_connect_at_hello_naming_the_url_to_use) {
+  auto lock = lock_node();
+  lock.expect = rd::server_kind::standalone;
+  auto cluster_link = with_password("", "s3cret");
+  cluster_link.expect = rd::server_kind::cluster;
+  auto sentinel_link = subscriber();
+  sentinel_link.expect = rd::server_kind::sentinel;
+  auto tls_cluster_link = cluster_link;
+  tls_cluster_link.node.tls.enabled = true;
+  const auto resp2 = resp::type::array;
+  const auto resp3 = resp::type::map;
+  // `replies` start at the first command; the last one is HELLO's, the one judged.
+  const verdict_case cases[] = {
+      {"a sentinel given as redis://",
+       lock,
+       {ok(), ok(), ok(), hello(resp2, "sentinel")},
+       error::wrong_node_kind,
+       "the server is a Redis Sentinel, which holds no keys: use "
+       "redis+sentinel://127.0.0.1:6379?master=NAME (NAME: the master it monitors) to lock on the "
+       "master it names"},
+      {"a plain server given as redis://",
+       lock,
+       {ok(), ok(), ok(), hello(resp2, "standalone")},
+       std::nullopt,
+       ""},
+      {"a cluster node given as redis:// passes: only its redirections are refused",
+       lock,
+       {ok(), ok(), ok(), hello(resp2, "cluster")},
+       std::nullopt,
+       ""},
+      {"no HELLO (Redis 5): nothing is known, and the requests will tell",
+       lock,
+       {ok(), ok(), ok(), refusal("ERR unknown command 'HELLO', with args beginning with: '2' ")},
+       std::nullopt,
+       ""},
+      {"an ACL user without HELLO: the same",
+       lock,
+       {ok(), ok(), ok(),
+        refusal("NOPERM this user has no permissions to run the 'hello' command")},
+       std::nullopt,
+       ""},
+      {"a reply without a mode passes",
+       lock,
+       {ok(), ok(), ok(), aggregate(resp2, {"proto", "2"})},
+       std::nullopt,
+       ""},
+      {"a plain server given as redis+cluster://",
+       cluster_link,
+       {ok(), ok(), hello(resp2, "standalone")},
+       error::wrong_node_kind,
+       "the server is not a Redis Cluster node (its cluster mode is off): use "
+       "redis://127.0.0.1:6379"},
+      {"a sentinel given as redis+cluster://",
+       cluster_link,
+       {ok(), ok(), hello(resp2, "sentinel")},
+       error::wrong_node_kind,
+       "the server is a Redis Sentinel, which holds no keys: use "
+       "redis+sentinel://127.0.0.1:6379?master=NAME (NAME: the master it monitors) to lock on the "
+       "master it names"},
+      {"over TLS the URL is a rediss one",
+       tls_cluster_link,
+       {ok(), ok(), hello(resp2, "standalone")},
+       error::wrong_node_kind,
+       "the server is not a Redis Cluster node (its cluster mode is off): use "
+       "rediss://127.0.0.1:6379"},
+      {"a cluster node is one",
+       cluster_link,
+       {ok(), ok(), hello(resp2, "cluster")},
+       std::nullopt,
+       ""},
+      {"a plain server given as redis+sentinel://",
+       sentinel_link,
+       {ok(), ok(), hello(resp3, "standalone")},
+       error::wrong_node_kind,
+       "the server is a Redis server, not a sentinel: use redis://127.0.0.1:6379"},
+      {"a cluster node given as redis+sentinel://",
+       sentinel_link,
+       {ok(), ok(), hello(resp3, "cluster")},
+       error::wrong_node_kind,
+       "the server is a Redis Cluster node, not a sentinel: use redis+cluster://127.0.0.1:6379"},
+      {"a sentinel is one",
+       sentinel_link,
+       {ok(), ok(), hello(resp3, "sentinel")},
+       std::nullopt,
+       ""},
+  };
+  check_verdicts(cases);
+  // No refusal quotes what the server would have refused next (a script).
+  for (const auto& c : cases)
+    BOOST_TEST(c.message.find("SCRIPT") == std::string::npos, c.message);
 }
 
 BOOST_AUTO_TEST_CASE(a_connect_after_a_failed_one_judges_from_the_first_reply_again) {
@@ -641,6 +784,7 @@ BOOST_AUTO_TEST_CASE(failures_that_a_new_attempt_would_meet_again_are_permanent)
       {error::invalid_argument, true},
       {error::tls_handshake_failed, true},
       {error::certificate_rejected, true},
+      {error::wrong_node_kind, true},
       {error::server_error, false},
       {error::connect_timeout, false},
       {error::connection_lost, false},

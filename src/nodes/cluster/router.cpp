@@ -24,30 +24,22 @@ const shared_payload& asking_command() {
   return command;
 }
 
-}  // namespace
+using waiting_request = cluster_router::waiting_request;
+using lane_ticket = cluster_router::lane_ticket;
 
-namespace {
-
-// One request sent to a shard master: reads its reply for redirections and refusals before the
-// operation's sink sees it, and with replicas_ pairs it with the WAIT sent behind it.
+// One request sent to a shard master, ticket `id_` of its slot's lane: reads its reply for
+// redirections and refusals before the operation's sink sees it, and with replicas pairs it with
+// the WAIT sent behind it. `request_` holds what a resend needs; its sink is the operation's.
 class routed_request final : public reply_sink {
  public:
-  routed_request(std::shared_ptr<cluster_router> router, payload_ref payload,
-                 const request_options& rules, unsigned replicas, sink_ref inner, std::size_t tag,
-                 std::uint16_t slot, cluster_endpoint sent_to, unsigned redirects,
-                 std::optional<steady_clock::time_point> deadline)
+  routed_request(std::shared_ptr<cluster_router> router, waiting_request request, lane_ticket id,
+                 cluster_endpoint sent_to)
       : router_(std::move(router)),
-        payload_(std::move(payload)),
-        rules_(rules),
-        replicas_(replicas),
-        inner_(std::move(inner)),
-        tag_(tag),
-        slot_(slot),
-        sent_to_(std::move(sent_to)),
-        redirects_(redirects),
-        deadline_(deadline) {}
+        request_(std::move(request)),
+        id_(id),
+        sent_to_(std::move(sent_to)) {}
 
-  // `which`: 0 for the request, 1 for the WAIT sent behind it (replicas_ > 0).
+  // `which`: 0 for the request, 1 for the WAIT sent behind it (replicas > 0).
   void on_reply(std::size_t which, error_code ec, const resp::value& reply) override {
     if (done_) return;  // answered, or handed to the route a redirection gave
     if (which == 1) {
@@ -58,17 +50,21 @@ class routed_request final : public reply_sink {
     if (ec) {
       // The shard's master may be gone (a failover): look again, coalesced with other requests.
       // A request that was not sent tries the slot's master the new topology names.
-      if (may_send_again(ec, rules_) && deadline_ && redirects_ < cluster_node::max_redirects &&
-          steady_clock::now() < *deadline_) {
+      const auto& deadline = request_.deadline;
+      if (may_send_again(ec, request_.rules) && deadline &&
+          request_.redirects < cluster_node::max_redirects && steady_clock::now() < *deadline) {
         done_ = true;
-        return router_->route_after_refresh(slot_, payload_, rules_, replicas_, std::move(inner_),
-                                            tag_, redirects_ + 1, *deadline_, reply.text);
+        ++request_.redirects;
+        request_.unreachable = reply.text;
+        request_.asking.reset();
+        request_.payload = request_.payload.copied();
+        return router_->route_after_refresh(id_, std::move(request_));
       }
       if (ec != asio::error::operation_aborted) router_->route_changed();
       return answer(ec, reply);
     }
     if (!reply.is_error()) {
-      if (replicas_ == 0) return answer(ec, reply);
+      if (request_.replicas == 0) return answer(ec, reply);
       written_.emplace(ec, reply);
       if (waited_) finish_replicated();
       return;
@@ -77,7 +73,7 @@ class routed_request final : public reply_sink {
     if (const auto refusal = cluster_refusal(reply); !refusal.empty()) {
       if (refusal == "READONLY") router_->route_changed();  // a master demoted to replica
       return answer(ec, error_reply(fmt::format("{} (cluster node {}, slot {})", reply.text,
-                                                endpoint_text(sent_to_), slot_)));
+                                                endpoint_text(sent_to_), *request_.slot)));
     }
     answer(ec, reply);
   }
@@ -90,50 +86,48 @@ class routed_request final : public reply_sink {
  private:
   void answer(error_code ec, const resp::value& reply) {
     done_ = true;
-    inner_->on_reply(tag_, ec, reply);
+    // Out of the lane first: what waited behind it may go, ahead of what its answer sets off.
+    router_->settle(*request_.slot, id_);
+    request_.sink->on_reply(request_.tag, ec, reply);
   }
 
   void finish_replicated() {
-    const auto result =
-        after_replica_wait(written_->first, written_->second, waited_->first, waited_->second,
-                           replicas_, endpoint_text(sent_to_), rules_.counts_once_replicated);
+    const auto result = after_replica_wait(
+        written_->first, written_->second, waited_->first, waited_->second, request_.replicas,
+        endpoint_text(sent_to_), request_.rules.counts_once_replicated);
     answer(result.ec, result.reply);
   }
 
   void follow(const cluster_redirect& redirect, const resp::value& reply) {
-    router_->on_redirect(redirect);
     const auto now = steady_clock::now();
-    const bool cleanup = rules_.deliver_for.count() > 0;
-    if (redirects_ >= cluster_node::max_redirects) {
-      return answer(make_error_code(error::server_error),
-                    error_reply(fmt::format("{}: slot {} redirected {} times, the last time by {} "
-                                            "({})",
-                                            router_->config().address(), slot_, redirects_ + 1,
-                                            endpoint_text(sent_to_), reply.text)));
+    const bool cleanup = request_.rules.deliver_for.count() > 0;
+    const auto slot = *request_.slot;
+    if (request_.redirects >= cluster_node::max_redirects) {
+      router_->follow(redirect, 0, {});  // the route it names, for later requests
+      return answer(
+          make_error_code(error::server_error),
+          error_reply(fmt::format("{}: slot {} redirected {} times, the last time by {} "
+                                  "({})",
+                                  router_->config().address(), slot, request_.redirects + 1,
+                                  endpoint_text(sent_to_), reply.text)));
     }
-    if (deadline_ && now >= *deadline_ && !cleanup) {
+    if (request_.deadline && now >= *request_.deadline && !cleanup) {
+      router_->follow(redirect, 0, {});
       return answer(make_error_code(error::request_timeout),
                     error_reply(fmt::format("{}: the deadline passed while slot {} was redirected "
                                             "({})",
-                                            router_->config().address(), slot_, reply.text)));
+                                            router_->config().address(), slot, reply.text)));
     }
     done_ = true;
-    std::optional<cluster_endpoint> asking;
-    if (redirect.what == cluster_redirect::kind::ask) asking = redirect.target;
-    router_->route(slot_, payload_, rules_, replicas_, std::move(inner_), tag_, now, redirects_ + 1,
-                   asking, deadline_);
+    ++request_.redirects;
+    request_.payload = request_.payload.copied();
+    router_->follow(redirect, id_, std::move(request_));
   }
 
   std::shared_ptr<cluster_router> router_;
-  payload_ref payload_;
-  request_options rules_;
-  unsigned replicas_;
-  sink_ref inner_;
-  std::size_t tag_;
-  std::uint16_t slot_;
+  waiting_request request_;
+  lane_ticket id_;
   cluster_endpoint sent_to_;
-  unsigned redirects_;
-  std::optional<steady_clock::time_point> deadline_;
   bool done_ = false;
   std::optional<std::pair<error_code, resp::value>> written_, waited_;
   unsigned refs_ = 0;
@@ -177,37 +171,134 @@ class every_master final : public reply_sink {
 
 }  // namespace
 
-void cluster_router::route(std::uint16_t slot, const payload_ref& payload,
-                           const request_options& rules, unsigned replicas, sink_ref sink,
-                           std::size_t tag, steady_clock::time_point now, unsigned redirects,
-                           std::optional<cluster_endpoint> asking,
-                           std::optional<steady_clock::time_point> deadline) {
-  if (closing_ && asking) {
-    // After close_when_idle no connection is opened: it would never be closed.
-    const auto known =
-        std::find_if(links_.begin(), links_.end(), [&](const link& l) { return l.at == *asking; });
-    if (known == links_.end()) {
-      return fail_later(std::move(sink), tag, asio::error::operation_aborted,
+void cluster_router::exec(std::string_view key, payload_ref payload, const request_options& rules,
+                          unsigned replicas, reply_sink& sink, std::size_t tag,
+                          steady_clock::time_point now) {
+  if (closing_) {
+    return fail_later(sink_ref(&sink), tag, asio::error::operation_aborted,
+                      fmt::format("{}: the client is shutting down", config_.address()));
+  }
+  if (known_ && key.empty()) return send_everywhere(payload, rules, sink, tag, now);
+  const std::optional<std::uint16_t> slot =
+      key.empty() ? std::nullopt : std::optional(hash_slot(key));
+  std::optional<std::uint64_t> route_now;  // none before the first topology: it waits for one
+  if (known_) {
+    if (slot_owner_[*slot] == no_master) {
+      refresh_soon();
+      return fail_later(sink_ref(&sink), tag, make_error_code(error::not_connected),
+                        fmt::format("{}: no master serves slot {} (CLUSTERDOWN, or a failover "
+                                    "under way)",
+                                    config_.address(), *slot));
+    }
+    route_now = route_of(*slot);
+  }
+  const auto request = [&](payload_ref bytes) {
+    return waiting_request{.slot = slot,
+                           .payload = std::move(bytes),
+                           .rules = rules,
+                           .replicas = replicas,
+                           .sink = sink_ref(&sink),
+                           .tag = tag,
+                           .deadline = deadline_of(rules, now),
+                           .redirects = 0,
+                           .unreachable = {},
+                           .asking = std::nullopt};
+  };
+  // The caller's bytes are copied only for a request that waits.
+  const auto admitted = lanes_.admit(slot ? *slot : keyless_lane, route_now,
+                                     [&] { return request(payload.copied()); });
+  if (admitted.go) return route(*slot, admitted.id, *route_now, request(payload), now);
+  watch_waiting();
+  // Before the first topology: asks for it. After: what it waits behind may wait for a new one
+  // (a refresh that failed is not tried again by itself).
+  if (known_ || !refreshing_) refresh_soon();
+}
+
+std::uint64_t cluster_router::route_of(std::uint32_t lane) const noexcept {
+  if (lane == keyless_lane) return 0;
+  const auto owner = slot_owner_[lane];
+  return owner == no_master ? 0 : links_[owner].route;
+}
+
+void cluster_router::follow(const cluster_redirect& redirect, lane_ticket id,
+                            waiting_request request) {
+  // After close_when_idle no connection is opened: it would never be closed.
+  if (redirect.what == cluster_redirect::kind::moved && !closing_) {
+    const auto before = slot_owner_[redirect.slot];
+    slot_owner_[redirect.slot] = link_index(redirect.target);
+    if (before != no_master && before != slot_owner_[redirect.slot]) report_moved({redirect.slot});
+    refresh_soon();
+  }
+  if (id == 0) return;  // answered where it stands
+  const auto slot = *request.slot;
+  if (redirect.what == cluster_redirect::kind::ask) {
+    if (closing_ && std::none_of(links_.begin(), links_.end(),
+                                 [&](const link& l) { return l.at == redirect.target; })) {
+      lanes_.settle(slot, id);
+      send_ready();
+      return fail_later(std::move(request.sink), request.tag, asio::error::operation_aborted,
                         fmt::format("{}: the client is shutting down", config_.address()));
     }
+    const auto route = links_[link_index(redirect.target)].route;
+    request.asking = redirect.target;
+    lanes_.send_again_to(slot, id, route, std::move(request));
+  } else {
+    lanes_.send_again(slot, id, std::move(request), decltype(lanes_)::resend::to_lane_route);
   }
-  const std::uint16_t owner = asking ? link_index(*asking) : slot_owner_[slot];
-  if (owner == no_master) {
+  watch_waiting();
+  send_ready();
+}
+
+void cluster_router::route_after_refresh(lane_ticket id, waiting_request request) {
+  const auto slot = *request.slot;
+  lanes_.send_again(slot, id, std::move(request), decltype(lanes_)::resend::after_new_routes);
+  watch_waiting();
+  refresh_soon();
+}
+
+void cluster_router::send_ready() {
+  // Requests it routes may fail unsent (posted), never settle inside it; still, once is enough.
+  if (sending_ready_) return;
+  sending_ready_ = true;
+  const auto now = steady_clock::now();
+  while (auto go = lanes_.next([this](std::uint32_t lane) { return route_of(lane); })) {
+    if (!go->request.slot) {
+      // About no key, issued before the first topology: to every master, out of the lanes.
+      lanes_.settle(go->lane, go->id);
+      send_everywhere(go->request.payload, go->request.rules, *go->request.sink.get(),
+                      go->request.tag, now);
+      continue;
+    }
+    route(*go->request.slot, go->id, go->route, std::move(go->request), now);
+  }
+  sending_ready_ = false;
+}
+
+void cluster_router::route(std::uint16_t slot, lane_ticket id, std::uint64_t route,
+                           waiting_request request, steady_clock::time_point now) {
+  const auto target_link =
+      std::find_if(links_.begin(), links_.end(), [&](const link& l) { return l.route == route; });
+  if (route == 0 || target_link == links_.end()) {
+    // No master serves the slot now (or the ASK target's link was dropped meanwhile).
+    lanes_.settle(slot, id);
     refresh_soon();
-    return fail_later(std::move(sink), tag, make_error_code(error::not_connected),
+    return fail_later(std::move(request.sink), request.tag, make_error_code(error::not_connected),
                       fmt::format("{}: no master serves slot {} (CLUSTERDOWN, or a failover under "
                                   "way)",
                                   config_.address(), slot));
   }
-  request_options sent = rules;
-  if (deadline) {
+  request_options sent = request.rules;
+  if (request.deadline) {
     // A redirected request keeps its first deadline; a cleanup is still written after it.
-    sent.timeout = std::max(std::chrono::ceil<std::chrono::milliseconds>(*deadline - now),
+    sent.timeout = std::max(std::chrono::ceil<std::chrono::milliseconds>(*request.deadline - now),
                             std::chrono::milliseconds(1));
   }
-  auto& target = links_[owner];
-  sink_ref routed(new routed_request(shared_from_this(), payload, rules, replicas, std::move(sink),
-                                     tag, slot, target.at, redirects, deadline));
+  const auto& target = *target_link;
+  const auto payload = request.payload;
+  const auto replicas = request.replicas;
+  const bool asking = request.asking.has_value();
+  request.asking.reset();  // for this one attempt
+  sink_ref routed(new routed_request(shared_from_this(), std::move(request), id, target.at));
   if (asking) {
     // ASKING lets the next command on this connection into the importing slot; sent with the
     // request's own rules, so that both are skipped, written or kept together.
@@ -254,40 +345,51 @@ void cluster_router::send_everywhere(const payload_ref& payload, const request_o
 }
 
 void cluster_router::watch_waiting() {
-  waiting_.expire(
-      [this](waiting_request& request) {
+  lanes_.expire(
+      [this](std::uint32_t lane, waiting_request& request) {
         if (!request.unreachable.empty()) {
           fail_later(std::move(request.sink), request.tag, make_error_code(error::not_connected),
                      fmt::format("{}; no other master of slot {} known before the deadline",
-                                 request.unreachable, *request.slot));
-        } else {
+                                 request.unreachable, lane));
+        } else if (!known_) {
           fail_later(std::move(request.sink), request.tag, make_error_code(error::request_timeout),
                      fmt::format("{}: no topology yet: {}", config_.address(),
                                  last_error_.empty() ? "no seed has answered" : last_error_));
+        } else {
+          fail_later(std::move(request.sink), request.tag, make_error_code(error::request_timeout),
+                     fmt::format("{}: the deadline passed while the request waited for an "
+                                 "earlier one of slot {} to be answered (requests of one slot run "
+                                 "in the order they were issued)",
+                                 config_.address(), lane));
         }
       },
       [weak = weak_from_this()] {
         if (auto self = weak.lock()) self->watch_waiting();
       });
+  // Those behind the requests that left may go now.
+  send_ready();
 }
 
 void cluster_router::fail_waiting(error_code ec, std::string_view why) {
-  for (auto& request : waiting_.take_all()) {
+  lanes_.stop();
+  for (auto& request : lanes_.take_waiting()) {
     fail_later(std::move(request.sink), request.tag, ec,
                fmt::format("{}: {}", config_.address(), why));
   }
 }
 
 void cluster_router::send_waiting() {
-  const auto now = steady_clock::now();
-  for (auto& request : waiting_.take_all()) {
-    if (!request.slot) {
-      send_everywhere(request.payload, request.rules, *request.sink.get(), request.tag, now);
-      continue;
-    }
-    route(*request.slot, request.payload, request.rules, request.replicas, std::move(request.sink),
-          request.tag, now, request.redirects, std::nullopt, request.deadline);
-  }
+  lanes_.routes_renewed();
+  send_ready();
+}
+
+void cluster_router::report_moved(std::vector<std::uint16_t> slots) {
+  if (!on_moved_ || slots.empty()) return;
+  // Never inside the request or reply that taught it: the listener sends renewals.
+  asio::post(executor_, [on_moved = on_moved_,
+                         moved = master_moved{.every_key = false, .slots = std::move(slots)}] {
+    on_moved(moved);
+  });
 }
 
 }  // namespace redlock::detail

@@ -6,6 +6,7 @@
 #include "nodes/cluster/hash_slot.hpp"
 #include "nodes/cluster/topology.hpp"
 #include "nodes/forwarded_request.hpp"
+#include "nodes/lock_node.hpp"
 #include "nodes/peer_registry.hpp"
 #include "redlock/node_config.hpp"
 #include "resp/encoder.hpp"
@@ -22,7 +23,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <initializer_list>
 #include <limits>
 #include <memory>
@@ -47,8 +47,29 @@ inline shared_payload encoded(std::initializer_list<std::string_view> command) {
 
 // Everything of a cluster node that its requests may outlive the node for: the routes, the shard
 // connections, the refresh. Requests in flight hold it through their sinks.
+//
+// Order: every request about a key is ticketed in its slot's lane (request_lanes), which decides
+// when it may go and where; a request that must be sent again (a redirection, an unreachable
+// master) keeps its place there, so later requests of the slot never overtake it.
 class cluster_router : public std::enable_shared_from_this<cluster_router> {
  public:
+  // A request of one slot (or, before the first topology, of no key: `slot` empty) while it waits
+  // in its lane or is routed.
+  struct waiting_request {
+    std::optional<std::uint16_t> slot;
+    payload_ref payload;
+    request_options rules;
+    unsigned replicas = 0;
+    sink_ref sink;
+    std::size_t tag = 0;
+    std::optional<steady_clock::time_point> deadline;
+    unsigned redirects = 0;
+    // Why it waits for a new topology although one is known: its slot's master was unreachable.
+    std::string unreachable;
+    std::optional<cluster_endpoint> asking;  // an ASK's target: it alone goes there
+  };
+  using lane_ticket = request_lanes<waiting_request>::ticket;
+
   cluster_router(asio::any_io_executor executor, node_config config, connection_options settings,
                  std::shared_ptr<peer_registry> peers, std::size_t index)
       : executor_(std::move(executor)),
@@ -58,35 +79,12 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
         index_(index),
         seeds_(address_and_seeds(config_)),
         slot_owner_(cluster_slot_count, no_master),
-        waiting_(executor_),
+        lanes_(executor_),
         refresh_timer_(executor_) {}
 
   // A request about `key` (empty: about no key) as lock_node::exec.
   void exec(std::string_view key, payload_ref payload, const request_options& rules,
-            unsigned replicas, reply_sink& sink, std::size_t tag, steady_clock::time_point now) {
-    if (closing_) {
-      return fail_later(sink_ref(&sink), tag, asio::error::operation_aborted,
-                        fmt::format("{}: the client is shutting down", config_.address()));
-    }
-    if (!known_) {
-      // Only before the first topology: later, a stale route is corrected by MOVED.
-      waiting_.add(waiting_request{key.empty() ? std::nullopt : std::optional(hash_slot(key)),
-                                   payload.copied(),
-                                   rules,
-                                   replicas,
-                                   sink_ref(&sink),
-                                   tag,
-                                   deadline_of(rules, now),
-                                   0,
-                                   {}});
-      watch_waiting();
-      if (!refreshing_) refresh_soon();
-      return;
-    }
-    if (key.empty()) return send_everywhere(payload, rules, sink, tag, now);
-    route(hash_slot(key), payload, rules, replicas, sink_ref(&sink), tag, now, 0, std::nullopt,
-          deadline_of(rules, now));
-  }
+            unsigned replicas, reply_sink& sink, std::size_t tag, steady_clock::time_point now);
 
   error_code permanent_failure() const noexcept { return known_ ? error_code{} : lasting_; }
   const std::string& last_error() const noexcept { return last_error_; }
@@ -99,39 +97,31 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
       link.conn->close_when_idle(bound);
   }
 
+  // lock_node::watch_masters.
+  void watch_masters(master_moved_fn on_moved) { on_moved_ = std::move(on_moved); }
+
   std::optional<cluster_endpoint> master_of(std::uint16_t slot) const {
     const auto owner = slot_owner_[slot];
     if (owner == no_master) return std::nullopt;
     return links_[owner].at;
   }
 
-  // Called by a routed request's sink (router.cpp).
-  void on_redirect(const cluster_redirect& redirect) {
-    // After close_when_idle no connection is opened: it would never be closed.
-    if (redirect.what == cluster_redirect::kind::moved && !closing_) {
-      slot_owner_[redirect.slot] = link_index(redirect.target);
-      refresh_soon();
-    }
+  // Called by a routed request's sink (router.cpp), ticket `id` of its slot's lane.
+  //
+  // Its answer is final: what waited behind it may go.
+  void settle(std::uint16_t slot, lane_ticket id) {
+    lanes_.settle(slot, id);
+    send_ready();
   }
+  // It met a redirection: MOVED re-points its slot, and it follows there (ASK: it alone goes to
+  // the target, after ASKING), in its place in the lane.
+  void follow(const cluster_redirect& redirect, lane_ticket id, waiting_request request);
+  // It found its slot's master unreachable (error::not_connected: it was not sent), or it is a
+  // cleanup whose link broke: it waits for the next topology and is routed again by it, within
+  // its deadline, in its place in the lane (after a failover the routes are stale until then,
+  // and a release must still reach the new master).
+  void route_after_refresh(lane_ticket id, waiting_request request);
   void route_changed() { refresh_soon(); }
-
-  // A request that found its slot's master unreachable (error::not_connected: it was not sent)
-  // waits for the next topology and is routed again by it, within its deadline: after a failover
-  // the routes are stale until then, and a release must still reach the new master.
-  void route_after_refresh(std::uint16_t slot, const payload_ref& payload,
-                           const request_options& rules, unsigned replicas, sink_ref sink,
-                           std::size_t tag, unsigned redirects, steady_clock::time_point deadline,
-                           std::string unreachable) {
-    waiting_.add(waiting_request{slot, payload.copied(), rules, replicas, std::move(sink), tag,
-                                 deadline, redirects, std::move(unreachable)});
-    watch_waiting();
-    refresh_soon();
-  }
-
-  void route(std::uint16_t slot, const payload_ref& payload, const request_options& rules,
-             unsigned replicas, sink_ref sink, std::size_t tag, steady_clock::time_point now,
-             unsigned redirects, std::optional<cluster_endpoint> asking,
-             std::optional<steady_clock::time_point> deadline);
 
   const node_config& config() const noexcept { return config_; }
   const asio::any_io_executor& executor() const noexcept { return executor_; }
@@ -141,25 +131,16 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
   }
 
  private:
+  // Requests about no key issued before the first topology wait in this lane, which no slot has.
+  static constexpr std::uint32_t keyless_lane = cluster_slot_count;
+
   struct link {
     cluster_endpoint at;
     std::shared_ptr<connection> conn;
+    std::uint64_t route;       // its number as a route of the lanes; never reused
     std::size_t number;        // for the peer registry; reused once the link is dropped
     std::optional<bool> up{};  // as its last connect or break said; empty before the first
     error_code why{};          // of its last break or failed connect
-  };
-
-  struct waiting_request {
-    std::optional<std::uint16_t> slot;  // empty: about no key
-    payload_ref payload;
-    request_options rules;
-    unsigned replicas;
-    sink_ref sink;
-    std::size_t tag;
-    std::optional<steady_clock::time_point> deadline;
-    unsigned redirects;
-    // Why it waits for a new topology although one is known: its slot's master was unreachable.
-    std::string unreachable;
   };
 
   static std::optional<steady_clock::time_point> deadline_of(const request_options& rules,
@@ -183,23 +164,35 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
         number = std::max(number, l.number + 1);
     }
     settings.admit_peer = peer_registry::check_for(peers_, index_, number);
+    settings.expect = server_kind::cluster;
     if (settings_.on_link) {
       settings.on_link = [weak = weak_from_this(), at](bool up, error_code why) {
         if (auto self = weak.lock()) self->on_server_link(at, up, why);
       };
     }
-    links_.push_back(link{
-        at, connection::create(executor_, server_of(config_, at), std::move(settings)), number});
+    links_.push_back(
+        link{at, connection::create(executor_, server_of(config_, at), std::move(settings)),
+             ++routes_opened_, number});
     return static_cast<std::uint16_t>(links_.size() - 1);
   }
 
   void send_everywhere(const payload_ref& payload, const request_options& rules, reply_sink& sink,
                        std::size_t tag, steady_clock::time_point now);
+  // Sends ticket `id` of `slot`'s lane, in flight on `route` (request_lanes) from now on.
+  void route(std::uint16_t slot, lane_ticket id, std::uint64_t route, waiting_request request,
+             steady_clock::time_point now);
+  // The route of a lane now: its slot's master's link, or 0 when none serves it.
+  std::uint64_t route_of(std::uint32_t lane) const noexcept;
+  // Sends every waiting request whose turn has come (request_lanes::next).
+  void send_ready();
 
   // Fails waiting requests whose deadline has passed and keeps the timer armed for the next.
   void watch_waiting();
   void fail_waiting(error_code ec, std::string_view why);
+  // A new topology: requests waiting for one go in their turn.
   void send_waiting();
+  // Tells on_moved_ (posted) of slots whose master changed from one known to another.
+  void report_moved(std::vector<std::uint16_t> slots);
 
   void refresh_soon();
   asio::awaitable<void> refresh();
@@ -223,8 +216,12 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
   std::vector<link> links_;                // every server this node has talked to
   std::vector<std::uint16_t> slot_owner_;  // by slot: index into links_, or no_master
   bool known_ = false;                     // a topology was read at least once
-  // Issued before the first topology, or unsent for an unreachable master.
-  waiting_room<waiting_request> waiting_;
+  std::uint64_t routes_opened_ = 0;
+  // The order of each slot's requests: those waiting for their turn, for the first topology, or
+  // for a new one after an unreachable master.
+  timed_lanes<waiting_request> lanes_;
+  bool sending_ready_ = false;  // in send_ready()
+  master_moved_fn on_moved_;
 
   bool refreshing_ = false;
   bool refresh_again_ = false;

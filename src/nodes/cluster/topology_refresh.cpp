@@ -1,3 +1,4 @@
+#include "net/server_kind.hpp"
 #include "nodes/cluster/router.hpp"
 #include "nodes/cluster_node.hpp"
 #include "redlock/error.hpp"
@@ -118,9 +119,10 @@ asio::awaitable<std::optional<std::string>> cluster_router::read_topology_from(
   }
   std::optional<topology_or_problem> read;
   if (reply.is_error() && reply.text.find("cluster support disabled") != std::string::npos) {
-    lasting_ = make_error_code(error::invalid_argument);
-    co_return fmt::format("{} is not a cluster ({}): use redis:// for a standalone server", where,
-                          reply.text);
+    // A server that did not say its mode in the handshake (no HELLO).
+    lasting_ = make_error_code(error::wrong_node_kind);
+    co_return fmt::format("{}: the server is not a Redis Cluster node ({}): use {}", where,
+                          reply.text, url_as(server_of(config_, at), node_kind::standalone));
   }
   if (reply.is_error()) {
     // A server older than Redis 7 knows CLUSTER SLOTS only.
@@ -146,6 +148,17 @@ void cluster_router::adopt(const cluster_topology& topology) {
   // closes once the requests it carries are answered, instead of reconnecting until shutdown.
   // A seed that is a replica is dropped too, and opened again by the next refresh that asks it.
   const auto& masters = topology.masters();
+  // Slots whose master changed from one known to another (a failover, a migration): leases held
+  // there renew at once (lock_node::watch_masters).
+  std::vector<std::uint16_t> moved;
+  if (on_moved_) {
+    for (std::size_t slot = 0; slot < cluster_slot_count; ++slot) {
+      const auto before = slot_owner_[slot];
+      const auto* now = topology.master_of(static_cast<std::uint16_t>(slot));
+      if (before != no_master && now != nullptr && *now != links_[before].at)
+        moved.push_back(static_cast<std::uint16_t>(slot));
+    }
+  }
   std::erase_if(links_, [&](const link& l) {
     if (std::find(masters.begin(), masters.end(), l.at) != masters.end()) return false;
     l.conn->close_when_idle(settings_.connect_timeout + std::chrono::milliseconds(1000));
@@ -160,6 +173,7 @@ void cluster_router::adopt(const cluster_topology& topology) {
   }
   known_ = true;
   if (settings_.on_link) report_links();
+  report_moved(std::move(moved));
 }
 
 void cluster_router::on_server_link(const cluster_endpoint& at, bool up, error_code why) {

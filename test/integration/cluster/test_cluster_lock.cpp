@@ -733,8 +733,8 @@ BOOST_AUTO_TEST_CASE(a_server_that_is_not_a_cluster_is_refused_by_name) {
     redlock::client locks(io.get_executor(), {redlock::node_config::from_url(url)},
                           fast_client_options());
     auto [ec, lease] = co_await locks.async_try_acquire("nowhere", lock_for(5s), tuple_awaitable);
-    BOOST_TEST(ec == error::invalid_argument, ec.message());
-    BOOST_TEST(has(lease.diagnostics(), "not a cluster"), lease.diagnostics());
+    BOOST_TEST(ec == error::wrong_node_kind, ec.message());
+    BOOST_TEST(has(lease.diagnostics(), "not a Redis Cluster node"), lease.diagnostics());
   });
 }
 
