@@ -63,15 +63,6 @@ std::optional<node_failure> failure_of(const node_config& node, error_code ec,
     if (ec == condition::node_failure) return node_failure{node_failure_reason(ec, text), true};
     return node_failure{text.empty() ? ec.message() : text, false};
   }
-  // A cluster member named as a plain server redirects keys of other shards' slots; following
-  // them would make it another kind of node, which is the URL's to say.
-  const auto word = reply.error_code_word();
-  if (node.kind == node_kind::standalone && (word == "MOVED" || word == "ASK")) {
-    return node_failure{fmt::format("a Redis Cluster node (it answered \"{}\"): use "
-                                    "redis+cluster://{}",
-                                    one_line(reply.text), address),
-                        true};
-  }
   return std::nullopt;
 }
 
