@@ -857,9 +857,10 @@ BOOST_AUTO_TEST_CASE(client_ping_obeys_node_timeout_while_the_connections_open) 
 }
 
 // Every reply of every node arrives one byte at a time: the whole lock cycle still works. The
-// handshake's replies take hundreds of writes, a timer's wait apart: the node timeout is generous,
-// as what is tested is the parsing, not the speed (under ASan beside other suites, 500 ms was
-// not enough).
+// handshake's replies (HELLO's map, a SHA per script) take about a thousand writes, a timer's wait
+// apart: the node and connect timeouts are generous, as what is tested is the parsing, not the
+// speed (under ASan beside other suites, 500 ms was not enough; on a busy machine neither was
+// the default connect timeout of a second).
 BOOST_AUTO_TEST_CASE(client_lock_cycle_with_replies_one_byte_at_a_time) {
   auto script = [](const fake_command& cmd, std::size_t) -> fake_reply {
     if (auto handshake = fake::handshake_reply(cmd)) {
@@ -871,8 +872,9 @@ BOOST_AUTO_TEST_CASE(client_lock_cycle_with_replies_one_byte_at_a_time) {
   };
   fake_node a(script), b(script), c(script);
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client client(io.get_executor(), {a.config(), b.config(), c.config()},
-                           fault_client_options(5000ms));
+    auto options = fault_client_options(20000ms);
+    options.connect_timeout = 20000ms;
+    redlock::client client(io.get_executor(), {a.config(), b.config(), c.config()}, options);
     auto [ec, lease] = co_await client.async_try_acquire("bytewise", test_lock(), tuple_awaitable);
     BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
     BOOST_TEST(lease.held());
