@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds redlock-asio and checks it, failing on the first problem: the formatting of every C++
-# file (clang-format), the links of the Markdown pages, the API reference (Doxygen, warnings as
-# errors), the whole test suite on a normal optimized build and on an ASan+UBSan build,
-# the threaded tests under ThreadSanitizer, and the RESP parser under libFuzzer (clang) for a
-# bounded time. Installs missing dependencies first. Each stage's build runs, at low priority,
-# while the previous stage's tests run (they leave about half of the cores idle).
+# file (clang-format), the links of the Markdown pages, include cycles in src/, the API reference
+# (Doxygen, warnings as errors), the whole test suite on a normal optimized build and on an
+# ASan+UBSan build, the threaded tests under ThreadSanitizer, and the RESP parser under libFuzzer
+# (clang) for a bounded time. Installs missing dependencies first. Each stage's build runs, at low
+# priority, while the previous stage's tests run (they leave about half of the cores idle).
 #
 #   scripts/test.sh            everything (about 50 minutes on two cores)
 #   REDLOCK_SKIP_SANITIZE=1 scripts/test.sh    format check and the normal build only (quick runs)
@@ -18,7 +18,8 @@ usage: scripts/test.sh [--help]
 
 Builds and checks everything, stopping at the first failure; installs what is missing first.
 Measured on two cores, each stage's build overlapping the previous stage's tests:
-  format check (clang-format) and links in the Markdown pages  seconds
+  format check (clang-format), links in the Markdown pages,
+  no include cycle in src/                                     seconds
   release build, then its whole suite (ctest), benchmarks
   smoke-run, the docs (Doxygen) and both demos                 about 25 minutes
   ASan+UBSan build and its whole suite                         about 12 minutes
@@ -66,6 +67,9 @@ find include src test examples bench tools -name '*.cpp' -o -name '*.hpp' | sort
 echo "== links in README.md, CHANGELOG.md and docs/"
 python3 scripts/check_links.py --self-test
 python3 scripts/check_links.py
+echo "== no include cycle in src/"
+python3 scripts/check_include_cycles.py --self-test
+python3 scripts/check_include_cycles.py
 
 # No redis-server the tests start may outlive the run; other servers on the machine are none of our
 # business: the system's (apt starts one on 127.0.0.1:6379), the user's, or those of another run of

@@ -70,7 +70,7 @@ void initiate_ping(const std::shared_ptr<client_impl>& client, void_caller calle
 void initiate_shutdown(const std::shared_ptr<client_impl>& client, void_caller caller) {
   // Cancelling stops the waiting, not the shutdown.
   client->shutdown(std::make_shared<user_operation>(
-      client->space(), std::move(caller),
+      client->space(), client->space()->executor(), std::move(caller),
       asio::cancellation_type::terminal | asio::cancellation_type::partial));
 }
 

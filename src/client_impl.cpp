@@ -1,7 +1,7 @@
 #include "client_impl.hpp"
 
+#include "algo/hash_slot.hpp"
 #include "lease_state.hpp"
-#include "nodes/cluster/hash_slot.hpp"
 #include "ops/extend.hpp"
 #include "ops/vote.hpp"
 
@@ -19,7 +19,7 @@ client_impl::client_impl(boost::asio::any_io_executor executor, std::vector<node
                                     std::size_t, const master_moved& moved) {
     const auto space = weak.lock();
     if (!space || space->closed()) return;
-    for (auto* lease : space->leases()) {
+    for (auto* lease : space->leases<lease_state>()) {
       if (moved.every_key ||
           std::binary_search(moved.slots.begin(), moved.slots.end(), hash_slot(lease->resource))) {
         renew_at_once(*lease);

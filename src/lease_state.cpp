@@ -29,7 +29,7 @@ void lease_state::on_acquired(steady_clock::time_point round_start,
   current = phase::held;
   acquired_at = round_start;
   validity.on_acquired(until, options.ttl);
-  space->track_lease(this);
+  space->track_lease(*this);
 }
 
 void lease_state::report_to(observer& watcher, void (observer::*what)(const lease_event&),
@@ -74,8 +74,15 @@ std::string lease_state::why_expired() const {
       subject());
 }
 
+local_queues::lease_release lease_state::release_decision() {
+  return space->queues().release_of(local_hold, {.local_handoffs = options.local_handoffs,
+                                                 .longest_ttl = validity.longest_ttl(),
+                                                 .contended = contended,
+                                                 .resources = held_resources()});
+}
+
 local_queues::lease_release lease_state::release_on_nodes(const std::vector<bool>* only) {
-  const auto how = space->queues().release_of(*this);
+  const auto how = release_decision();
   node_set::key_gone on_gone;
   if (how.next_waiter.competes) {
     on_gone = [weak = std::weak_ptr<lock_space>(space),
@@ -104,13 +111,13 @@ void lease_state::stop_holding(phase next, error_code waiters_get, next_waiter_s
   current = next;
   ++timer_generation;
   timer.cancel();
-  space->untrack_lease(this);
+  space->untrack_lease(*this);
   auto waiters = std::move(lost_waiters);
   lost_waiters.clear();
   for (auto& waiter : waiters)
     waiter->finish(waiters_get);
   // Last: the next local waiter's SET is queued behind whatever this lease sent before.
-  space->queues().holder_gone(*this, next_waiter);
+  space->queues().holder_gone(local_hold, queue_names(), next_waiter);
 }
 
 }  // namespace redlock::detail

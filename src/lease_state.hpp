@@ -3,7 +3,7 @@
 
 #include "algo/extension_validity.hpp"
 #include "intrusive_list.hpp"
-#include "local_queues.hpp"
+#include "lock/local_queues.hpp"
 #include "lock_space.hpp"
 #include "redlock/lease.hpp"
 #include "redlock/observer.hpp"
@@ -68,8 +68,8 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   // Until when the lock is ours, the extensions that may still run, and the longest TTL any
   // request of this lease gave the key (how long a cleanup can matter).
   extension_validity validity;
-  resource_queue* queue = nullptr;           // while held: this resource's local queue
-  std::vector<resource_queue*> more_queues;  // a set's: those of `resources` after the first
+  // The lease in this client's local queues while it holds.
+  queue_holder local_hold;
   std::string diagnostics;
   // Its acquire met contention: a round was refused, or it competed after a local release. Other
   // processes may then wait for the resource when it is released (local_queues::release_of).
@@ -114,6 +114,15 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
     if (kind == hold_kind::set) return resources;
     return {&resource, 1};
   }
+  // The names of the local queues it holds in (local_queues::holder_gone): a set's resources, a
+  // read-write lock's queue_key, else its resource (a semaphore permit's: its slot key).
+  std::span<const std::string> queue_names() const noexcept {
+    if (kind == hold_kind::set) return resources;
+    if (kind == hold_kind::reader || kind == hold_kind::writer) return {&queue_key, 1};
+    return {&resource, 1};
+  }
+  // How its release goes out and who goes next here (local_queues::release_of), decided now.
+  local_queues::lease_release release_decision();
   // The keys a release of this lease deletes (the views point into this object).
   hold_keys held() const noexcept {
     return {.kind = kind,

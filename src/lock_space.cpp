@@ -1,7 +1,5 @@
 #include "lock_space.hpp"
 
-#include "lease_state.hpp"
-
 namespace redlock::detail {
 
 lock_space::lock_space(boost::asio::any_io_executor executor, std::vector<node_config> nodes,
@@ -40,18 +38,6 @@ release_listener* lock_space::listener() {
                                  std::move(sentinel_master), std::move(on));
   }
   return listener_.get();
-}
-
-void lock_space::track_lease(lease_state* state) {
-  held_.push(*state);
-}
-
-void lock_space::untrack_lease(lease_state* state) {
-  state->unlink();
-}
-
-std::vector<lease_state*> lock_space::leases() const {
-  return held_.snapshot<lease_state>();
 }
 
 void lock_space::close(std::chrono::milliseconds drain_bound) {

@@ -2,12 +2,12 @@
 #define REDLOCK_LOCK_SPACE_HPP
 
 #include "algo/wait_plan.hpp"
-#include "intrusive_list.hpp"
-#include "local_queues.hpp"
+#include "lock/local_queues.hpp"
+#include "lock/operation_registry.hpp"
 #include "log.hpp"
 #include "nodes/node_set.hpp"
+#include "nodes/release_listener.hpp"
 #include "redlock/options.hpp"
-#include "release_listener.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 
@@ -17,22 +17,12 @@
 
 namespace redlock::detail {
 
-struct lease_state;
-
-// Something the client must end when it shuts down: an operation under way.
-class abortable : public list_hook {
- public:
-  virtual void abort() = 0;
-
- protected:
-  ~abortable() = default;
-};
-
 // What every operation and lease of one client shares: the node set, the local queues and the
 // release announcements that feed them, the round-trip measure behind the waiting, and the
-// registry of what a shutdown ends. The client (client_impl) makes it and shuts it down;
-// operations and leases keep it alive while they run. Lives on the client's executor.
-class lock_space : public std::enable_shared_from_this<lock_space> {
+// registry of what a shutdown ends (operation_registry). The client (client_impl) makes it and
+// shuts it down; operations and leases keep it alive while they run. Lives on the client's
+// executor.
+class lock_space : public operation_registry, public std::enable_shared_from_this<lock_space> {
  public:
   lock_space(boost::asio::any_io_executor executor, std::vector<node_config> nodes,
              client_options options);
@@ -53,14 +43,6 @@ class lock_space : public std::enable_shared_from_this<lock_space> {
   round_trip_average& round_trip() noexcept { return round_trip_; }
   std::minstd_rand& random() noexcept { return random_; }
 
-  void track(abortable* op) { active_.push(*op); }
-  void untrack(abortable* op) { op->unlink(); }
-  void track_lease(lease_state* state);
-  void untrack_lease(lease_state* state);
-  // The operations under way and the leases held now (copies: ending one unlinks it).
-  std::vector<abortable*> operations() const { return active_.snapshot<abortable>(); }
-  std::vector<lease_state*> leases() const;
-
   // After close(), operations fail with operation_aborted; the connections close once the
   // requests queued on them are out (within `drain_bound`).
   bool closed() const noexcept { return closed_; }
@@ -72,8 +54,6 @@ class lock_space : public std::enable_shared_from_this<lock_space> {
   std::shared_ptr<release_listener> listener_;
   round_trip_average round_trip_;
   std::minstd_rand random_;
-  intrusive_list active_;  // of abortable
-  intrusive_list held_;    // of lease_state
   bool closed_ = false;
 };
 

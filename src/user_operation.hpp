@@ -2,9 +2,10 @@
 #define REDLOCK_USER_OPERATION_HPP
 
 #include "completion.hpp"
-#include "lock_space.hpp"
+#include "lock/operation_registry.hpp"
 #include "redlock/detail/initiate.hpp"
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_type.hpp>
@@ -27,17 +28,20 @@ class user_operation : public abortable, public std::enable_shared_from_this<use
                                            boost::asio::cancellation_type::partial |
                                            boost::asio::cancellation_type::total;
 
-  // `honoured`: the cancellation types that end the operation; others are ignored.
-  user_operation(std::shared_ptr<lock_space> space, void_caller&& caller,
+  // `registry`: the client's, which a shutdown ends it through (kept alive while it runs);
+  // `executor`: the client's. `honoured`: the cancellation types that end the operation; others
+  // are ignored.
+  user_operation(std::shared_ptr<operation_registry> registry,
+                 const boost::asio::any_io_executor& executor, void_caller&& caller,
                  boost::asio::cancellation_type honoured = any_cancellation)
-      : space_(std::move(space)),
-        done_(std::move(caller.handler), space_->executor(), caller.on_client_executor),
+      : registry_(std::move(registry)),
+        done_(std::move(caller.handler), executor, caller.on_client_executor),
         honoured_(honoured) {}
   virtual ~user_operation() = default;
 
   // Registers with the client and the caller's cancellation slot.
   void start() {
-    space_->track(this);
+    registry_->track(this);
     done_.on_cancel([weak = weak_from_this()](boost::asio::cancellation_type type) {
       auto self = weak.lock();
       if (self && (type & self->honoured_) != boost::asio::cancellation_type::none) {
@@ -51,7 +55,7 @@ class user_operation : public abortable, public std::enable_shared_from_this<use
   // The caller's handler is posted (see completion), so this may be called from anywhere.
   void finish(boost::system::error_code ec) {
     if (done_.done()) return;
-    space_->untrack(this);
+    registry_->untrack(this);
     done_.complete(ec);
     on_finished();
   }
@@ -59,12 +63,11 @@ class user_operation : public abortable, public std::enable_shared_from_this<use
   bool done() const noexcept { return done_.done(); }
 
  protected:
-  const std::shared_ptr<lock_space>& space() const noexcept { return space_; }
   // Called once, right after the caller's handler has been handed over.
   virtual void on_finished() {}
 
  private:
-  std::shared_ptr<lock_space> space_;
+  std::shared_ptr<operation_registry> registry_;
   completion<boost::system::error_code> done_;
   boost::asio::cancellation_type honoured_;
 };

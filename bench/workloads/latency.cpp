@@ -1,8 +1,8 @@
 // Workload "latency" of redlock_bench.
 
 #include "bench_support.hpp"
+#include "lock/key_names.hpp"
 #include "redlock/lease.hpp"
-#include "scripts.hpp"
 #include "support/async_test.hpp"
 #include "workloads/lock_measures.hpp"
 #include "workloads/workloads.hpp"

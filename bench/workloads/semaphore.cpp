@@ -6,8 +6,8 @@
 #include "redlock/semaphore.hpp"
 
 #include "bench_support.hpp"
+#include "lock/key_names.hpp"
 #include "redlock/lease.hpp"
-#include "scripts.hpp"
 #include "support/async_test.hpp"
 #include "workloads/contention.hpp"
 #include "workloads/workloads.hpp"

@@ -10,9 +10,9 @@
 // rediss:// node is refused (tls_nodes_problem).
 
 #include "bench_support.hpp"
+#include "lock_handshake.hpp"
 #include "net/connection.hpp"
 #include "resp/encoder.hpp"
-#include "scripts.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/test_pki.hpp"
 #include "workloads/lock_measures.hpp"

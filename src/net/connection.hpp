@@ -9,6 +9,7 @@
 #include "redlock/node_config.hpp"
 #include "redlock/options.hpp"
 #include "resp/parser.hpp"
+#include "resp/script.hpp"
 #include "resp/value.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -245,6 +246,19 @@ class connection : public std::enable_shared_from_this<connection> {
   link_failures failures_;
   std::string_view connect_stage_ = "connecting";  // for connect timeout messages
 };
+
+// Runs `lua` on `conn`: EVALSHA, resent by the connection as EVAL if the server answers NOSCRIPT
+// (see request_options::eval_fallback). Completion and cancellation as connection::async_exec;
+// `options.timeout` covers both attempts. `lua` must outlive the operation.
+template <class CompletionToken>
+auto async_eval(const std::shared_ptr<connection>& conn, const script& lua,
+                std::span<const std::string_view> keys, std::span<const std::string_view> args,
+                request_options options, CompletionToken&& token) {
+  options.eval_fallback = &lua;
+  return conn->async_exec_shared(
+      std::make_shared<const std::string>(encode_evalsha(lua, keys, args)), options,
+      std::forward<CompletionToken>(token));
+}
 
 }  // namespace redlock::detail
 

@@ -1,7 +1,7 @@
 #include "net/handshake.hpp"
 
-#include "net/script.hpp"
 #include "resp/encoder.hpp"
+#include "resp/script.hpp"
 #include "text.hpp"
 
 #include <boost/asio/error.hpp>

@@ -1,8 +1,8 @@
 #include "net/multiplexer.hpp"
 
-#include "net/script.hpp"
 #include "redlock/error.hpp"
 #include "resp/encoder.hpp"
+#include "resp/script.hpp"
 
 #include <boost/asio/error.hpp>
 #include <boost/container/small_vector.hpp>

@@ -1,6 +1,6 @@
 #include "nodes/cluster_node.hpp"
 
-#include "nodes/cluster/hash_slot.hpp"
+#include "algo/hash_slot.hpp"
 #include "nodes/cluster/router.hpp"
 
 #include <memory>

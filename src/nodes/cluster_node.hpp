@@ -24,13 +24,14 @@ class cluster_router;
 // Topology: read with CLUSTER SHARDS (CLUSTER SLOTS when a server does not know it) from the first
 // seed or known master that answers, before the first request goes out; requests issued meanwhile
 // wait for it within their own deadlines. Read again after a MOVED, a READONLY or a lost shard
-// link (a failover), one refresh at a time and not more often than min_refresh_interval however
+// link (a failover), one refresh at a time and not more often than
+// cluster_router::min_refresh_interval however
 // many replies ask for it; until then a MOVED reply's slot is routed to the node it names.
 //
 // Replies: MOVED is followed at once (the command did not run), ASK with ASKING on the target for
-// that one request, each at most max_redirects times and never past the request's deadline.
-// TRYAGAIN, CLUSTERDOWN, LOADING and READONLY are the request's answer: an error reply whose text
-// names the refusal, the server and the slot, which an operation reads as a failed vote.
+// that one request, each at most cluster_router::max_redirects times and never past the request's
+// deadline. TRYAGAIN, CLUSTERDOWN, LOADING and READONLY are the request's answer: an error reply
+// whose text names the refusal, the server and the slot, which an operation reads as a failed vote.
 //
 // Ordering: requests about one slot run in the order they were issued (request_lanes): while
 // anything of the slot waits (for a topology, after a redirection) or is in flight on another
@@ -39,9 +40,6 @@ class cluster_router;
 // after a longer, later one, across MOVED, ASK and failovers.
 class cluster_node final : public lock_node {
  public:
-  static constexpr unsigned max_redirects = 5;
-  static constexpr std::chrono::milliseconds min_refresh_interval{100};
-
   // `settings`: those of the client's lock connections; the node's admit_peer checks are made
   // from `peers` for node number `index`.
   cluster_node(const boost::asio::any_io_executor& executor, node_config config,

@@ -1,13 +1,14 @@
 #include "nodes/node_set.hpp"
 
-#include "nodes/cluster/hash_slot.hpp"
+#include "algo/hash_slot.hpp"
+#include "lock/scripts.hpp"
+#include "lock_handshake.hpp"
 #include "nodes/cluster_node.hpp"
 #include "nodes/sentinel_node.hpp"
 #include "nodes/standalone_node.hpp"
 #include "observe.hpp"
 #include "options_check.hpp"
 #include "redlock/error.hpp"
-#include "scripts.hpp"
 
 #include <boost/system/system_error.hpp>
 #include <fmt/format.h>

@@ -31,11 +31,12 @@ class sentinel_router;
 // same RESP3 connection), and its announcement for our master moves the node at once. The master
 // is also resolved again after a READONLY reply (a master demoted to replica), a lost master
 // link, a failed connect, or a lost sentinel link (then on the next sentinel); one resolution at a
-// time, at most every min_resolve_interval. A request that could not be sent because the master
-// was unreachable waits for the next resolution and is sent to the master it names, within its
-// deadline; one whose link broke after it was written is answered as it is (it may have run). A
-// request to a server that turned replica is answered READONLY, a failed vote. Every switch to
-// another master is told to watch_masters, so that leases held here renew on it at once.
+// time, at most every sentinel_router::min_resolve_interval. A request that could not be sent
+// because the master was unreachable waits for the next resolution and is sent to the master it
+// names, within its deadline; one whose link broke after it was written is answered as it is (it
+// may have run). A request to a server that turned replica is answered READONLY, a failed vote.
+// Every switch to another master is told to watch_masters, so that leases held here renew on it at
+// once.
 //
 // Order: requests run in the order they were issued (request_lanes, one lane). While one waits for
 // a master, every later one waits behind it, though the link may be back meanwhile; after a
@@ -49,8 +50,6 @@ class sentinel_router;
 // delivered if it comes back within their lifetime, where they find their key gone or ours).
 class sentinel_node final : public lock_node {
  public:
-  static constexpr std::chrono::milliseconds min_resolve_interval{100};
-
   // `settings`: those of the client's lock connections; the node's admit_peer checks are made
   // from `peers` for node number `index`.
   sentinel_node(const boost::asio::any_io_executor& executor, node_config config,

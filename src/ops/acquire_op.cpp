@@ -1,5 +1,6 @@
 #include "ops/acquire_op.hpp"
 
+#include "lock/scripts.hpp"
 #include "observe.hpp"
 #include "ops/acquire.hpp"
 #include "ops/extend.hpp"
@@ -8,7 +9,6 @@
 #include "ops/set_rounds.hpp"
 #include "ops/slot_rounds.hpp"
 #include "options_check.hpp"
-#include "scripts.hpp"
 #include "token.hpp"
 
 #include <fmt/format.h>
@@ -156,13 +156,13 @@ void acquire_op::succeed(steady_clock::time_point valid_until) {
   space_->untrack(this);
   stop_listening();
   resource_queue* const queue = queue_of_own();
-  // Only a set's lease allocates for its other queues.
-  lease_->more_queues.assign(queues().begin() + 1, queues().end());
+  const boost::container::small_vector<resource_queue*, 1> held_queues(queues().begin(),
+                                                                       queues().end());
+  space_->queues().hold_in(lease_->local_hold, held_queues);
   space_->queues().leave(*this, strategy_->queue_keys(), false);
   const bool next_may_start = strategy_->hold(*queue, *lease_);
-  lease_->queue = queue;
-  for (resource_queue* other : lease_->more_queues)
-    strategy_->hold(*other, *lease_);
+  for (auto other = held_queues.begin() + 1; other != held_queues.end(); ++other)
+    strategy_->hold(**other, *lease_);
   lease_->diagnostics.clear();
   lease_->contended = rounds_ > 1 || competing_;
   lease_->granted_nodes = round_->votes().yes_count();

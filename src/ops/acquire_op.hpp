@@ -8,7 +8,7 @@
 #include "backoff.hpp"
 #include "completion.hpp"
 #include "lease_state.hpp"
-#include "local_queues.hpp"
+#include "lock/local_queues.hpp"
 #include "lock_space.hpp"
 #include "ops/fence_write_back.hpp"
 #include "ops/round_strategy.hpp"

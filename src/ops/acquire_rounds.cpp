@@ -1,6 +1,6 @@
 #include "algo/validity.hpp"
+#include "lock/scripts.hpp"
 #include "ops/acquire_op.hpp"
-#include "scripts.hpp"
 #include "test_hooks.hpp"
 #include "text.hpp"
 #include "token.hpp"

@@ -2,9 +2,9 @@
 
 #include "algo/replies.hpp"
 #include "algo/validity.hpp"
+#include "lock/scripts.hpp"
 #include "observe.hpp"
 #include "ops/vote.hpp"
-#include "scripts.hpp"
 #include "text.hpp"
 
 #include <fmt/format.h>

@@ -4,8 +4,8 @@
 #include "algo/replies.hpp"
 #include "algo/validity.hpp"
 #include "lease_state.hpp"
+#include "lock/scripts.hpp"
 #include "ops/vote.hpp"
-#include "scripts.hpp"
 #include "text.hpp"
 
 #include <fmt/format.h>
@@ -205,7 +205,7 @@ void initiate_extend(const std::shared_ptr<lease_state>& state, std::chrono::mil
   // Total cancellation is not honoured: once sent, the extension may apply whatever the caller
   // does, so it cannot be undone, only stopped being waited for (terminal, partial).
   auto op = std::make_shared<user_operation>(
-      state->space, std::move(caller),
+      state->space, state->space->executor(), std::move(caller),
       asio::cancellation_type::terminal | asio::cancellation_type::partial);
   const auto refuse = [&](error_code ec) {
     state->report(&observer::on_extend, ec);

@@ -1,7 +1,7 @@
 #include "ops/fence_write_back.hpp"
 
 #include "algo/replies.hpp"
-#include "scripts.hpp"
+#include "lock/scripts.hpp"
 
 #include <fmt/format.h>
 

@@ -2,11 +2,12 @@
 
 #include "algo/inspection.hpp"
 #include "completion.hpp"
+#include "lock/key_names.hpp"
+#include "lock/scripts.hpp"
 #include "lock_space.hpp"
 #include "ops/vote.hpp"
 #include "redlock/semaphore.hpp"
 #include "resp/encoder.hpp"
-#include "scripts.hpp"
 #include "text.hpp"
 
 #include <fmt/format.h>

@@ -1,10 +1,11 @@
 #include "ops/lock_rounds.hpp"
 
 #include "lease_state.hpp"
-#include "local_queues.hpp"
-#include "net/script.hpp"
+#include "lock/key_names.hpp"
+#include "lock/local_queues.hpp"
+#include "lock/scripts.hpp"
 #include "resp/encoder.hpp"
-#include "scripts.hpp"
+#include "resp/script.hpp"
 #include "text.hpp"
 
 #include <fmt/format.h>
@@ -66,7 +67,7 @@ std::string lock_rounds::keys_of_round(bool fencing) const {
 }
 
 bool lock_rounds::hold(resource_queue& queue, lease_state& lease) {
-  queue.holder = &lease;
+  queue.holder = &lease.local_hold;
   return false;
 }
 

@@ -1,9 +1,10 @@
 #ifndef REDLOCK_OPS_LOCK_ROUNDS_HPP
 #define REDLOCK_OPS_LOCK_ROUNDS_HPP
 
+#include "lock/key_names.hpp"
+#include "lock/scripts.hpp"
 #include "ops/holder_ttls.hpp"
 #include "ops/round_strategy.hpp"
-#include "scripts.hpp"
 
 #include <string>
 #include <vector>

@@ -1,7 +1,7 @@
 #include "algo/replies.hpp"
 #include "lease_state.hpp"
+#include "lock/scripts.hpp"
 #include "ops/vote.hpp"
-#include "scripts.hpp"
 #include "text.hpp"
 
 #include <fmt/format.h>
@@ -24,7 +24,7 @@ class release_op final : public operation_vote {
   // Queues the release on every node; returns how the next local waiter starts once the lease has
   // stopped holding.
   next_waiter_start run() {
-    const auto how = state_->space->queues().release_of(*state_);
+    const auto how = state_->release_decision();
     report_gone_keys_ = how.next_waiter.competes;
     auto& nodes = state_->space->nodes();
     payload_ = nodes.encode_release(state_->held(), state_->token, how.channel);

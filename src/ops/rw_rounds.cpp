@@ -1,9 +1,10 @@
 #include "ops/rw_rounds.hpp"
 
 #include "lease_state.hpp"
-#include "local_queues.hpp"
-#include "net/script.hpp"
-#include "scripts.hpp"
+#include "lock/key_names.hpp"
+#include "lock/local_queues.hpp"
+#include "lock/scripts.hpp"
+#include "resp/script.hpp"
 #include "text.hpp"
 
 #include <fmt/format.h>
@@ -137,12 +138,12 @@ bool rw_rounds::hold(resource_queue& queue, lease_state& lease) {
   lease.kind = which_ == side::read ? hold_kind::reader : hold_kind::writer;
   lease.queue_key = queue_key_;
   if (which_ == side::read) {
-    queue.readers.push_back(&lease);
+    queue.readers.push_back(&lease.local_hold);
     return true;  // the next waiter may be a reader too
   }
   lease.mark_key = mark_key_;
   lease.mark_id = mark_id_;
-  queue.holder = &lease;
+  queue.holder = &lease.local_hold;
   return false;
 }
 

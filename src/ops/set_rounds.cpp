@@ -1,10 +1,11 @@
 #include "ops/set_rounds.hpp"
 
+#include "algo/hash_slot.hpp"
 #include "lease_state.hpp"
-#include "local_queues.hpp"
-#include "net/script.hpp"
-#include "nodes/cluster/hash_slot.hpp"
-#include "scripts.hpp"
+#include "lock/key_names.hpp"
+#include "lock/local_queues.hpp"
+#include "lock/scripts.hpp"
+#include "resp/script.hpp"
 #include "text.hpp"
 
 #include <fmt/format.h>
@@ -107,7 +108,7 @@ std::string set_rounds::cross_slot_problem(bool fencing) const {
 }
 
 bool set_rounds::hold(resource_queue& queue, lease_state& lease) {
-  queue.holder = &lease;
+  queue.holder = &lease.local_hold;
   return false;
 }
 

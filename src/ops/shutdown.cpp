@@ -57,7 +57,7 @@ void client_shutdown::run(lock_space& space, std::shared_ptr<user_operation> wai
     waiter->start();
     under_way->waiters.push_back(std::move(waiter));
   }
-  for (auto* state : space.leases()) {
+  for (auto* state : space.leases<lease_state>()) {
     if (state->current != lease_state::phase::held) continue;
     if (under_way->waiters.empty()) {
       const auto how = state->release_on_nodes();

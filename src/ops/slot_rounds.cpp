@@ -1,10 +1,11 @@
 #include "ops/slot_rounds.hpp"
 
 #include "lease_state.hpp"
-#include "local_queues.hpp"
-#include "net/script.hpp"
+#include "lock/key_names.hpp"
+#include "lock/local_queues.hpp"
+#include "lock/scripts.hpp"
 #include "redlock/semaphore.hpp"
-#include "scripts.hpp"
+#include "resp/script.hpp"
 #include "text.hpp"
 
 #include <fmt/format.h>
@@ -166,7 +167,7 @@ std::string slot_rounds::keys_of_round(bool fencing) const {
 }
 
 bool slot_rounds::hold(resource_queue& queue, lease_state& lease) {
-  queue.slot_holders[tried_] = &lease;
+  queue.slot_holders[tried_] = &lease.local_hold;
   return true;
 }
 

@@ -2,8 +2,9 @@
 #define REDLOCK_OPS_SLOT_ROUNDS_HPP
 
 #include "algo/slot_watch.hpp"
+#include "lock/key_names.hpp"
+#include "lock/scripts.hpp"
 #include "ops/round_strategy.hpp"
-#include "scripts.hpp"
 
 #include <cstddef>
 #include <optional>

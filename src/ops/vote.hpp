@@ -134,10 +134,16 @@ class vote : public ballot_sink {
 class operation_vote : public user_operation, public vote {
  public:
   operation_vote(std::shared_ptr<lock_space> space, void_caller&& caller)
-      : user_operation(std::move(space), std::move(caller)), vote(this->space()->nodes().size()) {}
+      : user_operation(space, space->executor(), std::move(caller)),
+        vote(space->nodes().size()),
+        space_(std::move(space)) {}
 
  protected:
   std::shared_ptr<void> owner() final { return user_operation::shared_from_this(); }
+  const std::shared_ptr<lock_space>& space() const noexcept { return space_; }
+
+ private:
+  std::shared_ptr<lock_space> space_;
 };
 
 }  // namespace redlock::detail

@@ -18,7 +18,7 @@ namespace {
 class lost_waiter final : public user_operation {
  public:
   lost_waiter(const std::shared_ptr<lease_state>& state, void_caller&& caller)
-      : user_operation(state->space, std::move(caller)), state_(state) {}
+      : user_operation(state->space, state->space->executor(), std::move(caller)), state_(state) {}
 
  private:
   void on_finished() override {

@@ -3,7 +3,7 @@
 
 // One of the library's Lua scripts run on a server by EVAL, as the scripts' own tests call them.
 
-#include "net/script.hpp"
+#include "resp/script.hpp"
 #include "resp/value.hpp"
 #include "support/sync_client.hpp"
 

@@ -1,9 +1,9 @@
 #include "support/fake_server.hpp"
 
-#include "net/script.hpp"
+#include "lock/scripts.hpp"
 #include "resp/parser.hpp"
+#include "resp/script.hpp"
 #include "resp/value.hpp"
-#include "scripts.hpp"
 #include "support/async_test.hpp"
 
 #include <boost/asio/as_tuple.hpp>

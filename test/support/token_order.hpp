@@ -4,7 +4,7 @@
 // What the fencing tests judge with: the order of the tokens leases were granted, the counters on
 // the nodes, and the unsafe variant without the fencing write-back.
 
-#include "scripts.hpp"
+#include "lock/key_names.hpp"
 #include "support/client_options.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"

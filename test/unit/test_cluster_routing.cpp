@@ -2,10 +2,10 @@
 // topology read from CLUSTER SHARDS / CLUSTER SLOTS as Redis 7 sends them (RESP2 and RESP3), the
 // MOVED and ASK redirections, and the passing refusals that fail a vote.
 
-#include "nodes/cluster/hash_slot.hpp"
+#include "algo/hash_slot.hpp"
+#include "lock/key_names.hpp"
 #include "nodes/cluster/topology.hpp"
 #include "resp/parser.hpp"
-#include "scripts.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -3,9 +3,9 @@
 // server answers. The texts are the ones users read in last_error(), so they are checked whole.
 
 #include "net/handshake.hpp"
-#include "net/script.hpp"
 #include "redlock/error.hpp"
 #include "resp/encoder.hpp"
+#include "resp/script.hpp"
 #include "support/written_commands.hpp"
 
 #include <boost/asio/error.hpp>

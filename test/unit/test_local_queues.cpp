@@ -4,7 +4,7 @@
 // its queues until its TTL, so that it is not starved; the acquire that starts goes to the front
 // of each of its queues.
 
-#include "local_queues.hpp"
+#include "lock/local_queues.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -15,8 +15,8 @@
 
 namespace {
 
-using redlock::detail::lease_state;
 using redlock::detail::local_queues;
+using redlock::detail::queue_holder;
 using redlock::detail::queued_acquire;
 using redlock::detail::resource_queue;
 using std::chrono::steady_clock;
@@ -40,10 +40,10 @@ class fake_acquire final : public queued_acquire {
   event_log& log_;
 };
 
-// A lease of this client holding a queue, as the queues see one: never dereferenced here.
-lease_state* some_lease() {
-  static int storage;
-  return reinterpret_cast<lease_state*>(&storage);
+// A lease of this client holding a queue, as the queues see one.
+queue_holder* some_lease() {
+  static queue_holder holder;
+  return &holder;
 }
 
 struct fixture {

@@ -4,9 +4,9 @@
 // unresponsive. Each rule the lock relies on is named by a test case.
 
 #include "net/multiplexer.hpp"
-#include "net/script.hpp"
 #include "redlock/error.hpp"
 #include "resp/encoder.hpp"
+#include "resp/script.hpp"
 #include "support/printing.hpp"
 #include "support/written_commands.hpp"
 #include "unit/resp_values.hpp"

@@ -2,10 +2,10 @@
 // counts the node's vote only when enough replicas acknowledged it; two nodes that reach one
 // server are refused, whichever of their connections met it.
 
+#include "lock/scripts.hpp"
 #include "nodes/peer_registry.hpp"
 #include "nodes/replica_wait.hpp"
 #include "redlock/error.hpp"
-#include "scripts.hpp"
 #include "support/printing.hpp"
 #include "unit/resp_values.hpp"
 

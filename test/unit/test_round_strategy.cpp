@@ -6,13 +6,14 @@
 // and announcements say when the lock can be free.
 
 #include "algo/replies.hpp"
-#include "local_queues.hpp"
+#include "lock/key_names.hpp"
+#include "lock/local_queues.hpp"
+#include "lock/scripts.hpp"
 #include "ops/lock_rounds.hpp"
 #include "ops/rw_rounds.hpp"
 #include "ops/set_rounds.hpp"
 #include "ops/slot_rounds.hpp"
 #include "resp/encoder.hpp"
-#include "scripts.hpp"
 #include "unit/answers_of.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -78,11 +79,10 @@ set_answer refusal_with_pttl(long long pttl) {
   return answer;
 }
 
-// A lease of this client in a queue, as the strategies see one: never dereferenced, only compared
-// with null.
-redlock::detail::lease_state* some_lease() {
-  static int storage;
-  return reinterpret_cast<redlock::detail::lease_state*>(&storage);
+// A lease of this client in a queue, as the strategies see one: only compared with null.
+redlock::detail::queue_holder* some_lease() {
+  static redlock::detail::queue_holder holder;
+  return &holder;
 }
 
 set_answer slot_refusal(std::vector<long long> ttls) {

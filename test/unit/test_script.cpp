@@ -1,8 +1,9 @@
 // EVALSHA payloads and their EVAL fallback, byte for byte.
 
-#include "net/script.hpp"
+#include "lock/key_names.hpp"
+#include "lock/scripts.hpp"
 #include "resp/encoder.hpp"
-#include "scripts.hpp"
+#include "resp/script.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,7 +1,7 @@
 // sha1_hex names Lua scripts for EVALSHA: it must be SHA-1 (not another digest OpenSSL offers),
 // over the bytes as given, written as Redis writes it.
 
-#include "net/script.hpp"
+#include "resp/script.hpp"
 
 #include <boost/test/unit_test.hpp>
 

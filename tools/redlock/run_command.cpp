@@ -2,12 +2,13 @@
 
 #include "exit_codes.hpp"
 #include "json_line.hpp"
+#include "lock/key_names.hpp"
+#include "lock/scripts.hpp"
 #include "lock_steps.hpp"
 #include "messages.hpp"
 #include "redlock/redlock.hpp"
 #include "redlock/rw_lock.hpp"
 #include "redlock/semaphore.hpp"
-#include "scripts.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>

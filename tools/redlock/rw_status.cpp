@@ -1,9 +1,10 @@
 #include "rw_status.hpp"
 
 #include "json_line.hpp"
+#include "lock/key_names.hpp"
+#include "lock/scripts.hpp"
 #include "messages.hpp"
 #include "resp/value.hpp"
-#include "scripts.hpp"
 
 #include <fmt/format.h>
 

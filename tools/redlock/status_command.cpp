@@ -1,11 +1,14 @@
 #include "status_command.hpp"
 
+#include "algo/hash_slot.hpp"
 #include "algo/inspection.hpp"
 #include "arguments.hpp"
 #include "exit_codes.hpp"
+#include "lock/key_names.hpp"
+#include "lock/scripts.hpp"
+#include "lock_handshake.hpp"
 #include "messages.hpp"
 #include "net/connection.hpp"
-#include "nodes/cluster/hash_slot.hpp"
 #include "nodes/cluster_node.hpp"
 #include "nodes/node_set.hpp"
 #include "nodes/sentinel_node.hpp"
@@ -13,7 +16,6 @@
 #include "resp/encoder.hpp"
 #include "resp/value.hpp"
 #include "rw_status.hpp"
-#include "scripts.hpp"
 #include "set_status.hpp"
 
 #include <boost/asio/io_context.hpp>

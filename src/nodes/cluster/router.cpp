@@ -1,6 +1,5 @@
 #include "nodes/cluster/router.hpp"
 
-#include "nodes/cluster_node.hpp"
 #include "nodes/replica_wait.hpp"
 #include "redlock/error.hpp"
 
@@ -52,7 +51,7 @@ class routed_request final : public reply_sink {
       // A request that was not sent tries the slot's master the new topology names.
       const auto& deadline = request_.deadline;
       if (may_send_again(ec, request_.rules) && deadline &&
-          request_.redirects < cluster_node::max_redirects && steady_clock::now() < *deadline) {
+          request_.redirects < cluster_router::max_redirects && steady_clock::now() < *deadline) {
         done_ = true;
         ++request_.redirects;
         request_.unreachable = reply.text;
@@ -102,7 +101,7 @@ class routed_request final : public reply_sink {
     const auto now = steady_clock::now();
     const bool cleanup = request_.rules.deliver_for.count() > 0;
     const auto slot = *request_.slot;
-    if (request_.redirects >= cluster_node::max_redirects) {
+    if (request_.redirects >= cluster_router::max_redirects) {
       router_->follow(redirect, 0, {});  // the route it names, for later requests
       return answer(
           make_error_code(error::server_error),

@@ -1,9 +1,9 @@
 #ifndef REDLOCK_NODES_CLUSTER_ROUTER_HPP
 #define REDLOCK_NODES_CLUSTER_ROUTER_HPP
 
+#include "algo/hash_slot.hpp"
 #include "net/connection.hpp"
 #include "net/connection_options.hpp"
-#include "nodes/cluster/hash_slot.hpp"
 #include "nodes/cluster/topology.hpp"
 #include "nodes/forwarded_request.hpp"
 #include "nodes/lock_node.hpp"
@@ -53,6 +53,11 @@ inline shared_payload encoded(std::initializer_list<std::string_view> command) {
 // master) keeps its place there, so later requests of the slot never overtake it.
 class cluster_router : public std::enable_shared_from_this<cluster_router> {
  public:
+  // How often one request follows MOVED or ASK at most, and how often the topology is read at
+  // most (cluster_node.hpp).
+  static constexpr unsigned max_redirects = 5;
+  static constexpr std::chrono::milliseconds min_refresh_interval{100};
+
   // A request of one slot (or, before the first topology, of no key: `slot` empty) while it waits
   // in its lane or is routed.
   struct waiting_request {

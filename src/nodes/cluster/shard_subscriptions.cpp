@@ -1,6 +1,6 @@
 #include "nodes/cluster/shard_subscriptions.hpp"
 
-#include "nodes/cluster/hash_slot.hpp"
+#include "algo/hash_slot.hpp"
 
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>

@@ -1,6 +1,6 @@
 #include "nodes/cluster/topology.hpp"
 
-#include "nodes/cluster/hash_slot.hpp"
+#include "algo/hash_slot.hpp"
 
 #include <fmt/format.h>
 

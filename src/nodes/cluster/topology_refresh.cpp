@@ -1,6 +1,5 @@
 #include "net/server_kind.hpp"
 #include "nodes/cluster/router.hpp"
-#include "nodes/cluster_node.hpp"
 #include "redlock/error.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -46,7 +45,7 @@ void cluster_router::refresh_soon() {
   }
   if (refresh_timer_armed_) return;
   const auto now = steady_clock::now();
-  const auto earliest = last_refresh_ + cluster_node::min_refresh_interval;
+  const auto earliest = last_refresh_ + min_refresh_interval;
   if (known_ && now < earliest) {
     refresh_timer_armed_ = true;
     refresh_timer_.expires_at(earliest);

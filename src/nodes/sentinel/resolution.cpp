@@ -1,7 +1,6 @@
 #include "log.hpp"
 #include "net/server_kind.hpp"
 #include "nodes/sentinel/router.hpp"
-#include "nodes/sentinel_node.hpp"
 #include "redlock/error.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -46,7 +45,7 @@ void sentinel_router::resolve_soon() {
     return;
   }
   if (resolve_timer_armed_) return;
-  const auto earliest = last_resolve_ + sentinel_node::min_resolve_interval;
+  const auto earliest = last_resolve_ + min_resolve_interval;
   if (steady_clock::now() < earliest) {
     resolve_timer_armed_ = true;
     resolve_timer_.expires_at(earliest);
@@ -97,8 +96,7 @@ asio::awaitable<void> sentinel_router::resolve() {
   if (std::exchange(resolve_again_, false) || !named) {
     // Unanswered: again after the reconnect backoff's ceiling, while anyone may still need it.
     resolve_timer_armed_ = true;
-    resolve_timer_.expires_after(named ? sentinel_node::min_resolve_interval
-                                       : settings_.reconnect.max_delay);
+    resolve_timer_.expires_after(named ? min_resolve_interval : settings_.reconnect.max_delay);
     resolve_timer_.async_wait([weak = weak_from_this()](error_code ec) {
       auto self = weak.lock();
       if (!self) return;

@@ -39,6 +39,9 @@ namespace redlock::detail {
 // router.cpp sends the requests; resolution.cpp finds the master and follows it.
 class sentinel_router : public std::enable_shared_from_this<sentinel_router> {
  public:
+  // How often the sentinels are asked for the master at most (sentinel_node.hpp).
+  static constexpr std::chrono::milliseconds min_resolve_interval{100};
+
   // A request while it waits in the lane or is in flight.
   struct waiting_request {
     payload_ref payload;

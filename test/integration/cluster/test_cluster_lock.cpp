@@ -3,11 +3,11 @@
 // lock is held are followed through ASK and MOVED, a shard's failover is followed, a stopped
 // shard fails only its own resources, and wait_replicas makes a vote wait for the replicas.
 
+#include "algo/hash_slot.hpp"
 #include "integration/prelude.hpp"
-#include "nodes/cluster/hash_slot.hpp"
+#include "lock/key_names.hpp"
 #include "redlock/observer.hpp"
 #include "redlock/redlock.hpp"
-#include "scripts.hpp"
 #include "support/printing.hpp"
 #include "support/redis_cluster.hpp"
 

@@ -5,8 +5,9 @@
 // must break the order; Kleppmann's paused holder is shown rejected by a fenced store and landing
 // in an unfenced one.
 #include "integration/prelude.hpp"
+#include "lock/key_names.hpp"
+#include "lock/scripts.hpp"
 #include "redlock/redlock.hpp"
-#include "scripts.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
 #include "support/fake_server.hpp"

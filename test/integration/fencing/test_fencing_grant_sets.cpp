@@ -8,8 +8,8 @@
 // the counters the grants increment.
 
 #include "integration/prelude.hpp"
+#include "lock/key_names.hpp"
 #include "redlock/redlock.hpp"
-#include "scripts.hpp"
 #include "support/printing.hpp"
 #include "support/token_order.hpp"
 

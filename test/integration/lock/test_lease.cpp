@@ -4,8 +4,8 @@
 
 #include "integration/prelude.hpp"
 #include "lease_state.hpp"
+#include "lock/scripts.hpp"
 #include "redlock/redlock.hpp"
-#include "scripts.hpp"
 #include "support/async_test.hpp"
 #include "support/chaos_proxy.hpp"
 #include "support/client_options.hpp"

@@ -5,8 +5,9 @@
 // so acquiring within a fraction of that shows it was woken, not polling.
 
 #include "integration/prelude.hpp"
+#include "lock/key_names.hpp"
+#include "lock/scripts.hpp"
 #include "redlock/redlock.hpp"
-#include "scripts.hpp"
 #include "support/async_test.hpp"
 #include "support/chaos_proxy.hpp"
 #include "support/client_options.hpp"

@@ -2,9 +2,9 @@
 
 #include "integration/prelude.hpp"
 #include "net/connection.hpp"
-#include "net/script.hpp"
 #include "redlock/error.hpp"
 #include "resp/encoder.hpp"
+#include "resp/script.hpp"
 #include "support/async_test.hpp"
 #include "support/printing.hpp"
 #include "support/redis_fleet.hpp"

@@ -3,10 +3,10 @@
 
 #include "integration/prelude.hpp"
 #include "net/connection.hpp"
-#include "net/script.hpp"
 #include "redlock/client.hpp"
 #include "redlock/error.hpp"
 #include "resp/encoder.hpp"
+#include "resp/script.hpp"
 #include "support/async_test.hpp"
 #include "support/fake_server.hpp"
 #include "support/printing.hpp"

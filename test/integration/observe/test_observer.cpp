@@ -3,9 +3,9 @@
 // change, and an observer that throws disturbs nothing.
 
 #include "integration/prelude.hpp"
+#include "lock/key_names.hpp"
 #include "redlock/observer.hpp"
 #include "redlock/redlock.hpp"
-#include "scripts.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
 #include "support/printing.hpp"

@@ -4,8 +4,9 @@
 // scripts alone are in test_rw_scripts.cpp; the safety property under node faults in
 // test_rw_safety.cpp.
 #include "integration/prelude.hpp"
+#include "lock/key_names.hpp"
+#include "lock/scripts.hpp"
 #include "redlock/redlock.hpp"
-#include "scripts.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
 #include "support/holder_process.hpp"

@@ -3,8 +3,8 @@
 // the writes with WAIT, which must follow only the writes that grant or extend: a refusal that set
 // a mark, or that tells the holder's PTTL, is the node's answer as it came.
 #include "integration/prelude.hpp"
+#include "lock/key_names.hpp"
 #include "redlock/redlock.hpp"
-#include "scripts.hpp"
 #include "support/printing.hpp"
 #include "support/proxied_fleet.hpp"
 

@@ -6,8 +6,8 @@
 // cannot fail proves nothing.
 
 #include "integration/prelude.hpp"
+#include "lock/key_names.hpp"
 #include "redlock/redlock.hpp"
-#include "scripts.hpp"
 #include "support/async_test.hpp"
 #include "support/chaos_proxy.hpp"
 #include "support/client_options.hpp"

@@ -2,7 +2,8 @@
 // finds readers marks the lock so that new readers queue behind it, each reader's hold expires on
 // its own, and releases are token-checked and announce when a writer may win.
 #include "integration/prelude.hpp"
-#include "scripts.hpp"
+#include "lock/key_names.hpp"
+#include "lock/scripts.hpp"
 #include "support/eval_script.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"

@@ -3,8 +3,8 @@
 // refused round's grants on the slot it tried, fencing per slot, with_permit, cancellation. The
 // "at most N holders" property under faults is in test_semaphore_safety.cpp.
 #include "integration/prelude.hpp"
+#include "lock/key_names.hpp"
 #include "redlock/redlock.hpp"
-#include "scripts.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
 #include "support/inspector.hpp"

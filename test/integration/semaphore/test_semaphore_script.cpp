@@ -2,7 +2,8 @@
 // every slot where it is not, the fencing counter incremented only with a grant, and the record
 // of how many permits the holders count with.
 #include "integration/prelude.hpp"
-#include "scripts.hpp"
+#include "lock/key_names.hpp"
+#include "lock/scripts.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
 

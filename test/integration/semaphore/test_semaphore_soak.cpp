@@ -5,8 +5,8 @@
 // most 3 holders of the semaphore, at most one per slot), and no slot key left at the end.
 
 #include "integration/prelude.hpp"
+#include "lock/key_names.hpp"
 #include "redlock/redlock.hpp"
-#include "scripts.hpp"
 #include "support/async_test.hpp"
 #include "support/chaos_proxy.hpp"
 #include "support/client_options.hpp"

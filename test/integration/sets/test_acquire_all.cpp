@@ -4,8 +4,8 @@
 // local waiters keep their order per resource, fencing counts per resource, loss cancels a
 // with_lock body, and bad sets are refused with the reason.
 #include "integration/prelude.hpp"
+#include "lock/scripts.hpp"
 #include "redlock/redlock.hpp"
-#include "scripts.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
 #include "support/history.hpp"

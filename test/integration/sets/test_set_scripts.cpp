@@ -2,7 +2,8 @@
 // then wholly, a refusal says when the whole set is free at the latest, fencing counts each
 // resource, and extension and release act only on keys that hold the set's token.
 #include "integration/prelude.hpp"
-#include "scripts.hpp"
+#include "lock/key_names.hpp"
+#include "lock/scripts.hpp"
 #include "support/eval_script.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"

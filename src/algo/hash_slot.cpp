@@ -1,4 +1,4 @@
-#include "nodes/cluster/hash_slot.hpp"
+#include "algo/hash_slot.hpp"
 
 #include <fmt/format.h>
 

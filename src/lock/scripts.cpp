@@ -1,19 +1,10 @@
-#include "scripts.hpp"
-
-#include "resp/encoder.hpp"
-#include "token.hpp"
+#include "lock/scripts.hpp"
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <initializer_list>
 #include <string_view>
-#include <utility>
-#include <vector>
 
 namespace redlock::detail {
-
-using boost::system::error_code;
 
 // ARGV[2], when given and not empty, is the channel on which the deletion is announced: with
 // PUBLISH, or with SPUBLISH when ARGV[3] is "shard" (a cluster node; the channel is then in the
@@ -65,65 +56,6 @@ const script& fence_write_back_script() {
   return lua;
 }
 
-std::string key_in_hash_slot_of(std::string_view name, std::string_view suffix) {
-  const auto open = name.find('{');
-  if (open != std::string_view::npos) {
-    const auto close = name.find('}', open + 1);
-    if (close != std::string_view::npos && close > open + 1) {
-      return fmt::format("{}{}", name, suffix);  // its hash tag decides the slot
-    }
-  }
-  if (name.find('}') == std::string_view::npos) return fmt::format("{{{}}}{}", name, suffix);
-  return fmt::format("{}{}", name, suffix);
-}
-
-bool keys_share_hash_slot(std::string_view name) noexcept {
-  const auto open = name.find('{');
-  if (open != std::string_view::npos) {
-    const auto close = name.find('}', open + 1);
-    if (close != std::string_view::npos && close > open + 1) return true;
-  }
-  return name.find('}') == std::string_view::npos;
-}
-
-std::string fencing_counter_key(std::string_view resource) {
-  return key_in_hash_slot_of(resource, ":fence");
-}
-
-std::string semaphore_slot_key(std::string_view name, std::size_t slot) {
-  return key_in_hash_slot_of(name, fmt::format(":slot:{}", slot));
-}
-
-std::string permit_queue_key(std::string_view name) {
-  return key_in_hash_slot_of(name, ":slot:");
-}
-
-std::optional<std::size_t> slot_of_key(std::string_view key, std::string_view prefix) {
-  if (!key.starts_with(prefix) || key.size() == prefix.size() || key.size() - prefix.size() > 9) {
-    return std::nullopt;
-  }
-  std::size_t slot = 0;
-  for (const char digit : key.substr(prefix.size())) {
-    if (digit < '0' || digit > '9') return std::nullopt;
-    slot = slot * 10 + static_cast<std::size_t>(digit - '0');
-  }
-  return slot;
-}
-
-std::optional<std::pair<std::string_view, std::size_t>> split_slot_key(std::string_view key) {
-  const auto digits = key.find_last_not_of("0123456789");
-  if (digits == std::string_view::npos || digits + 1 == key.size()) return std::nullopt;
-  const std::string_view prefix = key.substr(0, digits + 1);
-  if (!prefix.ends_with(":slot:")) return std::nullopt;
-  const auto slot = slot_of_key(key, prefix);
-  if (!slot) return std::nullopt;
-  return std::pair{prefix, *slot};
-}
-
-std::string semaphore_permits_key(std::string_view name) {
-  return key_in_hash_slot_of(name, ":permits");
-}
-
 // The refusal is one string, not an array of integers: a client's reply limit counts every value
 // of an array (about a hundred bytes each, parsed), and a full semaphore of max_permits slots would
 // exceed the default limit. As text it takes at most 21 bytes a slot.
@@ -151,22 +83,6 @@ const script& semaphore_acquire_script() {
       "left[i] = string.format('%d', ttl) end "
       "return table.concat(left, ',')");
   return lua;
-}
-
-std::string rw_writer_key(std::string_view name) {
-  return key_in_hash_slot_of(name, ":write");
-}
-
-std::string rw_readers_key(std::string_view name) {
-  return key_in_hash_slot_of(name, ":read");
-}
-
-std::string rw_mark_key(std::string_view name) {
-  return key_in_hash_slot_of(name, ":write-waiting");
-}
-
-std::string rw_queue_key(std::string_view name) {
-  return key_in_hash_slot_of(name, ":rw");
 }
 
 // Pieces shared by the read-write scripts. Readers' deadlines are on the node's own clock (TIME),
@@ -354,47 +270,6 @@ const script& release_script_for(hold_kind kind) {
       break;
   }
   return release_script();
-}
-
-namespace {
-
-// What the lock will ask of every node, tried in each handshake on a key of its own that nobody
-// uses, so that an ACL user who may not run one of these commands is refused at connect, naming
-// the command, instead of the acquire succeeding and its release failing. None of them changes
-// anything: SET XX and PEXPIRE and DEL of a missing key do nothing, and the scripts only GET it.
-std::vector<connection_options::probe> permission_probes() {
-  const std::string key = "redlock:acl-probe:" + make_lock_token();
-  const std::string token = make_lock_token();
-  const std::string_view keys[] = {key};
-  const std::string_view release_args[] = {token};
-  const std::string_view extend_args[] = {token, "1"};
-  std::vector<connection_options::probe> probes;
-  auto add = [&](std::string command, std::initializer_list<std::string_view> parts) {
-    std::string encoded;
-    resp::encode_command(encoded, parts);
-    probes.push_back({std::move(command), std::move(encoded)});
-  };
-  add("SET", {"SET", key, token, "XX", "PX", "1"});
-  probes.push_back({"EVALSHA", encode_evalsha(release_script(), keys, release_args)});
-  probes.push_back({"EVALSHA", encode_evalsha(extend_script(), keys, extend_args)});
-  add("EVAL", {"EVAL", release_script().source(), "1", key, token});
-  add("DEL (called by the release script)", {"DEL", key});
-  add("PEXPIRE (called by the extend script)", {"PEXPIRE", key, "1"});
-  return probes;
-}
-
-}  // namespace
-
-void prepare_for_lock(connection_options& settings) {
-  // Loaded at every connect: an extension is never resent after NOSCRIPT (see extend_op), so its
-  // script must be in the cache before the first one is written.
-  settings.preload = {
-      &release_script(),         &extend_script(),           &acquire_script(),
-      &fenced_acquire_script(),  &fence_write_back_script(), &semaphore_acquire_script(),
-      &rw_read_acquire_script(), &rw_write_acquire_script(), &rw_read_extend_script(),
-      &rw_read_release_script(), &rw_write_release_script(), &multi_acquire_script(),
-      &multi_extend_script(),    &multi_release_script()};
-  settings.permission_probes = permission_probes();
 }
 
 }  // namespace redlock::detail

@@ -1,4 +1,4 @@
-#include "net/script.hpp"
+#include "resp/script.hpp"
 
 #include "resp/encoder.hpp"
 

@@ -1,6 +1,6 @@
-#include "release_listener.hpp"
+#include "nodes/release_listener.hpp"
 
-#include "nodes/cluster/hash_slot.hpp"
+#include "algo/hash_slot.hpp"
 
 #include <boost/asio/post.hpp>
 

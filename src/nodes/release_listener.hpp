@@ -1,5 +1,5 @@
-#ifndef REDLOCK_RELEASE_LISTENER_HPP
-#define REDLOCK_RELEASE_LISTENER_HPP
+#ifndef REDLOCK_NODES_RELEASE_LISTENER_HPP
+#define REDLOCK_NODES_RELEASE_LISTENER_HPP
 
 #include "net/connection.hpp"
 #include "nodes/cluster/shard_subscriptions.hpp"

@@ -1,5 +1,5 @@
-#ifndef REDLOCK_NODES_CLUSTER_HASH_SLOT_HPP
-#define REDLOCK_NODES_CLUSTER_HASH_SLOT_HPP
+#ifndef REDLOCK_ALGO_HASH_SLOT_HPP
+#define REDLOCK_ALGO_HASH_SLOT_HPP
 
 #include <cstddef>
 #include <cstdint>

@@ -19,9 +19,22 @@ namespace redlock::detail {
 
 using std::chrono::steady_clock;
 
-struct lease_state;
-
 struct resource_queue;
+class local_queues;
+
+// A lease of this client as the local queues know it while it holds: the queues it holds in. Part
+// of the lease (lease_state::local_hold); local_queues alone changes it, but for the acquire that
+// wins, which enters it in its queues (round_strategy::hold, local_queues::hold_in).
+class queue_holder {
+ public:
+  // Its own queue while it holds; null before and after.
+  resource_queue* queue() const noexcept { return queue_; }
+
+ private:
+  friend class local_queues;
+  resource_queue* queue_ = nullptr;
+  std::vector<resource_queue*> more_queues_;  // a set's: those of its other resources
+};
 
 // What the local queues ask of an acquire waiting in one (ops/acquire.hpp has the rules), and
 // what they keep of it: the queues it waits in and whether it has started. Those fields are
@@ -128,18 +141,18 @@ struct next_waiter_start {
 //    most, and then it yields again. So a stream of single locks cannot keep a set out, and a
 //    task that holds one of a claiming set's resources and takes another waits for a TTL at most.
 struct resource_queue {
-  lease_state* holder = nullptr;
+  queue_holder* holder = nullptr;
   bool semaphore = false;
-  bool shared = false;                     // a read-write lock's
-  std::vector<lease_state*> slot_holders;  // semaphore: by slot, null where none of ours holds it
-  std::vector<lease_state*> readers;       // read-write lock: this client's readers
+  bool shared = false;                      // a read-write lock's
+  std::vector<queue_holder*> slot_holders;  // semaphore: by slot, null where none of ours holds it
+  std::vector<queue_holder*> readers;       // read-write lock: this client's readers
   std::vector<std::shared_ptr<queued_acquire>> waiters;  // short; a deque allocates when empty
   unsigned handoffs_in_a_row = 0;
 
   bool idle() const noexcept {
     return holder == nullptr && waiters.empty() && readers.empty() &&
            std::all_of(slot_holders.begin(), slot_holders.end(),
-                       [](const lease_state* held) { return held == nullptr; });
+                       [](const queue_holder* held) { return held == nullptr; });
   }
 };
 
@@ -172,16 +185,29 @@ class local_queues {
     // until the key's TTL.
     next_waiter_start next_waiter;
   };
+  // What deciding a lease's release needs to know of it besides its queues.
+  struct holder_facts {
+    unsigned local_handoffs = 0;               // lock_options::local_handoffs
+    std::chrono::milliseconds longest_ttl{0};  // the longest TTL a request of it gave its keys
+    bool contended = false;                    // its acquire met contention
+    std::span<const std::string> resources;    // what it holds: a lock's one, a set's every one
+  };
   // Counts the hand-off in the lease's queue; the caller sends the release and then passes
   // next_waiter on to holder_gone.
-  lease_release release_of(lease_state& state);
+  lease_release release_of(queue_holder& holder, const holder_facts& facts);
 
   // The holder's keys of `resources` (a lock's one, a set's every one) are gone from `node`:
   // tells the first waiter of each of their queues, as an announcement from that node would.
   void key_gone_on_node(std::size_t node, std::span<const std::string> resources);
+  // The acquire that won enters `holder` in `queues` (its own first), before it leaves them as a
+  // waiter; its round strategy then makes it the holder there (round_strategy::hold).
+  void hold_in(queue_holder& holder, std::span<resource_queue* const> queues);
   // A lease of this client stopped holding its resource: the next waiter goes, as `next_waiter`
   // says (what release_of returned for the lease's release; a semaphore's waiter ignores it).
-  void holder_gone(lease_state& state, next_waiter_start next_waiter);
+  // `queue_names`: the keys of the queues it held, its own first (a semaphore's: its slot key),
+  // by which they are found again once a waiter that started may have ended.
+  void holder_gone(queue_holder& holder, std::span<const std::string> queue_names,
+                   next_waiter_start next_waiter);
   // The first waiter of `queue` that may start, if any, starts as `how` says; by default it wakes
   // and tries at once.
   void start_next_waiter(resource_queue& queue, next_waiter_start how = {});
@@ -222,25 +248,27 @@ class local_queues {
   // Whether `waiter` may start: no local lease holds any of its queues (`leaving`, whose release
   // is being decided, counts as gone), and every acquire ahead of it in each is a set that
   // yields.
-  bool may_start(const queued_acquire& waiter, const lease_state* leaving = nullptr) const;
-  bool may_start_now(const queued_acquire& waiter, const lease_state* leaving,
+  bool may_start(const queued_acquire& waiter, const queue_holder* leaving = nullptr) const;
+  bool may_start_now(const queued_acquire& waiter, const queue_holder* leaving,
                      steady_clock::time_point now) const;
   // A set that cannot start and does not claim its queues: later acquires may go ahead of it.
-  bool yields(const queued_acquire& waiter, const lease_state* leaving,
+  bool yields(const queued_acquire& waiter, const queue_holder* leaving,
               steady_clock::time_point now) const;
   // The waiter of `queue` that would start next (`leaving` gone), if any.
   std::shared_ptr<queued_acquire> next_to_start(const resource_queue& queue,
-                                                const lease_state* leaving) const;
+                                                const queue_holder* leaving) const;
   // Moves `waiter` to the front of each of its queues, counting it against the sets it passes.
   void put_first(queued_acquire& waiter);
 
   // A semaphore's lease of this client ended: free its slot, wake the first waiter.
-  void permit_holder_gone(resource_queue& queue, lease_state& state);
+  void permit_holder_gone(resource_queue& queue, queue_holder& holder, std::string_view slot_key);
   // A read-write lock's lease of this client ended (see resource_queue).
-  void shared_holder_gone(resource_queue& queue, lease_state& state);
+  void shared_holder_gone(resource_queue& queue, queue_holder& holder,
+                          const std::string& queue_name);
   // A set's lease of this client ended: free each of its resources, start their next waiters as
   // `next_waiter` says.
-  void set_holder_gone(lease_state& state, next_waiter_start next_waiter);
+  void set_holder_gone(queue_holder& holder, std::span<const std::string> resources,
+                       next_waiter_start next_waiter);
 
   std::string release_channel_;
   double drift_factor_;

@@ -1,13 +1,9 @@
-#ifndef REDLOCK_NET_SCRIPT_HPP
-#define REDLOCK_NET_SCRIPT_HPP
+#ifndef REDLOCK_RESP_SCRIPT_HPP
+#define REDLOCK_RESP_SCRIPT_HPP
 
-#include "net/connection.hpp"
-
-#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
-#include <utility>
 
 namespace redlock::detail {
 
@@ -32,19 +28,6 @@ std::string encode_evalsha(const script& s, std::span<const std::string_view> ke
                            std::span<const std::string_view> args);
 // The same call as EVAL with the full source, rebuilt from an encode_evalsha payload.
 std::string evalsha_to_eval(const script& s, std::string_view evalsha_payload);
-
-// Runs `lua` on `conn`: EVALSHA, resent by the connection as EVAL if the server answers NOSCRIPT
-// (see request_options::eval_fallback). Completion and cancellation as connection::async_exec;
-// `options.timeout` covers both attempts. `lua` must outlive the operation.
-template <class CompletionToken>
-auto async_eval(const std::shared_ptr<connection>& conn, const script& lua,
-                std::span<const std::string_view> keys, std::span<const std::string_view> args,
-                request_options options, CompletionToken&& token) {
-  options.eval_fallback = &lua;
-  return conn->async_exec_shared(
-      std::make_shared<const std::string>(encode_evalsha(lua, keys, args)), options,
-      std::forward<CompletionToken>(token));
-}
 
 }  // namespace redlock::detail
 

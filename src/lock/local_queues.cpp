@@ -1,9 +1,8 @@
-#include "local_queues.hpp"
+#include "lock/local_queues.hpp"
 
 #include "algo/handoff.hpp"
-#include "lease_state.hpp"
-#include "nodes/cluster/hash_slot.hpp"
-#include "scripts.hpp"
+#include "algo/hash_slot.hpp"
+#include "lock/key_names.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -60,8 +59,9 @@ resource_queue* local_queues::waiting_for(std::string_view resource) {
   return queue != nullptr && !queue->waiters.empty() ? queue : nullptr;
 }
 
-local_queues::lease_release local_queues::release_of(lease_state& state) {
-  resource_queue* queue = state.queue;
+local_queues::lease_release local_queues::release_of(queue_holder& state,
+                                                     const holder_facts& facts) {
+  resource_queue* queue = state.queue_;
   // Several readers may hold at once, and any waiter may start on the release: no hand-off.
   if (queue != nullptr && queue->shared)
     return lease_release{.channel = release_channel_, .next_waiter = {}};
@@ -77,7 +77,7 @@ local_queues::lease_release local_queues::release_of(lease_state& state) {
       certain = certain && next != nullptr && !next->waits_for_several();
     };
     taken_by(*queue);
-    for (const resource_queue* other : state.more_queues)
+    for (const resource_queue* other : state.more_queues_)
       taken_by(*other);
   }
   const auto now = steady_clock::now();
@@ -86,16 +86,16 @@ local_queues::lease_release local_queues::release_of(lease_state& state) {
                       .waiting = waiting,
                       .certain = certain,
                       .handoffs_in_a_row = holder ? queue->handoffs_in_a_row : 0,
-                      .local_handoffs = state.options.local_handoffs,
-                      .longest_ttl = state.validity.longest_ttl(),
+                      .local_handoffs = facts.local_handoffs,
+                      .longest_ttl = facts.longest_ttl,
                       .drift_factor = drift_factor_,
                       .now = now});
   if (holder) queue->handoffs_in_a_row = decision.handoffs_in_a_row;
-  if (decision.announce && holder && !waiting && state.contended && !release_channel_.empty()) {
+  if (decision.announce && holder && !waiting && facts.contended && !release_channel_.empty()) {
     std::erase_if(announced_lately_, [&](const announced_release& old) {
       return now - old.at > announced_release_memory;
     });
-    for (const auto& resource : state.held_resources()) {
+    for (const auto& resource : facts.resources) {
       if (announced_lately_.size() == most_announced_releases_kept)
         announced_lately_.erase(announced_lately_.begin());
       announced_lately_.push_back({resource, now});
@@ -127,35 +127,48 @@ void local_queues::key_gone_on_node(std::size_t node, std::span<const std::strin
   }
 }
 
-void local_queues::holder_gone(lease_state& state, next_waiter_start next_waiter) {
-  if (!state.more_queues.empty()) return set_holder_gone(state, next_waiter);
-  resource_queue* queue = std::exchange(state.queue, nullptr);
-  if (queue != nullptr && queue->semaphore) return permit_holder_gone(*queue, state);
-  if (queue != nullptr && queue->shared) return shared_holder_gone(*queue, state);
+void local_queues::hold_in(queue_holder& holder, std::span<resource_queue* const> queues) {
+  if (queues.empty()) return;
+  holder.queue_ = queues.front();
+  // Only a set's lease allocates for its other queues.
+  holder.more_queues_.assign(queues.begin() + 1, queues.end());
+}
+
+void local_queues::holder_gone(queue_holder& state, std::span<const std::string> queue_names,
+                               next_waiter_start next_waiter) {
+  if (!state.more_queues_.empty()) return set_holder_gone(state, queue_names, next_waiter);
+  resource_queue* queue = std::exchange(state.queue_, nullptr);
+  if (queue_names.empty()) return;
+  if (queue != nullptr && queue->semaphore)
+    return permit_holder_gone(*queue, state, queue_names.front());
+  if (queue != nullptr && queue->shared)
+    return shared_holder_gone(*queue, state, queue_names.front());
   if (queue == nullptr || queue->holder != &state) return;
   queue->holder = nullptr;
   start_next_waiter(*queue, next_waiter);
-  forget_if_idle(state.resource);
+  forget_if_idle(queue_names.front());
 }
 
-void local_queues::set_holder_gone(lease_state& state, next_waiter_start next_waiter) {
+void local_queues::set_holder_gone(queue_holder& state, std::span<const std::string> resources,
+                                   next_waiter_start next_waiter) {
   // Out of every queue before any next waiter starts, as acquire_op::leave_queue; a waiter that
   // starts may end at once and forget its queues, so they are found again by resource.
-  resource_queue* first = std::exchange(state.queue, nullptr);
+  resource_queue* first = std::exchange(state.queue_, nullptr);
   if (first == nullptr) return;
-  for (resource_queue* queue : std::exchange(state.more_queues, {})) {
+  for (resource_queue* queue : std::exchange(state.more_queues_, {})) {
     if (queue->holder == &state) queue->holder = nullptr;
   }
   if (first->holder == &state) first->holder = nullptr;
-  for (const auto& resource : state.resources) {
+  for (const auto& resource : resources) {
     if (auto* queue = find(resource); queue != nullptr && queue->holder == nullptr)
       start_next_waiter(*queue, next_waiter);
   }
-  for (const auto& resource : state.resources)
+  for (const auto& resource : resources)
     forget_if_idle(resource);
 }
 
-void local_queues::permit_holder_gone(resource_queue& queue, lease_state& state) {
+void local_queues::permit_holder_gone(resource_queue& queue, queue_holder& state,
+                                      std::string_view slot_key) {
   const auto held = std::find(queue.slot_holders.begin(), queue.slot_holders.end(), &state);
   if (held == queue.slot_holders.end()) return;
   *held = nullptr;
@@ -164,10 +177,11 @@ void local_queues::permit_holder_gone(resource_queue& queue, lease_state& state)
     auto head = queue.waiters.front();  // keeps it alive while it reacts
     head->permit_released_here(slot);
   }
-  if (const auto key = split_slot_key(state.resource)) forget_if_idle(std::string(key->first));
+  if (const auto key = split_slot_key(slot_key)) forget_if_idle(std::string(key->first));
 }
 
-void local_queues::shared_holder_gone(resource_queue& queue, lease_state& state) {
+void local_queues::shared_holder_gone(resource_queue& queue, queue_holder& state,
+                                      const std::string& queue_name) {
   if (queue.holder == &state) {
     queue.holder = nullptr;
     start_next_waiter(queue);
@@ -180,7 +194,7 @@ void local_queues::shared_holder_gone(resource_queue& queue, lease_state& state)
       head->permit_released_here(0);
     }
   }
-  forget_if_idle(state.queue_key);
+  forget_if_idle(queue_name);
 }
 
 void local_queues::start_next_waiter(resource_queue& queue, next_waiter_start how) {
@@ -252,7 +266,7 @@ void local_queues::claim_expired(queued_acquire& waiter) {
   }
 }
 
-bool local_queues::may_start(const queued_acquire& waiter, const lease_state* leaving) const {
+bool local_queues::may_start(const queued_acquire& waiter, const queue_holder* leaving) const {
   ++evaluation_;
   return may_start_now(waiter, leaving, steady_clock::now());
 }
@@ -260,7 +274,7 @@ bool local_queues::may_start(const queued_acquire& waiter, const lease_state* le
 // Each acquire ahead of `waiter` in a queue joined before it, or went ahead of it: so the
 // recursion through yields() only ever looks at acquires earlier in one order, and ends. The memo
 // makes each acquire's answer count once per evaluation, however many sets share it.
-bool local_queues::may_start_now(const queued_acquire& waiter, const lease_state* leaving,
+bool local_queues::may_start_now(const queued_acquire& waiter, const queue_holder* leaving,
                                  steady_clock::time_point now) const {
   if (waiter.evaluated_in_ == evaluation_) return waiter.may_start_;
   waiter.evaluated_in_ = evaluation_;
@@ -276,7 +290,7 @@ bool local_queues::may_start_now(const queued_acquire& waiter, const lease_state
   return true;
 }
 
-bool local_queues::yields(const queued_acquire& waiter, const lease_state* leaving,
+bool local_queues::yields(const queued_acquire& waiter, const queue_holder* leaving,
                           steady_clock::time_point now) const {
   if (!waiter.waits_for_several() || waiter.started_) return false;
   if (waiter.claim_until_ && now < *waiter.claim_until_) return false;
@@ -284,7 +298,7 @@ bool local_queues::yields(const queued_acquire& waiter, const lease_state* leavi
 }
 
 std::shared_ptr<queued_acquire> local_queues::next_to_start(const resource_queue& queue,
-                                                            const lease_state* leaving) const {
+                                                            const queue_holder* leaving) const {
   ++evaluation_;
   const auto now = steady_clock::now();
   for (const auto& waiter : queue.waiters) {
