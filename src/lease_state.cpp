@@ -1,6 +1,7 @@
 #include "lease_state.hpp"
 
 #include "algo/validity.hpp"
+#include "clock.hpp"
 #include "observe.hpp"
 #include "text.hpp"
 #include "user_operation.hpp"
@@ -35,7 +36,7 @@ void lease_state::on_acquired(steady_clock::time_point round_start,
 void lease_state::report_to(observer& watcher, void (observer::*what)(const lease_event&),
                             error_code ec) const {
   const auto held = acquired_at == steady_clock::time_point{} ? steady_clock::duration::zero()
-                                                              : steady_clock::now() - acquired_at;
+                                                              : lock_clock::now() - acquired_at;
   call_observer(
       watcher, space->executor(), what,
       lease_event{

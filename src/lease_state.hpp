@@ -2,6 +2,7 @@
 #define REDLOCK_LEASE_STATE_HPP
 
 #include "algo/extension_validity.hpp"
+#include "clock.hpp"
 #include "intrusive_list.hpp"
 #include "lock/local_queues.hpp"
 #include "lock_space.hpp"
@@ -9,7 +10,6 @@
 #include "redlock/observer.hpp"
 #include "redlock/options.hpp"
 
-#include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <atomic>
@@ -81,7 +81,7 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   // One timer serves renewal and expiry: it is armed for min(next_renewal, validity), so a loss
   // is reported on time also while an extension is in flight or after max_hold stopped renewal.
   // The generation tells a stale expiry (queued before a re-arm) from the current one.
-  boost::asio::steady_timer timer;
+  lock_timer timer;
   unsigned timer_generation = 0;
   steady_clock::time_point next_renewal = steady_clock::time_point::max();  // max: none due
   bool renewal_in_flight = false;
@@ -89,7 +89,7 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   std::vector<std::shared_ptr<user_operation>> lost_waiters;  // unfinished ones only
 
   bool is_held() const noexcept {
-    return current == phase::held && steady_clock::now() < validity.valid_until();
+    return current == phase::held && lock_clock::now() < validity.valid_until();
   }
 
   // Became held through a successful round that started at `round_start` (renewal and expiry:

@@ -1,7 +1,7 @@
 #ifndef REDLOCK_TEXT_HPP
 #define REDLOCK_TEXT_HPP
 
-#include "redlock/detail/initiate.hpp"
+#include "redlock/detail/quoted_resource.hpp"
 
 #include <cstddef>
 #include <initializer_list>
@@ -15,8 +15,8 @@ namespace redlock::detail {
 // \xNN. At most `limit` input bytes are shown; a longer input ends in "... (N bytes)".
 std::string printable(std::string_view bytes, std::size_t limit = std::string_view::npos);
 
-// quoted_resource(), declared with the public templates that use it, cuts a name to its first 200
-// bytes so that a huge name cannot make every diagnostic as large.
+// quoted_resource() (redlock/detail/quoted_resource.hpp, for the public templates that use it) cuts
+// a name to its first 200 bytes so that a huge name cannot make every diagnostic as large.
 
 // Keys as a message lists them: each quoted_resource(), separated by ", ".
 std::string quoted_keys(std::initializer_list<std::string_view> keys);

@@ -2,6 +2,7 @@
 
 #include "algo/handoff.hpp"
 #include "algo/hash_slot.hpp"
+#include "clock.hpp"
 #include "lock/key_names.hpp"
 
 #include <algorithm>
@@ -80,7 +81,7 @@ local_queues::lease_release local_queues::release_of(queue_holder& state,
     for (const resource_queue* other : state.more_queues_)
       taken_by(*other);
   }
-  const auto now = steady_clock::now();
+  const auto now = lock_clock::now();
   const handoff decision =
       decide_handoff({.holder = holder,
                       .waiting = waiting,
@@ -249,7 +250,7 @@ void local_queues::leave(queued_acquire& waiter, std::span<const std::string> ke
 
 bool local_queues::waiter_goes_first(const resource_queue& queue) const {
   ++evaluation_;
-  const auto now = steady_clock::now();
+  const auto now = lock_clock::now();
   return std::any_of(queue.waiters.begin(), queue.waiters.end(),
                      [&](const auto& waiter) { return !yields(*waiter, nullptr, now); });
 }
@@ -268,7 +269,7 @@ void local_queues::claim_expired(queued_acquire& waiter) {
 
 bool local_queues::may_start(const queued_acquire& waiter, const queue_holder* leaving) const {
   ++evaluation_;
-  return may_start_now(waiter, leaving, steady_clock::now());
+  return may_start_now(waiter, leaving, lock_clock::now());
 }
 
 // Each acquire ahead of `waiter` in a queue joined before it, or went ahead of it: so the
@@ -300,7 +301,7 @@ bool local_queues::yields(const queued_acquire& waiter, const queue_holder* leav
 std::shared_ptr<queued_acquire> local_queues::next_to_start(const resource_queue& queue,
                                                             const queue_holder* leaving) const {
   ++evaluation_;
-  const auto now = steady_clock::now();
+  const auto now = lock_clock::now();
   for (const auto& waiter : queue.waiters) {
     if (waiter->started_) return nullptr;  // it goes first, and nothing behind it starts
     if (may_start_now(*waiter, leaving, now)) return waiter;
@@ -322,7 +323,7 @@ void local_queues::put_first(queued_acquire& waiter) {
     std::rotate(line.begin(), mine, std::next(mine));
   }
   waiter.started_ = true;
-  const auto now = steady_clock::now();
+  const auto now = lock_clock::now();
   for (queued_acquire* set : passed) {
     if (++set->overtaken_ != set_overtakes_before_claim) continue;
     set->claim_until_ = now + set->claim_for_;

@@ -1,5 +1,6 @@
 #include "net/connection.hpp"
 
+#include "clock.hpp"
 #include "completion.hpp"
 #include "log.hpp"
 #include "net/handshake.hpp"
@@ -100,7 +101,7 @@ void connection::close() {
   drain_timer_.cancel();
   writer_wakeup_.cancel();
   transport_.close();
-  mux_.close(asio::error::operation_aborted, "connection closed", steady_clock::now());
+  mux_.close(asio::error::operation_aborted, "connection closed", lock_clock::now());
   stop_deadline_timer();
 }
 
@@ -136,7 +137,7 @@ void connection::start_request(shared_payload payload, request_options options,
       [weak_self = weak_from_this(), id = req->id](asio::cancellation_type type) {
         if (auto self = weak_self.lock()) self->mux_.cancel(id, type);
       });
-  start_request(std::move(req), options, steady_clock::now());
+  start_request(std::move(req), options, lock_clock::now());
 }
 
 void connection::start_request(request_ptr req, request_options options,
@@ -205,7 +206,7 @@ void connection::arm_deadline_timer(steady_clock::time_point at) {
 
 void connection::on_deadline_timer() {
   deadline_armed_ = false;
-  mux_.expire_deadlines(steady_clock::now(), transport_.stage_text(connect_stage_));
+  mux_.expire_deadlines(lock_clock::now(), transport_.stage_text(connect_stage_));
   watch_deadlines();
 }
 
@@ -246,7 +247,7 @@ asio::awaitable<void> connection::run(run_owner /*owner*/) {
       failures_.connect_finished(request_error);
       if (!request_error) {
         state_ = state::ready;
-        const auto now = steady_clock::now();
+        const auto now = lock_clock::now();
         last_read_ = now;
         // The kept cleanups go first, ahead of everything queued while the node was down.
         mux_.on_handshake_done(now);
@@ -267,7 +268,7 @@ asio::awaitable<void> connection::run(run_owner /*owner*/) {
       const auto delay = failures_.next_delay();
       // Answers are posted: whoever they set off (a failed round's cleanup) finds the node down
       // and its cleanup kept for the next connection.
-      mux_.on_connection_lost(request_error, failures_.last_cause(), steady_clock::now());
+      mux_.on_connection_lost(request_error, failures_.last_cause(), lock_clock::now());
       stop_deadline_timer();
       if (draining_ && mux_.idle()) {
         close();
@@ -285,12 +286,12 @@ asio::awaitable<void> connection::run(run_owner /*owner*/) {
     state_ = state::closed;
   }
   transport_.close();
-  mux_.close(asio::error::operation_aborted, "connection closed", steady_clock::now());
+  mux_.close(asio::error::operation_aborted, "connection closed", lock_clock::now());
   stop_deadline_timer();
 }
 
 asio::awaitable<error_code> connection::connect_with_timeout() {
-  asio::steady_timer timer(executor_, options_.connect_timeout);
+  lock_timer timer(executor_, options_.connect_timeout);
   connect_stage_ = "resolving";
   auto outcome = co_await (connect_and_handshake() || timer.async_wait(use_tuple));
   if (outcome.index() == 0) co_return std::get<0>(outcome);
@@ -372,7 +373,7 @@ asio::awaitable<error_code> connection::read_more() {
   }
   if (state_ == state::connecting) handshake_.heard({space.data(), n});
   parser_.commit(n);
-  last_read_ = steady_clock::now();
+  last_read_ = lock_clock::now();
   co_return error_code{};
 }
 
@@ -408,7 +409,7 @@ asio::awaitable<error_code> connection::reader_loop() {
 
 asio::awaitable<error_code> connection::writer_loop() {
   for (;;) {
-    const auto batch = mux_.prepare_write(write_buffer_, steady_clock::now());
+    const auto batch = mux_.prepare_write(write_buffer_, lock_clock::now());
     if (batch == 0) {
       // Requests issued during this turn cancel the wait; the writer resumes in a later turn and
       // takes all of them in one write.
@@ -436,7 +437,7 @@ asio::awaitable<error_code> connection::writer_loop() {
 
 asio::awaitable<error_code> connection::health_check_loop() {
   const auto limit = options_.health_check_timeout;
-  asio::steady_timer timer(executor_);
+  lock_timer timer(executor_);
   for (;;) {
     if (limit <= std::chrono::milliseconds(0)) {
       timer.expires_at(steady_clock::time_point::max());
@@ -445,7 +446,7 @@ asio::awaitable<error_code> connection::health_check_loop() {
     }
     auto [ec] = co_await timer.async_wait(use_tuple);
     if (ec) co_return ec;
-    if (mux_.reply_overdue(last_read_, limit, steady_clock::now())) {
+    if (mux_.reply_overdue(last_read_, limit, lock_clock::now())) {
       failures_.record(
           error::connection_lost,
           fmt::format("no reply for more than {} ms (server hung or stopped)", to_ms(limit)));

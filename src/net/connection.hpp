@@ -1,6 +1,7 @@
 #ifndef REDLOCK_NET_CONNECTION_HPP
 #define REDLOCK_NET_CONNECTION_HPP
 
+#include "clock.hpp"
 #include "net/connection_options.hpp"
 #include "net/handshake.hpp"
 #include "net/link_failures.hpp"
@@ -17,7 +18,6 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
@@ -116,7 +116,7 @@ class connection : public std::enable_shared_from_this<connection> {
   // library code: it must not throw, and whatever user code it sets off must be posted.
   // `payload` must stay valid until the sink has this request's reply (the request keeps the sink
   // alive until then, so a sink that owns the bytes is enough; a request that must outlive its
-  // answer copies them then). `now` is steady_clock::now(), read once by the caller for a whole
+  // answer copies them then). `now` is lock_clock::now(), read once by the caller for a whole
   // fan-out.
   void exec_direct(std::string_view payload, request_options options, reply_sink& sink,
                    std::size_t tag, std::chrono::steady_clock::time_point now);
@@ -231,11 +231,11 @@ class connection : public std::enable_shared_from_this<connection> {
   multiplexer mux_;
   std::string write_buffer_;
 
-  boost::asio::steady_timer writer_wakeup_;
+  lock_timer writer_wakeup_;
   bool writer_waiting_ = false;  // the writer waits on writer_wakeup_ and nobody has woken it
-  boost::asio::steady_timer reconnect_timer_;
-  boost::asio::steady_timer drain_timer_;
-  boost::asio::steady_timer deadline_timer_;
+  lock_timer reconnect_timer_;
+  lock_timer drain_timer_;
+  lock_timer deadline_timer_;
   std::chrono::steady_clock::time_point deadline_armed_for_{};
   bool deadline_armed_ = false;
   bool draining_ = false;

@@ -1,12 +1,12 @@
 #ifndef REDLOCK_NODES_FORWARDED_REQUEST_HPP
 #define REDLOCK_NODES_FORWARDED_REQUEST_HPP
 
+#include "clock.hpp"
 #include "net/multiplexer.hpp"
 #include "nodes/request_lanes.hpp"
 #include "resp/value.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
@@ -71,8 +71,7 @@ class timed_lanes : public request_lanes<Request> {
   // cancels the timer.
   template <class Expired, class OnDeadline>
   void expire(Expired expired, OnDeadline on_deadline) {
-    const auto next =
-        request_lanes<Request>::expire(std::chrono::steady_clock::now(), std::move(expired));
+    const auto next = request_lanes<Request>::expire(lock_clock::now(), std::move(expired));
     if (!next) return;
     timer_.expires_at(*next);
     timer_.async_wait([on_deadline = std::move(on_deadline)](boost::system::error_code ec) {
@@ -83,7 +82,7 @@ class timed_lanes : public request_lanes<Request> {
   void stop() { timer_.cancel(); }
 
  private:
-  boost::asio::steady_timer timer_;
+  lock_timer timer_;
 };
 
 }  // namespace redlock::detail

@@ -1,13 +1,14 @@
 #include "nodes/node_set.hpp"
 
 #include "algo/hash_slot.hpp"
+#include "clock.hpp"
+#include "config/options_check.hpp"
 #include "lock/scripts.hpp"
 #include "lock_handshake.hpp"
 #include "nodes/cluster_node.hpp"
 #include "nodes/sentinel_node.hpp"
 #include "nodes/standalone_node.hpp"
 #include "observe.hpp"
-#include "options_check.hpp"
 #include "redlock/error.hpp"
 
 #include <boost/system/system_error.hpp>
@@ -223,7 +224,7 @@ template <typename Payload>
 void node_set::send_each(std::string_view key, const Payload& payload, reply_sink& sink,
                          std::size_t first_tag, lock_request kind, const request_options& rules,
                          const std::vector<bool>* only) {
-  const auto now = steady_clock::now();
+  const auto now = lock_clock::now();
   const bool writes = writes_the_lock(kind);
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (only && !(*only)[i]) continue;
@@ -320,7 +321,7 @@ void node_set::send_release(std::string_view key, const release_request& bytes, 
                             std::size_t first_tag, const std::vector<bool>* only,
                             std::chrono::milliseconds key_lifetime) {
   const auto rules = rules_for(lock_request::release, key_lifetime, bytes.kind);
-  const auto now = steady_clock::now();
+  const auto now = lock_clock::now();
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (only && !(*only)[i]) continue;
     auto& node = *nodes_[i];
@@ -342,7 +343,7 @@ void node_set::release_best_effort(const hold_keys& held, std::string_view token
   // Held across the sending, so that it is freed also when no request was sent.
   sink_ref reporter(on_gone ? new gone_key_reporter(std::move(on_gone)) : nullptr);
   reply_sink& sink = reporter ? *reporter.get() : ignore_replies();
-  const auto now = steady_clock::now();
+  const auto now = lock_clock::now();
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (only && !(*only)[i]) continue;
     auto& node = *nodes_[i];

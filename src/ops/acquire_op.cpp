@@ -1,5 +1,7 @@
 #include "ops/acquire_op.hpp"
 
+#include "clock.hpp"
+#include "config/options_check.hpp"
 #include "lock/scripts.hpp"
 #include "observe.hpp"
 #include "ops/acquire.hpp"
@@ -8,7 +10,6 @@
 #include "ops/rw_rounds.hpp"
 #include "ops/set_rounds.hpp"
 #include "ops/slot_rounds.hpp"
-#include "options_check.hpp"
 #include "token.hpp"
 
 #include <fmt/format.h>
@@ -45,7 +46,7 @@ void acquire_op::start() {
     return complete(error::invalid_argument);
   }
   lease_->token = make_lock_token();
-  if (lease_->options.wait) deadline_ = steady_clock::now() + *lease_->options.wait;
+  if (lease_->options.wait) deadline_ = lock_clock::now() + *lease_->options.wait;
 
   auto& queues = space_->queues();
   const auto queue_keys = strategy_->queue_keys();
@@ -70,7 +71,7 @@ void acquire_op::start() {
   strategy_->join(*queue_of_own());
   if (queues.try_start(*this)) {
     const auto window = 2 * space_->round_trip().bounded();
-    if (single_round_ || !queues.announced_lately(queue_keys, steady_clock::now(), window))
+    if (single_round_ || !queues.announced_lately(queue_keys, lock_clock::now(), window))
       return begin_round();
     // This client released it with an announcement a moment ago: the waiters elsewhere that the
     // announcement woke send their rounds after a jitter; so does this acquire.
@@ -104,7 +105,7 @@ void acquire_op::wake() {
 
 void acquire_op::compete(steady_clock::time_point key_gone_by) {
   if (stage_ != stage::queued) return;
-  const auto now = steady_clock::now();
+  const auto now = lock_clock::now();
   competing_ = true;
   strategy_->held_until(nodes().size(), nodes().quorum(), key_gone_by);
   sleep(now);
@@ -146,7 +147,7 @@ void acquire_op::subscription_changed(bool subscribed) {
   // Back after a reconnect: whatever was announced meanwhile is lost, so look again.
   if (subscribed) return wake_soon();
   // Announcements from that node no longer arrive: the backoff matters again.
-  plan_wake(steady_clock::now());
+  plan_wake(lock_clock::now());
 }
 
 void acquire_op::succeed(steady_clock::time_point valid_until) {
@@ -195,7 +196,7 @@ void acquire_op::complete(error_code ec) {
     call_observer(*watcher, space_->executor(), &observer::on_acquire,
                   acquire_event{.resource = strategy_->name(),
                                 .error = ec,
-                                .took = steady_clock::now() - started_,
+                                .took = lock_clock::now() - started_,
                                 .rounds = rounds_,
                                 .granted_nodes = granted});
   }
@@ -253,7 +254,7 @@ void acquire_op::arm_timer(std::optional<steady_clock::time_point> at) {
 }
 
 void acquire_op::on_timer() {
-  const auto now = steady_clock::now();
+  const auto now = lock_clock::now();
   const bool timed_out = deadline_ && now >= *deadline_;
   if (stage_ == stage::queued && timed_out) {
     lease_->diagnostics = strategy_->queued_too_long(*lease_->options.wait, held_here());

@@ -6,6 +6,7 @@
 #include "algo/replies.hpp"
 #include "algo/wait_plan.hpp"
 #include "backoff.hpp"
+#include "clock.hpp"
 #include "completion.hpp"
 #include "lease_state.hpp"
 #include "lock/local_queues.hpp"
@@ -18,7 +19,6 @@
 #include "redlock/options.hpp"
 
 #include <boost/asio/cancellation_type.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <cstddef>
@@ -79,7 +79,7 @@ class acquire_op final : public abortable,
         done_(std::move(caller.handler), space_->executor(), caller.on_client_executor),
         retry_(options.retry) {
     // Measured only for an observer: without one, an acquire reads no clock for it.
-    if (space_->watcher() != nullptr) started_ = steady_clock::now();
+    if (space_->watcher() != nullptr) started_ = lock_clock::now();
   }
 
   // A key that the lease extends with its own (lease_state::companion_key). Called before start().
@@ -288,7 +288,7 @@ class acquire_op final : public abortable,
   bool single_round_;
   completion<error_code, lease> done_;
   backoff retry_;
-  std::optional<asio::steady_timer> timer_;  // only acquires that wait need one
+  std::optional<lock_timer> timer_;  // only acquires that wait need one
   unsigned timer_generation_ = 0;
   std::optional<steady_clock::time_point> deadline_;
   stage stage_ = stage::idle;

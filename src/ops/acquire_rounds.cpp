@@ -1,4 +1,5 @@
 #include "algo/validity.hpp"
+#include "clock.hpp"
 #include "lock/scripts.hpp"
 #include "ops/acquire_op.hpp"
 #include "test_hooks.hpp"
@@ -10,8 +11,6 @@
 #include <algorithm>
 
 namespace redlock::detail {
-
-std::atomic<bool> skip_fence_write_back_for_tests{false};
 
 void acquire_op::begin_round() {
   // A round after the first has a token of its own, set once the round opens.
@@ -65,7 +64,7 @@ void acquire_op::open_round(set_form form) {
   round_.emplace(acquire_round::settings{.nodes = nodes().size(),
                                          .ttl = lease_->options.ttl,
                                          .drift_factor = space_->options().drift_factor,
-                                         .start = steady_clock::now()});
+                                         .start = lock_clock::now()});
   form_ = form;
 }
 
@@ -85,7 +84,7 @@ void acquire_op::on_answer(std::size_t node, error_code ec, const resp::value& r
       round_->set_failing_for_good(i, nodes().permanent_failure(i));
     if (!nodes().duplicate_nodes().empty()) round_->set_nodes_not_independent();
   }
-  const auto now = steady_clock::now();
+  const auto now = lock_clock::now();
   if (!round_->decided()) {
     strategy_->record(node, answer, now);
     if (!fences_.empty() && answer.what == node_answer::kind::yes) note_fences(node, answer);
@@ -188,7 +187,7 @@ void acquire_op::write_back_fence(steady_clock::time_point valid_until) {
     }
     fence_tokens_[r] = fence_of(counters[r]);
   }
-  if (skip_fence_write_back_for_tests) {  // unsafe
+  if (skipping_fence_write_back()) {  // unsafe: tests only (test_hooks.hpp)
     write_backs_undecided_ = 1;
     return fence_written_back(rounds_, 0, true, {}, valid_until);
   }
@@ -218,7 +217,7 @@ void acquire_op::fence_written_back(unsigned round, std::size_t resource, bool c
   if (stage_ != stage::fencing || round != rounds_) return;
   if (confirmed && --write_backs_undecided_ > 0) return;  // the other resources' still to come
   write_backs_.clear();
-  const auto now = steady_clock::now();
+  const auto now = lock_clock::now();
   if (confirmed && now < valid_until) {
     if (lease_->kind == hold_kind::set) {
       lease_->fencing_tokens = fence_tokens_;

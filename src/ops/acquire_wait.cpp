@@ -1,3 +1,4 @@
+#include "clock.hpp"
 #include "ops/acquire_op.hpp"
 
 #include <algorithm>
@@ -54,7 +55,7 @@ void acquire_op::wake_soon() {
   woken_ = true;
   const auto delay =
       wake_jitter(space_->round_trip().bounded(), competitions_lost(rounds_), space_->random());
-  arm_timer(until_deadline(steady_clock::now() + delay, deadline_));
+  arm_timer(until_deadline(lock_clock::now() + delay, deadline_));
 }
 
 void acquire_op::wake_after_news_heard_in_round() {
@@ -62,7 +63,7 @@ void acquire_op::wake_after_news_heard_in_round() {
   const auto delay =
       collision_delay(space_->round_trip().bounded(), wakes_after_news_heard_in_round_++,
                       retry_.ceiling(), space_->random());
-  arm_timer(until_deadline(steady_clock::now() + delay, deadline_));
+  arm_timer(until_deadline(lock_clock::now() + delay, deadline_));
 }
 
 void acquire_op::listen() {

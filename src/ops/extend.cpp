@@ -3,6 +3,7 @@
 #include "algo/extension_validity.hpp"
 #include "algo/replies.hpp"
 #include "algo/validity.hpp"
+#include "clock.hpp"
 #include "lease_state.hpp"
 #include "lock/scripts.hpp"
 #include "ops/vote.hpp"
@@ -67,7 +68,7 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
   std::optional<error_code> decide(const tally& t) override { return extension_outcome(t); }
 
   void decided(error_code ec) override {
-    const auto now = steady_clock::now();
+    const auto now = lock_clock::now();
     lease_state& self = *state_;
     if (from_renewal_) self.renewal_in_flight = false;
     if (self.current != lease_state::phase::held) {
@@ -129,7 +130,7 @@ void arm_lease_timer(lease_state& lease) {
 }
 
 void on_lease_timer(lease_state& lease) {
-  const auto now = steady_clock::now();
+  const auto now = lock_clock::now();
   if (now >= lease.validity.valid_until()) return lease.lose(lease.why_expired());
   if (now >= lease.next_renewal) renew(lease);
   arm_lease_timer(lease);
@@ -142,7 +143,7 @@ void renew(lease_state& lease) {
   const auto& options = lease.options;
   std::optional<steady_clock::time_point> max_hold_end;
   if (options.max_hold) max_hold_end = lease.acquired_at + *options.max_hold;
-  const auto plan = plan_renewal(lease.validity, steady_clock::now(), options.ttl, max_hold_end,
+  const auto plan = plan_renewal(lease.validity, lock_clock::now(), options.ttl, max_hold_end,
                                  lease.space->options().drift_factor);
   if (plan.last) lease.renewal_stopped_by_max_hold = true;
   if (plan.none) {
@@ -183,7 +184,7 @@ void send_extension(lease_state& lease, std::chrono::milliseconds ttl, bool from
   // From now on the extension may run on any node, whatever its answer will be: it can only
   // shorten what we may claim until a quorum confirms it.
   const sent_extension sent =
-      lease.validity.send(steady_clock::now(), ttl, lease.space->options().drift_factor);
+      lease.validity.send(lock_clock::now(), ttl, lease.space->options().drift_factor);
   const auto& options = lease.options;
   if (from_renewal) {
     lease.renewal_in_flight = true;

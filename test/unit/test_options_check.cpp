@@ -2,7 +2,7 @@
 // sent, and how the constructor reports a refusal. No server: a client connects only when a request
 // needs it.
 
-#include "options_check.hpp"
+#include "config/options_check.hpp"
 #include "redlock/client.hpp"
 #include "redlock/error.hpp"
 

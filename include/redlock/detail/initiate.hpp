@@ -5,6 +5,7 @@
 // adapt completion tokens (asio::async_initiate); every operation is implemented once, in src/.
 
 #include "redlock/config.hpp"
+#include "redlock/detail/quoted_resource.hpp"
 #include "redlock/inspection.hpp"
 #include "redlock/options.hpp"
 
@@ -199,9 +200,6 @@ struct wait_lost_initiation : lease_initiation {
                                    std::forward<Handler>(handler), executor_of(state_.get())));
   }
 };
-
-// A resource name for messages: quoted, escaped, cut to its first 200 bytes.
-REDLOCK_API std::string quoted_resource(std::string_view resource);
 
 }  // namespace detail
 }  // namespace redlock

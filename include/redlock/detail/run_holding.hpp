@@ -1,6 +1,7 @@
 #ifndef REDLOCK_DETAIL_RUN_HOLDING_HPP
 #define REDLOCK_DETAIL_RUN_HOLDING_HPP
 
+#include "redlock/detail/quoted_resource.hpp"
 #include "redlock/error.hpp"
 #include "redlock/lease.hpp"
 

@@ -1,5 +1,6 @@
 #include "nodes/cluster/router.hpp"
 
+#include "clock.hpp"
 #include "nodes/replica_wait.hpp"
 #include "redlock/error.hpp"
 
@@ -51,7 +52,7 @@ class routed_request final : public reply_sink {
       // A request that was not sent tries the slot's master the new topology names.
       const auto& deadline = request_.deadline;
       if (may_send_again(ec, request_.rules) && deadline &&
-          request_.redirects < cluster_router::max_redirects && steady_clock::now() < *deadline) {
+          request_.redirects < cluster_router::max_redirects && lock_clock::now() < *deadline) {
         done_ = true;
         ++request_.redirects;
         request_.unreachable = reply.text;
@@ -98,7 +99,7 @@ class routed_request final : public reply_sink {
   }
 
   void follow(const cluster_redirect& redirect, const resp::value& reply) {
-    const auto now = steady_clock::now();
+    const auto now = lock_clock::now();
     const bool cleanup = request_.rules.deliver_for.count() > 0;
     const auto slot = *request_.slot;
     if (request_.redirects >= cluster_router::max_redirects) {
@@ -259,7 +260,7 @@ void cluster_router::send_ready() {
   // Requests it routes may fail unsent (posted), never settle inside it; still, once is enough.
   if (sending_ready_) return;
   sending_ready_ = true;
-  const auto now = steady_clock::now();
+  const auto now = lock_clock::now();
   while (auto go = lanes_.next([this](std::uint32_t lane) { return route_of(lane); })) {
     if (!go->request.slot) {
       // About no key, issued before the first topology: to every master, out of the lanes.

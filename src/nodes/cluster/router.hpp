@@ -2,6 +2,7 @@
 #define REDLOCK_NODES_CLUSTER_ROUTER_HPP
 
 #include "algo/hash_slot.hpp"
+#include "clock.hpp"
 #include "net/connection.hpp"
 #include "net/connection_options.hpp"
 #include "nodes/cluster/topology.hpp"
@@ -15,7 +16,6 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 #include <fmt/format.h>
 
@@ -232,7 +232,7 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
   bool refresh_again_ = false;
   bool refresh_timer_armed_ = false;
   steady_clock::time_point last_refresh_{};
-  asio::steady_timer refresh_timer_;
+  lock_timer refresh_timer_;
 
   error_code lasting_;  // why no topology can be read until a configuration changes
   std::vector<std::size_t> free_numbers_;  // of dropped links

@@ -1,12 +1,12 @@
 #ifndef REDLOCK_NODES_CLUSTER_SHARD_SUBSCRIPTIONS_HPP
 #define REDLOCK_NODES_CLUSTER_SHARD_SUBSCRIPTIONS_HPP
 
+#include "clock.hpp"
 #include "net/connection.hpp"
 #include "nodes/cluster/topology.hpp"
 #include "redlock/node_config.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -120,7 +120,7 @@ class shard_subscriptions : public std::enable_shared_from_this<shard_subscripti
   std::optional<cluster_endpoint> where_to_ask(std::uint16_t slot, slot_subscription& sub);
   std::unordered_map<std::uint16_t, slot_subscription> slots_;
   std::vector<shard_link> links_;
-  boost::asio::steady_timer retry_timer_;
+  lock_timer retry_timer_;
   bool retry_armed_ = false;
   std::chrono::milliseconds retry_delay_{0};
   std::uint64_t attempts_ = 0;

@@ -1,3 +1,4 @@
+#include "clock.hpp"
 #include "net/server_kind.hpp"
 #include "nodes/cluster/router.hpp"
 #include "redlock/error.hpp"
@@ -44,7 +45,7 @@ void cluster_router::refresh_soon() {
     return;
   }
   if (refresh_timer_armed_) return;
-  const auto now = steady_clock::now();
+  const auto now = lock_clock::now();
   const auto earliest = last_refresh_ + min_refresh_interval;
   if (known_ && now < earliest) {
     refresh_timer_armed_ = true;
@@ -88,7 +89,7 @@ asio::awaitable<void> cluster_router::refresh() {
     problems.push_back(std::move(*problem));
   }
   refreshing_ = false;
-  last_refresh_ = steady_clock::now();
+  last_refresh_ = lock_clock::now();
   if (closing_) co_return;
   if (adopted) {
     lasting_ = {};

@@ -1,3 +1,4 @@
+#include "clock.hpp"
 #include "log.hpp"
 #include "net/server_kind.hpp"
 #include "nodes/sentinel/router.hpp"
@@ -46,7 +47,7 @@ void sentinel_router::resolve_soon() {
   }
   if (resolve_timer_armed_) return;
   const auto earliest = last_resolve_ + min_resolve_interval;
-  if (steady_clock::now() < earliest) {
+  if (lock_clock::now() < earliest) {
     resolve_timer_armed_ = true;
     resolve_timer_.expires_at(earliest);
     resolve_timer_.async_wait([weak = weak_from_this()](error_code ec) {
@@ -78,7 +79,7 @@ asio::awaitable<void> sentinel_router::resolve() {
     problems.push_back(std::move(*problem));
   }
   resolving_ = false;
-  last_resolve_ = steady_clock::now();
+  last_resolve_ = lock_clock::now();
   if (closing_) co_return;
   if (named) {
     lasting_ = {};

@@ -1,5 +1,6 @@
 #include "nodes/sentinel/router.hpp"
 
+#include "clock.hpp"
 #include "redlock/error.hpp"
 
 #include <fmt/format.h>
@@ -32,7 +33,7 @@ class master_request final : public reply_sink {
     if (ec) {
       const auto& deadline = request_.deadline;
       if (may_send_again(ec, request_.rules) && deadline && request_.attempts < max_attempts &&
-          steady_clock::now() < *deadline) {
+          lock_clock::now() < *deadline) {
         ++request_.attempts;
         request_.unreachable = reply.text;
         request_.payload = request_.payload.copied();
@@ -142,7 +143,7 @@ void sentinel_router::send_after_resolution(lane_ticket id, waiting_request requ
 void sentinel_router::send_ready() {
   if (sending_ready_ || !master_) return;
   sending_ready_ = true;
-  const auto now = steady_clock::now();
+  const auto now = lock_clock::now();
   while (auto go = lanes_.next([this](std::uint32_t) { return master_generation_; }))
     send(go->id, std::move(go->request), now);
   sending_ready_ = false;

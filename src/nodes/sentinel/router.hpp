@@ -1,6 +1,7 @@
 #ifndef REDLOCK_NODES_SENTINEL_ROUTER_HPP
 #define REDLOCK_NODES_SENTINEL_ROUTER_HPP
 
+#include "clock.hpp"
 #include "net/connection.hpp"
 #include "net/connection_options.hpp"
 #include "nodes/cluster/topology.hpp"
@@ -14,7 +15,6 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 #include <fmt/format.h>
 
@@ -153,7 +153,7 @@ class sentinel_router : public std::enable_shared_from_this<sentinel_router> {
   // one after the master was unreachable.
   timed_lanes<waiting_request> lanes_;
   bool sending_ready_ = false;  // in send_ready()
-  boost::asio::steady_timer resolve_timer_;
+  lock_timer resolve_timer_;
   bool resolving_ = false;
   bool resolve_again_ = false;
   bool resolve_timer_armed_ = false;

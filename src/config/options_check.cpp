@@ -1,4 +1,4 @@
-#include "options_check.hpp"
+#include "config/options_check.hpp"
 
 #include "algo/validity.hpp"
 

@@ -1,7 +1,7 @@
 #include "redlock/node_config.hpp"
 
-#include "node_config_query.hpp"
-#include "options_check.hpp"
+#include "config/node_config_query.hpp"
+#include "config/options_check.hpp"
 
 #include <fmt/format.h>
 

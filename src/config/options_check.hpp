@@ -1,5 +1,5 @@
-#ifndef REDLOCK_OPTIONS_CHECK_HPP
-#define REDLOCK_OPTIONS_CHECK_HPP
+#ifndef REDLOCK_CONFIG_OPTIONS_CHECK_HPP
+#define REDLOCK_CONFIG_OPTIONS_CHECK_HPP
 
 #include "redlock/node_config.hpp"
 #include "redlock/options.hpp"

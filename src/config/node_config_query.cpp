@@ -1,6 +1,6 @@
-#include "node_config_query.hpp"
+#include "config/node_config_query.hpp"
 
-#include "options_check.hpp"
+#include "config/options_check.hpp"
 
 #include <fmt/format.h>
 
