@@ -15,9 +15,9 @@ namespace {
 
 // Ends a held lease whose handle is going away: stop renewing, release best effort.
 void abandon(const std::shared_ptr<lease_state>& state) {
-  if (state->current != lease_state::phase::held) return;
+  if (state->current() != lease_state::phase::held) return;
   next_waiter_start next_waiter;  // a closed client releases nothing: the next waiter wakes
-  if (!state->space->closed()) next_waiter = state->release_on_nodes().next_waiter;
+  if (!state->space()->closed()) next_waiter = state->release_on_nodes().next_waiter;
   state->stop_holding(lease_state::phase::released, asio::error::operation_aborted, next_waiter);
   state->report(&observer::on_release, error_code{});
 }
@@ -26,7 +26,7 @@ void abandon(const std::shared_ptr<lease_state>& state) {
 
 const asio::any_io_executor& executor_of(const lease_state* state) noexcept {
   static const asio::any_io_executor none;
-  return state ? state->space->executor() : none;
+  return state ? state->space()->executor() : none;
 }
 
 }  // namespace redlock::detail
@@ -34,7 +34,7 @@ const asio::any_io_executor& executor_of(const lease_state* state) noexcept {
 namespace redlock {
 
 void lease::detach() noexcept {
-  if (!state_ || state_->current != detail::lease_state::phase::held) return;
+  if (!state_ || state_->current() != detail::lease_state::phase::held) return;
   state_->stop_holding(detail::lease_state::phase::released, boost::asio::error::operation_aborted);
 }
 
@@ -50,12 +50,11 @@ lease::~lease() {
   // Any thread may get here. Only the phase is read before the hop to the client's executor (an
   // atomic, and one that never returns to `held`); the client and its executor are fixed at
   // construction. Then inline when already on the executor (the usual case), else posted.
-  if (!state_ ||
-      state_->current.load(std::memory_order_acquire) != detail::lease_state::phase::held) {
+  if (!state_ || state_->current(std::memory_order_acquire) != detail::lease_state::phase::held) {
     return;
   }
   try {
-    const auto& executor = state_->space->executor();
+    const auto& executor = state_->space()->executor();
     boost::asio::dispatch(executor, [state = std::move(state_)] { detail::abandon(state); });
   } catch (...) {
     // Allocation failure: the lock expires with its TTL instead.
@@ -63,23 +62,24 @@ lease::~lease() {
 }
 
 lease::executor_type lease::get_executor() const noexcept {
-  return state_ ? state_->space->executor() : executor_type();
+  return state_ ? state_->space()->executor() : executor_type();
 }
 
 const std::string& lease::resource() const noexcept {
   static const std::string none;
-  return state_ ? state_->resource : none;
+  return state_ ? state_->resource() : none;
 }
 
 std::span<const std::string> lease::resources() const noexcept {
   if (!state_) return {};
-  if (state_->kind == detail::hold_kind::set) return state_->resources;
-  return {&state_->resource, 1};
+  if (state_->kind() == detail::hold_kind::set) return state_->resources();
+  return {&state_->resource(), 1};
 }
 
 const std::string& lease::token() const noexcept {
   static const std::string none;
-  return state_ && state_->current != detail::lease_state::phase::never_held ? state_->token : none;
+  return state_ && state_->current() != detail::lease_state::phase::never_held ? state_->token()
+                                                                               : none;
 }
 
 std::chrono::steady_clock::time_point lease::valid_until() const noexcept {
@@ -92,28 +92,28 @@ bool lease::held() const noexcept {
 
 const std::string& lease::diagnostics() const noexcept {
   static const std::string none;
-  return state_ ? state_->diagnostics : none;
+  return state_ ? state_->diagnostics() : none;
 }
 
 std::optional<std::uint64_t> lease::fencing_token() const noexcept {
-  if (!state_ || state_->current == detail::lease_state::phase::never_held) return std::nullopt;
-  return state_->fencing_token;
+  if (!state_ || state_->current() == detail::lease_state::phase::never_held) return std::nullopt;
+  return state_->fencing_token();
 }
 
 std::optional<std::uint64_t> lease::fencing_token(std::string_view resource) const noexcept {
-  if (!state_ || state_->current == detail::lease_state::phase::never_held) return std::nullopt;
-  if (state_->kind != detail::hold_kind::set)
-    return resource == state_->resource ? state_->fencing_token : std::nullopt;
-  const auto& set = state_->resources;
+  if (!state_ || state_->current() == detail::lease_state::phase::never_held) return std::nullopt;
+  if (state_->kind() != detail::hold_kind::set)
+    return resource == state_->resource() ? state_->fencing_token() : std::nullopt;
+  const auto& set = state_->resources();
   const auto found = std::lower_bound(set.begin(), set.end(), resource);
   if (found == set.end() || *found != resource) return std::nullopt;
   const auto index = static_cast<std::size_t>(found - set.begin());
-  if (index >= state_->fencing_tokens.size()) return std::nullopt;
-  return state_->fencing_tokens[index];
+  if (index >= state_->fencing_tokens().size()) return std::nullopt;
+  return state_->fencing_tokens()[index];
 }
 
 std::size_t lease::granted_nodes() const noexcept {
-  return state_ ? state_->granted_nodes.load() : 0;
+  return state_ ? state_->granted_nodes() : 0;
 }
 
 }  // namespace redlock

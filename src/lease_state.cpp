@@ -17,41 +17,91 @@ using boost::system::error_code;
 
 lease_state::lease_state(std::shared_ptr<lock_space> owner, std::string resource_name,
                          const lock_options& lock)
-    : space(std::move(owner)),
-      resource(std::move(resource_name)),
-      options(lock),
-      timer(space->executor()) {}
+    : validity(),
+      timer(owner->executor()),
+      space_(std::move(owner)),
+      resource_(std::move(resource_name)),
+      options_(lock) {}
 
 // A held state is released by ~lease before it can get here; the list hook unlinks itself.
 lease_state::~lease_state() = default;
 
-void lease_state::on_acquired(steady_clock::time_point round_start,
-                              steady_clock::time_point until) {
-  current = phase::held;
-  acquired_at = round_start;
-  validity.on_acquired(until, options.ttl);
-  space->track_lease(*this);
+void lease_state::hold_set(std::vector<std::string> set) {
+  kind_ = hold_kind::set;
+  resources_ = std::move(set);
+}
+
+void lease_state::extend_along(std::string key) {
+  companion_key_ = std::move(key);
+}
+
+void lease_state::use_token(std::string round_token) {
+  token_ = std::move(round_token);
+}
+
+void lease_state::sets_key(std::string_view key) {
+  resource_.assign(key);  // reuses the buffer: the rounds of one acquire set keys of one size
+}
+
+void lease_state::hold_as_reader(std::string queue) {
+  kind_ = hold_kind::reader;
+  queue_key_ = std::move(queue);
+}
+
+void lease_state::hold_as_writer(std::string queue, std::string mark, std::string mark_token) {
+  kind_ = hold_kind::writer;
+  queue_key_ = std::move(queue);
+  mark_key_ = std::move(mark);
+  mark_id_ = std::move(mark_token);
+}
+
+void lease_state::observe_as(std::string name) {
+  observed_name_ = std::move(name);
+}
+
+void lease_state::fencing_tokens_known(std::vector<std::uint64_t> tokens) {
+  if (tokens.empty()) return;
+  if (kind_ == hold_kind::set) {
+    if (tokens.size() == 1) fencing_token_ = tokens.front();
+    fencing_tokens_ = std::move(tokens);
+  } else {
+    fencing_token_ = tokens.front();
+  }
+}
+
+void lease_state::held_with(const held_round& round) {
+  diagnostics_.clear();
+  contended_ = round.contended;
+  granted_nodes_ = round.granted_nodes;
+  current_ = phase::held;
+  acquired_at_ = round.started;
+  validity.on_acquired(round.valid_until, options_.ttl);
+  space_->track_lease(*this);
+}
+
+void lease_state::diagnose(std::string why) {
+  diagnostics_ = std::move(why);
 }
 
 void lease_state::report_to(observer& watcher, void (observer::*what)(const lease_event&),
                             error_code ec) const {
-  const auto held = acquired_at == steady_clock::time_point{} ? steady_clock::duration::zero()
-                                                              : lock_clock::now() - acquired_at;
-  call_observer(
-      watcher, space->executor(), what,
-      lease_event{
-          .resource = observed_name.empty() ? resource : observed_name, .error = ec, .held = held});
+  const auto held = acquired_at_ == steady_clock::time_point{} ? steady_clock::duration::zero()
+                                                               : lock_clock::now() - acquired_at_;
+  call_observer(watcher, space_->executor(), what,
+                lease_event{.resource = observed_name_.empty() ? resource_ : observed_name_,
+                            .error = ec,
+                            .held = held});
 }
 
 std::string lease_state::subject() const {
-  if (kind == hold_kind::set) return quoted_set(resources);
-  return quoted_resource(resource);
+  if (kind_ == hold_kind::set) return quoted_set(resources_);
+  return quoted_resource(resource_);
 }
 
 std::string lease_state::keys() const {
-  if (kind == hold_kind::set) return quoted_keys(resources);
-  if (companion_key.empty()) return quoted_keys({resource});
-  return quoted_keys({resource, companion_key});
+  if (kind_ == hold_kind::set) return quoted_keys(resources_);
+  if (companion_key_.empty()) return quoted_keys({resource_});
+  return quoted_keys({resource_, companion_key_});
 }
 
 std::string lease_state::why_expired() const {
@@ -60,14 +110,14 @@ std::string lease_state::why_expired() const {
     // was to end within a TTL anyway.
     if (!validity.has_unconfirmed()) {
       return fmt::format("redlock: {} expired: max_hold of {} ms reached", subject(),
-                         options.max_hold->count());
+                         options_.max_hold->count());
     }
     return fmt::format(
         "redlock: {} expired: its last extension before max_hold ({} ms) was not confirmed by a "
         "quorum in time",
-        subject(), options.max_hold->count());
+        subject(), options_.max_hold->count());
   }
-  if (!options.auto_renew && !validity.has_unconfirmed()) {
+  if (!options_.auto_renew && !validity.has_unconfirmed()) {
     return fmt::format("redlock: {} expired: its TTL ran out (auto_renew is off)", subject());
   }
   return fmt::format(
@@ -76,30 +126,30 @@ std::string lease_state::why_expired() const {
 }
 
 local_queues::lease_release lease_state::release_decision() {
-  return space->queues().release_of(local_hold, {.local_handoffs = options.local_handoffs,
-                                                 .longest_ttl = validity.longest_ttl(),
-                                                 .contended = contended,
-                                                 .resources = held_resources()});
+  return space_->queues().release_of(local_hold, {.local_handoffs = options_.local_handoffs,
+                                                  .longest_ttl = validity.longest_ttl(),
+                                                  .contended = contended_,
+                                                  .resources = held_resources()});
 }
 
 local_queues::lease_release lease_state::release_on_nodes(const std::vector<bool>* only) {
   const auto how = release_decision();
   node_set::key_gone on_gone;
   if (how.next_waiter.competes) {
-    on_gone = [weak = std::weak_ptr<lock_space>(space),
+    on_gone = [weak = std::weak_ptr<lock_space>(space_),
                keys = std::vector<std::string>(held_resources().begin(), held_resources().end())](
                   std::size_t node) {
       if (const auto owner = weak.lock()) owner->queues().key_gone_on_node(node, keys);
     };
   }
-  space->nodes().release_best_effort(held(), token, how.channel, validity.longest_ttl(), only,
-                                     std::move(on_gone));
+  space_->nodes().release_best_effort(held(), token_, how.channel, validity.longest_ttl(), only,
+                                      std::move(on_gone));
   return how;
 }
 
 void lease_state::lose(std::string why) {
-  diagnostics = std::move(why);
-  space->log(log_level::warning, diagnostics);
+  diagnostics_ = std::move(why);
+  space_->log(log_level::warning, diagnostics_);
   // Whatever is left of our key on a minority of nodes would only expire: delete it now, and
   // before the next local waiter's SET is queued, so that on every node our DEL runs first.
   const auto how = release_on_nodes();
@@ -108,17 +158,17 @@ void lease_state::lose(std::string why) {
 }
 
 void lease_state::stop_holding(phase next, error_code waiters_get, next_waiter_start next_waiter) {
-  if (current != phase::held) return;
-  current = next;
+  if (current_ != phase::held) return;
+  current_ = next;
   ++timer_generation;
   timer.cancel();
-  space->untrack_lease(*this);
+  space_->untrack_lease(*this);
   auto waiters = std::move(lost_waiters);
   lost_waiters.clear();
   for (auto& waiter : waiters)
     waiter->finish(waiters_get);
   // Last: the next local waiter's SET is queued behind whatever this lease sent before.
-  space->queues().holder_gone(local_hold, queue_names(), next_waiter);
+  space_->queues().holder_gone(local_hold, queue_names(), next_waiter);
 }
 
 }  // namespace redlock::detail

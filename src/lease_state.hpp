@@ -20,6 +20,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace redlock::detail {
@@ -29,55 +30,94 @@ using std::chrono::steady_clock;
 class user_operation;
 struct resource_queue;
 
-// Everything behind a redlock::lease. Lives on the client's executor. How extensions move its
-// validity is extension_validity's (algo/extension_validity.hpp).
-struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
+// Everything behind a redlock::lease. Lives on the client's executor. What the lease is and how
+// its acquire and release went change only through its own verbs below; how extensions move its
+// validity is extension_validity's (algo/extension_validity.hpp). The renewal's bookkeeping (the
+// timer and what it is armed for) is still public: ops/extend.cpp drives it.
+class lease_state : public list_hook, public std::enable_shared_from_this<lease_state> {
+ public:
   enum class phase : std::uint8_t { never_held, held, released, lost };
 
   lease_state(std::shared_ptr<lock_space> space, std::string resource, const lock_options& options);
   ~lease_state();
 
-  std::shared_ptr<lock_space> space;
-  std::string resource;
-  // What the lease holds on every node (hold.hpp); `resource` is the key its acquire set.
-  hold_kind kind = hold_kind::lock;
-  // A read-write lock's: a writer's mark key and mark id, and the lock's queue key (rw_queue_key),
-  // which its release announcements say and under which its local queue is kept.
-  std::string mark_key;
-  std::string mark_id;
-  std::string queue_key;
+  // ---- What the lease is. ----
+  const std::shared_ptr<lock_space>& space() const noexcept { return space_; }
+  // The key its acquire's last round set (a set's: its first resource).
+  const std::string& resource() const noexcept { return resource_; }
+  // What it holds on every node (hold.hpp).
+  hold_kind kind() const noexcept { return kind_; }
+  // A read-write lock's: a writer's mark key and mark id, and the lock's queue key
+  // (rw_queue_key), which its release announcements say and under which its local queue is kept.
+  const std::string& mark_key() const noexcept { return mark_key_; }
+  const std::string& mark_id() const noexcept { return mark_id_; }
+  const std::string& queue_key() const noexcept { return queue_key_; }
   // A set's (hold_kind::set): every resource, sorted (normalize_set); `resource` is the first.
-  std::vector<std::string> resources;
+  const std::vector<std::string>& resources() const noexcept { return resources_; }
   // What observer events name, when not `resource`: a semaphore permit's semaphore.
-  std::string observed_name;
-  std::string token;
+  const std::string& observed_name() const noexcept { return observed_name_; }
+  const std::string& token() const noexcept { return token_; }
   // A key that must live at least as long as the lock key, extended with it (extend_script's
   // second key); empty for most locks. A semaphore permit's: the semaphore's permits record.
-  std::string companion_key;
-  // With lock_options::fencing, set by the acquire before the lease is handed out; then fixed.
-  // A set's has one token per resource, in the order of `resources`; `fencing_token` is then
-  // empty unless the set has one resource.
-  std::optional<std::uint64_t> fencing_token;
-  std::vector<std::uint64_t> fencing_tokens;
-  lock_options options;
-  // Changed only on the client's executor, read anywhere: ~lease may run on any thread. Once not
-  // held it never is again (never_held -> held -> released | lost), so a reader that sees
-  // anything but `held` may rely on it without a hop to the executor.
-  std::atomic<phase> current{phase::never_held};
-  steady_clock::time_point acquired_at{};
+  const std::string& companion_key() const noexcept { return companion_key_; }
+  // With lock_options::fencing, known before the lease is handed out; then fixed. A set's has
+  // one token per resource, in the order of `resources`; `fencing_token` is then empty unless
+  // the set has one resource.
+  const std::optional<std::uint64_t>& fencing_token() const noexcept { return fencing_token_; }
+  const std::vector<std::uint64_t>& fencing_tokens() const noexcept { return fencing_tokens_; }
+  const lock_options& options() const noexcept { return options_; }
+  // Read anywhere: ~lease may run on any thread. Once not held it never is again (never_held ->
+  // held -> released | lost), so a reader that sees anything but `held` may rely on it without a
+  // hop to the executor.
+  phase current(std::memory_order order = std::memory_order_seq_cst) const noexcept {
+    return current_.load(order);
+  }
+  steady_clock::time_point acquired_at() const noexcept { return acquired_at_; }
+  // Why the last operation on it failed, or what its acquire found degraded; empty otherwise.
+  const std::string& diagnostics() const noexcept { return diagnostics_; }
+  // Its acquire met contention: a round was refused, or it competed after a local release. Other
+  // processes may then wait for the resource when it is released (local_queues::release_of).
+  bool contended() const noexcept { return contended_; }
+  // Nodes that granted the acquire: the quorum that decided it, then every later grant as its
+  // reply arrives. Read anywhere.
+  std::size_t granted_nodes() const noexcept { return granted_nodes_; }
+
+  // ---- What its acquire tells it, before the lease is handed out. ----
+  // It holds a set of locks, `resources` (canonical; empty for an invalid set).
+  void hold_set(std::vector<std::string> resources);
+  // It extends `key` along with its own (companion_key).
+  void extend_along(std::string key);
+  // The token of the round about to be sent (every round has its own).
+  void use_token(std::string token);
+  // The key the round about to be sent sets.
+  void sets_key(std::string_view key);
+  // It holds a read-write lock as a reader, or as a writer with its mark.
+  void hold_as_reader(std::string queue_key);
+  void hold_as_writer(std::string queue_key, std::string mark_key, std::string mark_id);
+  // Observer events name `name` (a semaphore permit's: the semaphore).
+  void observe_as(std::string name);
+  // Its fencing tokens, one per resource (a set's) or the lock's one.
+  void fencing_tokens_known(std::vector<std::uint64_t> tokens);
+  // Held through a successful round that started at `round_start`, valid until `until`
+  // (renewal and expiry: start_renewal, ops/extend.hpp).
+  struct held_round {
+    steady_clock::time_point started;
+    steady_clock::time_point valid_until;
+    bool contended = false;
+    std::size_t granted_nodes = 0;
+  };
+  void held_with(const held_round& round);
+  // One more node granted the acquire's round after it was decided.
+  void granted_late() noexcept { ++granted_nodes_; }
+  // Why the last operation on it failed (or what its acquire found degraded), for diagnostics().
+  void diagnose(std::string why);
+
+  // ---- Renewal and expiry (ops/extend.cpp). ----
   // Until when the lock is ours, the extensions that may still run, and the longest TTL any
   // request of this lease gave the key (how long a cleanup can matter).
   extension_validity validity;
   // The lease in this client's local queues while it holds.
   queue_holder local_hold;
-  std::string diagnostics;
-  // Its acquire met contention: a round was refused, or it competed after a local release. Other
-  // processes may then wait for the resource when it is released (local_queues::release_of).
-  bool contended = false;
-  // Nodes that granted the acquire: the quorum that decided it, then every later grant as its
-  // reply arrives.
-  std::atomic<std::size_t> granted_nodes{0};
-
   // One timer serves renewal and expiry: it is armed for min(next_renewal, validity), so a loss
   // is reported on time also while an extension is in flight or after max_hold stopped renewal.
   // The generation tells a stale expiry (queued before a re-arm) from the current one.
@@ -89,19 +129,16 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   std::vector<std::shared_ptr<user_operation>> lost_waiters;  // unfinished ones only
 
   bool is_held() const noexcept {
-    return current == phase::held && lock_clock::now() < validity.valid_until();
+    return current_ == phase::held && lock_clock::now() < validity.valid_until();
   }
 
-  // Became held through a successful round that started at `round_start` (renewal and expiry:
-  // start_renewal, ops/extend.hpp).
-  void on_acquired(steady_clock::time_point round_start, steady_clock::time_point until);
   // Why the lease ran out, for the loss it is reported as: max_hold reached, the TTL without
   // renewal, or extensions not confirmed in time.
   std::string why_expired() const;
   // Tells the observer, if any, of an outcome (`what`) with `ec`; `held` counts since acquired_at
   // (0 if never held). Inline, so that without an observer the hot path pays one test, not a call.
   void report(void (observer::*what)(const lease_event&), boost::system::error_code ec) const {
-    if (observer* const watcher = space->watcher()) report_to(*watcher, what, ec);
+    if (observer* const watcher = space_->watcher()) report_to(*watcher, what, ec);
   }
   void report_to(observer& watcher, void (observer::*what)(const lease_event&),
                  boost::system::error_code ec) const;
@@ -111,26 +148,26 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   std::string subject() const;
   // The resources it holds: a set's, else its one resource.
   std::span<const std::string> held_resources() const noexcept {
-    if (kind == hold_kind::set) return resources;
-    return {&resource, 1};
+    if (kind_ == hold_kind::set) return resources_;
+    return {&resource_, 1};
   }
   // The names of the local queues it holds in (local_queues::holder_gone): a set's resources, a
   // read-write lock's queue_key, else its resource (a semaphore permit's: its slot key).
   std::span<const std::string> queue_names() const noexcept {
-    if (kind == hold_kind::set) return resources;
-    if (kind == hold_kind::reader || kind == hold_kind::writer) return {&queue_key, 1};
-    return {&resource, 1};
+    if (kind_ == hold_kind::set) return resources_;
+    if (kind_ == hold_kind::reader || kind_ == hold_kind::writer) return {&queue_key_, 1};
+    return {&resource_, 1};
   }
   // How its release goes out and who goes next here (local_queues::release_of), decided now.
   local_queues::lease_release release_decision();
   // The keys a release of this lease deletes (the views point into this object).
   hold_keys held() const noexcept {
-    return {.kind = kind,
-            .key = resource,
-            .mark = mark_key,
-            .mark_id = mark_id,
-            .message = queue_key,
-            .keys = resources};
+    return {.kind = kind_,
+            .key = resource_,
+            .mark = mark_key_,
+            .mark_id = mark_id_,
+            .message = queue_key_,
+            .keys = resources_};
   }
   // The lock cannot be kept: clean up the nodes, tell waiters, free the resource locally.
   void lose(std::string why);
@@ -143,6 +180,27 @@ struct lease_state : list_hook, std::enable_shared_from_this<lease_state> {
   // it hands the resource to a local waiter (local_queues::release_of, whose decision it returns
   // for stop_holding).
   local_queues::lease_release release_on_nodes(const std::vector<bool>* only = nullptr);
+
+ private:
+  std::shared_ptr<lock_space> space_;
+  std::string resource_;
+  hold_kind kind_ = hold_kind::lock;
+  std::string mark_key_;
+  std::string mark_id_;
+  std::string queue_key_;
+  std::vector<std::string> resources_;
+  std::string observed_name_;
+  std::string token_;
+  std::string companion_key_;
+  std::optional<std::uint64_t> fencing_token_;
+  std::vector<std::uint64_t> fencing_tokens_;
+  lock_options options_;
+  // Changed only on the client's executor.
+  std::atomic<phase> current_{phase::never_held};
+  steady_clock::time_point acquired_at_{};
+  std::string diagnostics_;
+  bool contended_ = false;
+  std::atomic<std::size_t> granted_nodes_{0};
 };
 
 // The library's way into a redlock::lease: makes one from its state, and (for tests) reads it.

@@ -21,32 +21,32 @@ namespace redlock::detail {
 
 void acquire_op::start() {
   if (space_->closed()) {
-    lease_->diagnostics = "the client is shut down";
+    lease_->diagnose("the client is shut down");
     return complete(asio::error::operation_aborted);
   }
   if (auto problem = strategy_->problem(space_->options().replies.max_reply_memory);
       !problem.empty()) {
-    lease_->diagnostics = std::move(problem);
+    lease_->diagnose(std::move(problem));
     return complete(error::invalid_argument);
   }
-  if (auto problem = check_lock_options(lease_->resource, lease_->options, space_->options());
+  if (auto problem = check_lock_options(lease_->resource(), lease_->options(), space_->options());
       !problem.empty()) {
-    lease_->diagnostics = fmt::format("redlock: cannot acquire {}: {}", subject(), problem);
+    lease_->diagnose(fmt::format("redlock: cannot acquire {}: {}", subject(), problem));
     return complete(error::invalid_argument);
   }
   if (nodes().has_cluster_node()) {
     // Its keys would be in several hash slots, and a cluster refuses such scripts (CROSSSLOT).
-    if (auto problem = strategy_->cross_slot_problem(lease_->options.fencing); !problem.empty()) {
-      lease_->diagnostics = std::move(problem);
+    if (auto problem = strategy_->cross_slot_problem(lease_->options().fencing); !problem.empty()) {
+      lease_->diagnose(std::move(problem));
       return complete(error::invalid_argument);
     }
   }
   if (const auto& duplicates = nodes().duplicate_nodes(); !duplicates.empty()) {
-    lease_->diagnostics = fmt::format("redlock: cannot acquire {}: {}", subject(), duplicates);
+    lease_->diagnose(fmt::format("redlock: cannot acquire {}: {}", subject(), duplicates));
     return complete(error::invalid_argument);
   }
-  lease_->token = make_lock_token();
-  if (lease_->options.wait) deadline_ = lock_clock::now() + *lease_->options.wait;
+  lease_->use_token(make_lock_token());
+  if (lease_->options().wait) deadline_ = lock_clock::now() + *lease_->options().wait;
 
   auto& queues = space_->queues();
   const auto queue_keys = strategy_->queue_keys();
@@ -55,7 +55,7 @@ void acquire_op::start() {
       const resource_queue* queue = queues.find(key);
       if (auto why = strategy_->contended_here(queue, queue && queues.waiter_goes_first(*queue));
           !why.empty()) {
-        lease_->diagnostics = std::move(why);
+        lease_->diagnose(std::move(why));
         return complete(error::contended);
       }
     }
@@ -67,7 +67,7 @@ void acquire_op::start() {
   });
   // A set joins the queue of each resource here, at once: see local_queues on why that order
   // cannot deadlock.
-  queues.join(shared_from_this(), queue_keys, lease_->options.ttl);
+  queues.join(shared_from_this(), queue_keys, lease_->options().ttl);
   strategy_->join(*queue_of_own());
   if (queues.try_start(*this)) {
     const auto window = 2 * space_->round_trip().bounded();
@@ -82,7 +82,7 @@ void acquire_op::start() {
   }
   if (single_round_) {
     // Another acquire of this client goes first in one of its queues: a try does not wait.
-    lease_->diagnostics = strategy_->contended_here(queue_of_own(), true);
+    lease_->diagnose(strategy_->contended_here(queue_of_own(), true));
     return finish(error::contended);
   }
   stage_ = stage::queued;
@@ -136,7 +136,8 @@ void acquire_op::permit_released_here(std::size_t slot) {
 
 void acquire_op::subscription_changed(bool subscribed) {
   if (stage_ == stage::subscribing) {
-    if (space_->listener() == nullptr || space_->listener()->settled(lease_->resource)) wake_soon();
+    if (space_->listener() == nullptr || space_->listener()->settled(lease_->resource()))
+      wake_soon();
     return;
   }
   if (round_in_flight()) {
@@ -164,11 +165,11 @@ void acquire_op::succeed(steady_clock::time_point valid_until) {
   const bool next_may_start = strategy_->hold(*queue, *lease_);
   for (auto other = held_queues.begin() + 1; other != held_queues.end(); ++other)
     strategy_->hold(**other, *lease_);
-  lease_->diagnostics.clear();
-  lease_->contended = rounds_ > 1 || competing_;
-  lease_->granted_nodes = round_->votes().yes_count();
   acquired_ = true;
-  lease_->on_acquired(round_->start(), valid_until);
+  lease_->held_with({.started = round_->start(),
+                     .valid_until = valid_until,
+                     .contended = rounds_ > 1 || competing_,
+                     .granted_nodes = round_->votes().yes_count()});
   start_renewal(*lease_);
   note_if_degraded();
   complete(error_code{});
@@ -189,10 +190,10 @@ void acquire_op::finish(error_code ec) {
 
 void acquire_op::complete(error_code ec) {
   if (observer* const watcher = space_->watcher()) {
-    if (lease_->observed_name.empty() && strategy_->name() != lease_->resource)
-      lease_->observed_name = strategy_->name();
+    if (lease_->observed_name().empty() && strategy_->name() != lease_->resource())
+      lease_->observe_as(strategy_->name());
     std::size_t granted = 0;
-    if (round_) granted = ec ? round_->votes().yes_count() : lease_->granted_nodes.load();
+    if (round_) granted = ec ? round_->votes().yes_count() : lease_->granted_nodes();
     call_observer(*watcher, space_->executor(), &observer::on_acquire,
                   acquire_event{.resource = strategy_->name(),
                                 .error = ec,
@@ -227,13 +228,13 @@ void acquire_op::cancel(asio::cancellation_type type) {
     case stage::sleeping:
       // Nothing of ours is on the nodes: a failed round was cleaned up before sleeping, but for
       // the cleanups that wait for their node's answer, which finish sends now.
-      lease_->diagnostics = "redlock: acquire cancelled while waiting";
+      lease_->diagnose("redlock: acquire cancelled while waiting");
       return finish(asio::error::operation_aborted);
     case stage::in_round:
     case stage::fencing:
       if ((type & (ct::terminal | ct::partial)) == ct::none) return;
-      release_where(round_->cleanup_targets(), lease_->resource, lease_->token);
-      lease_->diagnostics = "redlock: acquire cancelled during a round; released what it set";
+      release_where(round_->cleanup_targets(), lease_->resource(), lease_->token());
+      lease_->diagnose("redlock: acquire cancelled during a round; released what it set");
       return finish(asio::error::operation_aborted);
     case stage::idle:
     case stage::finished:
@@ -257,7 +258,7 @@ void acquire_op::on_timer() {
   const auto now = lock_clock::now();
   const bool timed_out = deadline_ && now >= *deadline_;
   if (stage_ == stage::queued && timed_out) {
-    lease_->diagnostics = strategy_->queued_too_long(*lease_->options.wait, held_here());
+    lease_->diagnose(strategy_->queued_too_long(*lease_->options().wait, held_here()));
     finish(error::wait_timeout);
   } else if (stage_ == stage::queued) {
     if (!claim_ends_ || now < *claim_ends_) return;

@@ -83,14 +83,11 @@ class acquire_op final : public abortable,
   }
 
   // A key that the lease extends with its own (lease_state::companion_key). Called before start().
-  void extend_along(std::string key) { lease_->companion_key = std::move(key); }
+  void extend_along(std::string key) { lease_->extend_along(std::move(key)); }
 
   // The lease holds a set of locks, `resources` (canonical, as set_rounds has them; empty for an
   // invalid set, which start() refuses). Called before start().
-  void hold_set(std::vector<std::string> resources) {
-    lease_->kind = hold_kind::set;
-    lease_->resources = std::move(resources);
-  }
+  void hold_set(std::vector<std::string> resources) { lease_->hold_set(std::move(resources)); }
 
   void start();
 

@@ -18,25 +18,25 @@ void acquire_op::begin_round() {
   if (rounds_ > 0) fresh_token = make_lock_token();
   const auto request =
       strategy_->next_round({.nodes = nodes().size(),
-                             .token = rounds_ > 0 ? std::string_view(fresh_token) : lease_->token,
-                             .ttl = lease_->options.ttl,
-                             .fencing = lease_->options.fencing,
+                             .token = rounds_ > 0 ? std::string_view(fresh_token) : lease_->token(),
+                             .ttl = lease_->options().ttl,
+                             .fencing = lease_->options().fencing,
                              .first = rounds_ == 0,
                              .competing = competing_,
                              .single_round = single_round_},
                             space_->random());
   if (!request) {
     if (single_round_) {
-      lease_->diagnostics = strategy_->nothing_to_try();
+      lease_->diagnose(strategy_->nothing_to_try());
       return finish(error::contended);
     }
     // Until a lease of this client releases a slot (permit_released_here) or the deadline.
     stage_ = stage::queued;
     return arm_timer(deadline_);
   }
-  if (rounds_++ > 0) lease_->token = std::move(fresh_token);
+  if (rounds_++ > 0) lease_->use_token(std::move(fresh_token));
   claim_ends_.reset();
-  lease_->resource = request->key;
+  lease_->sets_key(request->key);
   stage_ = stage::in_round;
   woken_ = false;
   heard_.clear();
@@ -44,12 +44,12 @@ void acquire_op::begin_round() {
   // listener.
   if (competing_ && listening_) {
     const auto* listener = space_->listener();
-    covered_round_ = listener != nullptr && listener->covers(lease_->resource);
+    covered_round_ = listener != nullptr && listener->covers(lease_->resource());
   } else {
     covered_round_ = false;
   }
   open_round(request->form);
-  if (lease_->options.fencing) {
+  if (lease_->options().fencing) {
     fenced_keys_ = strategy_->fenced_keys();
     fences_.assign(fenced_keys_.size(), std::vector<std::optional<std::uint64_t>>(nodes().size()));
   }
@@ -62,7 +62,7 @@ void acquire_op::begin_round() {
 
 void acquire_op::open_round(set_form form) {
   round_.emplace(acquire_round::settings{.nodes = nodes().size(),
-                                         .ttl = lease_->options.ttl,
+                                         .ttl = lease_->options().ttl,
                                          .drift_factor = space_->options().drift_factor,
                                          .start = lock_clock::now()});
   form_ = form;
@@ -118,29 +118,29 @@ void acquire_op::decided(steady_clock::time_point now) {
   space_->round_trip().note(now - round_->start());
   const acquire_round::decision& round = round_->result();
   if (round.what == acquire_round::outcome::held) {
-    if (lease_->options.fencing) {
+    if (lease_->options().fencing) {
       if (strategy_->writes_back_fence()) return write_back_fence(round.valid_until);
       // A reader's token is the highest counter its quorum's grants read: at least the token of
       // every writer whose write-back quorum it overlaps, i.e. of every writer before it.
-      lease_->fencing_token = fence_of(fences_.front());
+      lease_->fencing_tokens_known({fence_of(fences_.front())});
     }
     return succeed(round.valid_until);
   }
   clean_up_failed_round(round.clean);
   if (auto problem = strategy_->lasting_problem(nodes()); !problem.empty()) {
-    lease_->diagnostics = std::move(problem);
-    space_->log(log_level::error, lease_->diagnostics);
+    lease_->diagnose(std::move(problem));
+    space_->log(log_level::error, lease_->diagnostics());
     return finish(error::invalid_argument);
   }
   if (!round.retry) {
     // Misconfigured nodes (a wrong password, a missing permission, two names of one server)
     // make every later round fail the same way: say so now instead of retrying until `wait`.
-    lease_->diagnostics = explain(round.code, now, true);
-    space_->log(log_level::error, lease_->diagnostics);
+    lease_->diagnose(explain(round.code, now, true));
+    space_->log(log_level::error, lease_->diagnostics());
     return finish(round.code);
   }
-  lease_->diagnostics = explain(round.code, now);
-  space_->log(log_level::debug, lease_->diagnostics);
+  lease_->diagnose(explain(round.code, now));
+  space_->log(log_level::debug, lease_->diagnostics());
   const bool due_now = learn_from_round(now);
   if (round.code == error::contended && strategy_->another_try_may_win(space_->random()))
     return begin_round();
@@ -152,7 +152,7 @@ void acquire_op::decided(steady_clock::time_point now) {
     // try again (asking PTTL this time).
     stage_ = stage::subscribing;
     const auto* listener = space_->listener();
-    if (listener == nullptr || listener->settled(lease_->resource)) return wake_soon();
+    if (listener == nullptr || listener->settled(lease_->resource())) return wake_soon();
     // The subscribers report within connect_timeout; this is only a backstop.
     return arm_timer(until_deadline(now + space_->options().connect_timeout, deadline_));
   }
@@ -204,7 +204,7 @@ void acquire_op::write_back_fence(steady_clock::time_point valid_until) {
   // A copy: send() may complete the acquire, which drops write_backs_.
   const auto write_backs = write_backs_;
   for (std::size_t r = 0; r < write_backs.size(); ++r) {
-    write_backs[r]->send(fenced_keys_[r].key, fenced_keys_[r].counter, lease_->token,
+    write_backs[r]->send(fenced_keys_[r].key, fenced_keys_[r].counter, lease_->token(),
                          fence_tokens_[r], counters[r], still_pending);
     if (stage_ != stage::fencing) return;  // decided by that one
   }
@@ -219,33 +219,27 @@ void acquire_op::fence_written_back(unsigned round, std::size_t resource, bool c
   write_backs_.clear();
   const auto now = lock_clock::now();
   if (confirmed && now < valid_until) {
-    if (lease_->kind == hold_kind::set) {
-      lease_->fencing_tokens = fence_tokens_;
-      if (fence_tokens_.size() == 1) lease_->fencing_token = fence_tokens_.front();
-    } else {
-      lease_->fencing_token = fence_tokens_.front();
-    }
+    lease_->fencing_tokens_known(fence_tokens_);
     return succeed(valid_until);
   }
   const auto& fenced = fenced_keys_[resource];
   // Like a failed round: release what this round may have set, then try again or end.
-  release_where(round_->cleanup_targets(), lease_->resource, lease_->token);
+  release_where(round_->cleanup_targets(), lease_->resource(), lease_->token());
   const error_code code =
       confirmed ? make_error_code(error::validity_expired) : make_error_code(error::no_quorum);
-  lease_->diagnostics =
-      confirmed ? fmt::format(
-                      "redlock: {}: the fencing write-back was confirmed after the validity "
-                      "ran out ({} ms after the round started)",
-                      subject(),
-                      std::chrono::duration_cast<std::chrono::milliseconds>(now - round_->start())
-                          .count())
-                : fmt::format(
-                      "redlock: {}: the fencing write-back was confirmed by fewer than {} of "
-                      "{} nodes: {}",
-                      subject(), nodes().quorum(), nodes().size(),
-                      nodes().describe(answers, "raised", "the key was no longer ours", nullptr,
-                                       quoted_keys({fenced.key, fenced.counter})));
-  space_->log(log_level::debug, lease_->diagnostics);
+  lease_->diagnose(
+      confirmed
+          ? fmt::format("redlock: {}: the fencing write-back was confirmed after the validity "
+                        "ran out ({} ms after the round started)",
+                        subject(),
+                        std::chrono::duration_cast<std::chrono::milliseconds>(now - round_->start())
+                            .count())
+          : fmt::format("redlock: {}: the fencing write-back was confirmed by fewer than {} of "
+                        "{} nodes: {}",
+                        subject(), nodes().quorum(), nodes().size(),
+                        nodes().describe(answers, "raised", "the key was no longer ours", nullptr,
+                                         quoted_keys({fenced.key, fenced.counter}))));
+  space_->log(log_level::debug, lease_->diagnostics());
   if (single_round_) return finish(code);
   if (deadline_ && now >= *deadline_) return finish(error::wait_timeout);
   const bool due_now = learn_from_round(now);
@@ -266,7 +260,7 @@ std::string acquire_op::explain(error_code ec, steady_clock::time_point now, boo
                 "configuration is fixed"
               : "",
       nodes().describe(round_->answers(), "granted", "held by another owner", &failing,
-                       strategy_->keys_of_round(lease_->options.fencing)));
+                       strategy_->keys_of_round(lease_->options().fencing)));
 }
 
 std::vector<std::string> acquire_op::lasting_failures() const {
@@ -284,12 +278,12 @@ void acquire_op::release_where(const std::vector<bool>& targets, const std::stri
                                const std::string& token) {
   if (std::find(targets.begin(), targets.end(), true) == targets.end()) return;
   nodes().release_best_effort(strategy_->round_hold(key, false), token,
-                              space_->options().release_channel, lease_->options.ttl, &targets);
+                              space_->options().release_channel, lease_->options().ttl, &targets);
 }
 
 void acquire_op::drop_marks(const std::vector<bool>* only) {
-  nodes().release_best_effort(strategy_->round_hold(lease_->resource, true), lease_->token,
-                              space_->options().release_channel, lease_->options.ttl, only);
+  nodes().release_best_effort(strategy_->round_hold(lease_->resource(), true), lease_->token(),
+                              space_->options().release_channel, lease_->options().ttl, only);
 }
 
 void acquire_op::note_mark(std::size_t node) {
@@ -305,8 +299,8 @@ void acquire_op::clean_up_failed_round(const std::vector<bool>& targets) {
   for (std::size_t i = 0; i < targets.size(); ++i)
     still_pending[i] = round_->answers()[i].what == node_answer::kind::pending;
   const auto plan =
-      cleanups_.plan(ballot(), lease_->resource, lease_->token, form_, targets, still_pending);
-  release_where(plan.release_now, lease_->resource, lease_->token);
+      cleanups_.plan(ballot(), lease_->resource(), lease_->token(), form_, targets, still_pending);
+  release_where(plan.release_now, lease_->resource(), lease_->token());
   if (plan.evicted) release_where(plan.evicted->nodes, plan.evicted->key, plan.evicted->token);
 }
 
@@ -340,18 +334,18 @@ void acquire_op::send_deferred_cleanups() {
 
 void acquire_op::answered_after_decision(std::size_t node) {
   if (!acquired_) return settle_deferred_cleanup(ballot(), node, round_->answers()[node]);
-  if (round_->answers()[node].what == node_answer::kind::yes) ++lease_->granted_nodes;
+  if (round_->answers()[node].what == node_answer::kind::yes) lease_->granted_late();
   note_if_degraded();
 }
 
 void acquire_op::note_if_degraded() {
   const tally& t = round_->votes();
   if (!t.complete() || t.yes_count() == t.nodes()) return;
-  if (lease_->current != lease_state::phase::held) return;
-  lease_->diagnostics = fmt::format(
+  if (lease_->current() != lease_state::phase::held) return;
+  lease_->diagnose(fmt::format(
       "redlock: {} acquired on {} of {} nodes (quorum {}): {}", subject(), t.yes_count(), t.nodes(),
-      t.quorum(), nodes().describe(round_->answers(), "granted", "held by another owner"));
-  space_->log(log_level::warning, lease_->diagnostics);
+      t.quorum(), nodes().describe(round_->answers(), "granted", "held by another owner")));
+  space_->log(log_level::warning, lease_->diagnostics());
 }
 
 }  // namespace redlock::detail

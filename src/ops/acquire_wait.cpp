@@ -46,7 +46,7 @@ void acquire_op::plan_wake(steady_clock::time_point now) {
   const sleep_facts facts{
       .free_by = strategy_->free_by(),
       .may_be_free = may_be_free(),
-      .announcements_cover = listener != nullptr && listener->covers(lease_->resource),
+      .announcements_cover = listener != nullptr && listener->covers(lease_->resource()),
       .backoff_until = backoff_until_};
   arm_timer(wake_at(facts, now, deadline_));
 }
@@ -70,7 +70,7 @@ void acquire_op::listen() {
   if (listening_ || single_round_) return;
   if (auto* listener = space_->listener()) {
     listening_ = true;
-    listened_ = lease_->resource;
+    listened_ = lease_->resource();
     listener->retain(listened_);
   }
 }

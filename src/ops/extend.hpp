@@ -6,7 +6,7 @@
 
 namespace redlock::detail {
 
-struct lease_state;
+class lease_state;
 class user_operation;
 
 // Extension and renewal of a held lease. One timer of the lease serves renewal and expiry: armed

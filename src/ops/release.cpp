@@ -19,16 +19,16 @@ namespace {
 class release_op final : public operation_vote {
  public:
   release_op(std::shared_ptr<lease_state> state, void_caller&& caller)
-      : operation_vote(state->space, std::move(caller)), state_(std::move(state)) {}
+      : operation_vote(state->space(), std::move(caller)), state_(std::move(state)) {}
 
   // Queues the release on every node; returns how the next local waiter starts once the lease has
   // stopped holding.
   next_waiter_start run() {
     const auto how = state_->release_decision();
     report_gone_keys_ = how.next_waiter.competes;
-    auto& nodes = state_->space->nodes();
-    payload_ = nodes.encode_release(state_->held(), state_->token, how.channel);
-    nodes.send_release(state_->resource, payload_, *this, open_ballot(), nullptr,
+    auto& nodes = state_->space()->nodes();
+    payload_ = nodes.encode_release(state_->held(), state_->token(), how.channel);
+    nodes.send_release(state_->resource(), payload_, *this, open_ballot(), nullptr,
                        state_->validity.longest_ttl());
     return how.next_waiter;
   }
@@ -43,7 +43,7 @@ class release_op final : public operation_vote {
     // Deleted, or not ours: gone either way (local_queues::lease_release).
     if (report_gone_keys_ &&
         (answer.what == node_answer::kind::yes || answer.what == node_answer::kind::no)) {
-      state_->space->queues().key_gone_on_node(node, state_->held_resources());
+      state_->space()->queues().key_gone_on_node(node, state_->held_resources());
     }
   }
 
@@ -51,10 +51,10 @@ class release_op final : public operation_vote {
 
   void decided(error_code ec) override {
     if (ec) {
-      state_->diagnostics =
+      state_->diagnose(
           fmt::format("redlock: releasing {}: {}: {}", state_->subject(), ec.message(),
-                      state_->space->nodes().describe(answers(), "released", "not ours", nullptr,
-                                                      quoted_keys({state_->resource})));
+                      state_->space()->nodes().describe(answers(), "released", "not ours", nullptr,
+                                                        quoted_keys({state_->resource()}))));
     }
     state_->report(&observer::on_release, ec);
     finish(ec);
@@ -74,9 +74,9 @@ void initiate_release(const std::shared_ptr<lease_state>& state, void_caller cal
     state->report(&observer::on_release, ec);
     op->finish(ec);
   };
-  if (state->space->closed()) return refuse(asio::error::operation_aborted);
-  if (state->current != lease_state::phase::held) {
-    state->diagnostics = fmt::format("redlock: {} is not held by this lease", state->subject());
+  if (state->space()->closed()) return refuse(asio::error::operation_aborted);
+  if (state->current() != lease_state::phase::held) {
+    state->diagnose(fmt::format("redlock: {} is not held by this lease", state->subject()));
     return refuse(error::not_held);
   }
   op->start();

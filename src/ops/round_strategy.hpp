@@ -20,7 +20,7 @@ namespace redlock::detail {
 
 using std::chrono::steady_clock;
 
-struct lease_state;
+class lease_state;
 struct resource_queue;
 
 // What the rounds of one acquire send and what their answers teach about when to try again: a

@@ -135,14 +135,12 @@ bool rw_rounds::keys_in_one_slot(bool) const {
 }
 
 bool rw_rounds::hold(resource_queue& queue, lease_state& lease) {
-  lease.kind = which_ == side::read ? hold_kind::reader : hold_kind::writer;
-  lease.queue_key = queue_key_;
   if (which_ == side::read) {
+    lease.hold_as_reader(queue_key_);
     queue.readers.push_back(&lease.local_hold);
     return true;  // the next waiter may be a reader too
   }
-  lease.mark_key = mark_key_;
-  lease.mark_id = mark_id_;
+  lease.hold_as_writer(queue_key_, mark_key_, mark_id_);
   queue.holder = &lease.local_hold;
   return false;
 }

@@ -58,7 +58,7 @@ void client_shutdown::run(lock_space& space, std::shared_ptr<user_operation> wai
     under_way->waiters.push_back(std::move(waiter));
   }
   for (auto* state : space.leases<lease_state>()) {
-    if (state->current != lease_state::phase::held) continue;
+    if (state->current() != lease_state::phase::held) continue;
     if (under_way->waiters.empty()) {
       const auto how = state->release_on_nodes();
       state->stop_holding(lease_state::phase::released, asio::error::operation_aborted,

@@ -18,7 +18,8 @@ namespace {
 class lost_waiter final : public user_operation {
  public:
   lost_waiter(const std::shared_ptr<lease_state>& state, void_caller&& caller)
-      : user_operation(state->space, state->space->executor(), std::move(caller)), state_(state) {}
+      : user_operation(state->space(), state->space()->executor(), std::move(caller)),
+        state_(state) {}
 
  private:
   void on_finished() override {
@@ -37,7 +38,7 @@ class lost_waiter final : public user_operation {
 void initiate_wait_lost(const std::shared_ptr<lease_state>& state, void_caller caller) {
   if (!state) return complete_without_state(std::move(caller.handler), error::not_held);
   auto op = std::make_shared<lost_waiter>(state, std::move(caller));
-  switch (state->current) {
+  switch (state->current()) {
     case lease_state::phase::lost:
       return op->finish(error::lock_lost);
     case lease_state::phase::never_held:
@@ -47,7 +48,7 @@ void initiate_wait_lost(const std::shared_ptr<lease_state>& state, void_caller c
     case lease_state::phase::held:
       break;
   }
-  if (state->space->closed()) return op->finish(asio::error::operation_aborted);
+  if (state->space()->closed()) return op->finish(asio::error::operation_aborted);
   state->lost_waiters.push_back(op);
   op->start();
 }
