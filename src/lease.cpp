@@ -83,7 +83,7 @@ const std::string& lease::token() const noexcept {
 }
 
 std::chrono::steady_clock::time_point lease::valid_until() const noexcept {
-  return state_ ? state_->validity.valid_until() : std::chrono::steady_clock::time_point{};
+  return state_ ? state_->validity().valid_until() : std::chrono::steady_clock::time_point{};
 }
 
 bool lease::held() const noexcept {

@@ -17,11 +17,13 @@ using boost::system::error_code;
 
 lease_state::lease_state(std::shared_ptr<lock_space> owner, std::string resource_name,
                          const lock_options& lock)
-    : validity(),
-      timer(owner->executor()),
-      space_(std::move(owner)),
+    : space_(std::move(owner)),
       resource_(std::move(resource_name)),
-      options_(lock) {}
+      options_(lock),
+      renewal_({.ttl = lock.ttl,
+                .auto_renew = lock.auto_renew,
+                .max_hold = lock.max_hold,
+                .drift_factor = space_->options().drift_factor}) {}
 
 // A held state is released by ~lease before it can get here; the list hook unlinks itself.
 lease_state::~lease_state() = default;
@@ -75,7 +77,7 @@ void lease_state::held_with(const held_round& round) {
   granted_nodes_ = round.granted_nodes;
   current_ = phase::held;
   acquired_at_ = round.started;
-  validity.on_acquired(round.valid_until, options_.ttl);
+  renewal_.held(round.started, round.valid_until);
   space_->track_lease(*this);
 }
 
@@ -105,29 +107,36 @@ std::string lease_state::keys() const {
 }
 
 std::string lease_state::why_expired() const {
-  if (renewal_stopped_by_max_hold) {
-    // Renewal made its last extension, capped at max_hold, or had none left to make: the lease
-    // was to end within a TTL anyway.
-    if (!validity.has_unconfirmed()) {
+  switch (renewal_.why_expired()) {
+    case lease_machine::expiry::max_hold:
       return fmt::format("redlock: {} expired: max_hold of {} ms reached", subject(),
                          options_.max_hold->count());
-    }
-    return fmt::format(
-        "redlock: {} expired: its last extension before max_hold ({} ms) was not confirmed by a "
-        "quorum in time",
-        subject(), options_.max_hold->count());
-  }
-  if (!options_.auto_renew && !validity.has_unconfirmed()) {
-    return fmt::format("redlock: {} expired: its TTL ran out (auto_renew is off)", subject());
+    case lease_machine::expiry::last_extension_unconfirmed:
+      return fmt::format(
+          "redlock: {} expired: its last extension before max_hold ({} ms) was not confirmed by "
+          "a quorum in time",
+          subject(), options_.max_hold->count());
+    case lease_machine::expiry::ttl_without_renewal:
+      return fmt::format("redlock: {} expired: its TTL ran out (auto_renew is off)", subject());
+    case lease_machine::expiry::extension_unconfirmed:
+      break;
   }
   return fmt::format(
       "redlock: {} expired: its validity ran out before a quorum confirmed an extension",
       subject());
 }
 
+void lease_state::wait_for_loss(std::shared_ptr<user_operation> waiter) {
+  lost_waiters_.push_back(std::move(waiter));
+}
+
+void lease_state::stop_waiting_for_loss(const user_operation* waiter) {
+  std::erase_if(lost_waiters_, [waiter](const auto& each) { return each.get() == waiter; });
+}
+
 local_queues::lease_release lease_state::release_decision() {
   return space_->queues().release_of(local_hold, {.local_handoffs = options_.local_handoffs,
-                                                  .longest_ttl = validity.longest_ttl(),
+                                                  .longest_ttl = validity().longest_ttl(),
                                                   .contended = contended_,
                                                   .resources = held_resources()});
 }
@@ -142,7 +151,7 @@ local_queues::lease_release lease_state::release_on_nodes(const std::vector<bool
       if (const auto owner = weak.lock()) owner->queues().key_gone_on_node(node, keys);
     };
   }
-  space_->nodes().release_best_effort(held(), token_, how.channel, validity.longest_ttl(), only,
+  space_->nodes().release_best_effort(held(), token_, how.channel, validity().longest_ttl(), only,
                                       std::move(on_gone));
   return how;
 }
@@ -160,11 +169,11 @@ void lease_state::lose(std::string why) {
 void lease_state::stop_holding(phase next, error_code waiters_get, next_waiter_start next_waiter) {
   if (current_ != phase::held) return;
   current_ = next;
-  ++timer_generation;
-  timer.cancel();
+  renewal_.stop();
+  renewal_timer_.disarm();
   space_->untrack_lease(*this);
-  auto waiters = std::move(lost_waiters);
-  lost_waiters.clear();
+  auto waiters = std::move(lost_waiters_);
+  lost_waiters_.clear();
   for (auto& waiter : waiters)
     waiter->finish(waiters_get);
   // Last: the next local waiter's SET is queued behind whatever this lease sent before.

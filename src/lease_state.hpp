@@ -1,14 +1,15 @@
 #ifndef REDLOCK_LEASE_STATE_HPP
 #define REDLOCK_LEASE_STATE_HPP
 
-#include "algo/extension_validity.hpp"
 #include "clock.hpp"
 #include "intrusive_list.hpp"
+#include "lock/lease_machine.hpp"
 #include "lock/local_queues.hpp"
 #include "lock_space.hpp"
 #include "redlock/lease.hpp"
 #include "redlock/observer.hpp"
 #include "redlock/options.hpp"
+#include "wake_timer.hpp"
 
 #include <boost/system/error_code.hpp>
 
@@ -31,9 +32,8 @@ class user_operation;
 struct resource_queue;
 
 // Everything behind a redlock::lease. Lives on the client's executor. What the lease is and how
-// its acquire and release went change only through its own verbs below; how extensions move its
-// validity is extension_validity's (algo/extension_validity.hpp). The renewal's bookkeeping (the
-// timer and what it is armed for) is still public: ops/extend.cpp drives it.
+// its acquire and release went change only through its own verbs below; its renewal and expiry
+// are a lease_machine's (lock/lease_machine.hpp), which ops/extend.cpp drives.
 class lease_state : public list_hook, public std::enable_shared_from_this<lease_state> {
  public:
   enum class phase : std::uint8_t { never_held, held, released, lost };
@@ -112,24 +112,23 @@ class lease_state : public list_hook, public std::enable_shared_from_this<lease_
   // Why the last operation on it failed (or what its acquire found degraded), for diagnostics().
   void diagnose(std::string why);
 
-  // ---- Renewal and expiry (ops/extend.cpp). ----
+  // ---- Renewal and expiry (ops/extend.cpp drives them). ----
   // Until when the lock is ours, the extensions that may still run, and the longest TTL any
   // request of this lease gave the key (how long a cleanup can matter).
-  extension_validity validity;
+  const extension_validity& validity() const noexcept { return renewal_.validity(); }
+  // The renewal and expiry machine, and the one timer its driver arms for it.
+  lease_machine& renewal() noexcept { return renewal_; }
+  wake_timer& renewal_timer() noexcept { return renewal_timer_; }
   // The lease in this client's local queues while it holds.
   queue_holder local_hold;
-  // One timer serves renewal and expiry: it is armed for min(next_renewal, validity), so a loss
-  // is reported on time also while an extension is in flight or after max_hold stopped renewal.
-  // The generation tells a stale expiry (queued before a re-arm) from the current one.
-  lock_timer timer;
-  unsigned timer_generation = 0;
-  steady_clock::time_point next_renewal = steady_clock::time_point::max();  // max: none due
-  bool renewal_in_flight = false;
-  bool renewal_stopped_by_max_hold = false;
-  std::vector<std::shared_ptr<user_operation>> lost_waiters;  // unfinished ones only
+  // An async_wait_lost that waits (finished with the loss, or when the lease stops holding), and
+  // one that gave up waiting.
+  void wait_for_loss(std::shared_ptr<user_operation> waiter);
+  void stop_waiting_for_loss(const user_operation* waiter);
+  std::size_t waiting_for_loss() const noexcept { return lost_waiters_.size(); }
 
   bool is_held() const noexcept {
-    return current_ == phase::held && lock_clock::now() < validity.valid_until();
+    return current_ == phase::held && lock_clock::now() < validity().valid_until();
   }
 
   // Why the lease ran out, for the loss it is reported as: max_hold reached, the TTL without
@@ -201,6 +200,9 @@ class lease_state : public list_hook, public std::enable_shared_from_this<lease_
   std::string diagnostics_;
   bool contended_ = false;
   std::atomic<std::size_t> granted_nodes_{0};
+  lease_machine renewal_;
+  wake_timer renewal_timer_;
+  std::vector<std::shared_ptr<user_operation>> lost_waiters_;  // unfinished ones only
 };
 
 // The library's way into a redlock::lease: makes one from its state, and (for tests) reads it.

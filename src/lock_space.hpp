@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <random>
+#include <string_view>
 #include <vector>
 
 namespace redlock::detail {
@@ -39,6 +40,23 @@ class lock_space : public operation_registry, public std::enable_shared_from_thi
   // Release announcements (client_options::release_channel), for acquires that wait. Null when
   // announcements are off or the client is closed. Created on first use.
   release_listener* listener();
+
+  // Whether acquires that wait may hear release announcements: a release channel is set and the
+  // client is open.
+  bool announces_releases() const noexcept {
+    return !options().release_channel.empty() && !closed_;
+  }
+  // Every node is subscribed for `resource` (release_listener::covers): a release of it would be
+  // heard. Only looks: false while nobody listens.
+  bool announcements_cover(std::string_view resource) const noexcept {
+    return announces_releases() && listener_ && listener_->covers(resource);
+  }
+  // No node's subscription for `resource` is in its first attempt (release_listener::settled);
+  // true when there are no announcements to wait for. Only looks.
+  bool announcements_settled(std::string_view resource) const noexcept {
+    if (!announces_releases()) return true;
+    return listener_ && listener_->settled(resource);
+  }
 
   round_trip_average& round_trip() noexcept { return round_trip_; }
   std::minstd_rand& random() noexcept { return random_; }

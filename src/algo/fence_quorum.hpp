@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace redlock::detail {
@@ -12,6 +13,16 @@ namespace redlock::detail {
 // grant returns its node's counter after its own increment); 0 when there is none. `counters[i]`
 // is unset where node i did not grant.
 std::uint64_t fence_of(const std::vector<std::optional<std::uint64_t>>& counters);
+
+// The write-back of one fenced resource of a held round (round_strategy::fenced_key): `counter`
+// is raised to `fence` where `key` still holds the round's token. `counters[i]`: node i's counter
+// as its grant returned it; unset where it did not grant (yet).
+struct fence_write {
+  std::string key;
+  std::string counter;
+  std::uint64_t fence = 0;
+  std::vector<std::optional<std::uint64_t>> counters{};
+};
 
 // The counting of a held round's fencing write-back: which granting nodes must have their counter
 // raised to the token, and when a quorum of all the client's nodes is known to be at it. Pure: fed

@@ -22,9 +22,9 @@ using boost::system::error_code;
 
 namespace {
 
-void arm_lease_timer(lease_state& lease);
-void on_lease_timer(lease_state& lease);
-void renew(lease_state& lease);
+// Carries out what the lease's machine asks; a user's extension (`caller`) goes with the one
+// extension it asks for that is not the renewal's.
+void carry_out(lease_state& lease, std::shared_ptr<user_operation> caller = nullptr);
 
 // One extension of a held lease, for the renewal task (no caller) or for async_extend.
 class extend_op final : public vote, public std::enable_shared_from_this<extend_op> {
@@ -69,16 +69,13 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
   std::optional<error_code> decide(const tally& t) override { return extension_outcome(t); }
 
   void decided(error_code ec) override {
-    const auto now = lock_clock::now();
     lease_state& self = *state_;
-    if (from_renewal_) self.renewal_in_flight = false;
-    if (self.current() != lease_state::phase::held) {
+    const bool held = self.current() == lease_state::phase::held;
+    ec = self.renewal().extension_decided(id_, from_renewal_, ec, lock_clock::now());
+    if (!held) {
       self.report(&observer::on_extend, error::not_held);
       if (caller_) caller_->finish(error::not_held);
       return;
-    }
-    if (!ec && !self.validity.confirm(id_, now)) {
-      ec = error::no_quorum;  // confirmed, but too late to count
     }
     self.report(&observer::on_extend, ec);  // before a loss it may cause
     if (ec == error::not_held) {
@@ -95,15 +92,8 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
       self.diagnose({});
     }
     if (self.current() == lease_state::phase::held) {
-      if (from_renewal_ && ec) {
-        // Try again soon while validity lasts; later than that is useless, the timer reports the
-        // loss at valid_until.
-        self.next_renewal = renewal_retry_at(now, self.options().ttl, self.validity.valid_until())
-                                .value_or(steady_clock::time_point::max());
-      } else if (from_renewal_ || !ec) {
-        schedule_renewal(self);
-      }
-      arm_lease_timer(self);  // the validity or next_renewal may have moved
+      self.renewal().plan_after_extension(from_renewal_, bool(ec), lock_clock::now());
+      carry_out(self);
     }
     if (caller_) caller_->finish(ec);
   }
@@ -116,89 +106,40 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
   std::string payload_;
 };
 
-void arm_lease_timer(lease_state& lease) {
-  ++lease.timer_generation;
-  lease.timer.expires_at(std::min(lease.next_renewal, lease.validity.valid_until()));
-  lease.timer.async_wait(
-      [weak = lease.weak_from_this(), generation = lease.timer_generation](error_code ec) {
-        auto self = weak.lock();
-        if (ec || !self || generation != self->timer_generation ||
-            self->current() != lease_state::phase::held) {
-          return;
-        }
-        on_lease_timer(*self);
-      });
-}
-
-void on_lease_timer(lease_state& lease) {
-  const auto now = lock_clock::now();
-  if (now >= lease.validity.valid_until()) return lease.lose(lease.why_expired());
-  if (now >= lease.next_renewal) renew(lease);
-  arm_lease_timer(lease);
-}
-
-void renew(lease_state& lease) {
-  // Never shorter than what is claimed or what an extension in flight may give the key, never
-  // past acquired_at + max_hold: the extension that reaches max_hold is the last one (the lock
-  // then runs out, and the timer reports it lost), if it still lengthens the validity at all.
-  const auto& options = lease.options();
-  std::optional<steady_clock::time_point> max_hold_end;
-  if (options.max_hold) max_hold_end = lease.acquired_at() + *options.max_hold;
-  const auto plan = plan_renewal(lease.validity, lock_clock::now(), options.ttl, max_hold_end,
-                                 lease.space()->options().drift_factor);
-  if (plan.last) lease.renewal_stopped_by_max_hold = true;
-  if (plan.none) {
-    if (!lease.renewal_in_flight) lease.next_renewal = steady_clock::time_point::max();
-    return;
+void carry_out(lease_state& lease, std::shared_ptr<user_operation> caller) {
+  while (const auto action = lease.renewal().next_action()) {
+    switch (action->what) {
+      case lease_action::kind::arm_timer:
+        lease.renewal_timer().arm(lease.space()->executor(), action->at, lease.weak_from_this(),
+                                  [](lease_state& self) {
+                                    if (self.current() != lease_state::phase::held) return;
+                                    self.renewal().timer(lock_clock::now());
+                                    carry_out(self);
+                                  });
+        break;
+      case lease_action::kind::send_extension:
+        std::make_shared<extend_op>(lease.shared_from_this(), action->ttl, action->id,
+                                    action->from_renewal,
+                                    action->from_renewal ? nullptr : std::move(caller))
+            ->run();
+        break;
+      case lease_action::kind::expire:
+        lease.lose(lease.why_expired());
+        break;
+    }
   }
-  // Beside a renewal in flight (renew_at_once), as an extension of its own: the renewal's
-  // outcome keeps deciding when the next one is due.
-  send_extension(lease, plan.ttl, !lease.renewal_in_flight, nullptr);
 }
 
 }  // namespace
 
-void schedule_renewal(lease_state& lease) {
-  const auto& options = lease.options();
-  if (!options.auto_renew || lease.renewal_in_flight || lease.renewal_stopped_by_max_hold) {
-    if (!lease.renewal_in_flight) lease.next_renewal = steady_clock::time_point::max();
-    return;
-  }
-  // At acquire this is half of the TTL after the round started, less the round's duration and the
-  // drift allowance; after a long user extension, half a TTL before that one runs out.
-  lease.next_renewal = renewal_due(lease.validity.valid_until(), options.ttl);
-}
-
 void renew_at_once(lease_state& lease) {
-  if (!lease.is_held() || !lease.options().auto_renew || lease.renewal_stopped_by_max_hold) return;
-  renew(lease);
-  arm_lease_timer(lease);
+  if (!lease.is_held()) return;
+  lease.renewal().renew_now(lock_clock::now());
+  carry_out(lease);
 }
 
 void start_renewal(lease_state& lease) {
-  schedule_renewal(lease);
-  arm_lease_timer(lease);
-}
-
-void send_extension(lease_state& lease, std::chrono::milliseconds ttl, bool from_renewal,
-                    std::shared_ptr<user_operation> caller) {
-  // From now on the extension may run on any node, whatever its answer will be: it can only
-  // shorten what we may claim until a quorum confirms it.
-  const sent_extension sent =
-      lease.validity.send(lock_clock::now(), ttl, lease.space()->options().drift_factor);
-  const auto& options = lease.options();
-  if (from_renewal) {
-    lease.renewal_in_flight = true;
-    lease.next_renewal = steady_clock::time_point::max();  // until it is decided
-  } else if (options.auto_renew && !lease.renewal_in_flight && !lease.renewal_stopped_by_max_hold) {
-    // A shorter validity needs an earlier renewal; a longer one is planned when confirmed.
-    lease.next_renewal =
-        std::min(lease.next_renewal, renewal_due(lease.validity.valid_until(), options.ttl));
-  }
-  arm_lease_timer(lease);
-  std::make_shared<extend_op>(lease.shared_from_this(), ttl, sent.id, from_renewal,
-                              std::move(caller))
-      ->run();
+  carry_out(lease);
 }
 
 void initiate_extend(const std::shared_ptr<lease_state>& state, std::chrono::milliseconds ttl,
@@ -224,7 +165,8 @@ void initiate_extend(const std::shared_ptr<lease_state>& state, std::chrono::mil
     return refuse(error::invalid_argument);
   }
   op->start();
-  send_extension(*state, ttl, false, op);
+  state->renewal().extend(ttl, lock_clock::now());
+  carry_out(*state, std::move(op));
 }
 
 }  // namespace redlock::detail

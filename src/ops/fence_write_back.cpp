@@ -91,4 +91,28 @@ void fence_write_back::report_if_decided() {
   done_(*decision, answers_);
 }
 
+void fence_write_backs::start(const std::shared_ptr<lock_space>& space,
+                              const std::vector<fence_write>& plan, const std::string& token,
+                              const std::vector<bool>& still_pending, const on_decided& done,
+                              const std::function<bool()>& wanted) {
+  each_.clear();
+  for (std::size_t r = 0; r < plan.size(); ++r) {
+    each_.push_back(std::make_shared<fence_write_back>(
+        space,
+        [done, r](bool confirmed, const node_answers& answers) { done(r, confirmed, answers); }));
+  }
+  const auto each = each_;  // an outcome may drop them
+  for (std::size_t r = 0; r < each.size() && wanted(); ++r) {
+    each[r]->send(plan[r].key, plan[r].counter, token, plan[r].fence, plan[r].counters,
+                  still_pending);
+  }
+}
+
+void fence_write_backs::late_grant(std::size_t node,
+                                   const std::vector<std::optional<std::uint64_t>>& counters) {
+  const auto each = each_;  // an outcome may drop them
+  for (std::size_t r = 0; r < each.size() && r < counters.size(); ++r)
+    each[r]->late_answer(node, counters[r]);
+}
+
 }  // namespace redlock::detail

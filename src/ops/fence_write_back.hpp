@@ -61,6 +61,27 @@ class fence_write_back final : public ballot_sink,
   bool reported_ = false;
 };
 
+// The write-backs of one held round, one per fenced resource (acquire_machine::fence_plan).
+class fence_write_backs {
+ public:
+  // Called once per resource (by index into the plan), when its write-back is decided.
+  using on_decided =
+      std::function<void(std::size_t resource, bool confirmed, const node_answers& answers)>;
+
+  // Sends the write-back of each resource of `plan` with the round's `token`, `still_pending`
+  // marking the nodes whose answer to the round was still to come at its decision, until
+  // `wanted()` turns false (an outcome may end the acquire).
+  void start(const std::shared_ptr<lock_space>& space, const std::vector<fence_write>& plan,
+             const std::string& token, const std::vector<bool>& still_pending,
+             const on_decided& done, const std::function<bool()>& wanted);
+
+  // A grant of the round after its decision, with its counter by resource.
+  void late_grant(std::size_t node, const std::vector<std::optional<std::uint64_t>>& counters);
+
+ private:
+  std::vector<std::shared_ptr<fence_write_back>> each_;
+};
+
 }  // namespace redlock::detail
 
 #endif

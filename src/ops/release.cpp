@@ -29,7 +29,7 @@ class release_op final : public operation_vote {
     auto& nodes = state_->space()->nodes();
     payload_ = nodes.encode_release(state_->held(), state_->token(), how.channel);
     nodes.send_release(state_->resource(), payload_, *this, open_ballot(), nullptr,
-                       state_->validity.longest_ttl());
+                       state_->validity().longest_ttl());
     return how.next_waiter;
   }
 

@@ -25,8 +25,7 @@ class lost_waiter final : public user_operation {
   void on_finished() override {
     if (auto state = state_.lock()) {
       const auto keep_alive = shared_from_this();  // the list may hold the last reference
-      std::erase_if(state->lost_waiters,
-                    [this](const auto& waiter) { return waiter.get() == this; });
+      state->stop_waiting_for_loss(this);
     }
   }
 
@@ -49,7 +48,7 @@ void initiate_wait_lost(const std::shared_ptr<lease_state>& state, void_caller c
       break;
   }
   if (state->space()->closed()) return op->finish(asio::error::operation_aborted);
-  state->lost_waiters.push_back(op);
+  state->wait_for_loss(op);
   op->start();
 }
 

@@ -41,7 +41,7 @@ namespace {
 using redlock::test::plain_lock;
 
 std::size_t lost_waiters_of(const redlock::lease& lease) {
-  return redlock::detail::lease_access::state_of(lease)->lost_waiters.size();
+  return redlock::detail::lease_access::state_of(lease)->waiting_for_loss();
 }
 
 }  // namespace

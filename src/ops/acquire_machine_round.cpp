@@ -1,7 +1,9 @@
+// acquire_machine: one round, from its request to its decision, and what its late answers, its
+// fencing write-back and its cleanup ask for.
+#include "algo/fence_quorum.hpp"
 #include "algo/validity.hpp"
-#include "clock.hpp"
 #include "lock/scripts.hpp"
-#include "ops/acquire_op.hpp"
+#include "ops/acquire_machine.hpp"
 #include "test_hooks.hpp"
 #include "text.hpp"
 #include "token.hpp"
@@ -9,14 +11,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace redlock::detail {
 
-void acquire_op::begin_round() {
+using boost::system::error_code;
+
+void acquire_machine::begin_round(steady_clock::time_point now) {
   // A round after the first has a token of its own, set once the round opens.
   std::string fresh_token;
   if (rounds_ > 0) fresh_token = make_lock_token();
-  const auto request =
+  request_ =
       strategy_->next_round({.nodes = nodes().size(),
                              .token = rounds_ > 0 ? std::string_view(fresh_token) : lease_->token(),
                              .ttl = lease_->options().ttl,
@@ -24,8 +29,8 @@ void acquire_op::begin_round() {
                              .first = rounds_ == 0,
                              .competing = competing_,
                              .single_round = single_round_},
-                            space_->random());
-  if (!request) {
+                            space_.random());
+  if (!request_) {
     if (single_round_) {
       lease_->diagnose(strategy_->nothing_to_try());
       return finish(error::contended);
@@ -36,39 +41,27 @@ void acquire_op::begin_round() {
   }
   if (rounds_++ > 0) lease_->use_token(std::move(fresh_token));
   claim_ends_.reset();
-  lease_->sets_key(request->key);
+  lease_->sets_key(request_->key);
   stage_ = stage::in_round;
   woken_ = false;
   heard_.clear();
-  // Only an op that listens can be covered, so an uncontended acquire never touches the
-  // listener.
-  if (competing_ && listening_) {
-    const auto* listener = space_->listener();
-    covered_round_ = listener != nullptr && listener->covers(lease_->resource());
-  } else {
-    covered_round_ = false;
-  }
-  open_round(request->form);
+  // Only an acquire that listens can be covered, so an uncontended acquire never asks.
+  covered_round_ =
+      competing_ && listening_ && announcements_.announcements_cover(lease_->resource());
+  round_.emplace(acquire_round::settings{.nodes = nodes().size(),
+                                         .ttl = lease_->options().ttl,
+                                         .drift_factor = space_.options().drift_factor,
+                                         .start = now});
+  form_ = request_->form;
   if (lease_->options().fencing) {
     fenced_keys_ = strategy_->fenced_keys();
     fences_.assign(fenced_keys_.size(), std::vector<std::optional<std::uint64_t>>(nodes().size()));
   }
-  if (request->shared) {
-    nodes().send(request->key, request->shared, *this, open_ballot(), request->kind);
-  } else {
-    nodes().send(request->key, request->owned, *this, open_ballot(), request->kind);
-  }
+  ask({.what = acquire_action::kind::send_round, .ballot = ++ballot_});
 }
 
-void acquire_op::open_round(set_form form) {
-  round_.emplace(acquire_round::settings{.nodes = nodes().size(),
-                                         .ttl = lease_->options().ttl,
-                                         .drift_factor = space_->options().drift_factor,
-                                         .start = lock_clock::now()});
-  form_ = form;
-}
-
-void acquire_op::on_answer(std::size_t node, error_code ec, const resp::value& reply) {
+void acquire_machine::answer(std::size_t node, error_code ec, const resp::value& reply,
+                             steady_clock::time_point now) {
   set_answer answer = read_set_reply(ec, reply, form_);
   if (answer.marked && stage_ == stage::finished) note_mark(node);
   if (form_ == set_form::fenced_set && answer.what == node_answer::kind::yes &&
@@ -83,9 +76,6 @@ void acquire_op::on_answer(std::size_t node, error_code ec, const resp::value& r
     for (std::size_t i = 0; i < nodes().size(); ++i)
       round_->set_failing_for_good(i, nodes().permanent_failure(i));
     if (!nodes().duplicate_nodes().empty()) round_->set_nodes_not_independent();
-  }
-  const auto now = lock_clock::now();
-  if (!round_->decided()) {
     strategy_->record(node, answer, now);
     if (!fences_.empty() && answer.what == node_answer::kind::yes) note_fences(node, answer);
   }
@@ -95,17 +85,17 @@ void acquire_op::on_answer(std::size_t node, error_code ec, const resp::value& r
       return decided(now);
     case acquire_round::step::decided_before:
       note_late_refusal(node, answer, now);
-      if (stage_ == stage::fencing && !write_backs_.empty()) {
-        // A copy: late_answer may complete the acquire, which drops write_backs_.
-        const auto write_backs = write_backs_;
-        for (std::size_t r = 0; r < write_backs.size(); ++r) {
-          std::optional<std::uint64_t> counter = answer.counter;
-          if (form_ == set_form::fenced_set) {
-            counter.reset();
-            if (r < answer.counters.size()) counter = answer.counters[r];
+      if (stage_ == stage::fencing) {
+        acquire_action late{.what = acquire_action::kind::late_grant_to_write_backs, .node = node};
+        late.counters.resize(fence_plan_.size());
+        for (std::size_t r = 0; r < fence_plan_.size(); ++r) {
+          if (form_ != set_form::fenced_set) {
+            late.counters[r] = answer.counter;
+          } else if (r < answer.counters.size()) {
+            late.counters[r] = answer.counters[r];
           }
-          write_backs[r]->late_answer(node, counter);
         }
+        ask(std::move(late));
       }
       return answered_after_decision(node);
     case acquire_round::step::undecided:
@@ -113,13 +103,13 @@ void acquire_op::on_answer(std::size_t node, error_code ec, const resp::value& r
   }
 }
 
-void acquire_op::decided(steady_clock::time_point now) {
+void acquire_machine::decided(steady_clock::time_point now) {
   if (stage_ != stage::in_round) return;  // cancelled meanwhile
-  space_->round_trip().note(now - round_->start());
+  space_.round_trip().note(now - round_->start());
   const acquire_round::decision& round = round_->result();
   if (round.what == acquire_round::outcome::held) {
     if (lease_->options().fencing) {
-      if (strategy_->writes_back_fence()) return write_back_fence(round.valid_until);
+      if (strategy_->writes_back_fence()) return write_back_fence(round.valid_until, now);
       // A reader's token is the highest counter its quorum's grants read: at least the token of
       // every writer whose write-back quorum it overlaps, i.e. of every writer before it.
       lease_->fencing_tokens_known({fence_of(fences_.front())});
@@ -129,37 +119,35 @@ void acquire_op::decided(steady_clock::time_point now) {
   clean_up_failed_round(round.clean);
   if (auto problem = strategy_->lasting_problem(nodes()); !problem.empty()) {
     lease_->diagnose(std::move(problem));
-    space_->log(log_level::error, lease_->diagnostics());
+    space_.log(log_level::error, lease_->diagnostics());
     return finish(error::invalid_argument);
   }
   if (!round.retry) {
     // Misconfigured nodes (a wrong password, a missing permission, two names of one server)
     // make every later round fail the same way: say so now instead of retrying until `wait`.
     lease_->diagnose(explain(round.code, now, true));
-    space_->log(log_level::error, lease_->diagnostics());
+    space_.log(log_level::error, lease_->diagnostics());
     return finish(round.code);
   }
   lease_->diagnose(explain(round.code, now));
-  space_->log(log_level::debug, lease_->diagnostics());
+  space_.log(log_level::debug, lease_->diagnostics());
   const bool due_now = learn_from_round(now);
-  if (round.code == error::contended && strategy_->another_try_may_win(space_->random()))
-    return begin_round();
+  if (round.code == error::contended && strategy_->another_try_may_win(space_.random()))
+    return begin_round(now);
   if (const auto code = acquire_ends(round, single_round_, deadline_, now)) return finish(*code);
   const bool first_look = rounds_ == 1 && !covered_round_;
   listen();
   if (first_look) {
     // Known neither when the key expires nor whether a release would be heard: once subscribed,
-    // try again (asking PTTL this time).
+    // try again (asking PTTL this time). Whether it is subscribed is asked once the interest is
+    // registered: a subscription not yet asked for counts as settled.
     stage_ = stage::subscribing;
-    const auto* listener = space_->listener();
-    if (listener == nullptr || listener->settled(lease_->resource())) return wake_soon();
-    // The subscribers report within connect_timeout; this is only a backstop.
-    return arm_timer(until_deadline(now + space_->options().connect_timeout, deadline_));
+    return ask(acquire_action::kind::check_subscription);
   }
   sleep(now, due_now);
 }
 
-void acquire_op::note_fences(std::size_t node, const set_answer& answer) {
+void acquire_machine::note_fences(std::size_t node, const set_answer& answer) {
   if (form_ != set_form::fenced_set) {
     fences_.front()[node] = answer.counter;
     return;
@@ -168,65 +156,58 @@ void acquire_op::note_fences(std::size_t node, const set_answer& answer) {
     fences_[r][node] = answer.counters[r];
 }
 
-void acquire_op::write_back_fence(steady_clock::time_point valid_until) {
-  std::vector<bool> still_pending(nodes().size(), false);
+void acquire_machine::write_back_fence(steady_clock::time_point valid_until,
+                                       steady_clock::time_point now) {
+  fence_pending_.assign(nodes().size(), false);
   for (std::size_t i = 0; i < nodes().size(); ++i)
-    still_pending[i] = round_->answers()[i].what == node_answer::kind::pending;
+    fence_pending_[i] = round_->answers()[i].what == node_answer::kind::pending;
   stage_ = stage::fencing;
+  fenced_valid_until_ = valid_until;
   // Each resource's token is written back on its own: the argument of fence_quorum holds per
   // resource, whatever quorum confirms the others. A set's key of each resource holds the round's
   // token on every granting node, which is what fence_write_back_script checks.
-  std::vector<std::vector<std::optional<std::uint64_t>>> counters(fences_.size());
-  fence_tokens_.assign(fences_.size(), 0);
+  fence_plan_.assign(fences_.size(), {});
   for (std::size_t r = 0; r < fences_.size(); ++r) {
-    counters[r].resize(nodes().size());
+    fence_write& write = fence_plan_[r];
+    write.key = fenced_keys_[r].key;
+    write.counter = fenced_keys_[r].counter;
+    write.counters.resize(nodes().size());
     for (std::size_t i = 0; i < nodes().size(); ++i) {
       // A grant always carries its counter (>= 1).
       if (round_->answers()[i].what == node_answer::kind::yes)
-        counters[r][i] = fences_[r][i].value_or(0);
+        write.counters[i] = fences_[r][i].value_or(0);
     }
-    fence_tokens_[r] = fence_of(counters[r]);
+    write.fence = fence_of(write.counters);
   }
   if (skipping_fence_write_back()) {  // unsafe: tests only (test_hooks.hpp)
     write_backs_undecided_ = 1;
-    return fence_written_back(rounds_, 0, true, {}, valid_until);
+    return fence_written_back(rounds_, 0, true, {}, now);
   }
-  write_backs_.clear();
-  write_backs_undecided_ = fences_.size();
-  for (std::size_t r = 0; r < fences_.size(); ++r) {
-    write_backs_.push_back(std::make_shared<fence_write_back>(
-        space_, [weak = weak_from_this(), round = rounds_, r, valid_until](
-                    bool confirmed, const node_answers& answers) {
-          if (const auto self = weak.lock())
-            self->fence_written_back(round, r, confirmed, answers, valid_until);
-        }));
-  }
-  // A copy: send() may complete the acquire, which drops write_backs_.
-  const auto write_backs = write_backs_;
-  for (std::size_t r = 0; r < write_backs.size(); ++r) {
-    write_backs[r]->send(fenced_keys_[r].key, fenced_keys_[r].counter, lease_->token(),
-                         fence_tokens_[r], counters[r], still_pending);
-    if (stage_ != stage::fencing) return;  // decided by that one
-  }
+  write_backs_undecided_ = fence_plan_.size();
+  ask(acquire_action::kind::write_back_fence);
 }
 
-void acquire_op::fence_written_back(unsigned round, std::size_t resource, bool confirmed,
-                                    const node_answers& answers,
-                                    steady_clock::time_point valid_until) {
+void acquire_machine::fence_written_back(unsigned round, std::size_t resource, bool confirmed,
+                                         const node_answers& answers,
+                                         steady_clock::time_point now) {
   // Cancelled meanwhile, or a write-back of an earlier round that decided after another failed.
   if (stage_ != stage::fencing || round != rounds_) return;
   if (confirmed && --write_backs_undecided_ > 0) return;  // the other resources' still to come
-  write_backs_.clear();
-  const auto now = lock_clock::now();
+  const auto valid_until = fenced_valid_until_;
   if (confirmed && now < valid_until) {
-    lease_->fencing_tokens_known(fence_tokens_);
+    std::vector<std::uint64_t> tokens;
+    tokens.reserve(fence_plan_.size());
+    for (const auto& write : fence_plan_)
+      tokens.push_back(write.fence);
+    lease_->fencing_tokens_known(std::move(tokens));
     return succeed(valid_until);
   }
-  const auto& fenced = fenced_keys_[resource];
-  // Like a failed round: release what this round may have set, then try again or end.
+  // Like a failed round: release what this round may have set, then try again or end. The
+  // write-backs still in flight report to a round that is over.
   release_where(round_->cleanup_targets(), lease_->resource(), lease_->token());
   const error_code code =
       confirmed ? make_error_code(error::validity_expired) : make_error_code(error::no_quorum);
+  const auto& fenced = fenced_keys_[resource];
   lease_->diagnose(
       confirmed
           ? fmt::format("redlock: {}: the fencing write-back was confirmed after the validity "
@@ -239,7 +220,7 @@ void acquire_op::fence_written_back(unsigned round, std::size_t resource, bool c
                         subject(), nodes().quorum(), nodes().size(),
                         nodes().describe(answers, "raised", "the key was no longer ours", nullptr,
                                          quoted_keys({fenced.key, fenced.counter}))));
-  space_->log(log_level::debug, lease_->diagnostics());
+  space_.log(log_level::debug, lease_->diagnostics());
   if (single_round_) return finish(code);
   if (deadline_ && now >= *deadline_) return finish(error::wait_timeout);
   const bool due_now = learn_from_round(now);
@@ -247,7 +228,8 @@ void acquire_op::fence_written_back(unsigned round, std::size_t resource, bool c
   sleep(now, due_now);
 }
 
-std::string acquire_op::explain(error_code ec, steady_clock::time_point now, bool lasting) const {
+std::string acquire_machine::explain(error_code ec, steady_clock::time_point now,
+                                     bool lasting) const {
   const tally& t = round_->votes();
   if (lasting && ec == error::invalid_argument && !nodes().duplicate_nodes().empty()) {
     return fmt::format("redlock: {} not acquired: {}", subject(), nodes().duplicate_nodes());
@@ -263,7 +245,7 @@ std::string acquire_op::explain(error_code ec, steady_clock::time_point now, boo
                        strategy_->keys_of_round(lease_->options().fencing)));
 }
 
-std::vector<std::string> acquire_op::lasting_failures() const {
+std::vector<std::string> acquire_machine::lasting_failures() const {
   std::vector<std::string> texts(nodes().size());
   for (std::size_t i = 0; i < texts.size(); ++i) {
     const auto connection_failure = nodes().permanent_failure(i);
@@ -274,38 +256,46 @@ std::vector<std::string> acquire_op::lasting_failures() const {
   return texts;
 }
 
-void acquire_op::release_where(const std::vector<bool>& targets, const std::string& key,
-                               const std::string& token) {
+void acquire_machine::release_where(std::vector<bool> targets, std::string key, std::string token) {
   if (std::find(targets.begin(), targets.end(), true) == targets.end()) return;
-  nodes().release_best_effort(strategy_->round_hold(key, false), token,
-                              space_->options().release_channel, lease_->options().ttl, &targets);
+  ask({.what = acquire_action::kind::release,
+       .key = std::move(key),
+       .token = std::move(token),
+       .targets = std::move(targets)});
 }
 
-void acquire_op::drop_marks(const std::vector<bool>* only) {
-  nodes().release_best_effort(strategy_->round_hold(lease_->resource(), true), lease_->token(),
-                              space_->options().release_channel, lease_->options().ttl, only);
+void acquire_machine::drop_marks(std::optional<std::size_t> node) {
+  acquire_action drop{.what = acquire_action::kind::release,
+                      .key = lease_->resource(),
+                      .token = lease_->token(),
+                      .with_mark = true};
+  if (node) {
+    drop.targets.assign(nodes().size(), false);
+    drop.targets[*node] = true;
+  }
+  ask(std::move(drop));
 }
 
-void acquire_op::note_mark(std::size_t node) {
+void acquire_machine::note_mark(std::size_t node) {
   if (stage_ != stage::finished) return strategy_->mark_seen();
   if (acquired_) return;
-  std::vector<bool> only(nodes().size(), false);
-  only[node] = true;
-  drop_marks(&only);
+  drop_marks(node);
 }
 
-void acquire_op::clean_up_failed_round(const std::vector<bool>& targets) {
+void acquire_machine::clean_up_failed_round(const std::vector<bool>& targets) {
   std::vector<bool> still_pending(targets.size(), false);
   for (std::size_t i = 0; i < targets.size(); ++i)
     still_pending[i] = round_->answers()[i].what == node_answer::kind::pending;
-  const auto plan =
-      cleanups_.plan(ballot(), lease_->resource(), lease_->token(), form_, targets, still_pending);
-  release_where(plan.release_now, lease_->resource(), lease_->token());
-  if (plan.evicted) release_where(plan.evicted->nodes, plan.evicted->key, plan.evicted->token);
+  auto plan =
+      cleanups_.plan(ballot_, lease_->resource(), lease_->token(), form_, targets, still_pending);
+  release_where(std::move(plan.release_now), lease_->resource(), lease_->token());
+  if (plan.evicted)
+    release_where(std::move(plan.evicted->nodes), std::move(plan.evicted->key),
+                  std::move(plan.evicted->token));
 }
 
-void acquire_op::on_earlier_answer(std::size_t of_ballot, std::size_t node, error_code ec,
-                                   const resp::value& reply) {
+void acquire_machine::earlier_answer(std::size_t of_ballot, std::size_t node, error_code ec,
+                                     const resp::value& reply) {
   const auto form = cleanups_.find_form(of_ballot);
   if (!form) {
     // No cleanup waits for it: a refusal (a grant would have one). Only a writer's mark matters;
@@ -320,32 +310,32 @@ void acquire_op::on_earlier_answer(std::size_t of_ballot, std::size_t node, erro
                           make_answer(answer.what, ec, reply, std::move(answer.detail)));
 }
 
-void acquire_op::settle_deferred_cleanup(std::size_t of_ballot, std::size_t node,
-                                         const node_answer& answer) {
+void acquire_machine::settle_deferred_cleanup(std::size_t of_ballot, std::size_t node,
+                                              const node_answer& answer) {
   const bool refused_or_unsent = answer.what == node_answer::kind::no || answer.unsent;
-  if (const auto release = cleanups_.settle(of_ballot, node, refused_or_unsent))
-    release_where(release->nodes, release->key, release->token);
+  if (auto release = cleanups_.settle(of_ballot, node, refused_or_unsent))
+    release_where(std::move(release->nodes), std::move(release->key), std::move(release->token));
 }
 
-void acquire_op::send_deferred_cleanups() {
-  for (const auto& release : cleanups_.drain())
-    release_where(release.nodes, release.key, release.token);
+void acquire_machine::send_deferred_cleanups() {
+  for (auto& release : cleanups_.drain())
+    release_where(std::move(release.nodes), std::move(release.key), std::move(release.token));
 }
 
-void acquire_op::answered_after_decision(std::size_t node) {
-  if (!acquired_) return settle_deferred_cleanup(ballot(), node, round_->answers()[node]);
+void acquire_machine::answered_after_decision(std::size_t node) {
+  if (!acquired_) return settle_deferred_cleanup(ballot_, node, round_->answers()[node]);
   if (round_->answers()[node].what == node_answer::kind::yes) lease_->granted_late();
   note_if_degraded();
 }
 
-void acquire_op::note_if_degraded() {
+void acquire_machine::note_if_degraded() {
   const tally& t = round_->votes();
   if (!t.complete() || t.yes_count() == t.nodes()) return;
   if (lease_->current() != lease_state::phase::held) return;
   lease_->diagnose(fmt::format(
       "redlock: {} acquired on {} of {} nodes (quorum {}): {}", subject(), t.yes_count(), t.nodes(),
       t.quorum(), nodes().describe(round_->answers(), "granted", "held by another owner")));
-  space_->log(log_level::warning, lease_->diagnostics());
+  space_.log(log_level::warning, lease_->diagnostics());
 }
 
 }  // namespace redlock::detail

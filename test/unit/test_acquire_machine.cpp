@@ -1,0 +1,459 @@
+// The acquire machine driven by hand: inputs with a time the test chooses, and the actions it asks
+// for read back, with no server, no timer and no clock. The node set is built from URLs of closed
+// ports and never used: the machine only reads what it knows of the nodes.
+#include "lock_space.hpp"
+#include "ops/acquire_machine.hpp"
+#include "ops/lock_rounds.hpp"
+#include "ops/set_rounds.hpp"
+#include "resp_values.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace redlock::detail {
+
+// For Boost.Test's messages.
+std::ostream& operator<<(std::ostream& out, acquire_action::kind what) {
+  static constexpr const char* names[] = {
+      "watch",        "send_round",        "arm_timer",
+      "release",      "write_back_fence",  "late_grant_to_write_backs",
+      "listen",       "stop_listening",    "check_subscription",
+      "leave_queues", "start_next_waiter", "complete"};
+  return out << names[static_cast<std::size_t>(what)];
+}
+
+namespace {
+
+using namespace std::chrono_literals;
+using kind = acquire_action::kind;
+namespace reply = redlock::test::reply;
+using boost::system::error_code;
+
+const steady_clock::time_point t0 = steady_clock::time_point{} + 1h;
+
+// One acquire as the local queues see it: forwards their calls to the machine at the test's time.
+class host final : public queued_acquire,
+                   public announcement_facts,
+                   public std::enable_shared_from_this<host> {
+ public:
+  host(lock_space& space, std::unique_ptr<round_strategy> strategy, std::string resource,
+       const lock_options& options, bool single_round)
+      : machine(space, std::move(strategy), std::move(resource), options, single_round, *this,
+                *this) {}
+
+  bool announcements_cover(std::string_view) const override { return covered; }
+
+  void wake() override { machine.wake(now); }
+  void compete(steady_clock::time_point key_gone_by) override { machine.compete(key_gone_by, now); }
+  void announced(std::size_t node, std::size_t slot) override {
+    machine.announced(node, slot, now);
+  }
+  void permit_released_here(std::size_t slot) override { machine.permit_released_here(slot, now); }
+  void subscription_changed(bool subscribed) override {
+    machine.subscription_changed(subscribed, subscribed, now);
+  }
+  void claims_until(steady_clock::time_point until) override { machine.claims_until(until); }
+
+  void start() { machine.start(now, shared_from_this()); }
+
+  // Every action asked since the last call, oldest first.
+  std::vector<acquire_action> actions() {
+    std::vector<acquire_action> out;
+    while (auto action = machine.next_action())
+      out.push_back(std::move(*action));
+    return out;
+  }
+
+  acquire_machine machine;
+  steady_clock::time_point now = t0;
+  bool covered = false;  // every node subscribed
+};
+
+std::vector<kind> kinds(const std::vector<acquire_action>& actions) {
+  std::vector<kind> out;
+  for (const auto& action : actions)
+    out.push_back(action.what);
+  return out;
+}
+
+const acquire_action* find(const std::vector<acquire_action>& actions, kind what) {
+  const auto it = std::find_if(actions.begin(), actions.end(),
+                               [&](const acquire_action& a) { return a.what == what; });
+  return it == actions.end() ? nullptr : &*it;
+}
+
+// The latest timer the actions ask for (the last arm_timer wins).
+std::optional<steady_clock::time_point> timer_of(const std::vector<acquire_action>& actions) {
+  std::optional<steady_clock::time_point> at;
+  for (const auto& action : actions)
+    if (action.what == kind::arm_timer) at = action.at;
+  return at;
+}
+
+struct fixture {
+  fixture() : fixture("redis://127.0.0.1:1,redis://127.0.0.1:2,redis://127.0.0.1:3") {}
+  explicit fixture(const char* urls, std::string channel = "redlock:released") {
+    client_options options;
+    options.release_channel = std::move(channel);
+    space =
+        std::make_shared<lock_space>(io.get_executor(), node_config::from_url_list(urls), options);
+  }
+
+  std::shared_ptr<host> acquire(const std::string& resource, lock_options options = {},
+                                bool single_round = false) {
+    if (options.ttl == std::chrono::milliseconds{0}) options.ttl = 10s;
+    return std::make_shared<host>(*space, std::make_unique<lock_rounds>(resource), resource,
+                                  options, single_round);
+  }
+
+  boost::asio::io_context io;  // never run: nothing is sent
+  std::shared_ptr<lock_space> space;
+};
+
+lock_options waiting(std::chrono::milliseconds wait = 60s) {
+  lock_options options;
+  options.ttl = 10s;
+  options.wait = wait;
+  return options;
+}
+
+BOOST_FIXTURE_TEST_SUITE(acquire_machine_tests, fixture)
+
+BOOST_AUTO_TEST_CASE(an_uncontended_acquire_is_one_round_and_one_completion) {
+  auto op = acquire("a");
+  op->start();
+  auto actions = op->actions();
+  BOOST_TEST((kinds(actions) == std::vector<kind>{kind::watch, kind::send_round}));
+  BOOST_TEST(actions[1].ballot == 1u);
+  BOOST_TEST(op->machine.round_request().key == "a");
+
+  op->now += 2ms;
+  op->machine.answer(0, {}, reply::simple("OK"), op->now);
+  BOOST_TEST(op->actions().empty());  // one grant is no quorum
+  op->machine.answer(2, {}, reply::simple("OK"), op->now);
+  actions = op->actions();
+  BOOST_TEST((kinds(actions) == std::vector<kind>{kind::arm_timer, kind::complete}));
+  BOOST_TEST(!actions.back().code);
+  BOOST_TEST(!actions.front().at.has_value());
+  const auto& lease = *op->machine.lease();
+  BOOST_TEST((lease.current() == lease_state::phase::held));
+  BOOST_TEST(lease.granted_nodes() == 2u);
+  // validity = ttl - elapsed - drift (ttl * 0.01 + 2 ms), from the round's start.
+  BOOST_TEST((lease.validity().valid_until() == t0 + 10s - 100ms - 2ms));
+
+  // A grant after the decision counts for the lease and asks for nothing.
+  op->machine.answer(1, {}, reply::simple("OK"), op->now);
+  BOOST_TEST(op->actions().empty());
+  BOOST_TEST(lease.granted_nodes() == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(a_refused_try_releases_a_late_grant_only_once_it_answers) {
+  auto op = acquire("a", {}, true);
+  op->start();
+  op->actions();
+  op->machine.answer(0, {}, reply::nil(), op->now);
+  op->machine.answer(1, {}, reply::nil(), op->now);
+  auto actions = op->actions();
+  // Node 2 has not answered: its SET may still be granted, so the try's end releases it there.
+  BOOST_TEST((kinds(actions) == std::vector<kind>{kind::release, kind::arm_timer,
+                                                  kind::leave_queues, kind::complete}));
+  BOOST_TEST((actions[0].targets == std::vector<bool>{false, false, true}));
+  BOOST_TEST(actions[0].token == op->machine.lease()->token());
+  BOOST_TEST((actions.back().code == error::contended));
+  // Its grant, late, asks for nothing more: the release is on its way behind the SET.
+  op->machine.answer(2, {}, reply::simple("OK"), op->now);
+  BOOST_TEST(op->actions().empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_late_grant_of_a_lost_round_is_released_when_it_comes) {
+  auto op = acquire("a", waiting());
+  op->start();
+  op->actions();
+  op->machine.answer(0, {}, reply::nil(), op->now);
+  op->machine.answer(1, {}, reply::nil(), op->now);
+  auto actions = op->actions();
+  BOOST_TEST(!find(actions, kind::release));  // nothing granted yet: nothing to release
+  BOOST_TEST(find(actions, kind::listen));
+  BOOST_TEST(find(actions, kind::check_subscription));
+  op->machine.answer(2, {}, reply::simple("OK"), op->now);
+  actions = op->actions();
+  BOOST_REQUIRE(find(actions, kind::release));
+  BOOST_TEST((find(actions, kind::release)->targets == std::vector<bool>{false, false, true}));
+  // A refusal that comes late would have asked for nothing.
+}
+
+// The lost wake-up of a waiter: its second round waits for the subscription, so that a release
+// between the refusal and the subscription cannot go unheard.
+BOOST_AUTO_TEST_CASE(the_second_round_waits_for_the_subscription) {
+  auto op = acquire("a", waiting());
+  op->start();
+  op->actions();
+  for (std::size_t node = 0; node < 3; ++node)
+    op->machine.answer(node, {}, reply::nil(), op->now);
+  auto actions = op->actions();
+  BOOST_TEST((kinds(actions) == std::vector<kind>{kind::listen, kind::check_subscription}));
+  BOOST_TEST(actions[0].key == "a");
+  // Not settled yet: only a backstop timer (connect_timeout) and no round.
+  op->machine.subscription_state(false, op->now);
+  actions = op->actions();
+  BOOST_TEST((kinds(actions) == std::vector<kind>{kind::arm_timer}));
+  BOOST_TEST((*actions[0].at == op->now + space->options().connect_timeout));
+  // Subscribed: the next round follows within a round trip's jitter.
+  op->now += 3ms;
+  op->machine.subscription_changed(true, true, op->now);
+  actions = op->actions();
+  BOOST_REQUIRE(timer_of(actions).has_value());
+  BOOST_TEST((*timer_of(actions) <= op->now + 20ms));
+  op->now = *timer_of(actions);
+  op->machine.timer(op->now);
+  actions = op->actions();
+  BOOST_TEST((kinds(actions) == std::vector<kind>{kind::send_round}));
+  BOOST_TEST(actions[0].ballot == 2u);
+  // The second round asks for the holder's PTTL with its refusal.
+  BOOST_TEST((op->machine.round_request().form == set_form::asking_ttl));
+}
+
+// Drives `op` to its second round, sent, with every node subscribed.
+void to_second_round(host& op) {
+  op.start();
+  op.actions();
+  for (std::size_t node = 0; node < 3; ++node)
+    op.machine.answer(node, {}, reply::nil(), op.now);
+  op.actions();
+  op.machine.subscription_state(true, op.now);
+  const auto at = timer_of(op.actions());
+  op.now = *at;
+  op.machine.timer(op.now);
+  op.actions();
+}
+
+BOOST_AUTO_TEST_CASE(a_release_heard_during_the_round_wakes_the_waiter_after_it) {
+  auto op = acquire("a", waiting());
+  to_second_round(*op);
+  op->covered = true;  // a release would be heard: no backoff bounds the sleep
+  // The holder releases everywhere while our SETs are in flight; the announcements come first.
+  for (std::size_t node = 0; node < 3; ++node)
+    op->machine.announced(node, 0, op->now);
+  BOOST_TEST(op->actions().empty());  // kept until the round is decided
+  for (std::size_t node = 0; node < 3; ++node)
+    op->machine.answer(node, {}, reply::integer(9000), op->now);
+  const auto actions = op->actions();
+  // Without the news it would sleep until the holder's key expires (9 s); with it, the next round
+  // follows after a collision backoff of a few round trips.
+  BOOST_REQUIRE(timer_of(actions).has_value());
+  BOOST_TEST((*timer_of(actions) < op->now + 1s));
+}
+
+BOOST_AUTO_TEST_CASE(a_sleeping_waiter_wakes_on_a_release_and_not_before) {
+  auto op = acquire("a", waiting());
+  to_second_round(*op);
+  op->covered = true;
+  for (std::size_t node = 0; node < 3; ++node)
+    op->machine.answer(node, {}, reply::integer(9000), op->now);
+  auto actions = op->actions();
+  BOOST_REQUIRE(timer_of(actions).has_value());
+  // A release would be heard: asleep until the holder's key can have expired.
+  BOOST_TEST((*timer_of(actions) > op->now + 8s));
+  BOOST_TEST((*timer_of(actions) <= op->now + 10s));
+  // One node's release frees no quorum: still asleep.
+  op->machine.announced(0, 0, op->now);
+  BOOST_TEST(op->actions().empty());
+  // A second one may: the next round is due within a round trip's jitter.
+  op->machine.announced(1, 0, op->now);
+  actions = op->actions();
+  BOOST_REQUIRE(timer_of(actions).has_value());
+  BOOST_TEST((*timer_of(actions) <= op->now + 20ms));
+  // Further copies change nothing.
+  op->machine.announced(2, 0, op->now);
+  BOOST_TEST(op->actions().empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_waiter_that_might_miss_a_release_looks_again_after_its_backoff) {
+  auto op = acquire("a", waiting());
+  to_second_round(*op);
+  for (std::size_t node = 0; node < 3; ++node)
+    op->machine.answer(node, {}, reply::integer(9000), op->now);
+  const auto at = timer_of(op->actions());
+  BOOST_REQUIRE(at.has_value());
+  BOOST_TEST((*at > op->now));
+  BOOST_TEST((*at < op->now + 8s));
+}
+
+BOOST_AUTO_TEST_CASE(a_waiter_ends_at_its_deadline) {
+  auto op = acquire("a", waiting(100ms));
+  to_second_round(*op);
+  for (std::size_t node = 0; node < 3; ++node)
+    op->machine.answer(node, {}, reply::integer(9000), op->now);
+  const auto at = timer_of(op->actions());
+  BOOST_REQUIRE(at.has_value());
+  BOOST_TEST((*at <= t0 + 100ms));
+  op->now = t0 + 100ms;
+  op->machine.timer(op->now);
+  const auto actions = op->actions();
+  BOOST_TEST((kinds(actions) == std::vector<kind>{kind::arm_timer, kind::stop_listening,
+                                                  kind::leave_queues, kind::complete}));
+  BOOST_TEST((actions.back().code == error::wait_timeout));
+}
+
+BOOST_AUTO_TEST_CASE(cancelled_in_a_round_it_releases_what_it_may_have_set) {
+  auto op = acquire("a", waiting());
+  op->start();
+  op->actions();
+  op->machine.answer(0, {}, reply::simple("OK"), op->now);
+  // A cancellation of type total asks an operation to stop only if nothing happened yet.
+  op->machine.cancel(boost::asio::cancellation_type::total);
+  BOOST_TEST(op->actions().empty());
+  op->machine.cancel(boost::asio::cancellation_type::terminal);
+  const auto actions = op->actions();
+  BOOST_REQUIRE(find(actions, kind::release));
+  BOOST_TEST((find(actions, kind::release)->targets == std::vector<bool>{true, true, true}));
+  BOOST_TEST(actions.back().what == kind::complete);
+  BOOST_TEST((actions.back().code == boost::asio::error::operation_aborted));
+  // Answers after the end ask for nothing.
+  op->machine.answer(1, {}, reply::simple("OK"), op->now);
+  BOOST_TEST(op->actions().empty());
+}
+
+BOOST_AUTO_TEST_CASE(cancelled_while_queued_it_leaves_the_queue_and_sends_nothing) {
+  auto first = acquire("a");
+  first->start();
+  first->actions();
+  auto second = acquire("a", waiting());
+  second->start();
+  auto actions = second->actions();
+  // Behind a local acquire: nothing sent, subscribed for a hand-off limit, the deadline armed.
+  BOOST_TEST((kinds(actions) == std::vector<kind>{kind::watch, kind::listen, kind::arm_timer}));
+  second->machine.cancel(boost::asio::cancellation_type::terminal);
+  actions = second->actions();
+  BOOST_TEST((kinds(actions) == std::vector<kind>{kind::arm_timer, kind::stop_listening,
+                                                  kind::leave_queues, kind::complete}));
+  BOOST_TEST((actions.back().code == boost::asio::error::operation_aborted));
+}
+
+BOOST_AUTO_TEST_CASE(a_queued_acquire_starts_when_the_local_holder_hands_over) {
+  auto first = acquire("a");
+  first->start();
+  first->actions();
+  for (std::size_t node = 0; node < 3; ++node)
+    first->machine.answer(node, {}, reply::simple("OK"), first->now);
+  first->actions();
+  auto second = acquire("a", waiting());
+  second->start();
+  second->actions();
+  // The holder's release hands the resource on: the waiter's SET follows it at once.
+  auto& lease = *first->machine.lease();
+  space->queues().holder_gone(lease.local_hold, lease.queue_names(), {});
+  const auto actions = second->actions();
+  BOOST_TEST((kinds(actions) == std::vector<kind>{kind::send_round}));
+}
+
+BOOST_AUTO_TEST_CASE(a_set_waits_in_every_queue_and_goes_once_all_are_free) {
+  auto holder = acquire("b");
+  holder->start();
+  holder->actions();
+  for (std::size_t node = 0; node < 3; ++node)
+    holder->machine.answer(node, {}, reply::simple("OK"), holder->now);
+  holder->actions();
+
+  auto set = std::make_shared<host>(
+      *space, std::make_unique<set_rounds>(std::vector<std::string>{"a", "b"}), "a", waiting(),
+      false);
+  set->machine.lease()->hold_set({"a", "b"});
+  set->start();
+  auto actions = set->actions();
+  BOOST_TEST(!find(actions, kind::send_round));  // "b" is held here
+  // An acquire of "a" alone is not kept waiting by the set that cannot start.
+  auto single = acquire("a", waiting());
+  single->start();
+  BOOST_TEST(find(single->actions(), kind::send_round));
+  for (std::size_t node = 0; node < 3; ++node)
+    single->machine.answer(node, {}, reply::simple("OK"), single->now);
+  single->actions();
+  // "b" released: the set still waits for "a".
+  auto& b = *holder->machine.lease();
+  space->queues().holder_gone(b.local_hold, b.queue_names(), {});
+  BOOST_TEST(!find(set->actions(), kind::send_round));
+  // "a" released: both free, the set goes.
+  auto& a = *single->machine.lease();
+  space->queues().holder_gone(a.local_hold, a.queue_names(), {});
+  actions = set->actions();
+  BOOST_REQUIRE(find(actions, kind::send_round));
+  BOOST_TEST((set->machine.round_request().form == set_form::asking_ttl));
+}
+
+BOOST_AUTO_TEST_CASE(a_fenced_round_is_held_once_its_token_is_written_back) {
+  lock_options options = waiting();
+  options.fencing = true;
+  auto op = acquire("a", options);
+  op->start();
+  op->actions();
+  op->machine.answer(0, {}, reply::array({reply::integer(5)}), op->now);
+  op->machine.answer(1, {}, reply::array({reply::integer(3)}), op->now);
+  auto actions = op->actions();
+  BOOST_TEST((kinds(actions) == std::vector<kind>{kind::write_back_fence}));
+  const auto& plan = op->machine.fence_plan();
+  BOOST_REQUIRE(plan.size() == 1u);
+  BOOST_TEST(plan[0].fence == 5u);
+  BOOST_TEST((plan[0].counters[0] == std::optional<std::uint64_t>(5)));
+  BOOST_TEST((plan[0].counters[1] == std::optional<std::uint64_t>(3)));
+  BOOST_TEST(!plan[0].counters[2].has_value());
+  BOOST_TEST((op->machine.fence_pending() == std::vector<bool>{false, false, true}));
+  BOOST_TEST((op->machine.lease()->current() == lease_state::phase::never_held));
+  // The third grant comes during the write-back: it goes to the write-back with its counter.
+  op->machine.answer(2, {}, reply::array({reply::integer(4)}), op->now);
+  actions = op->actions();
+  BOOST_REQUIRE(find(actions, kind::late_grant_to_write_backs));
+  BOOST_TEST(find(actions, kind::late_grant_to_write_backs)->node == 2u);
+  BOOST_TEST((find(actions, kind::late_grant_to_write_backs)->counters ==
+              std::vector<std::optional<std::uint64_t>>{4}));
+  // An outcome of another round changes nothing.
+  op->machine.fence_written_back(7, 0, true, {}, op->now);
+  BOOST_TEST(op->actions().empty());
+  op->machine.fence_written_back(op->machine.rounds(), 0, true, {}, op->now);
+  actions = op->actions();
+  BOOST_TEST(actions.back().what == kind::complete);
+  BOOST_TEST(!actions.back().code);
+  BOOST_TEST((op->machine.lease()->fencing_token() == std::optional<std::uint64_t>(5)));
+}
+
+BOOST_AUTO_TEST_CASE(an_unconfirmed_write_back_releases_the_round_and_waits) {
+  lock_options options = waiting();
+  options.fencing = true;
+  auto op = acquire("a", options);
+  op->start();
+  op->actions();
+  for (std::size_t node = 0; node < 3; ++node)
+    op->machine.answer(node, {}, reply::array({reply::integer(node + 1)}), op->now);
+  op->actions();
+  node_answers answers(3);
+  op->machine.fence_written_back(op->machine.rounds(), 0, false, answers, op->now);
+  const auto actions = op->actions();
+  BOOST_REQUIRE(find(actions, kind::release));
+  BOOST_TEST((find(actions, kind::release)->targets == std::vector<bool>{true, true, true}));
+  BOOST_TEST(!find(actions, kind::complete));
+  BOOST_TEST(timer_of(actions).has_value());  // asleep until the next round
+  BOOST_TEST(op->machine.lease()->diagnostics().find("fencing write-back") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(bad_options_complete_at_once_without_touching_the_queues) {
+  lock_options options;
+  options.ttl = 0ms;
+  auto op = std::make_shared<host>(*space, std::make_unique<lock_rounds>("a"), "a", options, false);
+  op->start();
+  const auto actions = op->actions();
+  BOOST_TEST((kinds(actions) == std::vector<kind>{kind::complete}));
+  BOOST_TEST((actions[0].code == error::invalid_argument));
+  BOOST_TEST(space->queues().find("a") == nullptr);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace redlock::detail
