@@ -1,6 +1,7 @@
 #include "redlock/client.hpp"
 
 #include "client_impl.hpp"
+#include "config/options_check.hpp"
 #include "ops/acquire.hpp"
 #include "ops/by_token.hpp"
 #include "ops/inspect.hpp"
@@ -10,6 +11,9 @@
 #include "redlock/semaphore.hpp"
 
 namespace redlock::detail {
+
+// The operations that check a semaphore's count know the limit as most_permits.
+static_assert(most_permits == semaphore::max_permits);
 
 namespace asio = boost::asio;
 

@@ -23,6 +23,10 @@ inline constexpr std::size_t longest_unix_path = 107;
 // front; 64 is far above any real replica set and still catches "wait_replicas=1000".
 inline constexpr unsigned most_wait_replicas = 64;
 
+// The most permits a semaphore may have: semaphore::max_permits, for the operations that check a
+// count (client.cpp keeps the two equal).
+inline constexpr std::size_t most_permits = 1024;
+
 // "host[:port]" or "[IPv6]:port" taken apart, the way a node URL's host and a seed are written.
 struct endpoint {
   std::string host;                   // without the brackets of an IPv6 address

@@ -4,9 +4,9 @@
 #include "algo/validity.hpp"
 #include "lock/scripts.hpp"
 #include "ops/acquire_machine.hpp"
-#include "test_hooks.hpp"
 #include "text.hpp"
 #include "token.hpp"
+#include "unsafe_switches.hpp"
 
 #include <fmt/format.h>
 
@@ -179,7 +179,7 @@ void acquire_machine::write_back_fence(steady_clock::time_point valid_until,
     }
     write.fence = fence_of(write.counters);
   }
-  if (skipping_fence_write_back()) {  // unsafe: tests only (test_hooks.hpp)
+  if (skipping_fence_write_back()) {  // unsafe: tests only (unsafe_switches.hpp)
     write_backs_undecided_ = 1;
     return fence_written_back(rounds_, 0, true, {}, now);
   }

@@ -2,11 +2,11 @@
 
 #include "algo/inspection.hpp"
 #include "completion.hpp"
+#include "config/options_check.hpp"
 #include "lock/key_names.hpp"
 #include "lock/scripts.hpp"
 #include "lock_space.hpp"
 #include "ops/vote.hpp"
-#include "redlock/semaphore.hpp"
 #include "resp/encoder.hpp"
 #include "text.hpp"
 
@@ -128,9 +128,9 @@ void start_inspect_permits(const std::shared_ptr<lock_space>& space, std::string
   std::string problem;
   if (name.empty()) {
     problem = "redlock: cannot inspect a semaphore without a name";
-  } else if (permits == 0 || permits > semaphore::max_permits) {
+  } else if (permits == 0 || permits > most_permits) {
     problem = fmt::format("redlock: cannot inspect semaphore {}: {} permits, not 1..{}",
-                          quoted_resource(name), permits, semaphore::max_permits);
+                          quoted_resource(name), permits, most_permits);
   }
   if (!problem.empty()) {
     keys.push_back(std::move(name));  // one inspection, to carry the diagnostics

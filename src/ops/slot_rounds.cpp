@@ -1,10 +1,10 @@
 #include "ops/slot_rounds.hpp"
 
+#include "config/options_check.hpp"
 #include "lease_state.hpp"
 #include "lock/key_names.hpp"
 #include "lock/local_queues.hpp"
 #include "lock/scripts.hpp"
-#include "redlock/semaphore.hpp"
 #include "resp/script.hpp"
 #include "text.hpp"
 
@@ -20,7 +20,7 @@ slot_rounds::slot_rounds(std::string name, std::size_t permits, bool single_roun
       permits_key_(semaphore_permits_key(name_)),
       first_slot_key_(queue_key_ + "0") {
   // A count out of bounds is refused by problem() before any round.
-  if (permits > semaphore::max_permits) return;
+  if (permits > most_permits) return;
   watch_.reset_unknown(permits);
   tried_in_this_try_.assign(permits, false);
   for (std::size_t slot = 0; slot < permits; ++slot)
@@ -38,9 +38,8 @@ std::string slot_rounds::problem(std::size_t max_reply_memory) const {
   std::string problem;
   if (name_.empty()) {
     problem = "its name is empty";
-  } else if (count_ == 0 || count_ > semaphore::max_permits) {
-    problem =
-        fmt::format("permits must be between 1 and {}, not {}", semaphore::max_permits, count_);
+  } else if (count_ == 0 || count_ > most_permits) {
+    problem = fmt::format("permits must be between 1 and {}, not {}", most_permits, count_);
   } else if (const std::size_t refusal_bytes =
                  count_ * semaphore_refusal_bytes_per_permit + 256;  // every slot's PTTL as text
              refusal_bytes > max_reply_memory) {

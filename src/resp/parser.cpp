@@ -1,6 +1,7 @@
 #include "resp/parser.hpp"
 
 #include "redlock/error.hpp"
+#include "resp/peer_text.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -13,6 +14,16 @@
 #include <utility>
 
 namespace redlock::resp {
+
+using peer_text::excerpt;
+using peer_text::hex_byte;
+using peer_text::int_status;
+using peer_text::num;
+using peer_text::parse_double;
+using peer_text::parse_int64;
+using peer_text::size_word;
+using peer_text::valid_big_number;
+
 namespace {
 
 // A declared size is a claim by the peer, not a fact: never reserve more than this up front.
@@ -20,104 +31,6 @@ constexpr std::size_t k_max_reserve = 1024;
 // The buffer never shrinks below this; below it, reallocating costs more than it saves.
 constexpr std::size_t k_shrink_floor = 1024 * 1024;
 constexpr std::size_t k_min_capacity = 4096;
-// Peer bytes quoted in an error message are cut to this many.
-constexpr std::size_t k_max_excerpt = 32;
-
-constexpr char k_hex[] = "0123456789abcdef";
-
-std::string hex_byte(char c) {
-  const auto u = static_cast<unsigned char>(c);
-  std::string s = "0x";
-  s += k_hex[u >> 4];
-  s += k_hex[u & 0x0f];
-  return s;
-}
-
-// Peer bytes as a quoted, printable, bounded excerpt for an error message.
-std::string excerpt(std::string_view s) {
-  std::string out = "'";
-  const std::size_t shown = std::min(s.size(), k_max_excerpt);
-  for (std::size_t i = 0; i < shown; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c >= 0x7f || c == '\'' || c == '\\') {
-      out += "\\x";
-      out += k_hex[c >> 4];
-      out += k_hex[c & 0x0f];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += shown < s.size() ? "'..." : "'";
-  return out;
-}
-
-std::string num(std::uint64_t n) {
-  return std::to_string(n);
-}
-
-// The word naming a sized type in error messages ("bulk length ... exceeds limit ...").
-const char* size_word(char type_byte) noexcept {
-  switch (type_byte) {
-    case '$':
-      return "bulk";
-    case '=':
-      return "verbatim";
-    case '!':
-      return "blob error";
-    case '*':
-      return "array";
-    case '%':
-      return "map";
-    case '~':
-      return "set";
-    case '>':
-      return "push";
-    case '|':
-      return "attribute";
-    default:
-      return "unknown";
-  }
-}
-
-bool is_digit(char c) noexcept {
-  return c >= '0' && c <= '9';
-}
-
-enum class int_status { ok, empty, bad, overflow };
-
-// Strict decimal int64: an optional sign ('+' only when allowed) followed by at least one digit
-// and nothing else. std::from_chars alone would accept a leading '-' before nothing and stop
-// quietly at junk, so both are checked here.
-int_status parse_int64(std::string_view s, bool allow_plus, std::int64_t& out) noexcept {
-  if (s.empty()) return int_status::empty;
-  const char* first = s.data();
-  const char* const last = first + s.size();
-  const char* digits = first;
-  if (*first == '-') {
-    ++digits;
-  } else if (allow_plus && *first == '+') {
-    first = ++digits;  // std::from_chars takes no '+'
-  }
-  if (digits == last || !is_digit(*digits)) return int_status::bad;
-  const auto [ptr, ec] = std::from_chars(first, last, out);
-  if (ec == std::errc::result_out_of_range) return int_status::overflow;
-  if (ec != std::errc{} || ptr != last) return int_status::bad;
-  return int_status::ok;
-}
-
-bool parse_double(std::string_view s, double& out) noexcept {
-  // RESP3 allows an explicit '+', which std::from_chars does not.
-  if (s.size() > 1 && s[0] == '+' && s[1] != '-' && s[1] != '+') s.remove_prefix(1);
-  if (s.empty()) return false;
-  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc{} && ptr == s.data() + s.size();
-}
-
-bool valid_big_number(std::string_view s) noexcept {
-  if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
-  if (s.empty()) return false;
-  return std::all_of(s.begin(), s.end(), is_digit);
-}
 
 }  // namespace
 

@@ -2,7 +2,7 @@
 #define REDLOCK_TEST_CLOCK_VIRTUAL_CLOCK_HPP
 
 // A clock that only moves when a test moves it, put into the library through its clock seam
-// (src/clock.hpp: compiled with REDLOCK_CLOCK_HEADER naming this file).
+// (src/clock.hpp: chosen through test/clock/seam/lock_clock_choice.hpp).
 
 #include <chrono>
 
@@ -28,6 +28,13 @@ struct lock_clock {
     return at;
   }
 };
+
+// The date moves with the virtual clock.
+inline std::chrono::system_clock::time_point lock_wall_now() noexcept {
+  return std::chrono::system_clock::time_point{} +
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(
+             lock_clock::now().time_since_epoch());
+}
 
 }  // namespace redlock::detail
 

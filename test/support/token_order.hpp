@@ -8,7 +8,7 @@
 #include "support/client_options.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
-#include "test_hooks.hpp"
+#include "unsafe_switches.hpp"
 
 #include <fmt/format.h>
 

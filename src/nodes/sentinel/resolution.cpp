@@ -186,7 +186,7 @@ asio::awaitable<void> sentinel_router::learn_record(std::shared_ptr<connection> 
   auto [ec, reply] = co_await link->async_exec(std::span<const std::string_view>(command), rules,
                                                asio::as_tuple(asio::use_awaitable));
   if (ec || closing_ || master_at_ != master) co_return;  // moved on meanwhile: not its record
-  if (auto record = read_master_record(reply, master, std::chrono::system_clock::now())) {
+  if (auto record = read_master_record(reply, master, lock_wall_now())) {
     record_ = *record;
   }
 }
@@ -210,7 +210,7 @@ bool sentinel_router::adopt(const cluster_endpoint& master) {
       std::make_unique<standalone_node>(executor_, server_of(config_, master), std::move(settings));
   const bool first = !master_at_;
   master_at_ = master;
-  record_ = master_record{.since = std::chrono::system_clock::now(), .config_epoch = std::nullopt};
+  record_ = master_record{.since = lock_wall_now(), .config_epoch = std::nullopt};
   if (settings_.logger) {
     call_logger(
         settings_.logger, executor_, log_level::info,

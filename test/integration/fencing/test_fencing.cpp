@@ -17,7 +17,7 @@
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
 #include "support/token_order.hpp"
-#include "test_hooks.hpp"
+#include "unsafe_switches.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>

@@ -3,11 +3,10 @@
 // permit of a redlock::semaphore instead of the lock, with 1, 4 and 16 permits; and in the same run
 // the contention workload itself, so that one permit can be set against the mutex it stands for.
 
-#include "redlock/semaphore.hpp"
-
 #include "bench_support.hpp"
 #include "lock/key_names.hpp"
 #include "redlock/lease.hpp"
+#include "redlock/semaphore.hpp"
 #include "support/async_test.hpp"
 #include "workloads/contention.hpp"
 #include "workloads/workloads.hpp"

@@ -1,4 +1,4 @@
-#include "test_hooks.hpp"
+#include "unsafe_switches.hpp"
 
 namespace redlock::detail {
 

@@ -1,5 +1,5 @@
-#ifndef REDLOCK_TEST_HOOKS_HPP
-#define REDLOCK_TEST_HOOKS_HPP
+#ifndef REDLOCK_UNSAFE_SWITCHES_HPP
+#define REDLOCK_UNSAFE_SWITCHES_HPP
 
 // Switches that make the library unsafe on purpose, for the tests that show a checker catching
 // what they break. Compiled in only where the tests are built (REDLOCK_TEST_HOOKS, set by
