@@ -76,6 +76,12 @@ class host final : public queued_acquire,
   bool covered = false;  // every node subscribed
 };
 
+// Each of the three nodes answers the current round with `reply`, at the host's time.
+void every_node_answers(host& op, const resp::value& reply) {
+  for (std::size_t node = 0; node < 3; ++node)
+    op.machine.answer(node, {}, reply, op.now);
+}
+
 std::vector<kind> kinds(const std::vector<acquire_action>& actions) {
   std::vector<kind> out;
   for (const auto& action : actions)
@@ -210,8 +216,7 @@ BOOST_AUTO_TEST_CASE(the_second_round_waits_for_the_subscription) {
   auto op = acquire("a", waiting());
   op->start();
   op->actions();
-  for (std::size_t node = 0; node < 3; ++node)
-    op->machine.answer(node, {}, reply::nil(), op->now);
+  every_node_answers(*op, reply::nil());
   auto actions = op->actions();
   BOOST_TEST((kinds(actions) == std::vector<kind>{kind::listen, kind::check_subscription}));
   BOOST_TEST(actions[0].key == "a");
@@ -239,8 +244,7 @@ BOOST_AUTO_TEST_CASE(the_second_round_waits_for_the_subscription) {
 void to_second_round(host& op) {
   op.start();
   op.actions();
-  for (std::size_t node = 0; node < 3; ++node)
-    op.machine.answer(node, {}, reply::nil(), op.now);
+  every_node_answers(op, reply::nil());
   op.actions();
   op.machine.subscription_state(true, op.now);
   const auto at = timer_of(op.actions());
@@ -257,8 +261,7 @@ BOOST_AUTO_TEST_CASE(a_release_heard_during_the_round_wakes_the_waiter_after_it)
   for (std::size_t node = 0; node < 3; ++node)
     op->machine.announced(node, 0, op->now);
   BOOST_TEST(op->actions().empty());  // kept until the round is decided
-  for (std::size_t node = 0; node < 3; ++node)
-    op->machine.answer(node, {}, reply::integer(9000), op->now);
+  every_node_answers(*op, reply::integer(9000));
   const auto actions = op->actions();
   // Without the news it would sleep until the holder's key expires (9 s); with it, the next round
   // follows after a collision backoff of a few round trips.
@@ -270,8 +273,7 @@ BOOST_AUTO_TEST_CASE(a_sleeping_waiter_wakes_on_a_release_and_not_before) {
   auto op = acquire("a", waiting());
   to_second_round(*op);
   op->covered = true;
-  for (std::size_t node = 0; node < 3; ++node)
-    op->machine.answer(node, {}, reply::integer(9000), op->now);
+  every_node_answers(*op, reply::integer(9000));
   auto actions = op->actions();
   BOOST_REQUIRE(timer_of(actions).has_value());
   // A release would be heard: asleep until the holder's key can have expired.
@@ -293,8 +295,7 @@ BOOST_AUTO_TEST_CASE(a_sleeping_waiter_wakes_on_a_release_and_not_before) {
 BOOST_AUTO_TEST_CASE(a_waiter_that_might_miss_a_release_looks_again_after_its_backoff) {
   auto op = acquire("a", waiting());
   to_second_round(*op);
-  for (std::size_t node = 0; node < 3; ++node)
-    op->machine.answer(node, {}, reply::integer(9000), op->now);
+  every_node_answers(*op, reply::integer(9000));
   const auto at = timer_of(op->actions());
   BOOST_REQUIRE(at.has_value());
   BOOST_TEST((*at > op->now));
@@ -304,8 +305,7 @@ BOOST_AUTO_TEST_CASE(a_waiter_that_might_miss_a_release_looks_again_after_its_ba
 BOOST_AUTO_TEST_CASE(a_waiter_ends_at_its_deadline) {
   auto op = acquire("a", waiting(100ms));
   to_second_round(*op);
-  for (std::size_t node = 0; node < 3; ++node)
-    op->machine.answer(node, {}, reply::integer(9000), op->now);
+  every_node_answers(*op, reply::integer(9000));
   const auto at = timer_of(op->actions());
   BOOST_REQUIRE(at.has_value());
   BOOST_TEST((*at <= t0 + 100ms));
@@ -356,8 +356,7 @@ BOOST_AUTO_TEST_CASE(a_queued_acquire_starts_when_the_local_holder_hands_over) {
   auto first = acquire("a");
   first->start();
   first->actions();
-  for (std::size_t node = 0; node < 3; ++node)
-    first->machine.answer(node, {}, reply::simple("OK"), first->now);
+  every_node_answers(*first, reply::simple("OK"));
   first->actions();
   auto second = acquire("a", waiting());
   second->start();
@@ -373,8 +372,7 @@ BOOST_AUTO_TEST_CASE(a_set_waits_in_every_queue_and_goes_once_all_are_free) {
   auto holder = acquire("b");
   holder->start();
   holder->actions();
-  for (std::size_t node = 0; node < 3; ++node)
-    holder->machine.answer(node, {}, reply::simple("OK"), holder->now);
+  every_node_answers(*holder, reply::simple("OK"));
   holder->actions();
 
   auto set = track(std::make_shared<host>(
@@ -388,8 +386,7 @@ BOOST_AUTO_TEST_CASE(a_set_waits_in_every_queue_and_goes_once_all_are_free) {
   auto single = acquire("a", waiting());
   single->start();
   BOOST_TEST(find(single->actions(), kind::send_round));
-  for (std::size_t node = 0; node < 3; ++node)
-    single->machine.answer(node, {}, reply::simple("OK"), single->now);
+  every_node_answers(*single, reply::simple("OK"));
   single->actions();
   // "b" released: the set still waits for "a".
   auto& b = *holder->machine.lease();
@@ -444,7 +441,7 @@ BOOST_AUTO_TEST_CASE(an_unconfirmed_write_back_releases_the_round_and_waits) {
   auto op = acquire("a", options);
   op->start();
   op->actions();
-  for (std::size_t node = 0; node < 3; ++node)
+  for (std::size_t node = 0; node < 3; ++node)  // counters 1, 2, 3
     op->machine.answer(node, {}, reply::array({reply::integer(node + 1)}), op->now);
   op->actions();
   node_answers answers(3);
