@@ -126,6 +126,9 @@ struct fixture {
     return op;
   }
 
+  // An acquire of `resource` that every node granted: its lease holds it locally.
+  std::shared_ptr<host> held(const std::string& resource);
+
   std::shared_ptr<host> acquire(const std::string& resource, lock_options options = {},
                                 bool single_round = false) {
     if (options.ttl == std::chrono::milliseconds{0}) options.ttl = 10s;
@@ -137,6 +140,15 @@ struct fixture {
   std::shared_ptr<lock_space> space;
   std::vector<std::weak_ptr<host>> hosts;
 };
+
+std::shared_ptr<host> fixture::held(const std::string& resource) {
+  auto op = acquire(resource);
+  op->start();
+  op->actions();
+  every_node_answers(*op, reply::simple("OK"));
+  op->actions();
+  return op;
+}
 
 lock_options waiting(std::chrono::milliseconds wait = 60s) {
   lock_options options;
@@ -353,11 +365,7 @@ BOOST_AUTO_TEST_CASE(cancelled_while_queued_it_leaves_the_queue_and_sends_nothin
 }
 
 BOOST_AUTO_TEST_CASE(a_queued_acquire_starts_when_the_local_holder_hands_over) {
-  auto first = acquire("a");
-  first->start();
-  first->actions();
-  every_node_answers(*first, reply::simple("OK"));
-  first->actions();
+  auto first = held("a");
   auto second = acquire("a", waiting());
   second->start();
   second->actions();
@@ -369,11 +377,7 @@ BOOST_AUTO_TEST_CASE(a_queued_acquire_starts_when_the_local_holder_hands_over) {
 }
 
 BOOST_AUTO_TEST_CASE(a_set_waits_in_every_queue_and_goes_once_all_are_free) {
-  auto holder = acquire("b");
-  holder->start();
-  holder->actions();
-  every_node_answers(*holder, reply::simple("OK"));
-  holder->actions();
+  auto holder = held("b");
 
   auto set = track(std::make_shared<host>(
       *space, std::make_unique<set_rounds>(std::vector<std::string>{"a", "b"}), "a", waiting(),
