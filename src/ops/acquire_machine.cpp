@@ -29,9 +29,11 @@ std::optional<acquire_action> acquire_machine::next_action() {
   if (head_ == actions_.size()) {
     actions_.clear();
     head_ = 0;
+    releases_.clear();
+    late_grants_.clear();
     return std::nullopt;
   }
-  return std::move(actions_[head_++]);
+  return actions_[head_++];
 }
 
 void acquire_machine::start(steady_clock::time_point now,
@@ -265,13 +267,13 @@ void acquire_machine::listen() {
   if (listening_ || single_round_ || !space_.announces_releases()) return;
   listening_ = true;
   listened_ = lease_->resource();
-  ask({.what = acquire_action::kind::listen, .key = listened_});
+  ask(acquire_action::kind::listen);
 }
 
 void acquire_machine::stop_listening() {
   if (!listening_) return;
   listening_ = false;
-  ask({.what = acquire_action::kind::stop_listening, .key = std::move(listened_)});
+  ask(acquire_action::kind::stop_listening);
 }
 
 void acquire_machine::succeed(steady_clock::time_point valid_until) {

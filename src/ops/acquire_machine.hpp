@@ -38,15 +38,15 @@ struct acquire_action {
     // Wake the machine (acquire_machine::timer) at `at`; without `at`, never (a pending wait is
     // stale from now on).
     arm_timer,
-    // A token-checked release of `key` (set to `token`) on the nodes in `targets` (all when
-    // empty); `with_mark`: a waiting writer's, which also deletes its mark.
+    // A token-checked release (acquire_machine::release_of).
     release,
     // The held round's fencing write-back, one per fenced resource (acquire_machine::fence_plan);
     // each reports to acquire_machine::fence_written_back.
     write_back_fence,
-    // A grant of the held round after its decision, for the write-backs: `counters` by resource.
+    // A grant of the held round after its decision, for the write-backs
+    // (acquire_machine::late_grant_of).
     late_grant_to_write_backs,
-    // Hold (or drop) an interest in release announcements of `key`.
+    // Hold (or drop) an interest in release announcements (of acquire_machine::listened).
     listen,
     stop_listening,
     // Tell acquire_machine::subscription_state whether the subscriptions for the lease's
@@ -61,16 +61,20 @@ struct acquire_action {
   };
 
   kind what = kind::complete;
-  std::size_t ballot = 0;
-  std::optional<steady_clock::time_point> at{};
-  std::string key{};
-  std::string token{};
+  // send_round: the ballot; release, late_grant_to_write_backs: which one.
+  std::size_t index = 0;
+  std::optional<steady_clock::time_point> at{};  // arm_timer
+  resource_queue* queue = nullptr;               // start_next_waiter
+  boost::system::error_code code{};              // complete
+};
+
+// What a release action releases: `key` (set to `token`) on the nodes in `targets` (all when
+// empty); `with_mark`: a waiting writer's, which also deletes its mark.
+struct acquire_release {
+  std::string key;
+  std::string token;
   std::vector<bool> targets{};
   bool with_mark = false;
-  std::size_t node = 0;
-  std::vector<std::optional<std::uint64_t>> counters{};
-  resource_queue* queue = nullptr;
-  boost::system::error_code code{};
 };
 
 // What an acquire machine reads of the client's release subscriptions (release_listener), given
@@ -167,10 +171,19 @@ class acquire_machine {
   const std::vector<bool>& fence_pending() const noexcept { return fence_pending_; }
   // The number of the current round (the first is 1).
   unsigned rounds() const noexcept { return rounds_; }
-  // What a release action deletes (the views point into the action and the strategy).
-  hold_keys hold_of(const acquire_action& release) const {
-    return strategy_->round_hold(release.key, release.with_mark);
+  // What release action `release` releases, until every action asked so far was taken; the
+  // keys it deletes (the views point into `what` and the strategy).
+  const acquire_release& release_of(const acquire_action& release) const {
+    return releases_[release.index];
   }
+  hold_keys hold_of(const acquire_release& what) const {
+    return strategy_->round_hold(what.key, what.with_mark);
+  }
+  const late_grant& late_grant_of(const acquire_action& late) const {
+    return late_grants_[late.index];
+  }
+  // The resource of the interest in announcements that listen and stop_listening are about.
+  const std::string& listened() const noexcept { return listened_; }
   // What the observer is told of the acquire that completed with `ec` at `now`.
   acquire_event event(boost::system::error_code ec, steady_clock::time_point now) const;
   bool finished() const noexcept { return stage_ == stage::finished; }
@@ -319,9 +332,12 @@ class acquire_machine {
   const announcement_facts& announcements_;
   bool single_round_;
   backoff retry_;
-  // Asked for and not yet taken by the driver, oldest first from head_.
+  // Asked for and not yet taken by the driver, oldest first from head_; what the release and
+  // late-grant actions among them refer to. All three are emptied once every action is taken.
   boost::container::small_vector<acquire_action, 4> actions_;
   std::size_t head_ = 0;
+  std::vector<acquire_release> releases_;
+  std::vector<late_grant> late_grants_;
   std::optional<steady_clock::time_point> deadline_;
   stage stage_ = stage::idle;
   std::optional<round_strategy::round_request> request_;  // the current round's

@@ -57,7 +57,7 @@ void acquire_machine::begin_round(steady_clock::time_point now) {
     fenced_keys_ = strategy_->fenced_keys();
     fences_.assign(fenced_keys_.size(), std::vector<std::optional<std::uint64_t>>(nodes().size()));
   }
-  ask({.what = acquire_action::kind::send_round, .ballot = ++ballot_});
+  ask({.what = acquire_action::kind::send_round, .index = ++ballot_});
 }
 
 void acquire_machine::answer(std::size_t node, error_code ec, const resp::value& reply,
@@ -86,7 +86,7 @@ void acquire_machine::answer(std::size_t node, error_code ec, const resp::value&
     case acquire_round::step::decided_before:
       note_late_refusal(node, answer, now);
       if (stage_ == stage::fencing) {
-        acquire_action late{.what = acquire_action::kind::late_grant_to_write_backs, .node = node};
+        late_grant late{.node = node};
         late.counters.resize(fence_plan_.size());
         for (std::size_t r = 0; r < fence_plan_.size(); ++r) {
           if (form_ != set_form::fenced_set) {
@@ -95,7 +95,9 @@ void acquire_machine::answer(std::size_t node, error_code ec, const resp::value&
             late.counters[r] = answer.counters[r];
           }
         }
-        ask(std::move(late));
+        late_grants_.push_back(std::move(late));
+        ask({.what = acquire_action::kind::late_grant_to_write_backs,
+             .index = late_grants_.size() - 1});
       }
       return answered_after_decision(node);
     case acquire_round::step::undecided:
@@ -258,22 +260,19 @@ std::vector<std::string> acquire_machine::lasting_failures() const {
 
 void acquire_machine::release_where(std::vector<bool> targets, std::string key, std::string token) {
   if (std::find(targets.begin(), targets.end(), true) == targets.end()) return;
-  ask({.what = acquire_action::kind::release,
-       .key = std::move(key),
-       .token = std::move(token),
-       .targets = std::move(targets)});
+  releases_.push_back(
+      {.key = std::move(key), .token = std::move(token), .targets = std::move(targets)});
+  ask({.what = acquire_action::kind::release, .index = releases_.size() - 1});
 }
 
 void acquire_machine::drop_marks(std::optional<std::size_t> node) {
-  acquire_action drop{.what = acquire_action::kind::release,
-                      .key = lease_->resource(),
-                      .token = lease_->token(),
-                      .with_mark = true};
+  acquire_release drop{.key = lease_->resource(), .token = lease_->token(), .with_mark = true};
   if (node) {
     drop.targets.assign(nodes().size(), false);
     drop.targets[*node] = true;
   }
-  ask(std::move(drop));
+  releases_.push_back(std::move(drop));
+  ask({.what = acquire_action::kind::release, .index = releases_.size() - 1});
 }
 
 void acquire_machine::note_mark(std::size_t node) {

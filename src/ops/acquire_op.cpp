@@ -5,7 +5,6 @@
 
 namespace redlock::detail {
 
-namespace asio = boost::asio;
 using boost::system::error_code;
 
 acquire_op::acquire_op(std::shared_ptr<lock_space> space, std::unique_ptr<round_strategy> strategy,
@@ -31,7 +30,7 @@ void acquire_op::perform(const acquire_action& action) {
   switch (action.what) {
     case kind::watch:
       space_->track(this);
-      return done_.on_cancel([weak = weak_from_this()](asio::cancellation_type type) {
+      return done_.on_cancel([weak = weak_from_this()](boost::asio::cancellation_type type) {
         if (auto self = weak.lock()) self->cancel(type);
       });
     case kind::send_round: {
@@ -44,21 +43,23 @@ void acquire_op::perform(const acquire_action& action) {
     case kind::arm_timer:
       if (!action.at) return timer_.disarm();
       return timer_.arm(space_->executor(), *action.at, weak_from_this(), [](acquire_op& self) {
-        self.drive([](acquire_machine& m, moment now) { m.timer(now); });
+        self.drive([](acquire_machine& m, moment now) { m.timer(now); }, true);
       });
-    case kind::release:
+    case kind::release: {
+      const acquire_release what = machine_.release_of(action);  // more may be asked meanwhile
       return space_->nodes().release_best_effort(
-          machine_.hold_of(action), action.token, space_->options().release_channel,
-          lease().options().ttl, action.targets.empty() ? nullptr : &action.targets);
+          machine_.hold_of(what), what.token, space_->options().release_channel,
+          lease().options().ttl, what.targets.empty() ? nullptr : &what.targets);
+    }
     case kind::write_back_fence:
       return write_back_fence();
-    case kind::late_grant_to_write_backs:
-      return write_backs_.late_grant(action.node, action.counters);
+    case kind::late_grant_to_write_backs:  // a copy: more may be asked meanwhile
+      return write_backs_.late_grant(late_grant(machine_.late_grant_of(action)));
     case kind::listen:
-      if (auto* listener = space_->listener()) listener->retain(action.key);
+      if (auto* listener = space_->listener()) listener->retain(machine_.listened());
       return;
     case kind::stop_listening:
-      if (auto* listener = space_->listener()) listener->release(action.key);
+      if (auto* listener = space_->listener()) listener->release(machine_.listened());
       return;
     case kind::check_subscription: {
       const bool settled = space_->announcements_settled(lease().resource());

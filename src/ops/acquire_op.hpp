@@ -59,22 +59,23 @@ class acquire_op final : public abortable,
   }
   void on_answer(std::size_t node, boost::system::error_code ec,
                  const resp::value& reply) override {
-    drive([&](acquire_machine& m, moment now) { m.answer(node, ec, reply, now); });
+    drive([&](acquire_machine& m, moment now) { m.answer(node, ec, reply, now); }, true);
   }
   void on_earlier_answer(std::size_t ballot, std::size_t node, boost::system::error_code ec,
                          const resp::value& reply) override {
-    drive([&](acquire_machine& m, moment) { m.earlier_answer(ballot, node, ec, reply); });
+    drive([&](acquire_machine& m, moment) { m.earlier_answer(ballot, node, ec, reply); }, true);
   }
   void cancel(boost::asio::cancellation_type type) {
     drive([=](acquire_machine& m, moment) { m.cancel(type); });
   }
 
   // Gives the machine one input at the time it happens, then carries out what it asks, oldest
-  // first, until it asks nothing. An input that comes while an action is being carried out (see
-  // acquire_machine on reentrancy) only adds its actions to those the outer call carries out.
+  // first. An input that comes while an action is carried out (see acquire_machine on
+  // reentrancy) only adds its actions to the outer call's. Leaving the queues may drop the last
+  // owner: `pinned` says the caller holds one (a reply's request, the timer's wait).
   template <class Input>
-  void drive(Input&& input) {
-    const auto keep_alive = shared_from_this();  // the queues or the requests may hold the last
+  void drive(Input&& input, bool pinned = false) {
+    const auto keep_alive = pinned ? nullptr : shared_from_this();
     input(machine_, lock_clock::now());
     if (driving_) return;
     driving_ = true;

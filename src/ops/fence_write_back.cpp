@@ -108,11 +108,10 @@ void fence_write_backs::start(const std::shared_ptr<lock_space>& space,
   }
 }
 
-void fence_write_backs::late_grant(std::size_t node,
-                                   const std::vector<std::optional<std::uint64_t>>& counters) {
+void fence_write_backs::late_grant(const struct late_grant& grant) {
   const auto each = each_;  // an outcome may drop them
-  for (std::size_t r = 0; r < each.size() && r < counters.size(); ++r)
-    each[r]->late_answer(node, counters[r]);
+  for (std::size_t r = 0; r < each.size() && r < grant.counters.size(); ++r)
+    each[r]->late_answer(grant.node, grant.counters[r]);
 }
 
 }  // namespace redlock::detail

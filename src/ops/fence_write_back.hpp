@@ -76,7 +76,7 @@ class fence_write_backs {
              const on_decided& done, const std::function<bool()>& wanted);
 
   // A grant of the round after its decision, with its counter by resource.
-  void late_grant(std::size_t node, const std::vector<std::optional<std::uint64_t>>& counters);
+  void late_grant(const struct late_grant& grant);
 
  private:
   std::vector<std::shared_ptr<fence_write_back>> each_;

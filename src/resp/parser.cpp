@@ -17,20 +17,57 @@ namespace redlock::resp {
 
 using peer_text::excerpt;
 using peer_text::hex_byte;
-using peer_text::int_status;
 using peer_text::num;
-using peer_text::parse_double;
-using peer_text::parse_int64;
 using peer_text::size_word;
-using peer_text::valid_big_number;
 
 namespace {
+
+// The strict number syntax of RESP lines: kept here, where the compiler weighs them against the
+// parser's hot path.
+enum class int_status { ok, empty, bad, overflow };
+
+bool is_digit(char c) noexcept {
+  return c >= '0' && c <= '9';
+}
+
+// Strict decimal int64: an optional sign ('+' only when allowed) followed by at least one digit
+// and nothing else. std::from_chars alone would accept a leading '-' before nothing and stop
+// quietly at junk, so both are checked here.
+int_status parse_int64(std::string_view s, bool allow_plus, std::int64_t& out) noexcept {
+  if (s.empty()) return int_status::empty;
+  const char* first = s.data();
+  const char* const last = first + s.size();
+  const char* digits = first;
+  if (*first == '-') {
+    ++digits;
+  } else if (allow_plus && *first == '+') {
+    first = ++digits;  // std::from_chars takes no '+'
+  }
+  if (digits == last || !is_digit(*digits)) return int_status::bad;
+  const auto [ptr, ec] = std::from_chars(first, last, out);
+  if (ec == std::errc::result_out_of_range) return int_status::overflow;
+  if (ec != std::errc{} || ptr != last) return int_status::bad;
+  return int_status::ok;
+}
+
+bool parse_double(std::string_view s, double& out) noexcept {
+  // RESP3 allows an explicit '+', which std::from_chars does not.
+  if (s.size() > 1 && s[0] == '+' && s[1] != '-' && s[1] != '+') s.remove_prefix(1);
+  if (s.empty()) return false;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc{} && ptr == s.data() + s.size();
+}
+
+bool valid_big_number(std::string_view s) noexcept {
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
+  if (s.empty()) return false;
+  return std::all_of(s.begin(), s.end(), is_digit);
+}
 
 // A declared size is a claim by the peer, not a fact: never reserve more than this up front.
 constexpr std::size_t k_max_reserve = 1024;
 // The buffer never shrinks below this; below it, reallocating costs more than it saves.
 constexpr std::size_t k_shrink_floor = 1024 * 1024;
-constexpr std::size_t k_min_capacity = 4096;
 
 }  // namespace
 
@@ -80,66 +117,6 @@ void parser::consume(std::size_t n) noexcept {
   read_pos_ += n;
   reply_bytes_ += n;
   scanned_ = 0;
-}
-
-void parser::reallocate(std::size_t new_capacity) {
-  const std::size_t unconsumed = end_ - read_pos_;
-  std::string fresh(new_capacity, '\0');
-  if (unconsumed != 0) std::memcpy(fresh.data(), buffer_.data() + read_pos_, unconsumed);
-  buffer_.swap(fresh);
-  read_pos_ = 0;
-  end_ = unconsumed;
-}
-
-std::span<char> parser::prepare(std::size_t min_size) {
-  if (failed_) return {};
-  const std::size_t unconsumed = end_ - read_pos_;
-  // Invariant: unconsumed <= max_buffer (commit() never lets more in).
-  if (min_size > limits_.max_buffer - unconsumed) {
-    const std::size_t total = min_size > std::numeric_limits<std::size_t>::max() - unconsumed
-                                  ? std::numeric_limits<std::size_t>::max()
-                                  : unconsumed + min_size;
-    fail("resp: " + num(total) + " bytes buffered exceed limit " + num(limits_.max_buffer));
-    return {};
-  }
-  if (unconsumed == 0) {
-    read_pos_ = 0;
-    end_ = 0;
-  }
-  const std::size_t need = unconsumed + min_size;
-  // Growth doubles (bounded by max_buffer) and compaction only happens once at least half the
-  // buffer is consumed, so each input byte is copied O(1) times on average. The shrink keeps the
-  // footprint within a constant factor of what is unconsumed after a burst of large replies.
-  const std::size_t doubled = need > limits_.max_buffer / 2 ? limits_.max_buffer : 2 * need;
-  const std::size_t grown = std::max({need, doubled, k_min_capacity});
-  if (buffer_.size() > k_shrink_floor && need < buffer_.size() / 8) {
-    reallocate(std::max(grown, k_shrink_floor / 4));
-  } else if (buffer_.size() - end_ < min_size) {
-    if (need <= buffer_.size() / 2) {
-      std::memmove(buffer_.data(), buffer_.data() + read_pos_, unconsumed);
-      read_pos_ = 0;
-      end_ = unconsumed;
-    } else {
-      reallocate(grown);
-    }
-  }
-  prepared_ = std::min(buffer_.size() - end_, limits_.max_buffer - unconsumed);
-  return {buffer_.data() + end_, prepared_};
-}
-
-void parser::commit(std::size_t n) {
-  end_ += std::min(n, prepared_);
-  prepared_ = 0;
-}
-
-bool parser::feed(std::string_view bytes) {
-  if (failed_) return false;
-  if (bytes.empty()) return true;
-  const std::span<char> space = prepare(bytes.size());
-  if (space.size() < bytes.size()) return false;
-  std::memcpy(space.data(), bytes.data(), bytes.size());
-  commit(bytes.size());
-  return true;
 }
 
 std::optional<value> parser::next(boost::system::error_code& ec) {
