@@ -3,6 +3,7 @@
 #include "algo/validity.hpp"
 #include "clock.hpp"
 #include "observe.hpp"
+#include "ops/lock_requests.hpp"
 #include "text.hpp"
 #include "user_operation.hpp"
 
@@ -143,7 +144,7 @@ local_queues::lease_release lease_state::release_decision() {
 
 local_queues::lease_release lease_state::release_on_nodes(const std::vector<bool>* only) {
   const auto how = release_decision();
-  node_set::key_gone on_gone;
+  key_gone on_gone;
   if (how.next_waiter.competes) {
     on_gone = [weak = std::weak_ptr<lock_space>(space_),
                keys = std::vector<std::string>(held_resources().begin(), held_resources().end())](
@@ -151,8 +152,8 @@ local_queues::lease_release lease_state::release_on_nodes(const std::vector<bool
       if (const auto owner = weak.lock()) owner->queues().key_gone_on_node(node, keys);
     };
   }
-  space_->nodes().release_best_effort(held(), token_, how.channel, validity().longest_ttl(), only,
-                                      std::move(on_gone));
+  release_best_effort(space_->nodes(), held(), token_, how.channel, validity().longest_ttl(), only,
+                      std::move(on_gone));
   return how;
 }
 

@@ -2,6 +2,7 @@
 #define REDLOCK_LEASE_STATE_HPP
 
 #include "clock.hpp"
+#include "hold.hpp"
 #include "intrusive_list.hpp"
 #include "lock/lease_machine.hpp"
 #include "lock/local_queues.hpp"

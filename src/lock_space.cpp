@@ -1,10 +1,24 @@
 #include "lock_space.hpp"
 
+#include "lock_handshake.hpp"
+
 namespace redlock::detail {
+
+namespace {
+
+// The settings of a client's lock connections: the client's, with the handshake that loads the
+// lock scripts and checks the user's permissions.
+connection_options lock_connections(const client_options& options) {
+  auto settings = connection_options::from(options);
+  prepare_for_lock(settings);
+  return settings;
+}
+
+}  // namespace
 
 lock_space::lock_space(boost::asio::any_io_executor executor, std::vector<node_config> nodes,
                        client_options options)
-    : nodes_(std::move(executor), std::move(nodes), std::move(options)),
+    : nodes_(std::move(executor), std::move(nodes), options, lock_connections(options)),
       queues_(nodes_.options().release_channel, nodes_.options().drift_factor),
       random_(std::random_device{}()) {}
 

@@ -18,7 +18,7 @@ namespace redlock::detail {
 // The Lua scripts: compare the token, then act. Neither touches a key holding another value, and
 // extend never creates a missing key (PEXPIRE on a missing key is a no-op returning 0).
 // release: KEYS[1] = resource, ARGV[1] = token, then optionally the announcement's channel and
-// "shard" (see release_request in nodes/node_set.hpp). extend: the same, ARGV[2] = ttl in
+// "shard" (see encode_release in ops/lock_requests.hpp). extend: the same, ARGV[2] = ttl in
 // milliseconds; an optional KEYS[2] is a key that must live at least as long as the lock (a
 // semaphore's permits record): when the lock is extended, it is made to live at least ttl too, if
 // it exists and has an expiry. Both return 1 when they acted and 0 when the key is not ours.

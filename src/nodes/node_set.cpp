@@ -1,10 +1,7 @@
 #include "nodes/node_set.hpp"
 
-#include "algo/hash_slot.hpp"
 #include "clock.hpp"
 #include "config/options_check.hpp"
-#include "lock/scripts.hpp"
-#include "lock_handshake.hpp"
 #include "nodes/cluster_node.hpp"
 #include "nodes/sentinel_node.hpp"
 #include "nodes/standalone_node.hpp"
@@ -56,7 +53,7 @@ class link_reporter {
 }  // namespace
 
 node_set::node_set(asio::any_io_executor executor, std::vector<node_config> nodes,
-                   client_options options)
+                   client_options options, connection_options settings, const node_factory& make)
     : executor_(std::move(executor)), options_(std::move(options)) {
   if (auto problem = check_client_options(nodes, options_); !problem.empty()) {
     throw boost::system::system_error(make_error_code(error::invalid_argument),
@@ -66,8 +63,7 @@ node_set::node_set(asio::any_io_executor executor, std::vector<node_config> node
   for (const auto& node : nodes)
     addresses.push_back(node.address());
   peers_ = std::make_shared<peer_registry>(addresses);
-  auto connection_settings = connection_options::from(options_);
-  prepare_for_lock(connection_settings);
+  auto connection_settings = std::move(settings);
   std::shared_ptr<link_reporter> reporter;
   if (options_.observer)
     reporter = std::make_shared<link_reporter>(options_.observer, executor_, std::move(addresses));
@@ -79,8 +75,7 @@ node_set::node_set(asio::any_io_executor executor, std::vector<node_config> node
         reporter->link(i, up, why);
       };
     }
-    nodes_.push_back(
-        make_lock_node(executor_, std::move(nodes[i]), connection_settings, peers_, i));
+    nodes_.push_back(make(executor_, std::move(nodes[i]), connection_settings, peers_, i));
   }
 }
 
@@ -125,231 +120,64 @@ std::vector<node_config> node_set::configs() const {
   return nodes;
 }
 
-request_options node_set::rules_for(lock_request kind, std::chrono::milliseconds key_lifetime,
-                                    hold_kind held) const noexcept {
+request_options node_set::options_of(const request_rules& rules) const noexcept {
   request_options per_node;
   per_node.timeout = options_.node_timeout;
-  switch (kind) {
-    case lock_request::set:
-      per_node.skip_if_unresponsive = true;
-      per_node.counts_once_replicated = &acquire_granted;
-      break;
-    case lock_request::ping:
-    case lock_request::read:
-      per_node.skip_if_unresponsive = true;
-      break;
-    case lock_request::set_asking_ttl:
-      per_node.skip_if_unresponsive = true;
-      per_node.eval_fallback = &acquire_script();
-      per_node.counts_once_replicated = &acquire_granted;
-      // Not resent as EVAL: a SET that ran after its round's cleanup release would leave a key
-      // behind. The node's vote is lost for this round, and the script is loaded again.
-      per_node.noscript_is_final = true;
-      break;
-    case lock_request::fenced_set:
-      per_node.skip_if_unresponsive = true;
-      per_node.eval_fallback = &fenced_acquire_script();
-      per_node.counts_once_replicated = &acquire_granted;
-      per_node.noscript_is_final = true;  // as set_asking_ttl
-      break;
-    case lock_request::slot_set:
-      per_node.skip_if_unresponsive = true;
-      per_node.eval_fallback = &semaphore_acquire_script();
-      per_node.counts_once_replicated = &slot_acquire_granted;
-      per_node.noscript_is_final = true;  // as set_asking_ttl
-      break;
-    case lock_request::read_set:
-      per_node.skip_if_unresponsive = true;
-      per_node.eval_fallback = &rw_read_acquire_script();
-      per_node.counts_once_replicated = &acquire_granted;
-      per_node.noscript_is_final = true;  // as set_asking_ttl
-      break;
-    case lock_request::write_set:
-      per_node.skip_if_unresponsive = true;
-      per_node.eval_fallback = &rw_write_acquire_script();
-      per_node.counts_once_replicated = &acquire_granted;
-      per_node.noscript_is_final = true;  // as set_asking_ttl
-      break;
-    case lock_request::multi_set:
-      per_node.skip_if_unresponsive = true;
-      per_node.eval_fallback = &multi_acquire_script();
-      per_node.counts_once_replicated = &acquire_granted;
-      per_node.noscript_is_final = true;  // as set_asking_ttl
-      break;
-    case lock_request::fence_write_back:
-      // Token-checked, so running late does no harm; but its answer is wanted within the
-      // validity, and the acquire fails (and releases) when a quorum does not confirm in time.
-      per_node.skip_if_unresponsive = true;
-      per_node.eval_fallback = &fence_write_back_script();
-      per_node.counts_once_replicated = &script_acted;
-      break;
-    case lock_request::extend:
-      per_node.skip_if_unresponsive = true;
-      per_node.eval_fallback = &extend_script();
-      per_node.counts_once_replicated = &script_acted;
-      per_node.noscript_is_final = true;
-      break;
-    case lock_request::read_extend:
-      per_node.skip_if_unresponsive = true;
-      per_node.eval_fallback = &rw_read_extend_script();
-      per_node.counts_once_replicated = &script_acted;
-      per_node.noscript_is_final = true;
-      break;
-    case lock_request::multi_extend:
-      per_node.skip_if_unresponsive = true;
-      per_node.eval_fallback = &multi_extend_script();
-      per_node.counts_once_replicated = &script_acted;
-      per_node.noscript_is_final = true;  // as extend
-      break;
-    case lock_request::release:
-      per_node.eval_fallback = &release_script_for(held);
-      // Zero would make it an ordinary request: a key always lives at least a millisecond.
-      per_node.deliver_for = std::max(key_lifetime, std::chrono::milliseconds(1));
-      break;
-  }
+  per_node.eval_fallback = rules.eval_fallback;
+  per_node.noscript_is_final = rules.noscript_is_final;
+  per_node.skip_if_unresponsive = rules.skip_if_unresponsive;
+  per_node.counts_once_replicated = rules.counts_once_replicated;
+  per_node.deliver_for = rules.deliver_for;
   return per_node;
 }
 
-namespace {
-
-// Requests that write the lock's keys: with node_config::wait_replicas they count only once
-// replicated. A release is not one: it must never wait behind a replica.
-bool writes_the_lock(lock_request kind) noexcept {
-  return kind != lock_request::release && kind != lock_request::ping && kind != lock_request::read;
-}
-
-}  // namespace
-
-template <typename Payload>
-void node_set::send_each(std::string_view key, const Payload& payload, reply_sink& sink,
-                         std::size_t first_tag, lock_request kind, const request_options& rules,
+template <typename PayloadFor>
+void node_set::send_each(std::string_view key, const PayloadFor& payload_for, reply_sink& sink,
+                         std::size_t first_tag, const request_rules& rules,
                          const std::vector<bool>* only) {
+  const auto per_node = options_of(rules);
   const auto now = lock_clock::now();
-  const bool writes = writes_the_lock(kind);
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (only && !(*only)[i]) continue;
     auto& node = *nodes_[i];
     const lock_node::request what{
-        .key = key, .rules = rules, .replicas = writes ? node.config().wait_replicas : 0u};
-    node.exec(what, payload, sink, first_tag + i, now);
+        .key = key, .rules = per_node, .replicas = rules.writes ? node.config().wait_replicas : 0u};
+    node.exec(what, payload_for(node.config()), sink, first_tag + i, now);
   }
 }
 
 void node_set::send(std::string_view key, std::string_view payload, reply_sink& sink,
-                    std::size_t first_tag, lock_request kind, const std::vector<bool>* only,
-                    std::chrono::milliseconds key_lifetime) {
-  send_each(key, payload, sink, first_tag, kind, rules_for(kind, key_lifetime), only);
+                    std::size_t first_tag, const request_rules& rules,
+                    const std::vector<bool>* only) {
+  send_each(
+      key, [payload](const node_config&) { return payload; }, sink, first_tag, rules, only);
 }
 
 void node_set::send(std::string_view key, const shared_payload& payload, reply_sink& sink,
-                    std::size_t first_tag, lock_request kind, const std::vector<bool>* only,
-                    std::chrono::milliseconds key_lifetime) {
-  send_each(key, payload, sink, first_tag, kind, rules_for(kind, key_lifetime), only);
+                    std::size_t first_tag, const request_rules& rules,
+                    const std::vector<bool>* only) {
+  send_each(
+      key, [&payload](const node_config&) -> const shared_payload& { return payload; }, sink,
+      first_tag, rules, only);
 }
 
-namespace {
-
-// The sink of a best-effort release whose answers someone needs: a node that deleted our key, or
-// found it no longer ours, is reported. Owned by the requests: freed with the last reference.
-class gone_key_reporter final : public reply_sink {
- public:
-  explicit gone_key_reporter(node_set::key_gone on_gone) : on_gone_(std::move(on_gone)) {}
-
-  void on_reply(std::size_t node, error_code ec, const resp::value& reply) override {
-    // The release script answers 1 (deleted) or 0 (not ours); anything else tells nothing.
-    if (ec || reply.kind != resp::type::integer) return;
-    on_gone_(node);
-  }
-  void add_ref() noexcept override { ++refs_; }
-  void drop_ref() noexcept override {
-    if (--refs_ == 0) delete this;
-  }
-
- private:
-  node_set::key_gone on_gone_;
-  unsigned refs_ = 0;
-};
-
-}  // namespace
-
-namespace {
-
-// The release of `held` for one node: its announcement on `channel`, sharded (SPUBLISH) for a
-// cluster node.
-std::string encode_hold_release(const hold_keys& held, std::string_view token,
-                                std::string_view channel, bool sharded) {
-  const std::string_view scope = sharded ? "shard" : "";
-  switch (held.kind) {
-    case hold_kind::reader: {
-      const std::string_view keys[] = {held.key};
-      const std::string_view args[] = {token, channel, scope, held.message};
-      return encode_evalsha(rw_read_release_script(), keys, args);
-    }
-    case hold_kind::writer: {
-      const std::string_view keys[] = {held.key, held.mark};
-      const std::string_view args[] = {token, channel, scope, held.message, held.mark_id};
-      return encode_evalsha(rw_write_release_script(), keys, args);
-    }
-    case hold_kind::set: {
-      std::vector<std::string_view> keys(held.keys.begin(), held.keys.end());
-      const std::string_view args[] = {token, channel, scope};
-      return encode_evalsha(multi_release_script(), keys, std::span(args, sharded ? 3 : 2));
-    }
-    case hold_kind::lock:
-      break;
-  }
-  const std::string_view keys[] = {held.key};
-  const std::string_view args[] = {token, channel, scope};
-  // Without a scope when there is none: the bytes every standalone release has always had.
-  return encode_evalsha(release_script(), keys, std::span(args, sharded ? 3 : 2));
+void node_set::send(std::string_view key, const payload_by_node_kind& payload, reply_sink& sink,
+                    std::size_t first_tag, const request_rules& rules,
+                    const std::vector<bool>* only) {
+  send_each(
+      key, [&payload](const node_config& node) { return std::string_view(payload.for_node(node)); },
+      sink, first_tag, rules, only);
 }
 
-}  // namespace
-
-release_request node_set::encode_release(const hold_keys& held, std::string_view token,
-                                         std::string_view channel) const {
-  release_request bytes{
-      .plain = encode_hold_release(held, token, channel, false), .sharded = {}, .kind = held.kind};
-  if (has_cluster_node_ && !channel.empty()) {
-    const auto shard_channel = in_slot(hash_slot(held.key), channel);
-    bytes.sharded = encode_hold_release(held, token, shard_channel, true);
-  }
-  return bytes;
-}
-
-void node_set::send_release(std::string_view key, const release_request& bytes, reply_sink& sink,
-                            std::size_t first_tag, const std::vector<bool>* only,
-                            std::chrono::milliseconds key_lifetime) {
-  const auto rules = rules_for(lock_request::release, key_lifetime, bytes.kind);
-  const auto now = lock_clock::now();
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (only && !(*only)[i]) continue;
-    auto& node = *nodes_[i];
-    const std::string_view payload = bytes.for_node(node.config());
-    node.exec({.key = key, .rules = rules, .replicas = 0}, payload, sink, first_tag + i, now);
-  }
-}
-
-void node_set::release_best_effort(const hold_keys& held, std::string_view token,
-                                   std::string_view channel, std::chrono::milliseconds key_lifetime,
-                                   const std::vector<bool>* only, key_gone on_gone) {
-  const std::string_view key = held.key;
-  auto bytes = encode_release(held, token, channel);
-  // Shared by the requests: nobody else owns these bytes.
-  const auto plain = std::make_shared<const std::string>(std::move(bytes.plain));
-  const auto sharded =
-      bytes.sharded.empty() ? plain : std::make_shared<const std::string>(std::move(bytes.sharded));
-  const auto rules = rules_for(lock_request::release, key_lifetime, held.kind);
-  // Held across the sending, so that it is freed also when no request was sent.
-  sink_ref reporter(on_gone ? new gone_key_reporter(std::move(on_gone)) : nullptr);
-  reply_sink& sink = reporter ? *reporter.get() : ignore_replies();
-  const auto now = lock_clock::now();
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (only && !(*only)[i]) continue;
-    auto& node = *nodes_[i];
-    const auto& payload = node.config().kind == node_kind::cluster ? sharded : plain;
-    node.exec({.key = key, .rules = rules, .replicas = 0}, payload, sink, i, now);
-  }
+void node_set::send(std::string_view key, const shared_payload& plain,
+                    const shared_payload& for_cluster, reply_sink& sink, std::size_t first_tag,
+                    const request_rules& rules, const std::vector<bool>* only) {
+  send_each(
+      key,
+      [&](const node_config& node) -> const shared_payload& {
+        return node.kind == node_kind::cluster ? for_cluster : plain;
+      },
+      sink, first_tag, rules, only);
 }
 
 void node_set::watch_masters(const master_moved_at& on_moved) {

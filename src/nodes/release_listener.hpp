@@ -28,10 +28,10 @@ namespace redlock::detail {
 // A standalone node gets one subscriber connection: an ordinary connection whose handshake ends
 // with HELLO 3 and SUBSCRIBE (connection_options::subscribe_channel). It counts as subscribed once
 // that handshake has completed, and every reconnect subscribes again. A cluster node announces a
-// release only on the shard that owns the key's slot (SPUBLISH; see release_request), so its
-// subscriptions are per slot, made for the slots of the resources waited on and following them
-// when they move (shard_subscriptions). Whether a resource's releases would be heard is asked per
-// resource (covers).
+// release only on the shard that owns the key's slot (SPUBLISH; see encode_release in
+// ops/lock_requests.hpp), so its subscriptions are per slot, made for the slots of the resources
+// waited on and following them when they move (shard_subscriptions). Whether a resource's releases
+// would be heard is asked per resource (covers).
 //
 // Events reach the owner posted to the executor, never inside a connection's loops, so that they
 // may start requests, finish operations and release the last interest (which closes the

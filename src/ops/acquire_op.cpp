@@ -2,6 +2,7 @@
 
 #include "observe.hpp"
 #include "ops/extend.hpp"
+#include "ops/lock_requests.hpp"
 
 namespace redlock::detail {
 
@@ -35,10 +36,10 @@ void acquire_op::perform(const acquire_action& action) {
       });
     case kind::send_round: {
       const auto& request = machine_.round_request();
+      const auto rules = rules_of(request.kind);
       if (request.shared)
-        return space_->nodes().send(request.key, request.shared, *this, open_ballot(),
-                                    request.kind);
-      return space_->nodes().send(request.key, request.owned, *this, open_ballot(), request.kind);
+        return space_->nodes().send(request.key, request.shared, *this, open_ballot(), rules);
+      return space_->nodes().send(request.key, request.owned, *this, open_ballot(), rules);
     }
     case kind::arm_timer:
       if (!action.at) return timer_.disarm();
@@ -47,9 +48,9 @@ void acquire_op::perform(const acquire_action& action) {
       });
     case kind::release: {
       const acquire_release what = machine_.release_of(action);  // more may be asked meanwhile
-      return space_->nodes().release_best_effort(
-          machine_.hold_of(what), what.token, space_->options().release_channel,
-          lease().options().ttl, what.targets.empty() ? nullptr : &what.targets);
+      return release_best_effort(space_->nodes(), machine_.hold_of(what), what.token,
+                                 space_->options().release_channel, lease().options().ttl,
+                                 what.targets.empty() ? nullptr : &what.targets);
     }
     case kind::write_back_fence:
       return write_back_fence();

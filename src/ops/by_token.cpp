@@ -4,6 +4,7 @@
 #include "algo/validity.hpp"
 #include "lock/scripts.hpp"
 #include "observe.hpp"
+#include "ops/lock_requests.hpp"
 #include "ops/vote.hpp"
 #include "text.hpp"
 
@@ -54,15 +55,17 @@ class by_token_op final : public operation_vote {
     const std::string_view keys[] = {resource_};
     const std::string_view args[] = {token_, ttl_text};
     extend_payload_ = encode_evalsha(extend_script(), std::span(keys), args);
-    space()->nodes().send(resource_, extend_payload_, *this, open_ballot(), lock_request::extend);
+    space()->nodes().send(resource_, extend_payload_, *this, open_ballot(),
+                          rules_of(lock_request::extend));
   }
 
   void release() {
     auto& nodes = space()->nodes();
-    release_payload_ = nodes.encode_release(resource_, token_, space()->options().release_channel);
+    release_payload_ = encode_release(nodes, hold_keys::lock_key(resource_), token_,
+                                      space()->options().release_channel);
     // Its key's lifetime is not known here: kept for a node that is down only while it reconnects.
-    nodes.send_release(resource_, release_payload_, *this, open_ballot(), nullptr,
-                       space()->options().connect_timeout);
+    nodes.send(resource_, release_payload_, *this, open_ballot(),
+               release_rules(hold_kind::lock, space()->options().connect_timeout), nullptr);
   }
 
   // Ends it before anything is sent, telling the observer.
@@ -108,7 +111,7 @@ class by_token_op final : public operation_vote {
   std::string token_;
   // Read by the connections until every node has answered.
   std::string extend_payload_;
-  release_request release_payload_;
+  payload_by_node_kind release_payload_;
 };
 
 }  // namespace

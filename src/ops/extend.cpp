@@ -6,6 +6,7 @@
 #include "clock.hpp"
 #include "lease_state.hpp"
 #include "lock/scripts.hpp"
+#include "ops/lock_requests.hpp"
 #include "ops/vote.hpp"
 #include "text.hpp"
 
@@ -47,15 +48,16 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
                                                state_->resources().end());
       payload_ = encode_evalsha(multi_extend_script(), keys, args);
       return state_->space()->nodes().send(state_->resource(), payload_, *this, open_ballot(),
-                                           lock_request::multi_extend);
+                                           rules_of(lock_request::multi_extend));
     }
     const std::string_view keys[] = {state_->resource(), state_->companion_key()};
     const auto used_keys = std::span(keys, state_->companion_key().empty() ? 1 : 2);
     // A reader moves its own deadline in the readers' set; a lock or a writer extends its key.
     const bool reader = state_->kind() == hold_kind::reader;
     payload_ = encode_evalsha(reader ? rw_read_extend_script() : extend_script(), used_keys, args);
-    state_->space()->nodes().send(state_->resource(), payload_, *this, open_ballot(),
-                                  reader ? lock_request::read_extend : lock_request::extend);
+    state_->space()->nodes().send(
+        state_->resource(), payload_, *this, open_ballot(),
+        rules_of(reader ? lock_request::read_extend : lock_request::extend));
   }
 
  private:

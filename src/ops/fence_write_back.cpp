@@ -2,6 +2,7 @@
 
 #include "algo/replies.hpp"
 #include "lock/scripts.hpp"
+#include "ops/lock_requests.hpp"
 
 #include <fmt/format.h>
 
@@ -49,7 +50,8 @@ void fence_write_back::late_answer(std::size_t node, std::optional<std::uint64_t
 
 void fence_write_back::write_to(const std::vector<bool>& targets) {
   if (std::find(targets.begin(), targets.end(), true) == targets.end()) return;
-  space_->nodes().send(key_, payload_, *this, first_tag_, lock_request::fence_write_back, &targets);
+  space_->nodes().send(key_, payload_, *this, first_tag_, rules_of(lock_request::fence_write_back),
+                       &targets);
 }
 
 void fence_write_back::show_state(std::size_t node) {

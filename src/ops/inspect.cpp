@@ -6,6 +6,7 @@
 #include "lock/key_names.hpp"
 #include "lock/scripts.hpp"
 #include "lock_space.hpp"
+#include "ops/lock_requests.hpp"
 #include "ops/vote.hpp"
 #include "resp/encoder.hpp"
 #include "text.hpp"
@@ -67,7 +68,8 @@ class inspect_op final : public abortable,
     for (const auto& key : keys_)
       command.push_back(key);
     resp::encode_command(payload_, command);
-    space_->nodes().send(keys_.front(), payload_, *this, open_ballot(), lock_request::read);
+    space_->nodes().send(keys_.front(), payload_, *this, open_ballot(),
+                         rules_of(lock_request::read));
   }
 
   void abort() override { complete(asio::error::operation_aborted, "the client is shut down"); }

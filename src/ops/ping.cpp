@@ -1,6 +1,7 @@
 #include "ops/ping.hpp"
 
 #include "lock_space.hpp"
+#include "ops/lock_requests.hpp"
 #include "ops/vote.hpp"
 #include "resp/encoder.hpp"
 
@@ -26,7 +27,7 @@ class ping_op final : public operation_vote {
     // Each node has node_timeout to answer, like every request, whatever its connection is
     // doing: opening it counts (a slow first connect fails the ping, and the connect goes on for
     // the next one), and a node in reconnect backoff fails at once.
-    space()->nodes().send({}, ping, *this, open_ballot(), lock_request::ping);
+    space()->nodes().send({}, ping, *this, open_ballot(), rules_of(lock_request::ping));
   }
 
  private:

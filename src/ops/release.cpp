@@ -1,6 +1,7 @@
 #include "algo/replies.hpp"
 #include "lease_state.hpp"
 #include "lock/scripts.hpp"
+#include "ops/lock_requests.hpp"
 #include "ops/vote.hpp"
 #include "text.hpp"
 
@@ -27,9 +28,9 @@ class release_op final : public operation_vote {
     const auto how = state_->release_decision();
     report_gone_keys_ = how.next_waiter.competes;
     auto& nodes = state_->space()->nodes();
-    payload_ = nodes.encode_release(state_->held(), state_->token(), how.channel);
-    nodes.send_release(state_->resource(), payload_, *this, open_ballot(), nullptr,
-                       state_->validity().longest_ttl());
+    payload_ = encode_release(nodes, state_->held(), state_->token(), how.channel);
+    nodes.send(state_->resource(), payload_, *this, open_ballot(),
+               release_rules(state_->kind(), state_->validity().longest_ttl()), nullptr);
     return how.next_waiter;
   }
 
@@ -61,7 +62,7 @@ class release_op final : public operation_vote {
   }
 
   std::shared_ptr<lease_state> state_;
-  release_request payload_;  // read by the connections until every node has answered
+  payload_by_node_kind payload_;  // read by the connections until every node has answered
   bool report_gone_keys_ = false;
 };
 

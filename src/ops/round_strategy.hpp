@@ -4,7 +4,7 @@
 #include "algo/node_answer.hpp"
 #include "algo/replies.hpp"
 #include "hold.hpp"
-#include "nodes/node_set.hpp"
+#include "ops/lock_requests.hpp"
 
 #include <chrono>
 #include <cstddef>
