@@ -1,6 +1,7 @@
 #include "redlock/lease.hpp"
 
 #include "lease_state.hpp"
+#include "ops/lease_end.hpp"
 
 #include <boost/asio/dispatch.hpp>
 
@@ -17,7 +18,7 @@ namespace {
 void abandon(const std::shared_ptr<lease_state>& state) {
   if (state->current() != lease_state::phase::held) return;
   next_waiter_start next_waiter;  // a closed client releases nothing: the next waiter wakes
-  if (!state->space()->closed()) next_waiter = state->release_on_nodes().next_waiter;
+  if (!state->space()->closed()) next_waiter = release_on_nodes(*state).next_waiter;
   state->stop_holding(lease_state::phase::released, asio::error::operation_aborted, next_waiter);
   state->report(&observer::on_release, error_code{});
 }

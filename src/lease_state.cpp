@@ -3,7 +3,6 @@
 #include "algo/validity.hpp"
 #include "clock.hpp"
 #include "observe.hpp"
-#include "ops/lock_requests.hpp"
 #include "text.hpp"
 #include "user_operation.hpp"
 
@@ -140,31 +139,6 @@ local_queues::lease_release lease_state::release_decision() {
                                                   .longest_ttl = validity().longest_ttl(),
                                                   .contended = contended_,
                                                   .resources = held_resources()});
-}
-
-local_queues::lease_release lease_state::release_on_nodes(const std::vector<bool>* only) {
-  const auto how = release_decision();
-  key_gone on_gone;
-  if (how.next_waiter.competes) {
-    on_gone = [weak = std::weak_ptr<lock_space>(space_),
-               keys = std::vector<std::string>(held_resources().begin(), held_resources().end())](
-                  std::size_t node) {
-      if (const auto owner = weak.lock()) owner->queues().key_gone_on_node(node, keys);
-    };
-  }
-  release_best_effort(space_->nodes(), held(), token_, how.channel, validity().longest_ttl(), only,
-                      std::move(on_gone));
-  return how;
-}
-
-void lease_state::lose(std::string why) {
-  diagnostics_ = std::move(why);
-  space_->log(log_level::warning, diagnostics_);
-  // Whatever is left of our key on a minority of nodes would only expire: delete it now, and
-  // before the next local waiter's SET is queued, so that on every node our DEL runs first.
-  const auto how = release_on_nodes();
-  stop_holding(phase::lost, make_error_code(error::lock_lost), how.next_waiter);
-  report(&observer::on_lost, error::lock_lost);
 }
 
 void lease_state::stop_holding(phase next, error_code waiters_get, next_waiter_start next_waiter) {

@@ -169,17 +169,11 @@ class lease_state : public list_hook, public std::enable_shared_from_this<lease_
             .message = queue_key_,
             .keys = resources_};
   }
-  // The lock cannot be kept: clean up the nodes, tell waiters, free the resource locally.
-  void lose(std::string why);
   // Not ours any more (release, destruction, client shutdown, loss): the next local waiter starts
   // as `next_waiter` says, which is what this lease's release returned (release_of); without a
   // release, it wakes and tries at once.
   void stop_holding(phase next, boost::system::error_code waiters_get,
                     next_waiter_start next_waiter = {});
-  // Token-checked DEL on every node (or those in `only`), nobody waiting for it, announced unless
-  // it hands the resource to a local waiter (local_queues::release_of, whose decision it returns
-  // for stop_holding).
-  local_queues::lease_release release_on_nodes(const std::vector<bool>* only = nullptr);
 
  private:
   std::shared_ptr<lock_space> space_;

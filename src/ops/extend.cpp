@@ -6,6 +6,7 @@
 #include "clock.hpp"
 #include "lease_state.hpp"
 #include "lock/scripts.hpp"
+#include "ops/lease_end.hpp"
 #include "ops/lock_requests.hpp"
 #include "ops/vote.hpp"
 #include "text.hpp"
@@ -81,10 +82,10 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
     }
     self.report(&observer::on_extend, ec);  // before a loss it may cause
     if (ec == error::not_held) {
-      self.lose(fmt::format(
-          "redlock: {} is gone or owned by someone else on {} of {} nodes: {}", self.subject(),
-          votes().no_count(), votes().nodes(),
-          self.space()->nodes().describe(answers(), "extended", "not ours", nullptr, self.keys())));
+      lose(self, fmt::format("redlock: {} is gone or owned by someone else on {} of {} nodes: {}",
+                             self.subject(), votes().no_count(), votes().nodes(),
+                             self.space()->nodes().describe(answers(), "extended", "not ours",
+                                                            nullptr, self.keys())));
     } else if (ec) {
       self.diagnose(fmt::format(
           "redlock: extending {} failed ({}): {}", self.subject(), ec.message(),
@@ -126,7 +127,7 @@ void carry_out(lease_state& lease, std::shared_ptr<user_operation> caller) {
             ->run();
         break;
       case lease_action::kind::expire:
-        lease.lose(lease.why_expired());
+        lose(lease, lease.why_expired());
         break;
     }
   }

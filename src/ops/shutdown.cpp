@@ -2,6 +2,7 @@
 
 #include "lease_state.hpp"
 #include "lock_space.hpp"
+#include "ops/lease_end.hpp"
 #include "ops/vote.hpp"
 #include "redlock/error.hpp"
 
@@ -60,7 +61,7 @@ void client_shutdown::run(lock_space& space, std::shared_ptr<user_operation> wai
   for (auto* state : space.leases<lease_state>()) {
     if (state->current() != lease_state::phase::held) continue;
     if (under_way->waiters.empty()) {
-      const auto how = state->release_on_nodes();
+      const auto how = release_on_nodes(*state);
       state->stop_holding(lease_state::phase::released, asio::error::operation_aborted,
                           how.next_waiter);
       state->report(&observer::on_release, error_code{});
