@@ -2,10 +2,10 @@
 
 #include "client_impl.hpp"
 #include "config/options_check.hpp"
-#include "ops/acquire.hpp"
 #include "ops/by_token.hpp"
 #include "ops/inspect.hpp"
 #include "ops/ping.hpp"
+#include "ops/start_acquire.hpp"
 #include "ops/vote.hpp"
 #include "redlock/rw_lock.hpp"
 #include "redlock/semaphore.hpp"

@@ -1,8 +1,8 @@
 #include "lease_state.hpp"
 
 #include "algo/validity.hpp"
+#include "call_observer.hpp"
 #include "clock.hpp"
-#include "observe.hpp"
 #include "text.hpp"
 #include "user_operation.hpp"
 

@@ -2,8 +2,8 @@
 #define REDLOCK_LEASE_STATE_HPP
 
 #include "clock.hpp"
-#include "hold.hpp"
 #include "intrusive_list.hpp"
+#include "lock/hold_keys.hpp"
 #include "lock/lease_machine.hpp"
 #include "lock/local_queues.hpp"
 #include "lock_space.hpp"
@@ -46,7 +46,7 @@ class lease_state : public list_hook, public std::enable_shared_from_this<lease_
   const std::shared_ptr<lock_space>& space() const noexcept { return space_; }
   // The key its acquire's last round set (a set's: its first resource).
   const std::string& resource() const noexcept { return resource_; }
-  // What it holds on every node (hold.hpp).
+  // What it holds on every node (lock/hold_keys.hpp).
   hold_kind kind() const noexcept { return kind_; }
   // A read-write lock's: a writer's mark key and mark id, and the lock's queue key
   // (rw_queue_key), which its release announcements say and under which its local queue is kept.

@@ -152,7 +152,7 @@ void local_queues::holder_gone(queue_holder& state, std::span<const std::string>
 
 void local_queues::set_holder_gone(queue_holder& state, std::span<const std::string> resources,
                                    next_waiter_start next_waiter) {
-  // Out of every queue before any next waiter starts, as acquire_op::leave_queue; a waiter that
+  // Out of every queue before any next waiter starts, as acquire_driver::leave_queue; a waiter that
   // starts may end at once and forget its queues, so they are found again by resource.
   resource_queue* first = std::exchange(state.queue_, nullptr);
   if (first == nullptr) return;

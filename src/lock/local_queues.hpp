@@ -36,7 +36,7 @@ class queue_holder {
   std::vector<resource_queue*> more_queues_;  // a set's: those of its other resources
 };
 
-// What the local queues ask of an acquire waiting in one (ops/acquire.hpp has the rules), and
+// What the local queues ask of an acquire waiting in one (ops/start_acquire.hpp has the rules), and
 // what they keep of it: the queues it waits in and whether it has started. Those fields are
 // local_queues' alone (join, start, leave), so every rule of who goes first is in one place.
 class queued_acquire {

@@ -1,7 +1,7 @@
 #ifndef REDLOCK_LOCK_SCRIPTS_HPP
 #define REDLOCK_LOCK_SCRIPTS_HPP
 
-#include "hold.hpp"
+#include "lock/hold_keys.hpp"
 #include "resp/script.hpp"
 #include "resp/value.hpp"
 
@@ -121,7 +121,7 @@ bool acquire_granted(const resp::value& reply) noexcept;
 bool slot_acquire_granted(const resp::value& reply) noexcept;
 bool script_acted(const resp::value& reply) noexcept;
 
-// The script that releases a hold of `kind` (hold.hpp).
+// The script that releases a hold of `kind` (lock/hold_keys.hpp).
 const script& release_script_for(hold_kind kind);
 
 }  // namespace redlock::detail

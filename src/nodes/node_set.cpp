@@ -1,11 +1,11 @@
 #include "nodes/node_set.hpp"
 
+#include "call_observer.hpp"
 #include "clock.hpp"
 #include "config/options_check.hpp"
 #include "nodes/cluster_node.hpp"
 #include "nodes/sentinel_node.hpp"
 #include "nodes/standalone_node.hpp"
-#include "observe.hpp"
 #include "redlock/error.hpp"
 
 #include <boost/system/system_error.hpp>

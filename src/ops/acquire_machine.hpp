@@ -27,7 +27,7 @@
 
 namespace redlock::detail {
 
-// One thing an acquire asks its driver to do (acquire_op). The machine decides; the driver only
+// One thing an acquire asks its driver to do (acquire_driver). The machine decides; the driver only
 // carries out, in the order asked.
 struct acquire_action {
   enum class kind : std::uint8_t {

@@ -2,8 +2,8 @@
 
 #include "algo/replies.hpp"
 #include "algo/validity.hpp"
+#include "call_observer.hpp"
 #include "lock/scripts.hpp"
-#include "observe.hpp"
 #include "ops/lock_requests.hpp"
 #include "ops/vote.hpp"
 #include "text.hpp"

@@ -13,7 +13,7 @@ namespace redlock::detail {
 using boost::system::error_code;
 
 fence_write_back::fence_write_back(std::shared_ptr<lock_space> space, on_decided done)
-    : ballot_sink(space->nodes().size()),
+    : fan_out_sink(space->nodes().size()),
       space_(std::move(space)),
       done_(std::move(done)),
       quorum_(space_->nodes().size(), space_->nodes().quorum()),

@@ -22,7 +22,7 @@ namespace redlock::detail {
 // counter is below the lease's fencing token, raising it to the token; which nodes, and when a
 // quorum is at the token, is fence_quorum's. The round's grants that arrive after its decision
 // join (late_answer). A sink of its own, kept alive by its requests and by the acquire.
-class fence_write_back final : public ballot_sink,
+class fence_write_back final : public fan_out_sink,
                                public std::enable_shared_from_this<fence_write_back> {
  public:
   // Called once, when the outcome is certain: whether a quorum of all nodes is at the token, and

@@ -31,12 +31,12 @@ namespace {
 // `Result` is inspection (one key) or std::vector<inspection> (a semaphore's slots).
 template <class Result>
 class inspect_op final : public abortable,
-                         public ballot_sink,
+                         public fan_out_sink,
                          public std::enable_shared_from_this<inspect_op<Result>> {
  public:
   inspect_op(std::shared_ptr<lock_space> space, std::vector<std::string> keys,
              caller_handler<void(error_code, Result)>&& caller)
-      : ballot_sink(space->nodes().size()),
+      : fan_out_sink(space->nodes().size()),
         space_(std::move(space)),
         keys_(std::move(keys)),
         done_(std::move(caller.handler), space_->executor(), caller.on_client_executor),

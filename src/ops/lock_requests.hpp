@@ -1,7 +1,7 @@
 #ifndef REDLOCK_OPS_LOCK_REQUESTS_HPP
 #define REDLOCK_OPS_LOCK_REQUESTS_HPP
 
-#include "hold.hpp"
+#include "lock/hold_keys.hpp"
 #include "nodes/node_set.hpp"
 
 #include <chrono>

@@ -3,7 +3,7 @@
 
 #include "algo/node_answer.hpp"
 #include "algo/replies.hpp"
-#include "hold.hpp"
+#include "lock/hold_keys.hpp"
 #include "ops/lock_requests.hpp"
 
 #include <chrono>

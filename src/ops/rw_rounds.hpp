@@ -12,7 +12,7 @@ namespace redlock::detail {
 
 // A read-write lock's rounds, a reader's or a writer's: every round runs rw_read_acquire_script or
 // rw_write_acquire_script (scripts.hpp) on every node, which grants, or refuses with the PTTL of
-// what refused it. Quorum, validity, cleanup and waiting are the mutex's (acquire_op): a reader
+// what refused it. Quorum, validity, cleanup and waiting are the mutex's (acquire_driver): a reader
 // and a writer, or two writers, cannot both win a quorum, because the two quorums share a node
 // whose script refused one of them.
 //
@@ -25,7 +25,7 @@ namespace redlock::detail {
 //  - After a round with marks on fewer nodes (two writers split the nodes' marks, or nodes
 //    failed), it deletes its marks on every node and backs off like a split vote: marks that no
 //    quorum carries would only hold readers back and leave the writers deadlocked.
-//  - An acquire that ends without the lock deletes its marks (acquire_op::finish) whenever a
+//  - An acquire that ends without the lock deletes its marks (acquire_driver::finish) whenever a
 //    round was sent since its marks were last deleted: a round's answer may come after the end,
 //    or never (a timeout), or after the next round opened, and may have set a mark all the same.
 //    The deletion follows every earlier request of the acquire on each node, so it finds every

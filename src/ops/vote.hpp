@@ -27,7 +27,7 @@ namespace redlock::detail {
 // The derived operation is the reply sink itself, so a fan-out allocates nothing for its replies.
 // It must be owned by a shared_ptr: while any request may still answer, the sink keeps its owner
 // alive through owner().
-class ballot_sink : public reply_sink {
+class fan_out_sink : public reply_sink {
  public:
   void on_reply(std::size_t tag, boost::system::error_code ec, const resp::value& reply) final {
     const std::size_t width = nodes_ * slots_;
@@ -52,8 +52,8 @@ class ballot_sink : public reply_sink {
   }
 
  protected:
-  explicit ballot_sink(std::size_t nodes, std::size_t slots = 1) : nodes_(nodes), slots_(slots) {}
-  ~ballot_sink() = default;
+  explicit fan_out_sink(std::size_t nodes, std::size_t slots = 1) : nodes_(nodes), slots_(slots) {}
+  ~fan_out_sink() = default;
 
   // Starts a new ballot; replies of earlier ones go to on_earlier_answer from now on. Returns the
   // tag of node 0 in slot 0 for node_set::send; slot k's node 0 is that + k * nodes.
@@ -85,13 +85,13 @@ class ballot_sink : public reply_sink {
 // decide() is asked after each reply whether the outcome is already certain. decided() runs once
 // per ballot, at the earliest certain moment; later replies are still read (by the connections)
 // but change nothing.
-class vote : public ballot_sink {
+class vote : public fan_out_sink {
  public:
   const tally& votes() const noexcept { return votes_; }
   const node_answers& answers() const noexcept { return answers_; }
 
  protected:
-  explicit vote(std::size_t nodes) : ballot_sink(nodes), votes_(nodes), answers_(nodes) {}
+  explicit vote(std::size_t nodes) : fan_out_sink(nodes), votes_(nodes), answers_(nodes) {}
   ~vote() = default;
 
   // Starts a new ballot and forgets the previous one's answers.
@@ -100,7 +100,7 @@ class vote : public ballot_sink {
     for (auto& answer : answers_)
       answer = node_answer{};
     decided_ = false;
-    return ballot_sink::open_ballot();
+    return fan_out_sink::open_ballot();
   }
 
   virtual node_answer::kind classify(boost::system::error_code ec, const resp::value& reply,

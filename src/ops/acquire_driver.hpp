@@ -1,5 +1,5 @@
-#ifndef REDLOCK_OPS_ACQUIRE_OP_HPP
-#define REDLOCK_OPS_ACQUIRE_OP_HPP
+#ifndef REDLOCK_OPS_ACQUIRE_DRIVER_HPP
+#define REDLOCK_OPS_ACQUIRE_DRIVER_HPP
 
 #include "clock.hpp"
 #include "completion.hpp"
@@ -20,15 +20,15 @@ namespace redlock::detail {
 // it happened. Decides nothing itself.
 using moment = steady_clock::time_point;
 
-class acquire_op final : public abortable,
-                         public ballot_sink,
-                         public queued_acquire,
-                         private announcement_facts,
-                         public std::enable_shared_from_this<acquire_op> {
+class acquire_driver final : public abortable,
+                             public fan_out_sink,
+                             public queued_acquire,
+                             private announcement_facts,
+                             public std::enable_shared_from_this<acquire_driver> {
  public:
-  acquire_op(std::shared_ptr<lock_space> space, std::unique_ptr<round_strategy> strategy,
-             std::string resource, const lock_options& options, bool single_round,
-             caller_handler<acquire_signature>&& caller);
+  acquire_driver(std::shared_ptr<lock_space> space, std::unique_ptr<round_strategy> strategy,
+                 std::string resource, const lock_options& options, bool single_round,
+                 caller_handler<acquire_signature>&& caller);
 
   // What the acquire's lease is to be (a set's resources, a companion key): told before start().
   lease_state& lease() const noexcept { return *machine_.lease(); }

@@ -1,6 +1,6 @@
-#include "ops/acquire_op.hpp"
+#include "ops/acquire_driver.hpp"
 
-#include "observe.hpp"
+#include "call_observer.hpp"
 #include "ops/extend.hpp"
 #include "ops/lock_requests.hpp"
 
@@ -8,25 +8,26 @@ namespace redlock::detail {
 
 using boost::system::error_code;
 
-acquire_op::acquire_op(std::shared_ptr<lock_space> space, std::unique_ptr<round_strategy> strategy,
-                       std::string resource, const lock_options& options, bool single_round,
-                       caller_handler<acquire_signature>&& caller)
-    : ballot_sink(space->nodes().size()),
+acquire_driver::acquire_driver(std::shared_ptr<lock_space> space,
+                               std::unique_ptr<round_strategy> strategy, std::string resource,
+                               const lock_options& options, bool single_round,
+                               caller_handler<acquire_signature>&& caller)
+    : fan_out_sink(space->nodes().size()),
       space_(std::move(space)),
       machine_(*space_, std::move(strategy), std::move(resource), options, single_round, *this,
                *this),
       done_(std::move(caller.handler), space_->executor(), caller.on_client_executor) {}
 
-void acquire_op::start() {
+void acquire_driver::start() {
   drive([this](acquire_machine& m, moment now) { m.start(now, shared_from_this()); });
 }
 
-void acquire_op::subscription_changed(bool subscribed) {
+void acquire_driver::subscription_changed(bool subscribed) {
   const bool settled = space_->announcements_settled(lease().resource());
   drive([=](acquire_machine& m, moment now) { m.subscription_changed(subscribed, settled, now); });
 }
 
-void acquire_op::perform(const acquire_action& action) {
+void acquire_driver::perform(const acquire_action& action) {
   using kind = acquire_action::kind;
   switch (action.what) {
     case kind::watch:
@@ -43,7 +44,7 @@ void acquire_op::perform(const acquire_action& action) {
     }
     case kind::arm_timer:
       if (!action.at) return timer_.disarm();
-      return timer_.arm(space_->executor(), *action.at, weak_from_this(), [](acquire_op& self) {
+      return timer_.arm(space_->executor(), *action.at, weak_from_this(), [](acquire_driver& self) {
         self.drive([](acquire_machine& m, moment now) { m.timer(now); }, true);
       });
     case kind::release: {
@@ -75,7 +76,7 @@ void acquire_op::perform(const acquire_action& action) {
   }
 }
 
-void acquire_op::write_back_fence() {
+void acquire_driver::write_back_fence() {
   const unsigned round = machine_.rounds();
   write_backs_.start(
       space_, machine_.fence_plan(), lease().token(), machine_.fence_pending(),
@@ -89,7 +90,7 @@ void acquire_op::write_back_fence() {
       [this, round] { return machine_.writing_back(round); });
 }
 
-void acquire_op::complete(error_code ec) {
+void acquire_driver::complete(error_code ec) {
   space_->untrack(this);
   if (!ec) start_renewal(lease());
   if (observer* const watcher = space_->watcher()) {

@@ -1,5 +1,5 @@
-#ifndef REDLOCK_HOLD_HPP
-#define REDLOCK_HOLD_HPP
+#ifndef REDLOCK_LOCK_HOLD_KEYS_HPP
+#define REDLOCK_LOCK_HOLD_KEYS_HPP
 
 #include <cstdint>
 #include <span>

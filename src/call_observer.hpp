@@ -1,5 +1,5 @@
-#ifndef REDLOCK_OBSERVE_HPP
-#define REDLOCK_OBSERVE_HPP
+#ifndef REDLOCK_CALL_OBSERVER_HPP
+#define REDLOCK_CALL_OBSERVER_HPP
 
 #include "redlock/observer.hpp"
 #include "user_callback.hpp"

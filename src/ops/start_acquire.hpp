@@ -1,5 +1,5 @@
-#ifndef REDLOCK_OPS_ACQUIRE_HPP
-#define REDLOCK_OPS_ACQUIRE_HPP
+#ifndef REDLOCK_OPS_START_ACQUIRE_HPP
+#define REDLOCK_OPS_START_ACQUIRE_HPP
 
 #include "redlock/detail/initiate.hpp"
 #include "redlock/options.hpp"
