@@ -6,11 +6,14 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <utility>
 
 namespace redlock::detail {
+
+using std::chrono::steady_clock;
 
 // One timer of an operation that re-arms it often. A wait already queued when the timer was
 // armed again or disarmed is stale: it calls nothing, whether or not it was cancelled in time.

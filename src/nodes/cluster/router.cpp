@@ -211,7 +211,7 @@ void cluster_router::exec(std::string_view key, payload_ref payload, const reque
   watch_waiting();
   // Before the first topology: asks for it. After: what it waits behind may wait for a new one
   // (a refresh that failed is not tried again by itself).
-  if (known_ || !refreshing_) refresh_soon();
+  if (known_ || !refresh_.running()) refresh_soon();
 }
 
 std::uint64_t cluster_router::route_of(std::uint32_t lane) const noexcept {

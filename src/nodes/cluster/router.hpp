@@ -8,6 +8,7 @@
 #include "nodes/cluster/topology.hpp"
 #include "nodes/forwarded_request.hpp"
 #include "nodes/lock_node.hpp"
+#include "nodes/paced_task.hpp"
 #include "nodes/peer_registry.hpp"
 #include "redlock/node_config.hpp"
 #include "resp/encoder.hpp"
@@ -85,7 +86,7 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
         seeds_(address_and_seeds(config_)),
         slot_owner_(cluster_slot_count, no_master),
         lanes_(executor_),
-        refresh_timer_(executor_) {}
+        refresh_(executor_, min_refresh_interval) {}
 
   // A request about `key` (empty: about no key) as lock_node::exec.
   void exec(std::string_view key, payload_ref payload, const request_options& rules,
@@ -96,7 +97,7 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
 
   void close_when_idle(std::chrono::milliseconds bound) {
     closing_ = true;
-    refresh_timer_.cancel();
+    refresh_.cancel();
     fail_waiting(asio::error::operation_aborted, "the client is shutting down");
     for (auto& link : links_)
       link.conn->close_when_idle(bound);
@@ -228,11 +229,7 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
   bool sending_ready_ = false;  // in send_ready()
   master_moved_fn on_moved_;
 
-  bool refreshing_ = false;
-  bool refresh_again_ = false;
-  bool refresh_timer_armed_ = false;
-  steady_clock::time_point last_refresh_{};
-  lock_timer refresh_timer_;
+  paced_task refresh_;  // the topology's refresh (topology_refresh.cpp)
 
   error_code lasting_;  // why no topology can be read until a configuration changes
   std::vector<std::size_t> free_numbers_;  // of dropped links

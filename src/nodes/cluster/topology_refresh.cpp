@@ -40,25 +40,9 @@ const shared_payload& cluster_slots_command() {
 
 void cluster_router::refresh_soon() {
   if (closing_) return;
-  if (refreshing_) {
-    refresh_again_ = true;
-    return;
-  }
-  if (refresh_timer_armed_) return;
-  const auto now = lock_clock::now();
-  const auto earliest = last_refresh_ + min_refresh_interval;
-  if (known_ && now < earliest) {
-    refresh_timer_armed_ = true;
-    refresh_timer_.expires_at(earliest);
-    refresh_timer_.async_wait([weak = weak_from_this()](error_code ec) {
-      auto self = weak.lock();
-      if (!self) return;
-      self->refresh_timer_armed_ = false;
-      if (!ec) self->refresh_soon();
-    });
-    return;
-  }
-  refreshing_ = true;
+  // Paced once a topology is known: before that, every request waits for one.
+  const std::weak_ptr<cluster_router> weak = weak_from_this();
+  if (!refresh_.ask(known_, weak, [](cluster_router& self) { self.refresh_soon(); })) return;
   // The function object lives as long as the coroutine, and with it the router.
   asio::co_spawn(
       executor_, [self = shared_from_this()] { return self->refresh(); }, asio::detached);
@@ -88,8 +72,7 @@ asio::awaitable<void> cluster_router::refresh() {
     }
     problems.push_back(std::move(*problem));
   }
-  refreshing_ = false;
-  last_refresh_ = lock_clock::now();
+  const bool again = refresh_.ended();
   if (closing_) co_return;
   if (adopted) {
     lasting_ = {};
@@ -100,7 +83,7 @@ asio::awaitable<void> cluster_router::refresh() {
       fail_waiting(lasting_ ? lasting_ : make_error_code(error::not_connected), last_error_);
   }
   // Not again by itself when it failed: the next request that meets a stale route asks for it.
-  if (std::exchange(refresh_again_, false)) refresh_soon();
+  if (again) refresh_soon();
 }
 
 asio::awaitable<std::optional<std::string>> cluster_router::read_topology_from(

@@ -41,24 +41,8 @@ node_config sentinel_config(const node_config& node, const cluster_endpoint& at)
 
 void sentinel_router::resolve_soon() {
   if (closing_) return;
-  if (resolving_) {
-    resolve_again_ = true;
-    return;
-  }
-  if (resolve_timer_armed_) return;
-  const auto earliest = last_resolve_ + min_resolve_interval;
-  if (lock_clock::now() < earliest) {
-    resolve_timer_armed_ = true;
-    resolve_timer_.expires_at(earliest);
-    resolve_timer_.async_wait([weak = weak_from_this()](error_code ec) {
-      auto self = weak.lock();
-      if (!self) return;
-      self->resolve_timer_armed_ = false;
-      if (!ec) self->resolve_soon();
-    });
-    return;
-  }
-  resolving_ = true;
+  const std::weak_ptr<sentinel_router> weak = weak_from_this();
+  if (!resolution_.ask(true, weak, [](sentinel_router& self) { self.resolve_soon(); })) return;
   // The function object lives as long as the coroutine, and with it the router.
   asio::co_spawn(
       executor_, [self = shared_from_this()] { return self->resolve(); }, asio::detached);
@@ -78,8 +62,7 @@ asio::awaitable<void> sentinel_router::resolve() {
     }
     problems.push_back(std::move(*problem));
   }
-  resolving_ = false;
-  last_resolve_ = lock_clock::now();
+  const bool again = resolution_.ended();
   if (closing_) co_return;
   if (named) {
     lasting_ = {};
@@ -94,16 +77,12 @@ asio::awaitable<void> sentinel_router::resolve() {
       fail_waiting(ec, last_error_);
     }
   }
-  if (std::exchange(resolve_again_, false) || !named) {
+  if (again || !named) {
     // Unanswered: again after the reconnect backoff's ceiling, while anyone may still need it.
-    resolve_timer_armed_ = true;
-    resolve_timer_.expires_after(named ? min_resolve_interval : settings_.reconnect.max_delay);
-    resolve_timer_.async_wait([weak = weak_from_this()](error_code ec) {
-      auto self = weak.lock();
-      if (!self) return;
-      self->resolve_timer_armed_ = false;
-      if (!ec) self->resolve_soon();
-    });
+    const std::weak_ptr<sentinel_router> weak = weak_from_this();
+    resolution_.retry_at(
+        lock_clock::now() + (named ? min_resolve_interval : settings_.reconnect.max_delay), weak,
+        [](sentinel_router& self) { self.resolve_soon(); });
   }
 }
 

@@ -81,7 +81,7 @@ sentinel_router::sentinel_router(asio::any_io_executor executor, node_config con
       index_(index),
       sentinels_(address_and_seeds(config_)),
       lanes_(executor_),
-      resolve_timer_(executor_) {
+      resolution_(executor_, min_resolve_interval) {
   settings_.require_master = true;
 }
 
@@ -190,7 +190,7 @@ void sentinel_router::send_waiting() {
 
 void sentinel_router::close_when_idle(std::chrono::milliseconds bound) {
   closing_ = true;
-  resolve_timer_.cancel();
+  resolution_.cancel();
   fail_waiting(asio::error::operation_aborted, "the client is shutting down");
   if (sentinel_link_) sentinel_link_->close();
   if (master_) master_->close_when_idle(bound);

@@ -7,6 +7,7 @@
 #include "nodes/cluster/topology.hpp"
 #include "nodes/forwarded_request.hpp"
 #include "nodes/lock_node.hpp"
+#include "nodes/paced_task.hpp"
 #include "nodes/peer_registry.hpp"
 #include "nodes/sentinel/replies.hpp"
 #include "nodes/standalone_node.hpp"
@@ -153,11 +154,7 @@ class sentinel_router : public std::enable_shared_from_this<sentinel_router> {
   // one after the master was unreachable.
   timed_lanes<waiting_request> lanes_;
   bool sending_ready_ = false;  // in send_ready()
-  lock_timer resolve_timer_;
-  bool resolving_ = false;
-  bool resolve_again_ = false;
-  bool resolve_timer_armed_ = false;
-  std::chrono::steady_clock::time_point last_resolve_{};
+  paced_task resolution_;       // asking the sentinels for the master (resolution.cpp)
   bool closing_ = false;
   boost::system::error_code lasting_;
   std::string last_error_;
