@@ -6,6 +6,7 @@
 #include "clock.hpp"
 #include "clock/virtual_clock.hpp"
 #include "lock/local_queues.hpp"
+#include "support/recorded_acquire.hpp"
 
 #define BOOST_TEST_MODULE redlock_virtual_clock_tests
 #include <boost/test/unit_test.hpp>
@@ -22,21 +23,10 @@ namespace {
 using redlock::detail::local_queues;
 using redlock::detail::lock_clock;
 using redlock::detail::queue_holder;
-using redlock::detail::queued_acquire;
 using std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-class waiter final : public queued_acquire {
- public:
-  void wake() override {}
-  void compete(steady_clock::time_point) override {}
-  void announced(std::size_t, std::size_t) override {}
-  void permit_released_here(std::size_t) override {}
-  void subscription_changed(bool) override {}
-  void claims_until(steady_clock::time_point until) override { claimed_until = until; }
-
-  std::optional<steady_clock::time_point> claimed_until;
-};
+using waiter = redlock::test::recorded_acquire;
 
 }  // namespace
 

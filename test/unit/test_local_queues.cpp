@@ -5,6 +5,7 @@
 // of each of its queues.
 
 #include "lock/local_queues.hpp"
+#include "support/recorded_acquire.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -23,22 +24,9 @@ using std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 // What the queues told each acquire, in order ("x wakes", "s claims").
-using event_log = std::vector<std::string>;
+using redlock::test::event_log;
 
-class fake_acquire final : public queued_acquire {
- public:
-  fake_acquire(std::string name, event_log& log) : name_(std::move(name)), log_(log) {}
-  void wake() override { log_.push_back(name_ + " wakes"); }
-  void compete(steady_clock::time_point) override { log_.push_back(name_ + " competes"); }
-  void announced(std::size_t, std::size_t) override {}
-  void permit_released_here(std::size_t) override {}
-  void subscription_changed(bool) override {}
-  void claims_until(steady_clock::time_point) override { log_.push_back(name_ + " claims"); }
-
- private:
-  std::string name_;
-  event_log& log_;
-};
+using fake_acquire = redlock::test::recorded_acquire;
 
 // A lease of this client holding a queue, as the queues see one.
 queue_holder* some_lease() {
