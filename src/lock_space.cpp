@@ -22,11 +22,11 @@ lock_space::lock_space(boost::asio::any_io_executor executor, std::vector<node_c
       queues_(nodes_.options().release_channel, nodes_.options().drift_factor),
       random_(std::random_device{}()) {}
 
-release_listener* lock_space::listener() {
+release_announcements* lock_space::listener() {
   if (options().release_channel.empty() || closed_) return nullptr;
   if (!listener_) {
     std::weak_ptr<lock_space> weak = weak_from_this();
-    release_listener::events on;
+    release_announcements::events on;
     on.released = [weak](std::size_t node, std::string_view resource) {
       if (auto self = weak.lock()) self->queues_.on_release_announced(node, resource);
     };
@@ -38,18 +38,7 @@ release_listener* lock_space::listener() {
       const auto self = weak.lock();
       return self && self->queues_.any_waiting(resource);
     };
-    auto slot_master = [weak](std::size_t node, std::uint16_t slot) {
-      const auto self = weak.lock();
-      return self ? self->nodes_.cluster_master_of(node, slot) : std::nullopt;
-    };
-    auto sentinel_master = [weak](std::size_t node) {
-      const auto self = weak.lock();
-      return self ? self->nodes_.sentinel_master_of(node) : std::nullopt;
-    };
-    listener_ =
-        release_listener::create(executor(), nodes_.configs(), connection_options::from(options()),
-                                 options().release_channel, std::move(slot_master),
-                                 std::move(sentinel_master), std::move(on));
+    listener_ = nodes_.listen_for_releases(options().release_channel, std::move(on));
   }
   return listener_.get();
 }

@@ -6,7 +6,7 @@
 #include "lock/operation_registry.hpp"
 #include "log.hpp"
 #include "nodes/node_set.hpp"
-#include "nodes/release_listener.hpp"
+#include "nodes/release_announcements.hpp"
 #include "redlock/options.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -39,19 +39,19 @@ class lock_space : public operation_registry, public std::enable_shared_from_thi
 
   // Release announcements (client_options::release_channel), for acquires that wait. Null when
   // announcements are off or the client is closed. Created on first use.
-  release_listener* listener();
+  release_announcements* listener();
 
   // Whether acquires that wait may hear release announcements: a release channel is set and the
   // client is open.
   bool announces_releases() const noexcept {
     return !options().release_channel.empty() && !closed_;
   }
-  // Every node is subscribed for `resource` (release_listener::covers): a release of it would be
-  // heard. Only looks: false while nobody listens.
+  // Every node is subscribed for `resource` (release_announcements::covers): a release of it would
+  // be heard. Only looks: false while nobody listens.
   bool announcements_cover(std::string_view resource) const noexcept {
     return announces_releases() && listener_ && listener_->covers(resource);
   }
-  // No node's subscription for `resource` is in its first attempt (release_listener::settled);
+  // No node's subscription for `resource` is in its first attempt (release_announcements::settled);
   // true when there are no announcements to wait for. Only looks.
   bool announcements_settled(std::string_view resource) const noexcept {
     if (!announces_releases()) return true;
@@ -69,7 +69,7 @@ class lock_space : public operation_registry, public std::enable_shared_from_thi
  private:
   node_set nodes_;
   local_queues queues_;
-  std::shared_ptr<release_listener> listener_;
+  std::shared_ptr<release_announcements> listener_;  // over nodes_, which outlives it
   round_trip_average round_trip_;
   std::minstd_rand random_;
   bool closed_ = false;

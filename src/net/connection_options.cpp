@@ -31,4 +31,15 @@ connection_options connection_options::from(const client_options& options) {
   return result;
 }
 
+connection_options connection_options::for_subscriber(const connection_options& settings) {
+  connection_options result;
+  result.connect_timeout = settings.connect_timeout;
+  result.reconnect = settings.reconnect;
+  result.health_check_timeout = settings.health_check_timeout;
+  result.client_name = settings.client_name;
+  result.logger = settings.logger;
+  result.limits = settings.limits;
+  return result;
+}
+
 }  // namespace redlock::detail

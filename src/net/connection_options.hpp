@@ -76,6 +76,9 @@ struct connection_options {
   std::function<void(bool up, boost::system::error_code why)> on_link;
 
   static connection_options from(const client_options& options);
+  // Only what from() sets, taken from `settings`: those of a subscriber to the servers that
+  // `settings` reach, with nothing of their handshake (preloads, probes, checks) or reports.
+  static connection_options for_subscriber(const connection_options& settings);
 };
 
 // The parser's limits that enforce a client's reply_limits.

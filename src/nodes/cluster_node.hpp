@@ -16,6 +16,7 @@
 namespace redlock::detail {
 
 class cluster_router;
+class shard_subscriptions;
 
 // One Redis Cluster as one Redlock node (node_kind::cluster). Each request goes to the master of
 // its key's hash slot, over one pipelined connection per shard master, opened when first needed
@@ -61,13 +62,23 @@ class cluster_node final : public lock_node {
   void close_when_idle(std::chrono::milliseconds bound) override;
   void watch_masters(master_moved_fn on_moved) override;
 
+  // Per slot, on the slot's master as this node's routes know it (shard_subscriptions).
+  void subscribe_releases(const std::string& channel, announcement_events on) override;
+  void unsubscribe_releases() override;
+  void want_releases(std::string_view resource) override;
+  void unwant_releases(std::string_view resource) override;
+  subscription_state releases_subscription(std::string_view resource) const override;
+
   // "127.0.0.1:7001" serving `key`'s slot now, as far as this node knows; empty when unknown.
   std::string master_for(std::string_view key) const;
   // The master serving `slot` now, as far as this node knows.
   std::optional<cluster_endpoint> master_of(std::uint16_t slot) const;
 
  private:
+  boost::asio::any_io_executor executor_;
+  connection_options subscriber_settings_;
   std::shared_ptr<cluster_router> router_;
+  std::shared_ptr<shard_subscriptions> releases_;
 };
 
 }  // namespace redlock::detail

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,26 @@ struct master_moved {
   std::vector<std::uint16_t> slots;  // sorted hash slots, when not every_key
 };
 using master_moved_fn = std::function<void(const master_moved&)>;
+
+// A node's subscription to the channel where releases are announced, as far as one resource's
+// releases are concerned.
+enum class subscription_state : std::uint8_t {
+  off,         // not asked for
+  connecting,  // being made, for the first time on this server
+  subscribed,  // announcements arrive
+  down,        // the last attempt failed or the link broke (or no server is known yet); retried
+};
+
+// What a node tells of its release announcements (lock_node::subscribe_releases).
+struct announcement_events {
+  // `resource` was announced released. Called inside a connection's read loop: it must only look
+  // and remember (no requests, no completions) and must not throw.
+  std::function<void(std::string_view resource)> heard;
+  // The subscription is now in place (true), or was lost or could not be made (false): for every
+  // resource, or (`slot` set, a cluster node) for the resources of one hash slot. Posted to the
+  // executor, never called inside a node's member.
+  std::function<void(bool subscribed, std::optional<std::uint16_t> slot)> link_changed;
+};
 
 // One Redlock node as the node set sees it: where a request about a key goes, however many servers
 // stand behind the node. A standalone server is one connection; a Redis Cluster routes each key to
@@ -67,6 +88,18 @@ class lock_node {
   // keys' master changed (a +switch-master, a READONLY or a lost link followed by a new master; a
   // MOVED or a topology that re-points slots). A node of one server never calls it.
   virtual void watch_masters(master_moved_fn on_moved) { (void)on_moved; }
+
+  // Release announcements. subscribe_releases starts subscribing to `channel` where this node's
+  // releases are announced (its server; a sentinel node's master, wherever it moves; a cluster's
+  // shard masters, per slot, following the slots) and keeps doing so, reconnecting, until
+  // unsubscribe_releases or another subscribe_releases; `on` is told from then on, never after.
+  // A cluster node subscribes only to the slots of the resources wanted (want_releases, counted;
+  // each unwant_releases names the resource of one want_releases); other nodes ignore them.
+  virtual void subscribe_releases(const std::string& channel, announcement_events on) = 0;
+  virtual void unsubscribe_releases() = 0;
+  virtual void want_releases(std::string_view resource) { (void)resource; }
+  virtual void unwant_releases(std::string_view resource) { (void)resource; }
+  virtual subscription_state releases_subscription(std::string_view resource) const = 0;
 
  protected:
   explicit lock_node(node_config config) : config_(std::move(config)) {}

@@ -97,27 +97,13 @@ std::unique_ptr<lock_node> make_lock_node(const asio::any_io_executor& executor,
   return std::make_unique<standalone_node>(executor, std::move(config), std::move(settings));
 }
 
-std::optional<cluster_endpoint> node_set::cluster_master_of(std::size_t node,
-                                                            std::uint16_t slot) const {
-  if (const auto* cluster = dynamic_cast<const cluster_node*>(nodes_[node].get()))
-    return cluster->master_of(slot);
-  return std::nullopt;
-}
-
-std::optional<node_config> node_set::sentinel_master_of(std::size_t node) const {
-  const auto* sentinel = dynamic_cast<const sentinel_node*>(nodes_[node].get());
-  if (sentinel == nullptr) return std::nullopt;
-  const auto at = parse_endpoint(sentinel->master_address());
-  if (!at) return std::nullopt;
-  return server_of(nodes_[node]->config(), *at);
-}
-
-std::vector<node_config> node_set::configs() const {
-  std::vector<node_config> nodes;
-  nodes.reserve(nodes_.size());
+std::shared_ptr<release_announcements> node_set::listen_for_releases(
+    std::string channel, release_announcements::events on) {
+  std::vector<lock_node*> nodes;
   for (const auto& node : nodes_)
-    nodes.push_back(node->config());
-  return nodes;
+    nodes.push_back(node.get());
+  return release_announcements::create(executor_, std::move(nodes), std::move(channel),
+                                       std::move(on));
 }
 
 request_options node_set::options_of(const request_rules& rules) const noexcept {

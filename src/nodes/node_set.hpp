@@ -7,6 +7,7 @@
 #include "nodes/cluster/topology.hpp"
 #include "nodes/lock_node.hpp"
 #include "nodes/peer_registry.hpp"
+#include "nodes/release_announcements.hpp"
 #include "redlock/node_config.hpp"
 #include "redlock/options.hpp"
 
@@ -89,12 +90,6 @@ class node_set {
   std::size_t size() const noexcept { return nodes_.size(); }
   std::size_t quorum() const noexcept { return nodes_.size() / 2 + 1; }
   const node_config& node(std::size_t i) const noexcept { return nodes_[i]->config(); }
-  std::vector<node_config> configs() const;
-  // For a cluster node: the master serving `slot` now, as far as its routes know; else empty.
-  std::optional<cluster_endpoint> cluster_master_of(std::size_t node, std::uint16_t slot) const;
-  // For a sentinel node: its master as the sentinels named it last (a standalone config); else
-  // empty, also before the first answer.
-  std::optional<node_config> sentinel_master_of(std::size_t node) const;
   // Some node is a Redis Cluster: every key of one request must be in one hash slot.
   bool has_cluster_node() const noexcept { return has_cluster_node_; }
 
@@ -120,6 +115,11 @@ class node_set {
   // executor.
   using master_moved_at = std::function<void(std::size_t node, const master_moved& moved)>;
   void watch_masters(const master_moved_at& on_moved);
+
+  // The release announcements on `channel` of these nodes, whose subscriptions each node makes
+  // and follows itself (release_announcements); the result must not outlive the node set.
+  std::shared_ptr<release_announcements> listen_for_releases(std::string channel,
+                                                             release_announcements::events on);
 
   // Whether node i fails for good (a refused login, a wrong database...), and with
   // what; its last failure's text.

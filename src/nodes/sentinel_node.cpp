@@ -19,7 +19,9 @@ sentinel_node::sentinel_node(const asio::any_io_executor& executor, node_config 
       router_(std::make_shared<sentinel_router>(executor, std::move(config), std::move(settings),
                                                 std::move(peers), index)) {}
 
-sentinel_node::~sentinel_node() = default;
+sentinel_node::~sentinel_node() {
+  router_->unsubscribe_releases();
+}
 
 void sentinel_node::exec(const request& what, std::string_view payload, reply_sink& sink,
                          std::size_t tag, steady_clock::time_point now) {
@@ -45,6 +47,18 @@ void sentinel_node::close_when_idle(std::chrono::milliseconds bound) {
 
 void sentinel_node::watch_masters(master_moved_fn on_moved) {
   router_->watch_masters(std::move(on_moved));
+}
+
+void sentinel_node::subscribe_releases(const std::string& channel, announcement_events on) {
+  router_->subscribe_releases(channel, std::move(on));
+}
+
+void sentinel_node::unsubscribe_releases() {
+  router_->unsubscribe_releases();
+}
+
+subscription_state sentinel_node::releases_subscription(std::string_view) const {
+  return router_->releases_subscription();
 }
 
 std::string sentinel_node::master_address() const {

@@ -71,6 +71,11 @@ class sentinel_node final : public lock_node {
   void close_when_idle(std::chrono::milliseconds bound) override;
   void watch_masters(master_moved_fn on_moved) override;
 
+  // On the master the sentinels name, following it (sentinel_router::subscribe_releases).
+  void subscribe_releases(const std::string& channel, announcement_events on) override;
+  void unsubscribe_releases() override;
+  subscription_state releases_subscription(std::string_view resource) const override;
+
   // "127.0.0.1:6380": the master the sentinels named last; empty before the first answer.
   std::string master_address() const;
   // When it last changed, as far as the sentinels told.

@@ -50,7 +50,13 @@ class replicated_write final : public reply_sink {
 standalone_node::standalone_node(const boost::asio::any_io_executor& executor, node_config config,
                                  connection_options settings)
     : lock_node(config),
+      executor_(executor),
+      subscriber_settings_(connection_options::for_subscriber(settings)),
       conn_(connection::create(executor, std::move(config), std::move(settings))) {}
+
+standalone_node::~standalone_node() {
+  unsubscribe_releases();
+}
 
 template <typename Payload>
 void standalone_node::send(const request& what, const Payload& payload, reply_sink& sink,
@@ -74,6 +80,21 @@ void standalone_node::exec(const request& what, std::string_view payload, reply_
 void standalone_node::exec(const request& what, const shared_payload& payload, reply_sink& sink,
                            std::size_t tag, std::chrono::steady_clock::time_point now) {
   send(what, payload, sink, tag, now);
+}
+
+void standalone_node::subscribe_releases(const std::string& channel, announcement_events on) {
+  unsubscribe_releases();
+  releases_ =
+      release_subscription::open(executor_, config(), subscriber_settings_, channel, std::move(on));
+}
+
+void standalone_node::unsubscribe_releases() {
+  if (releases_) releases_->close();
+  releases_.reset();
+}
+
+subscription_state standalone_node::releases_subscription(std::string_view) const {
+  return releases_ ? releases_->state() : subscription_state::off;
 }
 
 }  // namespace redlock::detail

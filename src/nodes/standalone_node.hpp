@@ -3,6 +3,7 @@
 
 #include "net/connection.hpp"
 #include "nodes/lock_node.hpp"
+#include "nodes/release_subscription.hpp"
 
 #include <memory>
 
@@ -13,7 +14,7 @@ class standalone_node final : public lock_node {
  public:
   standalone_node(const boost::asio::any_io_executor& executor, node_config config,
                   connection_options settings);
-  ~standalone_node() override = default;
+  ~standalone_node() override;
   standalone_node(const standalone_node&) = delete;
   standalone_node& operator=(const standalone_node&) = delete;
 
@@ -28,6 +29,11 @@ class standalone_node final : public lock_node {
   const std::string& last_error() const noexcept override { return conn_->last_error(); }
   void close_when_idle(std::chrono::milliseconds bound) override { conn_->close_when_idle(bound); }
 
+  // One subscriber connection to the server (release_subscription).
+  void subscribe_releases(const std::string& channel, announcement_events on) override;
+  void unsubscribe_releases() override;
+  subscription_state releases_subscription(std::string_view resource) const override;
+
   const connection& link() const noexcept { return *conn_; }
 
  private:
@@ -35,7 +41,10 @@ class standalone_node final : public lock_node {
   void send(const request& what, const Payload& payload, reply_sink& sink, std::size_t tag,
             std::chrono::steady_clock::time_point now);
 
+  boost::asio::any_io_executor executor_;
+  connection_options subscriber_settings_;
   std::shared_ptr<connection> conn_;
+  std::shared_ptr<release_subscription> releases_;
 };
 
 }  // namespace redlock::detail

@@ -77,8 +77,8 @@ struct acquire_release {
   bool with_mark = false;
 };
 
-// What an acquire machine reads of the client's release subscriptions (release_listener), given
-// by its driver: reading changes nothing.
+// What an acquire machine reads of the client's release subscriptions (release_announcements),
+// given by its driver: reading changes nothing.
 class announcement_facts {
  public:
   // Every node is subscribed for `resource`: a release of it anywhere would be heard.

@@ -52,7 +52,7 @@ request_rules release_rules(hold_kind kind, std::chrono::milliseconds key_lifeti
 // The token-checked release of `held` with `token`, announced on `channel` unless empty: a
 // cluster node announces on the channel moved into the key's slot with SPUBLISH (in_slot), which
 // only the shard that owns the slot carries, and where the client's subscribers of that node
-// listen (release_listener).
+// listen (release_announcements).
 payload_by_node_kind encode_release(const node_set& nodes, const hold_keys& held,
                                     std::string_view token, std::string_view channel);
 

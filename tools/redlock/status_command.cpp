@@ -259,8 +259,8 @@ std::vector<node_answer> ask_every_node(const status_options& options,
            answered();
          });
     // ["redlock:released", N]: how many clients wait for some lock on this node. A cluster's
-    // waiters subscribe to the shard channel of the key's slot (release_listener), on the master
-    // that serves it, where the request about that channel goes.
+    // waiters subscribe to the shard channel of the key's slot (release_announcements), on the
+    // master that serves it, where the request about that channel goes.
     const bool cluster = nodes[i].kind == node_kind::cluster;
     const std::string shard_channel =
         cluster ? detail::in_slot(detail::hash_slot(key), channel) : std::string();

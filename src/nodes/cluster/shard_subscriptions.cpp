@@ -69,7 +69,7 @@ void shard_subscriptions::unwant(std::uint16_t slot) {
 
 shard_subscriptions::state shard_subscriptions::of(std::uint16_t slot) const noexcept {
   const auto it = slots_.find(slot);
-  return it == slots_.end() ? state::none : it->second.current;
+  return it == slots_.end() ? state::off : it->second.current;
 }
 
 void shard_subscriptions::close() {

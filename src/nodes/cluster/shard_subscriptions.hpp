@@ -4,6 +4,7 @@
 #include "clock.hpp"
 #include "net/connection.hpp"
 #include "nodes/cluster/topology.hpp"
+#include "nodes/lock_node.hpp"
 #include "redlock/node_config.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -44,12 +45,9 @@ class shard_subscriptions : public std::enable_shared_from_this<shard_subscripti
  public:
   static constexpr unsigned max_redirects = 5;
 
-  enum class state : std::uint8_t {
-    none,        // not wanted
-    connecting,  // being subscribed, for the first time or after it was lost
-    subscribed,  // announcements arrive
-    down,        // the last attempt failed; retried
-  };
+  // A slot's subscription: off while nobody wanted it; connecting while it is made, for the
+  // first time or after it moved; down after a failed attempt, which is retried.
+  using state = subscription_state;
 
   struct events {
     // `resource` was announced released. Called inside a connection's read loop: it must only

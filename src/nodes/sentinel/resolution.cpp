@@ -174,7 +174,8 @@ bool sentinel_router::adopt(const cluster_endpoint& master) {
   if (master_at_ == master || closing_) return false;
   if (master_) {
     // Its requests are answered first; releases it keeps wait for a reconnect within their
-    // lifetime, where the key is ours or gone.
+    // lifetime, where the key is ours or gone. Its announcements are no longer ours.
+    master_->unsubscribe_releases();
     master_->close_when_idle(settings_.connect_timeout + std::chrono::milliseconds(1000));
   }
   auto settings = settings_;
@@ -195,6 +196,18 @@ bool sentinel_router::adopt(const cluster_endpoint& master) {
         settings_.logger, executor_, log_level::info,
         fmt::format("{}: the sentinels name {} as master \"{}\"{}", config_.address(),
                     endpoint_text(master), config_.sentinel_master, first ? "" : " (it moved)"));
+  }
+  if (releases_wanted_) {
+    // Releases here are announced on the new master from now on. Until its subscription is in
+    // place, a release there may go unheard: the subscription counts as lost meanwhile.
+    master_->subscribe_releases(releases_wanted_->channel, releases_wanted_->on);
+    if (!first && releases_wanted_->on.link_changed) {
+      asio::post(executor_, [weak, wish = releases_wanted_generation_] {
+        const auto self = weak.lock();
+        if (self && self->releases_wanted_ && self->releases_wanted_generation_ == wish)
+          self->releases_wanted_->on.link_changed(false, std::nullopt);
+      });
+    }
   }
   if (!first && on_moved_) {
     // Leases held here renew on the new master at once (lock_node::watch_masters); posted, never

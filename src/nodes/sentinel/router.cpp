@@ -188,6 +188,23 @@ void sentinel_router::send_waiting() {
   send_ready();
 }
 
+void sentinel_router::subscribe_releases(const std::string& channel, announcement_events on) {
+  unsubscribe_releases();
+  releases_wanted_ = release_wish{.channel = channel, .on = std::move(on)};
+  if (master_) master_->subscribe_releases(channel, releases_wanted_->on);
+}
+
+void sentinel_router::unsubscribe_releases() {
+  ++releases_wanted_generation_;
+  releases_wanted_.reset();
+  if (master_) master_->unsubscribe_releases();
+}
+
+subscription_state sentinel_router::releases_subscription() const {
+  if (!releases_wanted_) return subscription_state::off;
+  return master_ ? master_->releases_subscription({}) : subscription_state::down;
+}
+
 void sentinel_router::close_when_idle(std::chrono::milliseconds bound) {
   closing_ = true;
   resolution_.cancel();

@@ -76,6 +76,12 @@ class sentinel_router : public std::enable_shared_from_this<sentinel_router> {
   // lock_node::watch_masters: told of every switch to another master (every key moved).
   void watch_masters(master_moved_fn on_moved) { on_moved_ = std::move(on_moved); }
 
+  // lock_node's release subscription: on the master named now (release_subscription), and on each
+  // one named after it, from the moment it is adopted. Down while no master is known yet.
+  void subscribe_releases(const std::string& channel, announcement_events on);
+  void unsubscribe_releases();
+  subscription_state releases_subscription() const;
+
   std::string master_address() const { return master_at_ ? endpoint_text(*master_at_) : ""; }
   const master_record& last_change() const noexcept { return record_; }
   const node_config& config() const noexcept { return config_; }
@@ -149,6 +155,12 @@ class sentinel_router : public std::enable_shared_from_this<sentinel_router> {
   std::optional<cluster_endpoint> master_at_;
   master_record record_;
   master_moved_fn on_moved_;
+  struct release_wish {
+    std::string channel;
+    announcement_events on;
+  };
+  std::optional<release_wish> releases_wanted_;   // subscribe_releases, until unsubscribed
+  std::uint64_t releases_wanted_generation_ = 0;  // events of an earlier wish are void
 
   // The order of the requests: those waiting for their turn, for the first master, or for a new
   // one after the master was unreachable.

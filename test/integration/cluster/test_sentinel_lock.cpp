@@ -355,6 +355,67 @@ BOOST_AUTO_TEST_CASE(wait_replicas_counts_a_vote_only_once_replicated) {
   });
 }
 
+// Release announcements on a sentinel node are subscribed on its master, and the subscription
+// moves with the master when the group fails over: a release on the new master wakes a waiter
+// whose rounds, without announcements, come 5 s apart (the holder's lease lasts 30 s).
+BOOST_AUTO_TEST_CASE(a_waiters_subscription_follows_the_master_across_a_failover) {
+  redis_sentinel group;
+  const std::string channel = redlock::client_options{}.release_channel;
+  const auto subscribers = [&](std::size_t node) {
+    const auto reply = group.command(node, {"PUBSUB", "NUMSUB", channel});
+    return reply.elements.size() == 2 ? reply.elements[1].integer : -1;
+  };
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client holder(io.get_executor(), sentinel_node(group), logged_options());
+    redlock::client waiter(io.get_executor(), sentinel_node(group), logged_options());
+    auto [ec, held] =
+        co_await holder.async_acquire("waited", lock_for(30s, renewal::off), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << held.diagnostics());
+    BOOST_TEST_REQUIRE(co_await replicated(group, "waited", held.token()));
+
+    std::optional<redlock::error_code> waited;
+    redlock::lease won;
+    auto patient = lock_for(10s);
+    patient.retry = {5s, 5s, 1.0};
+    patient.wait = 40s;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          auto [wait_ec, lease] = co_await waiter.async_acquire("waited", patient, tuple_awaitable);
+          won = std::move(lease);
+          waited = wait_ec;
+        },
+        asio::detached);
+    const auto old_master = group.master();
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return subscribers(old_master) == 1; }, 5s),
+                       "the waiter subscribes on the master");
+
+    std::size_t new_master = old_master;
+    redlock::test::background_thread nemesis([&] { new_master = group.failover(); });
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return nemesis.finished(); }, 60s));
+    nemesis.join();
+    BOOST_TEST_REQUIRE(new_master != old_master);
+    BOOST_TEST(co_await eventually([&] { return subscribers(new_master) == 1; }, 10s),
+               "the subscription moved to the new master");
+    BOOST_TEST(subscribers(old_master) == 0);
+    co_await sleep_for(300ms);  // refused on the new master (the key came over), and asleep
+    BOOST_TEST_REQUIRE(!waited.has_value(), "the waiter finished before the release: "
+                                                << waited->message() << ": " << won.diagnostics());
+
+    const auto released = steady_clock::now();
+    auto [release_ec] = co_await held.async_release(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!release_ec, release_ec.message() << ": " << held.diagnostics());
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return waited.has_value(); }, 40s));
+    const auto took = ms_since(released);
+    BOOST_TEST(!*waited, waited->message() << ": " << won.diagnostics());
+    BOOST_TEST(took < 2000, "woken " << took << " ms after the release");
+    BOOST_TEST_MESSAGE("woken " << took << " ms after the release");
+    co_await won.async_release(tuple_awaitable);
+    BOOST_TEST(co_await eventually([&] { return subscribers(new_master) == 0; }, 5s),
+               "no subscription is left once nobody waits");
+  });
+}
+
 BOOST_AUTO_TEST_CASE(a_redlock_with_a_sentinel_group_stays_exclusive_while_it_fails_over) {
   redis_sentinel group;
   redis_fleet fleet(2);
