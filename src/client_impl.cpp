@@ -1,7 +1,7 @@
 #include "client_impl.hpp"
 
 #include "algo/hash_slot.hpp"
-#include "lease_state.hpp"
+#include "lock/lease_state.hpp"
 #include "ops/extend.hpp"
 #include "ops/vote.hpp"
 

@@ -1,6 +1,7 @@
 #include "redlock/lease.hpp"
 
-#include "lease_state.hpp"
+#include "lock/lease_state.hpp"
+#include "lock_space.hpp"
 #include "ops/lease_end.hpp"
 
 #include <boost/asio/dispatch.hpp>
@@ -18,7 +19,7 @@ namespace {
 void abandon(const std::shared_ptr<lease_state>& state) {
   if (state->current() != lease_state::phase::held) return;
   next_waiter_start next_waiter;  // a closed client releases nothing: the next waiter wakes
-  if (!state->space()->closed()) next_waiter = release_on_nodes(*state).next_waiter;
+  if (!space_of(*state).closed()) next_waiter = release_on_nodes(*state).next_waiter;
   state->stop_holding(lease_state::phase::released, asio::error::operation_aborted, next_waiter);
   state->report(&observer::on_release, error_code{});
 }
@@ -27,7 +28,7 @@ void abandon(const std::shared_ptr<lease_state>& state) {
 
 const asio::any_io_executor& executor_of(const lease_state* state) noexcept {
   static const asio::any_io_executor none;
-  return state ? state->space()->executor() : none;
+  return state ? state->home()->executor() : none;
 }
 
 }  // namespace redlock::detail
@@ -55,7 +56,7 @@ lease::~lease() {
     return;
   }
   try {
-    const auto& executor = state_->space()->executor();
+    const auto& executor = state_->home()->executor();
     boost::asio::dispatch(executor, [state = std::move(state_)] { detail::abandon(state); });
   } catch (...) {
     // Allocation failure: the lock expires with its TTL instead.
@@ -63,7 +64,7 @@ lease::~lease() {
 }
 
 lease::executor_type lease::get_executor() const noexcept {
-  return state_ ? state_->space()->executor() : executor_type();
+  return state_ ? state_->home()->executor() : executor_type();
 }
 
 const std::string& lease::resource() const noexcept {

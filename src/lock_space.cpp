@@ -18,8 +18,8 @@ connection_options lock_connections(const client_options& options) {
 
 lock_space::lock_space(boost::asio::any_io_executor executor, std::vector<node_config> nodes,
                        client_options options)
-    : nodes_(std::move(executor), std::move(nodes), options, lock_connections(options)),
-      queues_(nodes_.options().release_channel, nodes_.options().drift_factor),
+    : lease_home(executor, options.release_channel, options.drift_factor, options.observer.get()),
+      nodes_(std::move(executor), std::move(nodes), options, lock_connections(options)),
       random_(std::random_device{}()) {}
 
 release_announcements* lock_space::listener() {
@@ -28,15 +28,15 @@ release_announcements* lock_space::listener() {
     std::weak_ptr<lock_space> weak = weak_from_this();
     release_announcements::events on;
     on.released = [weak](std::size_t node, std::string_view resource) {
-      if (auto self = weak.lock()) self->queues_.on_release_announced(node, resource);
+      if (auto self = weak.lock()) self->queues().on_release_announced(node, resource);
     };
     on.link_changed = [weak](std::size_t /*node*/, bool subscribed,
                              std::optional<std::uint16_t> slot) {
-      if (auto self = weak.lock()) self->queues_.on_subscription_changed(subscribed, slot);
+      if (auto self = weak.lock()) self->queues().on_subscription_changed(subscribed, slot);
     };
     on.wanted = [weak](std::string_view resource) {
       const auto self = weak.lock();
-      return self && self->queues_.any_waiting(resource);
+      return self && self->queues().any_waiting(resource);
     };
     listener_ = nodes_.listen_for_releases(options().release_channel, std::move(on));
   }

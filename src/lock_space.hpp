@@ -2,8 +2,8 @@
 #define REDLOCK_LOCK_SPACE_HPP
 
 #include "algo/wait_plan.hpp"
-#include "lock/local_queues.hpp"
-#include "lock/operation_registry.hpp"
+#include "lock/lease_home.hpp"
+#include "lock/lease_state.hpp"
 #include "log.hpp"
 #include "nodes/node_set.hpp"
 #include "nodes/release_announcements.hpp"
@@ -20,22 +20,18 @@ namespace redlock::detail {
 
 // What every operation and lease of one client shares: the node set, the local queues and the
 // release announcements that feed them, the round-trip measure behind the waiting, and the
-// registry of what a shutdown ends (operation_registry). The client (client_impl) makes it and
-// shuts it down; operations and leases keep it alive while they run. Lives on the client's
-// executor.
-class lock_space : public operation_registry, public std::enable_shared_from_this<lock_space> {
+// registry of what a shutdown ends (the lease_home part, all that a lease sees of it). The client
+// (client_impl) makes it and shuts it down; operations and leases keep it alive while they run.
+// Lives on the client's executor.
+class lock_space : public lease_home, public std::enable_shared_from_this<lock_space> {
  public:
   lock_space(boost::asio::any_io_executor executor, std::vector<node_config> nodes,
              client_options options);
 
   node_set& nodes() noexcept { return nodes_; }
   const node_set& nodes() const noexcept { return nodes_; }
-  local_queues& queues() noexcept { return queues_; }
-  const boost::asio::any_io_executor& executor() const noexcept { return nodes_.executor(); }
   const client_options& options() const noexcept { return nodes_.options(); }
   void log(log_level level, std::string_view message) const { nodes_.log(level, message); }
-  // client_options::observer; null when there is none.
-  observer* watcher() const noexcept { return options().observer.get(); }
 
   // Release announcements (client_options::release_channel), for acquires that wait. Null when
   // announcements are off or the client is closed. Created on first use.
@@ -68,12 +64,20 @@ class lock_space : public operation_registry, public std::enable_shared_from_thi
 
  private:
   node_set nodes_;
-  local_queues queues_;
   std::shared_ptr<release_announcements> listener_;  // over nodes_, which outlives it
   round_trip_average round_trip_;
   std::minstd_rand random_;
   bool closed_ = false;
 };
+
+// The lock space a lease belongs to. Every lease's home is its client's lock space: leases are
+// made only by the operations of a lock space, with it (start_acquire and the others).
+inline lock_space& space_of(const lease_state& lease) noexcept {
+  return static_cast<lock_space&>(*lease.home());
+}
+inline std::shared_ptr<lock_space> shared_space_of(const lease_state& lease) noexcept {
+  return std::static_pointer_cast<lock_space>(lease.home());
+}
 
 }  // namespace redlock::detail
 

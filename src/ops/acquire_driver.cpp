@@ -1,6 +1,7 @@
 #include "ops/acquire_driver.hpp"
 
 #include "call_observer.hpp"
+#include "lease_access.hpp"
 #include "ops/extend.hpp"
 #include "ops/lock_requests.hpp"
 

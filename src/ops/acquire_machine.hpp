@@ -7,7 +7,7 @@
 #include "algo/replies.hpp"
 #include "algo/wait_plan.hpp"
 #include "backoff.hpp"
-#include "lease_state.hpp"
+#include "lock/lease_state.hpp"
 #include "lock/local_queues.hpp"
 #include "lock_space.hpp"
 #include "ops/round_strategy.hpp"

@@ -4,7 +4,7 @@
 #include "algo/replies.hpp"
 #include "algo/validity.hpp"
 #include "clock.hpp"
-#include "lease_state.hpp"
+#include "lock/lease_state.hpp"
 #include "lock/scripts.hpp"
 #include "ops/lease_end.hpp"
 #include "ops/lock_requests.hpp"
@@ -33,7 +33,7 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
  public:
   extend_op(std::shared_ptr<lease_state> state, std::chrono::milliseconds ttl, std::uint64_t id,
             bool from_renewal, std::shared_ptr<user_operation> caller)
-      : vote(state->space()->nodes().size()),
+      : vote(space_of(*state).nodes().size()),
         state_(std::move(state)),
         ttl_(ttl),
         id_(id),
@@ -48,15 +48,15 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
       const std::vector<std::string_view> keys(state_->resources().begin(),
                                                state_->resources().end());
       payload_ = encode_evalsha(multi_extend_script(), keys, args);
-      return state_->space()->nodes().send(state_->resource(), payload_, *this, open_ballot(),
-                                           rules_of(lock_request::multi_extend));
+      return space_of(*state_).nodes().send(state_->resource(), payload_, *this, open_ballot(),
+                                            rules_of(lock_request::multi_extend));
     }
     const std::string_view keys[] = {state_->resource(), state_->companion_key()};
     const auto used_keys = std::span(keys, state_->companion_key().empty() ? 1 : 2);
     // A reader moves its own deadline in the readers' set; a lock or a writer extends its key.
     const bool reader = state_->kind() == hold_kind::reader;
     payload_ = encode_evalsha(reader ? rw_read_extend_script() : extend_script(), used_keys, args);
-    state_->space()->nodes().send(
+    space_of(*state_).nodes().send(
         state_->resource(), payload_, *this, open_ballot(),
         rules_of(reader ? lock_request::read_extend : lock_request::extend));
   }
@@ -84,13 +84,14 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
     if (ec == error::not_held) {
       lose(self, fmt::format("redlock: {} is gone or owned by someone else on {} of {} nodes: {}",
                              self.subject(), votes().no_count(), votes().nodes(),
-                             self.space()->nodes().describe(answers(), "extended", "not ours",
-                                                            nullptr, self.keys())));
+                             space_of(self).nodes().describe(answers(), "extended", "not ours",
+                                                             nullptr, self.keys())));
     } else if (ec) {
-      self.diagnose(fmt::format(
-          "redlock: extending {} failed ({}): {}", self.subject(), ec.message(),
-          self.space()->nodes().describe(answers(), "extended", "not ours", nullptr, self.keys())));
-      self.space()->log(log_level::warning, self.diagnostics());
+      self.diagnose(fmt::format("redlock: extending {} failed ({}): {}", self.subject(),
+                                ec.message(),
+                                space_of(self).nodes().describe(answers(), "extended", "not ours",
+                                                                nullptr, self.keys())));
+      space_of(self).log(log_level::warning, self.diagnostics());
     } else {
       self.diagnose({});
     }
@@ -113,7 +114,7 @@ void carry_out(lease_state& lease, std::shared_ptr<user_operation> caller) {
   while (const auto action = lease.renewal().next_action()) {
     switch (action->what) {
       case lease_action::kind::arm_timer:
-        lease.renewal_timer().arm(lease.space()->executor(), action->at, lease.weak_from_this(),
+        lease.renewal_timer().arm(space_of(lease).executor(), action->at, lease.weak_from_this(),
                                   [](lease_state& self) {
                                     if (self.current() != lease_state::phase::held) return;
                                     self.renewal().timer(lock_clock::now());
@@ -151,15 +152,15 @@ void initiate_extend(const std::shared_ptr<lease_state>& state, std::chrono::mil
   // Total cancellation is not honoured: once sent, the extension may apply whatever the caller
   // does, so it cannot be undone, only stopped being waited for (terminal, partial).
   auto op = std::make_shared<user_operation>(
-      state->space(), state->space()->executor(), std::move(caller),
+      shared_space_of(*state), state->home()->executor(), std::move(caller),
       asio::cancellation_type::terminal | asio::cancellation_type::partial);
   const auto refuse = [&](error_code ec) {
     state->report(&observer::on_extend, ec);
     op->finish(ec);
   };
-  if (state->space()->closed()) return refuse(asio::error::operation_aborted);
+  if (space_of(*state).closed()) return refuse(asio::error::operation_aborted);
   if (!state->is_held()) return refuse(error::not_held);
-  const auto drift = drift_allowance(ttl, state->space()->options().drift_factor);
+  const auto drift = drift_allowance(ttl, space_of(*state).options().drift_factor);
   if (ttl <= drift) {
     state->diagnose(
         fmt::format("redlock: cannot extend {} by {} ms: not longer than "

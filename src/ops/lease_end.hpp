@@ -1,7 +1,7 @@
 #ifndef REDLOCK_OPS_LEASE_END_HPP
 #define REDLOCK_OPS_LEASE_END_HPP
 
-#include "lease_state.hpp"
+#include "lock/lease_state.hpp"
 #include "lock/local_queues.hpp"
 
 #include <string>

@@ -1,7 +1,7 @@
 #include "ops/lock_rounds.hpp"
 
-#include "lease_state.hpp"
 #include "lock/key_names.hpp"
+#include "lock/lease_state.hpp"
 #include "lock/local_queues.hpp"
 #include "lock/scripts.hpp"
 #include "resp/encoder.hpp"

@@ -1,5 +1,5 @@
 #include "algo/replies.hpp"
-#include "lease_state.hpp"
+#include "lock/lease_state.hpp"
 #include "lock/scripts.hpp"
 #include "ops/lock_requests.hpp"
 #include "ops/vote.hpp"
@@ -20,14 +20,14 @@ namespace {
 class release_op final : public operation_vote {
  public:
   release_op(std::shared_ptr<lease_state> state, void_caller&& caller)
-      : operation_vote(state->space(), std::move(caller)), state_(std::move(state)) {}
+      : operation_vote(shared_space_of(*state), std::move(caller)), state_(std::move(state)) {}
 
   // Queues the release on every node; returns how the next local waiter starts once the lease has
   // stopped holding.
   next_waiter_start run() {
     const auto how = state_->release_decision();
     report_gone_keys_ = how.next_waiter.competes;
-    auto& nodes = state_->space()->nodes();
+    auto& nodes = space_of(*state_).nodes();
     payload_ = encode_release(nodes, state_->held(), state_->token(), how.channel);
     nodes.send(state_->resource(), payload_, *this, open_ballot(),
                release_rules(state_->kind(), state_->validity().longest_ttl()), nullptr);
@@ -44,7 +44,7 @@ class release_op final : public operation_vote {
     // Deleted, or not ours: gone either way (local_queues::lease_release).
     if (report_gone_keys_ &&
         (answer.what == node_answer::kind::yes || answer.what == node_answer::kind::no)) {
-      state_->space()->queues().key_gone_on_node(node, state_->held_resources());
+      space_of(*state_).queues().key_gone_on_node(node, state_->held_resources());
     }
   }
 
@@ -54,8 +54,8 @@ class release_op final : public operation_vote {
     if (ec) {
       state_->diagnose(
           fmt::format("redlock: releasing {}: {}: {}", state_->subject(), ec.message(),
-                      state_->space()->nodes().describe(answers(), "released", "not ours", nullptr,
-                                                        quoted_keys({state_->resource()}))));
+                      space_of(*state_).nodes().describe(answers(), "released", "not ours", nullptr,
+                                                         quoted_keys({state_->resource()}))));
     }
     state_->report(&observer::on_release, ec);
     finish(ec);
@@ -75,7 +75,7 @@ void initiate_release(const std::shared_ptr<lease_state>& state, void_caller cal
     state->report(&observer::on_release, ec);
     op->finish(ec);
   };
-  if (state->space()->closed()) return refuse(asio::error::operation_aborted);
+  if (space_of(*state).closed()) return refuse(asio::error::operation_aborted);
   if (state->current() != lease_state::phase::held) {
     state->diagnose(fmt::format("redlock: {} is not held by this lease", state->subject()));
     return refuse(error::not_held);

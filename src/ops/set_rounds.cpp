@@ -1,8 +1,8 @@
 #include "ops/set_rounds.hpp"
 
 #include "algo/hash_slot.hpp"
-#include "lease_state.hpp"
 #include "lock/key_names.hpp"
+#include "lock/lease_state.hpp"
 #include "lock/local_queues.hpp"
 #include "lock/scripts.hpp"
 #include "resp/script.hpp"

@@ -1,6 +1,6 @@
 #include "ops/shutdown.hpp"
 
-#include "lease_state.hpp"
+#include "lock/lease_state.hpp"
 #include "lock_space.hpp"
 #include "ops/lease_end.hpp"
 #include "ops/vote.hpp"

@@ -1,8 +1,8 @@
 #include "ops/slot_rounds.hpp"
 
 #include "config/options_check.hpp"
-#include "lease_state.hpp"
 #include "lock/key_names.hpp"
+#include "lock/lease_state.hpp"
 #include "lock/local_queues.hpp"
 #include "lock/scripts.hpp"
 #include "resp/script.hpp"

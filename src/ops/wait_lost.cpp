@@ -1,4 +1,5 @@
-#include "lease_state.hpp"
+#include "lock/lease_state.hpp"
+#include "lock_space.hpp"
 #include "redlock/detail/initiate.hpp"
 #include "user_operation.hpp"
 
@@ -15,11 +16,13 @@ namespace {
 // async_wait_lost: kept in the lease's list while it waits, and out of it as soon as it is done
 // (cancelled, or the client shut down), so that a watchdog that waits and gives up again and again
 // costs nothing that grows.
-class lost_waiter final : public user_operation {
+class lost_waiter final : public user_operation, public loss_waiter {
  public:
   lost_waiter(const std::shared_ptr<lease_state>& state, void_caller&& caller)
-      : user_operation(state->space(), state->space()->executor(), std::move(caller)),
+      : user_operation(state->home(), state->home()->executor(), std::move(caller)),
         state_(state) {}
+
+  void lease_ended(boost::system::error_code ec) override { finish(ec); }
 
  private:
   void on_finished() override {
@@ -47,7 +50,7 @@ void initiate_wait_lost(const std::shared_ptr<lease_state>& state, void_caller c
     case lease_state::phase::held:
       break;
   }
-  if (state->space()->closed()) return op->finish(asio::error::operation_aborted);
+  if (space_of(*state).closed()) return op->finish(asio::error::operation_aborted);
   state->wait_for_loss(op);
   op->start();
 }

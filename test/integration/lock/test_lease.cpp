@@ -3,7 +3,7 @@
 // destruction off the client's executor, and extensions after the script cache was flushed.
 
 #include "integration/prelude.hpp"
-#include "lease_state.hpp"
+#include "lease_access.hpp"
 #include "lock/scripts.hpp"
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"

@@ -1,10 +1,9 @@
-#include "lease_state.hpp"
+#include "lock/lease_state.hpp"
 
 #include "algo/validity.hpp"
 #include "call_observer.hpp"
 #include "clock.hpp"
 #include "text.hpp"
-#include "user_operation.hpp"
 
 #include <fmt/format.h>
 
@@ -15,15 +14,15 @@ namespace redlock::detail {
 
 using boost::system::error_code;
 
-lease_state::lease_state(std::shared_ptr<lock_space> owner, std::string resource_name,
+lease_state::lease_state(std::shared_ptr<lease_home> owner, std::string resource_name,
                          const lock_options& lock)
-    : space_(std::move(owner)),
+    : home_(std::move(owner)),
       resource_(std::move(resource_name)),
       options_(lock),
       renewal_({.ttl = lock.ttl,
                 .auto_renew = lock.auto_renew,
                 .max_hold = lock.max_hold,
-                .drift_factor = space_->options().drift_factor}) {}
+                .drift_factor = home_->drift_factor()}) {}
 
 // A held state is released by ~lease before it can get here; the list hook unlinks itself.
 lease_state::~lease_state() = default;
@@ -78,7 +77,7 @@ void lease_state::held_with(const held_round& round) {
   current_ = phase::held;
   acquired_at_ = round.started;
   renewal_.held(round.started, round.valid_until);
-  space_->track_lease(*this);
+  home_->track_lease(*this);
 }
 
 void lease_state::diagnose(std::string why) {
@@ -89,7 +88,7 @@ void lease_state::report_to(observer& watcher, void (observer::*what)(const leas
                             error_code ec) const {
   const auto held = acquired_at_ == steady_clock::time_point{} ? steady_clock::duration::zero()
                                                                : lock_clock::now() - acquired_at_;
-  call_observer(watcher, space_->executor(), what,
+  call_observer(watcher, home_->executor(), what,
                 lease_event{.resource = observed_name_.empty() ? resource_ : observed_name_,
                             .error = ec,
                             .held = held});
@@ -126,19 +125,19 @@ std::string lease_state::why_expired() const {
       subject());
 }
 
-void lease_state::wait_for_loss(std::shared_ptr<user_operation> waiter) {
+void lease_state::wait_for_loss(std::shared_ptr<loss_waiter> waiter) {
   lost_waiters_.push_back(std::move(waiter));
 }
 
-void lease_state::stop_waiting_for_loss(const user_operation* waiter) {
+void lease_state::stop_waiting_for_loss(const loss_waiter* waiter) {
   std::erase_if(lost_waiters_, [waiter](const auto& each) { return each.get() == waiter; });
 }
 
 local_queues::lease_release lease_state::release_decision() {
-  return space_->queues().release_of(local_hold, {.local_handoffs = options_.local_handoffs,
-                                                  .longest_ttl = validity().longest_ttl(),
-                                                  .contended = contended_,
-                                                  .resources = held_resources()});
+  return home_->queues().release_of(local_hold, {.local_handoffs = options_.local_handoffs,
+                                                 .longest_ttl = validity().longest_ttl(),
+                                                 .contended = contended_,
+                                                 .resources = held_resources()});
 }
 
 void lease_state::stop_holding(phase next, error_code waiters_get, next_waiter_start next_waiter) {
@@ -146,13 +145,13 @@ void lease_state::stop_holding(phase next, error_code waiters_get, next_waiter_s
   current_ = next;
   renewal_.stop();
   renewal_timer_.disarm();
-  space_->untrack_lease(*this);
+  home_->untrack_lease(*this);
   auto waiters = std::move(lost_waiters_);
   lost_waiters_.clear();
   for (auto& waiter : waiters)
-    waiter->finish(waiters_get);
+    waiter->lease_ended(waiters_get);
   // Last: the next local waiter's SET is queued behind whatever this lease sent before.
-  space_->queues().holder_gone(local_hold, queue_names(), next_waiter);
+  home_->queues().holder_gone(local_hold, queue_names(), next_waiter);
 }
 
 }  // namespace redlock::detail

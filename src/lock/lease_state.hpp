@@ -1,13 +1,12 @@
-#ifndef REDLOCK_LEASE_STATE_HPP
-#define REDLOCK_LEASE_STATE_HPP
+#ifndef REDLOCK_LOCK_LEASE_STATE_HPP
+#define REDLOCK_LOCK_LEASE_STATE_HPP
 
 #include "clock.hpp"
 #include "intrusive_list.hpp"
 #include "lock/hold_keys.hpp"
+#include "lock/lease_home.hpp"
 #include "lock/lease_machine.hpp"
 #include "lock/local_queues.hpp"
-#include "lock_space.hpp"
-#include "redlock/lease.hpp"
 #include "redlock/observer.hpp"
 #include "redlock/options.hpp"
 #include "wake_timer.hpp"
@@ -29,8 +28,16 @@ namespace redlock::detail {
 
 using std::chrono::steady_clock;
 
-class user_operation;
 struct resource_queue;
+
+// Someone waiting for a lease to stop holding (async_wait_lost): told once, with what it gets.
+class loss_waiter {
+ public:
+  virtual void lease_ended(boost::system::error_code ec) = 0;
+
+ protected:
+  ~loss_waiter() = default;
+};
 
 // Everything behind a redlock::lease. Lives on the client's executor. What the lease is and how
 // its acquire and release went change only through its own verbs below; its renewal and expiry
@@ -39,11 +46,12 @@ class lease_state : public list_hook, public std::enable_shared_from_this<lease_
  public:
   enum class phase : std::uint8_t { never_held, held, released, lost };
 
-  lease_state(std::shared_ptr<lock_space> space, std::string resource, const lock_options& options);
+  lease_state(std::shared_ptr<lease_home> home, std::string resource, const lock_options& options);
   ~lease_state();
 
   // ---- What the lease is. ----
-  const std::shared_ptr<lock_space>& space() const noexcept { return space_; }
+  // The client it belongs to (lease_home; its lock space: space_of in lock_space.hpp).
+  const std::shared_ptr<lease_home>& home() const noexcept { return home_; }
   // The key its acquire's last round set (a set's: its first resource).
   const std::string& resource() const noexcept { return resource_; }
   // What it holds on every node (lock/hold_keys.hpp).
@@ -124,8 +132,8 @@ class lease_state : public list_hook, public std::enable_shared_from_this<lease_
   queue_holder local_hold;
   // An async_wait_lost that waits (finished with the loss, or when the lease stops holding), and
   // one that gave up waiting.
-  void wait_for_loss(std::shared_ptr<user_operation> waiter);
-  void stop_waiting_for_loss(const user_operation* waiter);
+  void wait_for_loss(std::shared_ptr<loss_waiter> waiter);
+  void stop_waiting_for_loss(const loss_waiter* waiter);
   std::size_t waiting_for_loss() const noexcept { return lost_waiters_.size(); }
 
   bool is_held() const noexcept {
@@ -138,7 +146,7 @@ class lease_state : public list_hook, public std::enable_shared_from_this<lease_
   // Tells the observer, if any, of an outcome (`what`) with `ec`; `held` counts since acquired_at
   // (0 if never held). Inline, so that without an observer the hot path pays one test, not a call.
   void report(void (observer::*what)(const lease_event&), boost::system::error_code ec) const {
-    if (observer* const watcher = space_->watcher()) report_to(*watcher, what, ec);
+    if (observer* const watcher = home_->watcher()) report_to(*watcher, what, ec);
   }
   void report_to(observer& watcher, void (observer::*what)(const lease_event&),
                  boost::system::error_code ec) const;
@@ -176,7 +184,7 @@ class lease_state : public list_hook, public std::enable_shared_from_this<lease_
                     next_waiter_start next_waiter = {});
 
  private:
-  std::shared_ptr<lock_space> space_;
+  std::shared_ptr<lease_home> home_;
   std::string resource_;
   hold_kind kind_ = hold_kind::lock;
   std::string mark_key_;
@@ -197,15 +205,7 @@ class lease_state : public list_hook, public std::enable_shared_from_this<lease_
   std::atomic<std::size_t> granted_nodes_{0};
   lease_machine renewal_;
   wake_timer renewal_timer_;
-  std::vector<std::shared_ptr<user_operation>> lost_waiters_;  // unfinished ones only
-};
-
-// The library's way into a redlock::lease: makes one from its state, and (for tests) reads it.
-struct lease_access {
-  static lease make(std::shared_ptr<lease_state> state) { return lease(std::move(state)); }
-  static const std::shared_ptr<lease_state>& state_of(const lease& handle) noexcept {
-    return handle.state_;
-  }
+  std::vector<std::shared_ptr<loss_waiter>> lost_waiters_;  // unfinished ones only
 };
 
 }  // namespace redlock::detail
