@@ -18,12 +18,11 @@ connection_options lock_connections(const client_options& options) {
 
 lock_space::lock_space(boost::asio::any_io_executor executor, std::vector<node_config> nodes,
                        client_options options)
-    : lease_home(executor, options.release_channel, options.drift_factor, options.observer.get()),
-      nodes_(std::move(executor), std::move(nodes), options, lock_connections(options)),
-      random_(std::random_device{}()) {}
+    : lock_home(executor, options, std::random_device{}()),
+      nodes_(std::move(executor), std::move(nodes), options, lock_connections(options)) {}
 
 release_announcements* lock_space::listener() {
-  if (options().release_channel.empty() || closed_) return nullptr;
+  if (!announces_releases()) return nullptr;
   if (!listener_) {
     std::weak_ptr<lock_space> weak = weak_from_this();
     release_announcements::events on;
@@ -44,7 +43,7 @@ release_announcements* lock_space::listener() {
 }
 
 void lock_space::close(std::chrono::milliseconds drain_bound) {
-  closed_ = true;
+  mark_closed();
   if (listener_) listener_->close();
   nodes_.close_when_idle(drain_bound);
 }

@@ -2,8 +2,8 @@
 #define REDLOCK_LOCK_SPACE_HPP
 
 #include "algo/wait_plan.hpp"
-#include "lock/lease_home.hpp"
 #include "lock/lease_state.hpp"
+#include "lock/lock_home.hpp"
 #include "log.hpp"
 #include "nodes/node_set.hpp"
 #include "nodes/release_announcements.hpp"
@@ -20,28 +20,22 @@ namespace redlock::detail {
 
 // What every operation and lease of one client shares: the node set, the local queues and the
 // release announcements that feed them, the round-trip measure behind the waiting, and the
-// registry of what a shutdown ends (the lease_home part, all that a lease sees of it). The client
+// registry of what a shutdown ends (the lock_home part, all that a lease sees of it). The client
 // (client_impl) makes it and shuts it down; operations and leases keep it alive while they run.
 // Lives on the client's executor.
-class lock_space : public lease_home, public std::enable_shared_from_this<lock_space> {
+class lock_space : public lock_home, public std::enable_shared_from_this<lock_space> {
  public:
   lock_space(boost::asio::any_io_executor executor, std::vector<node_config> nodes,
              client_options options);
 
   node_set& nodes() noexcept { return nodes_; }
   const node_set& nodes() const noexcept { return nodes_; }
-  const client_options& options() const noexcept { return nodes_.options(); }
-  void log(log_level level, std::string_view message) const { nodes_.log(level, message); }
+  const node_facts& nodes_known() const noexcept override { return nodes_known_; }
 
   // Release announcements (client_options::release_channel), for acquires that wait. Null when
   // announcements are off or the client is closed. Created on first use.
   release_announcements* listener();
 
-  // Whether acquires that wait may hear release announcements: a release channel is set and the
-  // client is open.
-  bool announces_releases() const noexcept {
-    return !options().release_channel.empty() && !closed_;
-  }
   // Every node is subscribed for `resource` (release_announcements::covers): a release of it would
   // be heard. Only looks: false while nobody listens.
   bool announcements_cover(std::string_view resource) const noexcept {
@@ -54,20 +48,40 @@ class lock_space : public lease_home, public std::enable_shared_from_this<lock_s
     return listener_ && listener_->settled(resource);
   }
 
-  round_trip_average& round_trip() noexcept { return round_trip_; }
-  std::minstd_rand& random() noexcept { return random_; }
-
   // After close(), operations fail with operation_aborted; the connections close once the
   // requests queued on them are out (within `drain_bound`).
-  bool closed() const noexcept { return closed_; }
   void close(std::chrono::milliseconds drain_bound);
 
  private:
+  // The node set as the lock's machines see it.
+  class node_set_facts final : public node_facts {
+   public:
+    explicit node_set_facts(const node_set& nodes) : nodes_(nodes) {}
+    std::size_t size() const noexcept override { return nodes_.size(); }
+    std::string address(std::size_t node) const override { return nodes_.node(node).address(); }
+    boost::system::error_code permanent_failure(std::size_t node) const noexcept override {
+      return nodes_.permanent_failure(node);
+    }
+    const std::string& last_error(std::size_t node) const noexcept override {
+      return nodes_.last_error(node);
+    }
+    std::string describe(const node_answers& answers, std::string_view yes, std::string_view no,
+                         const std::vector<std::string>* pending_texts,
+                         std::string_view keys) const override {
+      return nodes_.describe(answers, yes, no, pending_texts, keys);
+    }
+    const std::string& duplicate_nodes() const noexcept override {
+      return nodes_.duplicate_nodes();
+    }
+    bool has_cluster_node() const noexcept override { return nodes_.has_cluster_node(); }
+
+   private:
+    const node_set& nodes_;
+  };
+
   node_set nodes_;
+  node_set_facts nodes_known_{nodes_};
   std::shared_ptr<release_announcements> listener_;  // over nodes_, which outlives it
-  round_trip_average round_trip_;
-  std::minstd_rand random_;
-  bool closed_ = false;
 };
 
 // The lock space a lease belongs to. Every lease's home is its client's lock space: leases are

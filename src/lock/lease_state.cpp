@@ -14,7 +14,7 @@ namespace redlock::detail {
 
 using boost::system::error_code;
 
-lease_state::lease_state(std::shared_ptr<lease_home> owner, std::string resource_name,
+lease_state::lease_state(std::shared_ptr<lock_home> owner, std::string resource_name,
                          const lock_options& lock)
     : home_(std::move(owner)),
       resource_(std::move(resource_name)),

@@ -4,9 +4,9 @@
 #include "clock.hpp"
 #include "intrusive_list.hpp"
 #include "lock/hold_keys.hpp"
-#include "lock/lease_home.hpp"
 #include "lock/lease_machine.hpp"
 #include "lock/local_queues.hpp"
+#include "lock/lock_home.hpp"
 #include "redlock/observer.hpp"
 #include "redlock/options.hpp"
 #include "wake_timer.hpp"
@@ -46,12 +46,12 @@ class lease_state : public list_hook, public std::enable_shared_from_this<lease_
  public:
   enum class phase : std::uint8_t { never_held, held, released, lost };
 
-  lease_state(std::shared_ptr<lease_home> home, std::string resource, const lock_options& options);
+  lease_state(std::shared_ptr<lock_home> home, std::string resource, const lock_options& options);
   ~lease_state();
 
   // ---- What the lease is. ----
-  // The client it belongs to (lease_home; its lock space: space_of in lock_space.hpp).
-  const std::shared_ptr<lease_home>& home() const noexcept { return home_; }
+  // The client it belongs to (lock_home; its lock space: space_of in lock_space.hpp).
+  const std::shared_ptr<lock_home>& home() const noexcept { return home_; }
   // The key its acquire's last round set (a set's: its first resource).
   const std::string& resource() const noexcept { return resource_; }
   // What it holds on every node (lock/hold_keys.hpp).
@@ -184,7 +184,7 @@ class lease_state : public list_hook, public std::enable_shared_from_this<lease_
                     next_waiter_start next_waiter = {});
 
  private:
-  std::shared_ptr<lease_home> home_;
+  std::shared_ptr<lock_home> home_;
   std::string resource_;
   hold_kind kind_ = hold_kind::lock;
   std::string mark_key_;

@@ -7,26 +7,15 @@
 
 namespace redlock::detail {
 
-using boost::system::error_code;
-
 acquire_driver::acquire_driver(std::shared_ptr<lock_space> space,
                                std::unique_ptr<round_strategy> strategy, std::string resource,
                                const lock_options& options, bool single_round,
                                caller_handler<acquire_signature>&& caller)
     : fan_out_sink(space->nodes().size()),
       space_(std::move(space)),
-      machine_(*space_, std::move(strategy), std::move(resource), options, single_round, *this,
+      machine_(space_, std::move(strategy), std::move(resource), options, single_round, *this,
                *this),
       done_(std::move(caller.handler), space_->executor(), caller.on_client_executor) {}
-
-void acquire_driver::start() {
-  drive([this](acquire_machine& m, moment now) { m.start(now, shared_from_this()); });
-}
-
-void acquire_driver::subscription_changed(bool subscribed) {
-  const bool settled = space_->announcements_settled(lease().resource());
-  drive([=](acquire_machine& m, moment now) { m.subscription_changed(subscribed, settled, now); });
-}
 
 void acquire_driver::perform(const acquire_action& action) {
   using kind = acquire_action::kind;
@@ -91,7 +80,7 @@ void acquire_driver::write_back_fence() {
       [this, round] { return machine_.writing_back(round); });
 }
 
-void acquire_driver::complete(error_code ec) {
+void acquire_driver::complete(boost::system::error_code ec) {
   space_->untrack(this);
   if (!ec) start_renewal(lease());
   if (observer* const watcher = space_->watcher()) {

@@ -3,14 +3,13 @@
 
 #include "clock.hpp"
 #include "completion.hpp"
-#include "ops/acquire_machine.hpp"
+#include "lock/acquire_machine.hpp"
 #include "ops/fence_write_back.hpp"
 #include "ops/vote.hpp"
 #include "redlock/detail/initiate.hpp"
 #include "wake_timer.hpp"
 
 #include <memory>
-#include <vector>
 
 namespace redlock::detail {
 
@@ -32,7 +31,9 @@ class acquire_driver final : public abortable,
 
   // What the acquire's lease is to be (a set's resources, a companion key): told before start().
   lease_state& lease() const noexcept { return *machine_.lease(); }
-  void start();
+  void start() {
+    drive([this](acquire_machine& m, moment now) { m.start(now, shared_from_this()); });
+  }
 
   void wake() override {
     drive([](acquire_machine& m, moment now) { m.wake(now); });
@@ -46,7 +47,11 @@ class acquire_driver final : public abortable,
   void permit_released_here(std::size_t slot) override {
     drive([=](acquire_machine& m, moment now) { m.permit_released_here(slot, now); });
   }
-  void subscription_changed(bool subscribed) override;
+  void subscription_changed(bool subscribed) override {
+    const bool settled = space_->announcements_settled(lease().resource());
+    drive(
+        [=](acquire_machine& m, moment now) { m.subscription_changed(subscribed, settled, now); });
+  }
   void claims_until(moment until) override {
     drive([=](acquire_machine& m, moment) { m.claims_until(until); });
   }

@@ -16,7 +16,7 @@ local_queues::lease_release release_on_nodes(lease_state& lease, const std::vect
   key_gone on_gone;
   if (how.next_waiter.competes) {
     const auto held = lease.held_resources();
-    on_gone = [weak = std::weak_ptr<lease_home>(lease.home()),
+    on_gone = [weak = std::weak_ptr<lock_home>(lease.home()),
                keys = std::vector<std::string>(held.begin(), held.end())](std::size_t node) {
       if (const auto owner = weak.lock()) owner->queues().key_gone_on_node(node, keys);
     };

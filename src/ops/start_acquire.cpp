@@ -1,10 +1,10 @@
 #include "ops/start_acquire.hpp"
 
+#include "lock/lock_rounds.hpp"
+#include "lock/rw_rounds.hpp"
+#include "lock/set_rounds.hpp"
+#include "lock/slot_rounds.hpp"
 #include "ops/acquire_driver.hpp"
-#include "ops/lock_rounds.hpp"
-#include "ops/rw_rounds.hpp"
-#include "ops/set_rounds.hpp"
-#include "ops/slot_rounds.hpp"
 #include "token.hpp"
 
 namespace redlock::detail {

@@ -1,8 +1,8 @@
-#ifndef REDLOCK_OPS_SET_ROUNDS_HPP
-#define REDLOCK_OPS_SET_ROUNDS_HPP
+#ifndef REDLOCK_LOCK_SET_ROUNDS_HPP
+#define REDLOCK_LOCK_SET_ROUNDS_HPP
 
-#include "ops/holder_ttls.hpp"
-#include "ops/round_strategy.hpp"
+#include "lock/holder_ttls.hpp"
+#include "lock/round_strategy.hpp"
 
 #include <span>
 #include <string>
@@ -40,7 +40,7 @@ class set_rounds final : public ttl_watching_rounds {
   std::optional<round_request> next_round(const round_inputs& in,
                                           std::minstd_rand& random) override;
   std::string nothing_to_try() const override { return {}; }
-  std::string lasting_problem(const node_set&) const override { return {}; }
+  std::string lasting_problem(const node_facts&) const override { return {}; }
   bool another_try_may_win(std::minstd_rand&) const override { return false; }
   std::string keys_of_round(bool fencing) const override;
   bool keys_in_one_slot(bool fencing) const override;

@@ -1,10 +1,10 @@
-#ifndef REDLOCK_OPS_HOLDER_TTLS_HPP
-#define REDLOCK_OPS_HOLDER_TTLS_HPP
+#ifndef REDLOCK_LOCK_HOLDER_TTLS_HPP
+#define REDLOCK_LOCK_HOLDER_TTLS_HPP
 
 #include "algo/node_answer.hpp"
 #include "algo/release_watch.hpp"
 #include "algo/replies.hpp"
-#include "ops/round_strategy.hpp"
+#include "lock/round_strategy.hpp"
 
 #include <chrono>
 #include <cstddef>

@@ -1,4 +1,4 @@
-#include "ops/round_strategy.hpp"
+#include "lock/round_strategy.hpp"
 
 #include <fmt/format.h>
 

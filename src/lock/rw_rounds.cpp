@@ -1,4 +1,4 @@
-#include "ops/rw_rounds.hpp"
+#include "lock/rw_rounds.hpp"
 
 #include "lock/key_names.hpp"
 #include "lock/lease_state.hpp"

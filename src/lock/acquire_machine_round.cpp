@@ -2,8 +2,8 @@
 // fencing write-back and its cleanup ask for.
 #include "algo/fence_quorum.hpp"
 #include "algo/validity.hpp"
+#include "lock/acquire_machine.hpp"
 #include "lock/scripts.hpp"
-#include "ops/acquire_machine.hpp"
 #include "text.hpp"
 #include "token.hpp"
 #include "unsafe_switches.hpp"
@@ -29,7 +29,7 @@ void acquire_machine::begin_round(steady_clock::time_point now) {
                              .first = rounds_ == 0,
                              .competing = competing_,
                              .single_round = single_round_},
-                            space_.random());
+                            home_.random());
   if (!request_) {
     if (single_round_) {
       lease_->diagnose(strategy_->nothing_to_try());
@@ -50,7 +50,7 @@ void acquire_machine::begin_round(steady_clock::time_point now) {
       competing_ && listening_ && announcements_.announcements_cover(lease_->resource());
   round_.emplace(acquire_round::settings{.nodes = nodes().size(),
                                          .ttl = lease_->options().ttl,
-                                         .drift_factor = space_.options().drift_factor,
+                                         .drift_factor = home_.options().drift_factor,
                                          .start = now});
   form_ = request_->form;
   if (lease_->options().fencing) {
@@ -107,7 +107,7 @@ void acquire_machine::answer(std::size_t node, error_code ec, const resp::value&
 
 void acquire_machine::decided(steady_clock::time_point now) {
   if (stage_ != stage::in_round) return;  // cancelled meanwhile
-  space_.round_trip().note(now - round_->start());
+  home_.round_trip().note(now - round_->start());
   const acquire_round::decision& round = round_->result();
   if (round.what == acquire_round::outcome::held) {
     if (lease_->options().fencing) {
@@ -121,20 +121,20 @@ void acquire_machine::decided(steady_clock::time_point now) {
   clean_up_failed_round(round.clean);
   if (auto problem = strategy_->lasting_problem(nodes()); !problem.empty()) {
     lease_->diagnose(std::move(problem));
-    space_.log(log_level::error, lease_->diagnostics());
+    home_.log(log_level::error, lease_->diagnostics());
     return finish(error::invalid_argument);
   }
   if (!round.retry) {
     // Misconfigured nodes (a wrong password, a missing permission, two names of one server)
     // make every later round fail the same way: say so now instead of retrying until `wait`.
     lease_->diagnose(explain(round.code, now, true));
-    space_.log(log_level::error, lease_->diagnostics());
+    home_.log(log_level::error, lease_->diagnostics());
     return finish(round.code);
   }
   lease_->diagnose(explain(round.code, now));
-  space_.log(log_level::debug, lease_->diagnostics());
+  home_.log(log_level::debug, lease_->diagnostics());
   const bool due_now = learn_from_round(now);
-  if (round.code == error::contended && strategy_->another_try_may_win(space_.random()))
+  if (round.code == error::contended && strategy_->another_try_may_win(home_.random()))
     return begin_round(now);
   if (const auto code = acquire_ends(round, single_round_, deadline_, now)) return finish(*code);
   const bool first_look = rounds_ == 1 && !covered_round_;
@@ -222,7 +222,7 @@ void acquire_machine::fence_written_back(unsigned round, std::size_t resource, b
                         subject(), nodes().quorum(), nodes().size(),
                         nodes().describe(answers, "raised", "the key was no longer ours", nullptr,
                                          quoted_keys({fenced.key, fenced.counter}))));
-  space_.log(log_level::debug, lease_->diagnostics());
+  home_.log(log_level::debug, lease_->diagnostics());
   if (single_round_) return finish(code);
   if (deadline_ && now >= *deadline_) return finish(error::wait_timeout);
   const bool due_now = learn_from_round(now);
@@ -334,7 +334,7 @@ void acquire_machine::note_if_degraded() {
   lease_->diagnose(fmt::format(
       "redlock: {} acquired on {} of {} nodes (quorum {}): {}", subject(), t.yes_count(), t.nodes(),
       t.quorum(), nodes().describe(round_->answers(), "granted", "held by another owner")));
-  space_.log(log_level::warning, lease_->diagnostics());
+  home_.log(log_level::warning, lease_->diagnostics());
 }
 
 }  // namespace redlock::detail

@@ -1,4 +1,4 @@
-#include "ops/slot_rounds.hpp"
+#include "lock/slot_rounds.hpp"
 
 #include "config/options_check.hpp"
 #include "lock/key_names.hpp"
@@ -119,14 +119,14 @@ void slot_rounds::record(std::size_t node, const set_answer& answer, steady_cloc
   if (answer.recorded_permits && !disagreement_) disagreement_ = {node, *answer.recorded_permits};
 }
 
-std::string slot_rounds::lasting_problem(const node_set& nodes) const {
+std::string slot_rounds::lasting_problem(const node_facts& nodes) const {
   if (!disagreement_) return {};
   const auto [node, recorded] = *disagreement_;
   return fmt::format(
       "redlock: cannot acquire a permit of semaphore {}: {} records {} permits for it while "
       "this acquire counts {}; every user of one semaphore must give the same number of "
       "permits (the record expires once no permit is held)",
-      quoted_resource(name_), nodes.node(node).address(), recorded, count_);
+      quoted_resource(name_), nodes.address(node), recorded, count_);
 }
 
 bool slot_rounds::another_try_may_win(std::minstd_rand& random) const {

@@ -1,5 +1,5 @@
-#ifndef REDLOCK_OPS_ACQUIRE_MACHINE_HPP
-#define REDLOCK_OPS_ACQUIRE_MACHINE_HPP
+#ifndef REDLOCK_LOCK_ACQUIRE_MACHINE_HPP
+#define REDLOCK_LOCK_ACQUIRE_MACHINE_HPP
 
 #include "algo/acquire_round.hpp"
 #include "algo/cleanup_plan.hpp"
@@ -9,8 +9,8 @@
 #include "backoff.hpp"
 #include "lock/lease_state.hpp"
 #include "lock/local_queues.hpp"
-#include "lock_space.hpp"
-#include "ops/round_strategy.hpp"
+#include "lock/lock_home.hpp"
+#include "lock/round_strategy.hpp"
 #include "redlock/observer.hpp"
 
 #include <boost/asio/cancellation_type.hpp>
@@ -125,9 +125,9 @@ class acquire_machine {
  public:
   // `resource`: the lease's key until the first round sets the one the strategy names. `self`:
   // the driver, as the local queues know it, and what it tells of the subscriptions.
-  acquire_machine(lock_space& space, std::unique_ptr<round_strategy> strategy, std::string resource,
-                  const lock_options& options, bool single_round, queued_acquire& self,
-                  const announcement_facts& announcements);
+  acquire_machine(const std::shared_ptr<lock_home>& home, std::unique_ptr<round_strategy> strategy,
+                  std::string resource, const lock_options& options, bool single_round,
+                  queued_acquire& self, const announcement_facts& announcements);
 
   const std::shared_ptr<lease_state>& lease() const noexcept { return lease_; }
   const round_strategy& strategy() const noexcept { return *strategy_; }
@@ -203,7 +203,7 @@ class acquire_machine {
     finished
   };
 
-  node_set& nodes() const noexcept { return space_.nodes(); }
+  const node_facts& nodes() const noexcept { return home_.nodes_known(); }
   std::string subject() const { return strategy_->subject(); }
   bool may_be_free() const { return strategy_->may_be_free(); }
   // Whether the current round's SETs are in flight, or its held outcome is being written back:
@@ -324,7 +324,7 @@ class acquire_machine {
   // earlier acquire waiting for it), as its diagnostics say.
   bool held_here() const;
 
-  lock_space& space_;
+  lock_home& home_;  // kept alive by the lease
   // What the rounds send and learn: a lock's, a set's, a semaphore permit's, a read-write lock's.
   std::unique_ptr<round_strategy> strategy_;
   std::shared_ptr<lease_state> lease_;

@@ -1,4 +1,4 @@
-#include "ops/lock_rounds.hpp"
+#include "lock/lock_rounds.hpp"
 
 #include "lock/key_names.hpp"
 #include "lock/lease_state.hpp"

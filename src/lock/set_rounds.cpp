@@ -1,4 +1,4 @@
-#include "ops/set_rounds.hpp"
+#include "lock/set_rounds.hpp"
 
 #include "algo/hash_slot.hpp"
 #include "lock/key_names.hpp"

@@ -1,8 +1,8 @@
-#ifndef REDLOCK_OPS_RW_ROUNDS_HPP
-#define REDLOCK_OPS_RW_ROUNDS_HPP
+#ifndef REDLOCK_LOCK_RW_ROUNDS_HPP
+#define REDLOCK_LOCK_RW_ROUNDS_HPP
 
-#include "ops/holder_ttls.hpp"
-#include "ops/round_strategy.hpp"
+#include "lock/holder_ttls.hpp"
+#include "lock/round_strategy.hpp"
 
 #include <cstdint>
 #include <string>
@@ -58,7 +58,7 @@ class rw_rounds final : public round_strategy {
                                           std::minstd_rand& random) override;
   std::string nothing_to_try() const override { return {}; }  // its keys can always be tried
   void record(std::size_t node, const set_answer& answer, steady_clock::time_point now) override;
-  std::string lasting_problem(const node_set&) const override { return {}; }
+  std::string lasting_problem(const node_facts&) const override { return {}; }
   bool another_try_may_win(std::minstd_rand&) const override { return false; }
   void learn(const node_answers& answers, std::size_t quorum, steady_clock::time_point now,
              double drift_factor) override;

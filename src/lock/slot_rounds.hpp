@@ -1,10 +1,10 @@
-#ifndef REDLOCK_OPS_SLOT_ROUNDS_HPP
-#define REDLOCK_OPS_SLOT_ROUNDS_HPP
+#ifndef REDLOCK_LOCK_SLOT_ROUNDS_HPP
+#define REDLOCK_LOCK_SLOT_ROUNDS_HPP
 
 #include "algo/slot_watch.hpp"
 #include "lock/key_names.hpp"
+#include "lock/round_strategy.hpp"
 #include "lock/scripts.hpp"
-#include "ops/round_strategy.hpp"
 
 #include <cstddef>
 #include <optional>
@@ -53,7 +53,7 @@ class slot_rounds final : public round_strategy {
                                           std::minstd_rand& random) override;
   std::string nothing_to_try() const override;
   void record(std::size_t node, const set_answer& answer, steady_clock::time_point now) override;
-  std::string lasting_problem(const node_set& nodes) const override;
+  std::string lasting_problem(const node_facts& nodes) const override;
   bool another_try_may_win(std::minstd_rand& random) const override;
   void learn(const node_answers& answers, std::size_t quorum, steady_clock::time_point now,
              double drift_factor) override;

@@ -1,4 +1,4 @@
-#include "ops/acquire_machine.hpp"
+#include "lock/acquire_machine.hpp"
 
 #include "config/options_check.hpp"
 #include "token.hpp"
@@ -13,13 +13,13 @@ namespace redlock::detail {
 using boost::system::error_code;
 namespace asio = boost::asio;
 
-acquire_machine::acquire_machine(lock_space& space, std::unique_ptr<round_strategy> strategy,
-                                 std::string resource, const lock_options& options,
-                                 bool single_round, queued_acquire& self,
-                                 const announcement_facts& announcements)
-    : space_(space),
+acquire_machine::acquire_machine(const std::shared_ptr<lock_home>& home,
+                                 std::unique_ptr<round_strategy> strategy, std::string resource,
+                                 const lock_options& options, bool single_round,
+                                 queued_acquire& self, const announcement_facts& announcements)
+    : home_(*home),
       strategy_(std::move(strategy)),
-      lease_(std::make_shared<lease_state>(space.shared_from_this(), std::move(resource), options)),
+      lease_(std::make_shared<lease_state>(home, std::move(resource), options)),
       self_(self),
       announcements_(announcements),
       single_round_(single_round),
@@ -39,16 +39,16 @@ std::optional<acquire_action> acquire_machine::next_action() {
 void acquire_machine::start(steady_clock::time_point now,
                             const std::shared_ptr<queued_acquire>& self) {
   started_ = now;
-  if (space_.closed()) {
+  if (home_.closed()) {
     lease_->diagnose("the client is shut down");
     return complete(asio::error::operation_aborted);
   }
-  if (auto problem = strategy_->problem(space_.options().replies.max_reply_memory);
+  if (auto problem = strategy_->problem(home_.options().replies.max_reply_memory);
       !problem.empty()) {
     lease_->diagnose(std::move(problem));
     return complete(error::invalid_argument);
   }
-  if (auto problem = check_lock_options(lease_->resource(), lease_->options(), space_.options());
+  if (auto problem = check_lock_options(lease_->resource(), lease_->options(), home_.options());
       !problem.empty()) {
     lease_->diagnose(fmt::format("redlock: cannot acquire {}: {}", subject(), problem));
     return complete(error::invalid_argument);
@@ -67,7 +67,7 @@ void acquire_machine::start(steady_clock::time_point now,
   lease_->use_token(make_lock_token());
   if (lease_->options().wait) deadline_ = now + *lease_->options().wait;
 
-  auto& queues = space_.queues();
+  auto& queues = home_.queues();
   const auto queue_keys = strategy_->queue_keys();
   if (single_round_) {
     for (const auto& key : queue_keys) {
@@ -86,7 +86,7 @@ void acquire_machine::start(steady_clock::time_point now,
   queues.join(self, queue_keys, lease_->options().ttl);
   strategy_->join(*queue_of_own());
   if (queues.try_start(self_)) {
-    const auto window = 2 * space_.round_trip().bounded();
+    const auto window = 2 * home_.round_trip().bounded();
     if (single_round_ || !queues.announced_lately(queue_keys, now, window)) return begin_round(now);
     // This client released it with an announcement a moment ago: the waiters elsewhere that the
     // announcement woke send their rounds after a jitter; so does this acquire.
@@ -161,7 +161,7 @@ void acquire_machine::subscription_state(bool settled, steady_clock::time_point 
   if (stage_ != stage::subscribing) return;
   if (settled) return wake_soon(now);
   // The subscribers report within connect_timeout; this is only a backstop.
-  arm_timer(until_deadline(now + space_.options().connect_timeout, deadline_));
+  arm_timer(until_deadline(now + home_.options().connect_timeout, deadline_));
 }
 
 void acquire_machine::claims_until(steady_clock::time_point until) {
@@ -178,7 +178,7 @@ void acquire_machine::timer(steady_clock::time_point now) {
     if (!claim_ends_ || now < *claim_ends_) return;
     claim_ends_.reset();
     arm_timer(deadline_);
-    space_.queues().claim_expired(self_);  // may start this acquire at once
+    home_.queues().claim_expired(self_);  // may start this acquire at once
   } else if (stage_ == stage::sleeping || stage_ == stage::subscribing) {
     if (timed_out) return finish(error::wait_timeout);
     begin_round(now);
@@ -208,7 +208,7 @@ void acquire_machine::cancel(asio::cancellation_type type) {
 }
 
 bool acquire_machine::learn_from_round(steady_clock::time_point now) {
-  strategy_->learn(round_->answers(), nodes().quorum(), now, space_.options().drift_factor);
+  strategy_->learn(round_->answers(), nodes().quorum(), now, home_.options().drift_factor);
   if (strategy_->take_marks_to_drop()) drop_marks();
   watch_round_ = rounds_;
   return apply_heard();
@@ -223,7 +223,7 @@ void acquire_machine::note_late_refusal(std::size_t node, const set_answer& answ
                                         steady_clock::time_point now) {
   // Sleeping on what this very round taught, and not already woken.
   const bool watching = stage_ == stage::sleeping && !woken_ && watch_round_ == rounds_;
-  if (!strategy_->late_refusal(node, answer, now, space_.options().drift_factor, watching)) return;
+  if (!strategy_->late_refusal(node, answer, now, home_.options().drift_factor, watching)) return;
   if (may_be_free()) return wake_soon(now);
   plan_wake(now);
 }
@@ -232,7 +232,7 @@ void acquire_machine::sleep(steady_clock::time_point now, bool due_now) {
   stage_ = stage::sleeping;
   woken_ = false;
   watch_round_ = rounds_;
-  backoff_until_ = now + retry_.next(space_.random());
+  backoff_until_ = now + retry_.next(home_.random());
   if (due_now) return wake_after_news_heard_in_round(now);
   // A round lost without such news: no herd woke in step, so the collision window starts over.
   wakes_after_news_heard_in_round_ = 0;
@@ -251,20 +251,20 @@ void acquire_machine::plan_wake(steady_clock::time_point now) {
 void acquire_machine::wake_soon(steady_clock::time_point now) {
   woken_ = true;
   const auto delay =
-      wake_jitter(space_.round_trip().bounded(), competitions_lost(rounds_), space_.random());
+      wake_jitter(home_.round_trip().bounded(), competitions_lost(rounds_), home_.random());
   arm_timer(until_deadline(now + delay, deadline_));
 }
 
 void acquire_machine::wake_after_news_heard_in_round(steady_clock::time_point now) {
   woken_ = true;
   const auto delay =
-      collision_delay(space_.round_trip().bounded(), wakes_after_news_heard_in_round_++,
-                      retry_.ceiling(), space_.random());
+      collision_delay(home_.round_trip().bounded(), wakes_after_news_heard_in_round_++,
+                      retry_.ceiling(), home_.random());
   arm_timer(until_deadline(now + delay, deadline_));
 }
 
 void acquire_machine::listen() {
-  if (listening_ || single_round_ || !space_.announces_releases()) return;
+  if (listening_ || single_round_ || !home_.announces_releases()) return;
   listening_ = true;
   listened_ = lease_->resource();
   ask(acquire_action::kind::listen);
@@ -283,8 +283,8 @@ void acquire_machine::succeed(steady_clock::time_point valid_until) {
   resource_queue* const queue = queue_of_own();
   const boost::container::small_vector<resource_queue*, 1> held_queues(self_.queues().begin(),
                                                                        self_.queues().end());
-  space_.queues().hold_in(lease_->local_hold, held_queues);
-  space_.queues().leave(self_, strategy_->queue_keys(), false);
+  home_.queues().hold_in(lease_->local_hold, held_queues);
+  home_.queues().leave(self_, strategy_->queue_keys(), false);
   const bool next_may_start = strategy_->hold(*queue, *lease_);
   for (auto other = held_queues.begin() + 1; other != held_queues.end(); ++other)
     strategy_->hold(**other, *lease_);
@@ -311,7 +311,7 @@ void acquire_machine::finish(error_code ec) {
 
 void acquire_machine::complete(error_code ec) {
   stage_ = stage::finished;
-  if (space_.watcher() != nullptr && lease_->observed_name().empty() &&
+  if (home_.watcher() != nullptr && lease_->observed_name().empty() &&
       strategy_->name() != lease_->resource())
     lease_->observe_as(strategy_->name());
   ask({.what = acquire_action::kind::complete, .code = ec});

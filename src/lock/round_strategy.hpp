@@ -1,10 +1,11 @@
-#ifndef REDLOCK_OPS_ROUND_STRATEGY_HPP
-#define REDLOCK_OPS_ROUND_STRATEGY_HPP
+#ifndef REDLOCK_LOCK_ROUND_STRATEGY_HPP
+#define REDLOCK_LOCK_ROUND_STRATEGY_HPP
 
 #include "algo/node_answer.hpp"
 #include "algo/replies.hpp"
 #include "lock/hold_keys.hpp"
-#include "ops/lock_requests.hpp"
+#include "lock/lock_request.hpp"
+#include "lock/node_facts.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -83,7 +84,7 @@ class round_strategy {
     std::string_view key{};
     // The request's bytes: `shared`, or when that is null `owned`, which the strategy keeps for as
     // long as it lives (the op, and with it the strategy, outlives its requests).
-    shared_payload shared{};
+    shared_request_bytes shared{};
     std::string_view owned{};
   };
 
@@ -100,7 +101,7 @@ class round_strategy {
 
   // After a decision without the lock: a mistake of the caller's that no later round can fix (a
   // semaphore whose nodes record another number of permits), explained; empty when there is none.
-  virtual std::string lasting_problem(const node_set& nodes) const = 0;
+  virtual std::string lasting_problem(const node_facts& nodes) const = 0;
 
   // After a decision without the lock in a try: whether another round of the same try may still
   // win (a semaphore slot it has not tried that is not known to be held on a quorum).
