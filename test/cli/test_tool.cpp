@@ -141,7 +141,8 @@ BOOST_AUTO_TEST_CASE(lost_lock_stops_the_command) {
                    nodes, scratch.path());
   const pid_t child = pid_written_to(pid_file);
   BOOST_TEST_REQUIRE(child > 0);
-  BOOST_TEST(look.present(resource) == 5u);
+  // The command starts once a quorum granted; the last grants may still be on their way.
+  BOOST_TEST(eventually_blocking([&] { return look.present(resource) == 5u; }, 5s));
 
   // A majority stops answering: renewal cannot reach a quorum and the lock runs out.
   for (std::size_t i = 0; i < 3; ++i)
@@ -777,7 +778,8 @@ BOOST_AUTO_TEST_CASE(grace_zero_kills_at_once_when_the_lock_is_lost) {
                    nodes, scratch.path());
   const pid_t child = pid_written_to(pid_file);
   BOOST_TEST_REQUIRE(child > 0);
-  BOOST_TEST(look.present(resource) == 5u);
+  // The command starts once a quorum granted; the last grants may still be on their way.
+  BOOST_TEST(eventually_blocking([&] { return look.present(resource) == 5u; }, 5s));
 
   // The key vanishes from every node (an operator's DEL): the next renewal, at half the TTL,
   // finds it gone.
