@@ -1,3 +1,5 @@
+// The members of redlock::lease, the handle a caller holds on a lease_state: hopping to the
+// client's executor, and what happens when a held handle goes away without a release.
 #include "redlock/lease.hpp"
 
 #include "lock/lease_state.hpp"
