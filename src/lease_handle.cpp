@@ -1,10 +1,9 @@
 // The members of redlock::lease, the handle a caller holds on a lease_state: hopping to the
 // client's executor, and what happens when a held handle goes away without a release.
-#include "redlock/lease.hpp"
-
 #include "lock/lease_state.hpp"
 #include "lock_space.hpp"
 #include "ops/lease_end.hpp"
+#include "redlock/lease.hpp"
 
 #include <boost/asio/dispatch.hpp>
 
