@@ -56,11 +56,14 @@ class lock_space : public lock_home, public std::enable_shared_from_this<lock_sp
   // The node set as the lock's machines see it.
   class node_set_facts final : public node_facts {
    public:
-    explicit node_set_facts(const node_set& nodes) : nodes_(nodes) {}
-    std::size_t size() const noexcept override { return nodes_.size(); }
+    explicit node_set_facts(const node_set& nodes) : node_facts(nodes.size()), nodes_(nodes) {}
     std::string address(std::size_t node) const override { return nodes_.node(node).address(); }
     boost::system::error_code permanent_failure(std::size_t node) const noexcept override {
       return nodes_.permanent_failure(node);
+    }
+    void permanent_failures(std::span<boost::system::error_code> into) const noexcept override {
+      for (std::size_t node = 0; node < into.size(); ++node)
+        into[node] = nodes_.permanent_failure(node);
     }
     const std::string& last_error(std::size_t node) const noexcept override {
       return nodes_.last_error(node);

@@ -18,6 +18,8 @@ acquire_machine::acquire_machine(const std::shared_ptr<lock_home>& home,
                                  const lock_options& options, bool single_round,
                                  queued_acquire& self, const announcement_facts& announcements)
     : home_(*home),
+      nodes_(home->nodes_known()),
+      lasting_now_(nodes_.size()),
       strategy_(std::move(strategy)),
       lease_(std::make_shared<lease_state>(home, std::move(resource), options)),
       self_(self),

@@ -203,7 +203,7 @@ class acquire_machine {
     finished
   };
 
-  const node_facts& nodes() const noexcept { return home_.nodes_known(); }
+  const node_facts& nodes() const noexcept { return nodes_; }
   std::string subject() const { return strategy_->subject(); }
   bool may_be_free() const { return strategy_->may_be_free(); }
   // Whether the current round's SETs are in flight, or its held outcome is being written back:
@@ -324,7 +324,10 @@ class acquire_machine {
   // earlier acquire waiting for it), as its diagnostics say.
   bool held_here() const;
 
-  lock_home& home_;  // kept alive by the lease
+  lock_home& home_;          // kept alive by the lease
+  const node_facts& nodes_;  // home_'s
+  // Scratch for node_facts::permanent_failures, read at every answer before a decision.
+  boost::container::small_vector<boost::system::error_code, 7> lasting_now_;
   // What the rounds send and learn: a lock's, a set's, a semaphore permit's, a read-write lock's.
   std::unique_ptr<round_strategy> strategy_;
   std::shared_ptr<lease_state> lease_;

@@ -73,8 +73,9 @@ void acquire_machine::answer(std::size_t node, error_code ec, const resp::value&
   }
   // Any answer may decide the round, and the decision reads what is known of the nodes then.
   if (!round_->decided()) {
-    for (std::size_t i = 0; i < nodes().size(); ++i)
-      round_->set_failing_for_good(i, nodes().permanent_failure(i));
+    nodes().permanent_failures(lasting_now_);
+    for (std::size_t i = 0; i < lasting_now_.size(); ++i)
+      round_->set_failing_for_good(i, lasting_now_[i]);
     if (!nodes().duplicate_nodes().empty()) round_->set_nodes_not_independent();
     strategy_->record(node, answer, now);
     if (!fences_.empty() && answer.what == node_answer::kind::yes) note_fences(node, answer);

@@ -6,6 +6,7 @@
 #include <boost/system/error_code.hpp>
 
 #include <cstddef>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,13 +19,17 @@ namespace redlock::detail {
 // nodes there. Called on the client's executor.
 class node_facts {
  public:
-  virtual std::size_t size() const noexcept = 0;
-  std::size_t quorum() const noexcept { return size() / 2 + 1; }
+  // Fixed for a client's life; kept here, not asked, since every round reads them often.
+  std::size_t size() const noexcept { return size_; }
+  std::size_t quorum() const noexcept { return size_ / 2 + 1; }
   // "127.0.0.1:7001", as messages name node `node`.
   virtual std::string address(std::size_t node) const = 0;
   // A failure of node `node` that lasts until someone changes a configuration (a refused login,
   // a wrong database...), or none.
   virtual boost::system::error_code permanent_failure(std::size_t node) const noexcept = 0;
+  // Every node's permanent_failure, node i's into `into[i]` (`into` has size() elements): one
+  // call where a decision reads them all.
+  virtual void permanent_failures(std::span<boost::system::error_code> into) const noexcept = 0;
   // Node `node`'s last failure's text.
   virtual const std::string& last_error(std::size_t node) const noexcept = 0;
   // "127.0.0.1:7001 granted; 127.0.0.1:7002 held by another owner; ..." for diagnostics, as
@@ -40,7 +45,11 @@ class node_facts {
   virtual bool has_cluster_node() const noexcept = 0;
 
  protected:
+  explicit node_facts(std::size_t size) noexcept : size_(size) {}
   ~node_facts() = default;
+
+ private:
+  std::size_t size_;
 };
 
 }  // namespace redlock::detail

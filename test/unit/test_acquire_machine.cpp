@@ -42,11 +42,14 @@ const steady_clock::time_point t0 = steady_clock::time_point{} + 1h;
 // Three nodes, as the machine knows them: named, never failing.
 class played_nodes final : public node_facts {
  public:
-  std::size_t size() const noexcept override { return 3; }
+  played_nodes() : node_facts(3) {}
   std::string address(std::size_t node) const override {
     return "127.0.0.1:700" + std::to_string(node);
   }
   error_code permanent_failure(std::size_t) const noexcept override { return {}; }
+  void permanent_failures(std::span<error_code> into) const noexcept override {
+    std::fill(into.begin(), into.end(), error_code{});
+  }
   const std::string& last_error(std::size_t) const noexcept override { return none_; }
   std::string describe(const node_answers& answers, std::string_view yes, std::string_view no,
                        const std::vector<std::string>*, std::string_view) const override {
