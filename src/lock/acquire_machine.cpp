@@ -29,6 +29,7 @@ acquire_machine::acquire_machine(const std::shared_ptr<lock_home>& home,
 
 std::optional<acquire_action> acquire_machine::next_action() {
   if (head_ == actions_.size()) {
+    if (head_ == 0) return std::nullopt;  // nothing was asked: nothing to forget
     actions_.clear();
     head_ = 0;
     releases_.clear();
