@@ -112,7 +112,9 @@ asio::awaitable<redlock::lease> hold_while_waited_for(redis_fleet& fleet, redloc
 // a backoff of 5 s would have it wait seconds. Then releases the waiter's lease.
 asio::awaitable<void> release_and_check_prompt_wake(redlock::lease& held, background_acquire& b) {
   co_await sleep_for(300ms);  // well into its sleep
-  BOOST_TEST_REQUIRE(!b.done);
+  BOOST_TEST_REQUIRE(!b.done, "the waiter ended before the release, "
+                                  << b.took.value_or(-1) << " ms after it started: "
+                                  << b.ec.message() << ": " << b.lease.diagnostics());
   const auto released = steady_clock::now();
   co_await held.async_release(tuple_awaitable);
   BOOST_TEST(co_await eventually([&] { return b.done; }, 4s));
