@@ -41,7 +41,7 @@ class holder_ttls {
   }
 
   // A refusal that came after the decision: kept for a later learn (a fenced round's write-back
-  // can still fail), and applied now when the op waits on this round (`watching`). Returns
+  // can still fail), and applied now when the acquire waits on this round (`watching`). Returns
   // whether it was.
   bool late_refusal(std::size_t node, const set_answer& answer, steady_clock::time_point now,
                     double drift_factor, bool watching) {

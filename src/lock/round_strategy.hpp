@@ -25,8 +25,8 @@ class lease_state;
 struct resource_queue;
 
 // What the rounds of one acquire send and what their answers teach about when to try again: a
-// lock's rounds (lock_rounds.hpp) or a semaphore permit's (slot_rounds.hpp). The acquire op owns
-// everything else, the same for both: the local queue, the ballot and its decision, fencing,
+// lock's rounds (lock_rounds.hpp) or a semaphore permit's (slot_rounds.hpp). The acquire machine
+// owns everything else, the same for both: the local queue, the ballot and its decision, fencing,
 // cleanups, sleeping and cancellation. A strategy does no I/O and reads no clock.
 //
 // Call order: next_round opens a round; record takes each answer that comes before the round's
@@ -83,13 +83,13 @@ class round_strategy {
     // The key the round sets: the lease's resource from now on.
     std::string_view key{};
     // The request's bytes: `shared`, or when that is null `owned`, which the strategy keeps for as
-    // long as it lives (the op, and with it the strategy, outlives its requests).
+    // long as it lives (the acquire, and with it the strategy, outlives its requests).
     shared_request_bytes shared{};
     std::string_view owned{};
   };
 
   // Opens a round: what it sends. Empty when nothing can be tried now (every slot is held by this
-  // client, see nothing_to_try); the op then waits in its queue.
+  // client, see nothing_to_try); the acquire then waits in its queue.
   virtual std::optional<round_request> next_round(const round_inputs& in,
                                                   std::minstd_rand& random) = 0;
 
@@ -111,8 +111,8 @@ class round_strategy {
   virtual void learn(const node_answers& answers, std::size_t quorum, steady_clock::time_point now,
                      double drift_factor) = 0;
 
-  // A refusal of the current round that came after its decision. `watching`: the op waits on what
-  // this round taught, so the refusal is applied to it now. Returns whether it was.
+  // A refusal of the current round that came after its decision. `watching`: the acquire waits on
+  // what this round taught, so the refusal is applied to it now. Returns whether it was.
   virtual bool late_refusal(std::size_t node, const set_answer& answer,
                             steady_clock::time_point now, double drift_factor, bool watching) = 0;
 
