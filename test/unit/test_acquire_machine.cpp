@@ -404,6 +404,98 @@ BOOST_AUTO_TEST_CASE(cancelled_in_a_round_it_releases_what_it_may_have_set) {
   BOOST_TEST(op->actions().empty());
 }
 
+BOOST_AUTO_TEST_CASE(cancelled_while_subscribing_it_stops_listening_and_sends_nothing) {
+  auto op = acquire("a", waiting());
+  op->start();
+  op->actions();
+  every_node_answers(*op, reply::nil());  // refused everywhere: nothing of ours stands
+  op->actions();
+  op->machine.subscription_state(false, op->now);  // not settled: waiting for the subscription
+  op->actions();
+  op->machine.cancel(boost::asio::cancellation_type::terminal);
+  const auto actions = op->actions();
+  BOOST_TEST(find(actions, kind::stop_listening));
+  BOOST_TEST(!find(actions, kind::send_round));
+  BOOST_TEST(!find(actions, kind::release));
+  BOOST_REQUIRE(!actions.empty());
+  BOOST_TEST(actions.back().what == kind::complete);
+  BOOST_TEST((actions.back().code == boost::asio::error::operation_aborted));
+  // The subscription that comes afterwards, and the timer, ask for nothing.
+  op->machine.subscription_changed(true, true, op->now);
+  op->machine.timer(op->now + 1s);
+  BOOST_TEST(op->actions().empty());
+}
+
+BOOST_AUTO_TEST_CASE(cancelled_while_sleeping_it_stops_listening_and_sends_nothing) {
+  auto op = acquire("a", waiting());
+  to_second_round(*op);
+  every_node_answers(*op, reply::integer(9000));
+  BOOST_REQUIRE(timer_of(op->actions()).has_value());  // asleep
+  op->machine.cancel(boost::asio::cancellation_type::terminal);
+  const auto actions = op->actions();
+  BOOST_TEST(find(actions, kind::stop_listening));
+  BOOST_TEST(!find(actions, kind::send_round));
+  BOOST_TEST(!find(actions, kind::release));
+  BOOST_REQUIRE(!actions.empty());
+  BOOST_TEST(actions.back().what == kind::complete);
+  BOOST_TEST((actions.back().code == boost::asio::error::operation_aborted));
+  // A release heard afterwards, and the wake-up it would have been, ask for nothing.
+  op->machine.announced(0, 0, op->now);
+  op->machine.announced(1, 0, op->now);
+  op->machine.timer(op->now + 9s);
+  BOOST_TEST(op->actions().empty());
+}
+
+BOOST_AUTO_TEST_CASE(cancelled_while_fencing_it_releases_the_held_round) {
+  lock_options options = waiting();
+  options.fencing = true;
+  auto op = acquire("a", options);
+  op->start();
+  op->actions();
+  op->machine.answer(0, {}, reply::array({reply::integer(5)}), op->now);
+  op->machine.answer(1, {}, reply::array({reply::integer(3)}), op->now);
+  BOOST_REQUIRE(find(op->actions(), kind::write_back_fence));
+  op->machine.cancel(boost::asio::cancellation_type::terminal);
+  const auto actions = op->actions();
+  // The round's keys may stand where it was granted, and on the node still to answer.
+  BOOST_REQUIRE(find(actions, kind::release));
+  BOOST_REQUIRE(!op->releases.empty());
+  BOOST_TEST(op->releases[0].key == "a");
+  BOOST_REQUIRE(!actions.empty());
+  BOOST_TEST(actions.back().what == kind::complete);
+  BOOST_TEST((actions.back().code == boost::asio::error::operation_aborted));
+  BOOST_TEST((op->machine.lease()->current() == lease_state::phase::never_held));
+  // The write-back's outcome that comes afterwards asks for nothing.
+  op->machine.fence_written_back(op->machine.rounds(), 0, true, {}, op->now);
+  BOOST_TEST(op->actions().empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_release_announced_before_the_second_round_leaves_it_as_planned) {
+  auto op = acquire("a", waiting());
+  op->start();
+  op->actions();
+  every_node_answers(*op, reply::nil());
+  op->actions();  // listen, check the subscription
+  // The holder releases before our subscription is settled: its effect is what the second round
+  // sees, and the announcements that came through change nothing.
+  for (std::size_t node = 0; node < 3; ++node)
+    op->machine.announced(node, 0, op->now);
+  BOOST_TEST(!find(op->actions(), kind::send_round));
+  op->machine.subscription_state(true, op->now);
+  auto actions = op->actions();
+  BOOST_REQUIRE(timer_of(actions).has_value());
+  BOOST_TEST((*timer_of(actions) <= op->now + 20ms));
+  op->now = *timer_of(actions);
+  op->machine.timer(op->now);
+  actions = op->actions();
+  BOOST_TEST((kinds(actions) == std::vector<kind>{kind::send_round}));
+  every_node_answers(*op, reply::simple("OK"));
+  actions = op->actions();
+  BOOST_REQUIRE(!actions.empty());
+  BOOST_TEST(actions.back().what == kind::complete);
+  BOOST_TEST(!actions.back().code);
+}
+
 BOOST_AUTO_TEST_CASE(cancelled_while_queued_it_leaves_the_queue_and_sends_nothing) {
   auto first = acquire("a");
   first->start();
