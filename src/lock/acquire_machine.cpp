@@ -173,6 +173,7 @@ void acquire_machine::claims_until(steady_clock::time_point until) {
 }
 
 void acquire_machine::timer(steady_clock::time_point now) {
+  timer_armed_ = false;
   const bool timed_out = deadline_ && now >= *deadline_;
   if (stage_ == stage::queued && timed_out) {
     lease_->diagnose(strategy_->queued_too_long(*lease_->options().wait, held_here()));

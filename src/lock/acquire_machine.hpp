@@ -219,7 +219,11 @@ class acquire_machine {
 
   void ask(acquire_action action) { actions_.push_back(std::move(action)); }
   void ask(acquire_action::kind what) { ask(acquire_action{.what = what}); }
+  // Arms the driver's timer at `at`, or disarms it; a disarm of a timer that is not armed is not
+  // asked for (an uncontended acquire never arms one).
   void arm_timer(std::optional<steady_clock::time_point> at) {
+    if (!at && !timer_armed_) return;
+    timer_armed_ = at.has_value();
     ask({.what = acquire_action::kind::arm_timer, .at = at});
   }
 
@@ -376,8 +380,9 @@ class acquire_machine {
   // The current round was sent while every node was subscribed for this acquire: a release after
   // it is heard.
   bool covered_round_ = false;
-  bool competing_ = false;  // became first in line through compete(), not a hand-off
-  bool listening_ = false;  // holds an interest in release announcements
+  bool competing_ = false;    // became first in line through compete(), not a hand-off
+  bool listening_ = false;    // holds an interest in release announcements
+  bool timer_armed_ = false;  // the last arm_timer asked armed it, and it has not fired since
   // The resource named by that interest: a key of the resource's hash slot (a semaphore's rounds
   // try keys of one slot).
   std::string listened_;
