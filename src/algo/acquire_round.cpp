@@ -18,7 +18,7 @@ acquire_round::acquire_round(const settings& round)
       answers_(round.nodes),
       failing_for_good_(round.nodes) {}
 
-acquire_round::step acquire_round::answer(std::size_t node, node_answer given,
+acquire_round::step acquire_round::answer(std::size_t node, node_answer&& given,
                                           steady_clock::time_point now) {
   node_answer& answer = answers_[node];
   const bool decided_before = decided();

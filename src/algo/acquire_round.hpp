@@ -73,7 +73,7 @@ class acquire_round {
   explicit acquire_round(const settings& round);
 
   // Node `node` answered at `now`. A node's second answer in a round is ignored.
-  step answer(std::size_t node, node_answer given, steady_clock::time_point now);
+  step answer(std::size_t node, node_answer&& given, steady_clock::time_point now);
   step granted(std::size_t node, steady_clock::time_point now);
   // SET NX answered null: another owner holds the key there.
   step refused(std::size_t node, steady_clock::time_point now);

@@ -76,13 +76,13 @@ node_answer::kind classify_script_reply(boost::system::error_code ec, const resp
 // server's words (the caller names the ACL user and keys), anything else shown as it came.
 std::string unexpected_reply(const resp::value& reply);
 
-// A node's reply as an answer: `what` as classified from the reply, whether the request certainly
-// never reached the node, and for a failure the code that explains it.
-inline node_answer make_answer(node_answer::kind what, boost::system::error_code ec,
-                               const resp::value& reply, std::string detail) {
-  node_answer answer;
+// A node's reply as an answer, written into `answer` (a vote's answers are reused from ballot to
+// ballot, so nothing is built and moved per reply): `what` as classified from the reply, whether
+// the request certainly never reached the node, and for a failure the code that explains it.
+inline void fill_answer(node_answer& answer, node_answer::kind what, boost::system::error_code ec,
+                        const resp::value& reply, std::string&& detail) {
   answer.what = what;
-  answer.detail = std::move(detail);
+  if (!detail.empty() || !answer.detail.empty()) answer.detail = std::move(detail);
   // A connect that failed for good fails its requests unsent. Tested only for a failure:
   // comparing with a condition costs virtual calls on every reply.
   answer.unsent = ec && (ec == error::not_connected || ec == error::node_unresponsive ||
@@ -93,7 +93,16 @@ inline node_answer make_answer(node_answer::kind what, boost::system::error_code
                      : reply.is_error() && reply.error_code_word() == "NOPERM"
                          ? make_error_code(error::permission_denied)
                          : make_error_code(error::server_error);
+  } else {
+    answer.failure = {};
   }
+}
+
+// The same as a new node_answer.
+inline node_answer make_answer(node_answer::kind what, boost::system::error_code ec,
+                               const resp::value& reply, std::string detail) {
+  node_answer answer;
+  fill_answer(answer, what, ec, reply, std::move(detail));
   return answer;
 }
 

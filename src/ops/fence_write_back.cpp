@@ -81,7 +81,7 @@ void fence_write_back::show_state(std::size_t node) {
 void fence_write_back::on_answer(std::size_t node, error_code ec, const resp::value& reply) {
   std::string detail;
   const auto what = classify_script_reply(ec, reply, detail);
-  answers_[node] = make_answer(what, ec, reply, std::move(detail));
+  fill_answer(answers_[node], what, ec, reply, std::move(detail));
   quorum_.answered(node, what == node_answer::kind::yes);
   report_if_decided();
 }

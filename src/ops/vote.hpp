@@ -115,7 +115,7 @@ class vote : public fan_out_sink {
     std::string detail;
     const auto what = classify(ec, reply, detail);
     node_answer& answer = answers_[node];
-    answer = make_answer(what, ec, reply, std::move(detail));
+    fill_answer(answer, what, ec, reply, std::move(detail));
     on_node_answer(node, answer);
     count(votes_, answer.what);
     if (decided_) return;
