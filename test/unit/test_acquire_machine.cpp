@@ -405,6 +405,19 @@ BOOST_AUTO_TEST_CASE(cancelled_in_a_round_it_releases_what_it_may_have_set) {
   BOOST_TEST(op->actions().empty());
 }
 
+// Cancels `op`, which waits after a refused round with nothing of its own standing: it stops
+// listening, sends and releases nothing, and completes with operation_aborted.
+void cancel_while_waiting(host& op) {
+  op.machine.cancel(boost::asio::cancellation_type::terminal);
+  const auto actions = op.actions();
+  BOOST_TEST(find(actions, kind::stop_listening));
+  BOOST_TEST(!find(actions, kind::send_round));
+  BOOST_TEST(!find(actions, kind::release));
+  BOOST_REQUIRE(!actions.empty());
+  BOOST_TEST(actions.back().what == kind::complete);
+  BOOST_TEST((actions.back().code == boost::asio::error::operation_aborted));
+}
+
 BOOST_AUTO_TEST_CASE(cancelled_while_subscribing_it_stops_listening_and_sends_nothing) {
   auto op = acquire("a", waiting());
   op->start();
@@ -413,14 +426,7 @@ BOOST_AUTO_TEST_CASE(cancelled_while_subscribing_it_stops_listening_and_sends_no
   op->actions();
   op->machine.subscription_state(false, op->now);  // not settled: waiting for the subscription
   op->actions();
-  op->machine.cancel(boost::asio::cancellation_type::terminal);
-  const auto actions = op->actions();
-  BOOST_TEST(find(actions, kind::stop_listening));
-  BOOST_TEST(!find(actions, kind::send_round));
-  BOOST_TEST(!find(actions, kind::release));
-  BOOST_REQUIRE(!actions.empty());
-  BOOST_TEST(actions.back().what == kind::complete);
-  BOOST_TEST((actions.back().code == boost::asio::error::operation_aborted));
+  cancel_while_waiting(*op);
   // The subscription that comes afterwards, and the timer, ask for nothing.
   op->machine.subscription_changed(true, true, op->now);
   op->machine.timer(op->now + 1s);
@@ -432,14 +438,7 @@ BOOST_AUTO_TEST_CASE(cancelled_while_sleeping_it_stops_listening_and_sends_nothi
   to_second_round(*op);
   every_node_answers(*op, reply::integer(9000));
   BOOST_REQUIRE(timer_of(op->actions()).has_value());  // asleep
-  op->machine.cancel(boost::asio::cancellation_type::terminal);
-  const auto actions = op->actions();
-  BOOST_TEST(find(actions, kind::stop_listening));
-  BOOST_TEST(!find(actions, kind::send_round));
-  BOOST_TEST(!find(actions, kind::release));
-  BOOST_REQUIRE(!actions.empty());
-  BOOST_TEST(actions.back().what == kind::complete);
-  BOOST_TEST((actions.back().code == boost::asio::error::operation_aborted));
+  cancel_while_waiting(*op);
   // A release heard afterwards, and the wake-up it would have been, ask for nothing.
   op->machine.announced(0, 0, op->now);
   op->machine.announced(1, 0, op->now);
