@@ -1,5 +1,6 @@
 #include "lock_space.hpp"
 
+#include "entropy.hpp"
 #include "lock_handshake.hpp"
 
 namespace redlock::detail {
@@ -18,7 +19,7 @@ connection_options lock_connections(const client_options& options) {
 
 lock_space::lock_space(boost::asio::any_io_executor executor, std::vector<node_config> nodes,
                        client_options options)
-    : lock_home(executor, options, std::random_device{}()),
+    : lock_home(executor, options, lock_random_seed()),
       nodes_(std::move(executor), std::move(nodes), options, lock_connections(options)) {}
 
 release_announcements* lock_space::listener() {

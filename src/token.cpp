@@ -1,71 +1,16 @@
 #include "token.hpp"
 
-#include <array>
-#include <atomic>
-#include <cerrno>
+#include "entropy.hpp"
+
 #include <cstddef>
-#include <pthread.h>
-#include <sys/random.h>
-#include <system_error>
-#include <unistd.h>
 
 namespace redlock::detail {
-namespace {
-
-constexpr std::size_t token_bytes = 20;
-
-// Counts fork()s in this process's ancestry line, so that a child discards the random bytes it
-// inherited. Asking getpid() for every token instead cost a system call per lock operation.
-std::atomic<unsigned> forks_seen{0};
-
-void on_fork_in_child() noexcept {
-  forks_seen.fetch_add(1, std::memory_order_relaxed);
-}
-
-// The current fork generation; falls back to the process id if the fork handler could not be
-// registered. (A child made by a raw clone() without glibc runs no fork handlers; posix_spawn's
-// child execs before it could take a token.)
-unsigned long fork_generation() {
-  static const bool registered = ::pthread_atfork(nullptr, nullptr, on_fork_in_child) == 0;
-  if (!registered) return static_cast<unsigned long>(::getpid());
-  return forks_seen.load(std::memory_order_relaxed);
-}
-
-// A thread's buffer of kernel randomness, consumed front to back and refilled when spent: one
-// getrandom call per ~200 tokens instead of one per token. Bytes are never reused, also not by a
-// forked child, which inherits the buffer: a new fork generation discards it.
-struct random_pool {
-  std::array<unsigned char, 4096> bytes{};
-  std::size_t used = bytes.size();
-  unsigned long generation = ~0UL;
-
-  const unsigned char* take(std::size_t n) {
-    const unsigned long now = fork_generation();
-    if (used + n > bytes.size() || generation != now) {
-      generation = now;
-      std::size_t filled = 0;
-      while (filled < bytes.size()) {
-        const auto got = ::getrandom(bytes.data() + filled, bytes.size() - filled, 0);
-        if (got < 0) {
-          if (errno == EINTR) continue;
-          throw std::system_error(errno, std::generic_category(), "redlock: getrandom");
-        }
-        filled += static_cast<std::size_t>(got);
-      }
-      used = 0;
-    }
-    const unsigned char* out = bytes.data() + used;
-    used += n;
-    return out;
-  }
-};
-
-}  // namespace
 
 std::string make_lock_token() {
-  thread_local random_pool pool;
+  constexpr std::size_t token_bytes = 20;
   static constexpr char hex[] = "0123456789abcdef";
-  const unsigned char* raw = pool.take(token_bytes);
+  unsigned char raw[token_bytes];
+  lock_random_bytes(raw, token_bytes);
   std::string token(2 * token_bytes, '\0');
   for (std::size_t i = 0; i < token_bytes; ++i) {
     token[2 * i] = hex[raw[i] >> 4];

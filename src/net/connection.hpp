@@ -6,7 +6,6 @@
 #include "net/handshake.hpp"
 #include "net/link_failures.hpp"
 #include "net/multiplexer.hpp"
-#include "net/transport.hpp"
 #include "redlock/node_config.hpp"
 #include "redlock/options.hpp"
 #include "resp/parser.hpp"
@@ -23,6 +22,7 @@
 #include <chrono>
 #include <cstdint>
 #include <initializer_list>
+#include <lock_transport_choice.hpp>
 #include <memory>
 #include <span>
 #include <string>
@@ -224,7 +224,7 @@ class connection : public std::enable_shared_from_this<connection> {
   // Built once from node_ and options_, run on every connect.
   handshake handshake_;
 
-  transport transport_;
+  lock_transport transport_;
   resp::parser parser_;
   state state_ = state::idle;
   // Every request and every decision about them; this class only does the I/O.

@@ -38,7 +38,8 @@ long long to_ms(std::chrono::milliseconds d) {
 }
 
 handshake_verdict tls_failure(error_code ec) {
-  return {error::tls_handshake_failed, fmt::format("TLS failed: {}", transport::tls_reason(ec))};
+  return {error::tls_handshake_failed,
+          fmt::format("TLS failed: {}", lock_transport::tls_reason(ec))};
 }
 
 }  // namespace
@@ -127,7 +128,7 @@ asio::awaitable<error_code> connection::connect_and_handshake() {
   auto [write_error, written] = co_await transport_.async_write(asio::buffer(out), use_tuple);
   (void)written;
   if (write_error) {
-    if (transport::is_tls_protocol_error(write_error))
+    if (lock_transport::is_tls_protocol_error(write_error))
       co_return fail_connect(tls_failure(write_error));
     co_return fail_connect(
         {write_error, fmt::format("handshake write failed: {}", write_error.message())});
@@ -137,7 +138,7 @@ asio::awaitable<error_code> connection::connect_and_handshake() {
     if (auto ec = co_await read_reply(reply)) {
       // A TLS 1.3 server judges the client's certificate after the client has finished its side
       // of the handshake: a refusal arrives as an alert in place of the first reply.
-      if (transport::is_tls_protocol_error(ec)) co_return fail_connect(tls_failure(ec));
+      if (lock_transport::is_tls_protocol_error(ec)) co_return fail_connect(tls_failure(ec));
       co_return fail_connect(handshake_.on_link_error(ec, parser_.error_message()));
     }
     if (auto verdict = handshake_.on_reply(reply); verdict.failed()) {

@@ -2,6 +2,7 @@
 #define REDLOCK_NET_LINK_FAILURES_HPP
 
 #include "backoff.hpp"
+#include "entropy.hpp"
 #include "redlock/options.hpp"
 
 #include <boost/system/error_code.hpp>
@@ -22,7 +23,7 @@ class link_failures {
  public:
   // `name` ("host:port") starts last_error(); `seed` seeds the jitter of the reconnect delays.
   link_failures(std::string name, const retry_policy& reconnect,
-                std::uint32_t seed = std::random_device{}());
+                std::uint32_t seed = lock_random_seed());
 
   // A step of a link (resolve, connect, handshake, read, write, health check) failed with `ec`;
   // `what` is the cause without the node's name.

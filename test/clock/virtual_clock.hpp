@@ -2,7 +2,8 @@
 #define REDLOCK_TEST_CLOCK_VIRTUAL_CLOCK_HPP
 
 // A clock that only moves when a test moves it, put into the library through its clock seam
-// (src/clock.hpp: chosen through test/clock/seam/lock_clock_choice.hpp).
+// (src/clock.hpp: chosen through test/clock/seam/lock_clock_choice.hpp, and by the simulation's
+// test/sim/seam/lock_clock_choice.hpp, whose scheduler moves it from one event to the next).
 
 #include <chrono>
 
@@ -16,15 +17,22 @@ struct lock_clock {
   static constexpr bool is_steady = true;
 
   static time_point now() noexcept { return current(); }
-  // Moves the clock forward by `by` (never back).
+  // Moves the clock forward by `by`, or to `at` (never back).
   static void advance(duration by) noexcept {
     if (by > duration::zero()) current() += by;
   }
+  static void advance_to(time_point at) noexcept {
+    if (at > current()) current() = at;
+  }
+  // Back to the first instant, for a new run of a simulation (no object of the previous run may
+  // be left, which would see time go back).
+  static void start_run() noexcept { current() = epoch(); }
+  // Far from steady_clock's zero, so that "now minus a window" is never before it.
+  static time_point epoch() noexcept { return time_point{std::chrono::hours(1000)}; }
 
  private:
-  // Far from the epoch, so that "now minus a window" is never before it.
   static time_point& current() noexcept {
-    static time_point at{std::chrono::hours(1000)};
+    static time_point at = epoch();
     return at;
   }
 };
