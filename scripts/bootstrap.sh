@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing redlock-asio needs (prometheus-cpp for the metrics component
-# redlock::prometheus among it), with apt-get, and only what is missing.
+# redlock::prometheus among it; Lua 5.1 and rapidcheck for the simulation, test/sim), with apt-get,
+# and only what is missing.
 # Safe to run any number of times: when everything is present it changes nothing.
 #
 #   scripts/bootstrap.sh          what building and testing need
@@ -13,6 +14,7 @@ packages=(
   redis-server redis-tools
   clang-14 libclang-rt-14-dev clang-format-14
   prometheus-cpp-dev
+  liblua5.1-0-dev librapidcheck-dev
   python3
 )
 case "${1:-}" in

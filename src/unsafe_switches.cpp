@@ -3,5 +3,6 @@
 namespace redlock::detail {
 
 std::atomic<bool> skip_fence_write_back_for_tests{false};
+std::atomic<known_defect> defect_for_tests{known_defect::none};
 
 }  // namespace redlock::detail

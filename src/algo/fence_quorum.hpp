@@ -20,6 +20,9 @@ std::uint64_t fence_of(const std::vector<std::optional<std::uint64_t>>& counters
 struct fence_write {
   std::string key;
   std::string counter;
+  // The key holds the lease's token as a member of a sorted set (a read-write lock's readers),
+  // not as its value.
+  bool token_is_member = false;
   std::uint64_t fence = 0;
   std::vector<std::optional<std::uint64_t>> counters{};
 };

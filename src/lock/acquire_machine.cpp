@@ -2,6 +2,7 @@
 
 #include "config/options_check.hpp"
 #include "token.hpp"
+#include "unsafe_switches.hpp"
 
 #include <fmt/format.h>
 
@@ -121,7 +122,10 @@ void acquire_machine::compete(steady_clock::time_point key_gone_by, steady_clock
 }
 
 void acquire_machine::announced(std::size_t node, std::size_t slot, steady_clock::time_point now) {
-  if (round_in_flight()) return heard_.released(slot, node);
+  if (round_in_flight()) {
+    if (has_defect(known_defect::announcement_dropped_in_round)) return;  // unsafe: tests only
+    return heard_.released(slot, node);
+  }
   if (stage_ != stage::sleeping || woken_) return;
   forget_holder(slot, node);
   // The first announcement that may free a quorum wakes the acquire; the other copies of the same

@@ -111,15 +111,25 @@ void acquire_machine::decided(steady_clock::time_point now) {
   home_.round_trip().note(now - round_->start());
   const acquire_round::decision& round = round_->result();
   if (round.what == acquire_round::outcome::held) {
-    if (lease_->options().fencing) {
-      if (strategy_->writes_back_fence()) return write_back_fence(round.valid_until, now);
-      // A reader's token is the highest counter its quorum's grants read: at least the token of
-      // every writer whose write-back quorum it overlaps, i.e. of every writer before it.
-      lease_->fencing_tokens_known({fence_of(fences_.front())});
+    auto valid_until = round.valid_until;
+    if (has_defect(known_defect::validity_without_elapsed)) {  // unsafe: tests only
+      valid_until += now - round_->start();
     }
-    return succeed(round.valid_until);
+    if (lease_->options().fencing) {
+      if (has_defect(known_defect::reader_fence_not_written_back) &&
+          fenced_keys_.front().token_is_member) {  // unsafe: tests only
+        lease_->fencing_tokens_known({fence_of(fences_.front())});
+        return succeed(valid_until);
+      }
+      return write_back_fence(valid_until, now);
+    }
+    return succeed(valid_until);
   }
-  clean_up_failed_round(round.clean);
+  if (has_defect(known_defect::failed_round_not_cleaned)) {  // unsafe: tests only
+    clean_up_failed_round(std::vector<bool>(round.clean.size(), false));
+  } else {
+    clean_up_failed_round(round.clean);
+  }
   if (auto problem = strategy_->lasting_problem(nodes()); !problem.empty()) {
     lease_->diagnose(std::move(problem));
     home_.log(log_level::error, lease_->diagnostics());
@@ -174,6 +184,7 @@ void acquire_machine::write_back_fence(steady_clock::time_point valid_until,
     fence_write& write = fence_plan_[r];
     write.key = fenced_keys_[r].key;
     write.counter = fenced_keys_[r].counter;
+    write.token_is_member = fenced_keys_[r].token_is_member;
     write.counters.resize(nodes().size());
     for (std::size_t i = 0; i < nodes().size(); ++i) {
       // A grant always carries its counter (>= 1).

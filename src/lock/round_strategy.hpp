@@ -163,18 +163,19 @@ class round_strategy {
   // set a mark of this acquire: it may stand, and goes when the acquire ends.
   virtual void mark_seen() {}
 
-  // With fencing: whether a held round's token is written back (fence_write_back) before the
-  // lease is handed out. A reader's is not: it only reads the counter.
-  virtual bool writes_back_fence() const { return true; }
-
   // What a fenced round fences: per resource (a set's, in the order of its grants' counters; one
   // for any other lock), the key the round set to its token, which the write-back checks, and the
   // counter its grants incremented, which the write-back raises. The two must name the counter of
   // the same resource: a write-back to another key would leave the grants' counter behind, and a
   // later holder granted by other nodes would get a smaller token.
+  // A held fenced round's token is always written back (fence_write_back) before the lease is
+  // handed out, a reader's too: a reader's token is the highest counter its grants read, which a
+  // round that failed may have raised past every writer's; written back, it is below the token of
+  // every later writer, whose quorum meets the reader's.
   struct fenced_key {
     std::string key;
     std::string counter;
+    bool token_is_member = false;  // fence_write::token_is_member
   };
   virtual std::vector<fenced_key> fenced_keys() const = 0;
 };

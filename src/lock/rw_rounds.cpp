@@ -6,6 +6,7 @@
 #include "lock/scripts.hpp"
 #include "resp/script.hpp"
 #include "text.hpp"
+#include "unsafe_switches.hpp"
 
 #include <fmt/format.h>
 
@@ -163,6 +164,14 @@ bool rw_rounds::take_marks_to_drop() {
   marks_seen_ = false;
   marks_may_stand_ = false;
   return true;
+}
+
+std::vector<round_strategy::fenced_key> rw_rounds::fenced_keys() const {
+  if (which_ == side::read) return {{readers_key_, counter_key_, true}};
+  if (has_defect(known_defect::rw_fence_wrong_counter)) {  // unsafe: tests only
+    return {{writer_key_, fencing_counter_key(writer_key_)}};
+  }
+  return {{writer_key_, counter_key_}};
 }
 
 }  // namespace redlock::detail

@@ -77,10 +77,9 @@ class rw_rounds final : public round_strategy {
   bool take_marks_to_drop() override;
   bool marks_may_stand() const override { return marks_may_stand_; }
   void mark_seen() override { marks_seen_ = marks_may_stand_ = true; }
-  bool writes_back_fence() const override { return which_ == side::write; }
   // A writer fences the lock's one counter, `{NAME}:fence`, which its grants and every reader
   // read; never one named after the writer's key. A reader's token is read, never written back.
-  std::vector<fenced_key> fenced_keys() const override { return {{writer_key_, counter_key_}}; }
+  std::vector<fenced_key> fenced_keys() const override;
 
  private:
   std::string name_;

@@ -1,5 +1,7 @@
 #include "lock/scripts.hpp"
 
+#include "unsafe_switches.hpp"
+
 #include <fmt/format.h>
 
 #include <string_view>
@@ -12,6 +14,14 @@ namespace redlock::detail {
 // whose ACL does not allow publishing on it still releases (its waiters then rely on the TTL
 // bound).
 const script& release_script() {
+  if (has_defect(known_defect::release_without_token)) {  // unsafe: tests only
+    static const script unchecked(
+        "local deleted = redis.call('DEL', KEYS[1]) "
+        "if ARGV[2] and ARGV[2] ~= '' then "
+        "redis.pcall(ARGV[3] == 'shard' and 'SPUBLISH' or 'PUBLISH', ARGV[2], KEYS[1]) end "
+        "return deleted");
+    return unchecked;
+  }
   static const script lua(
       "if redis.call('GET', KEYS[1]) == ARGV[1] then "
       "local deleted = redis.call('DEL', KEYS[1]) "
@@ -48,7 +58,10 @@ const script& fenced_acquire_script() {
 // by length first: Lua's numbers are doubles, exact only up to 2^53.
 const script& fence_write_back_script() {
   static const script lua(
-      "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end "
+      "local ours "
+      "if ARGV[3] == 'member' then ours = redis.call('ZSCORE', KEYS[1], ARGV[1]) "
+      "else ours = redis.call('GET', KEYS[1]) == ARGV[1] end "
+      "if not ours then return 0 end "
       "local current = redis.call('GET', KEYS[2]) or '0' "
       "if #current < #ARGV[2] or (#current == #ARGV[2] and current < ARGV[2]) then "
       "redis.call('SET', KEYS[2], ARGV[2]) end "
@@ -201,6 +214,21 @@ const script& extend_script() {
 // the same key a single lock of that resource uses: a set and a lock of one of its resources
 // exclude each other.
 const script& multi_acquire_script() {
+  if (has_defect(known_defect::set_checks_first_key_only)) {  // unsafe: tests only
+    static const script first_only(
+        "local n = #KEYS "
+        "if ARGV[3] == '1' then n = n / 2 end "
+        "if redis.call('EXISTS', KEYS[1]) == 1 then "
+        "local left = redis.pcall('PTTL', KEYS[1]) "
+        "if type(left) ~= 'number' then return false end "
+        "return left end "
+        "for i = 1, n do redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2]) end "
+        "if ARGV[3] ~= '1' then return redis.status_reply('OK') end "
+        "local counters = {} "
+        "for i = 1, n do counters[i] = redis.call('INCR', KEYS[n + i]) end "
+        "return counters");
+    return first_only;
+  }
   static const script lua(
       "local n = #KEYS "
       "if ARGV[3] == '1' then n = n / 2 end "

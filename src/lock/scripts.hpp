@@ -38,7 +38,9 @@ const script& fenced_acquire_script();
 
 // fence_write_back: while the key still holds our token, raises the counter to at least ARGV[2]
 // (a decimal, compared exactly, never lowered) and returns 1; else changes nothing and returns 0.
-// KEYS[1] = resource, KEYS[2] = counter, ARGV[1] = token, ARGV[2] = the lease's fencing token.
+// KEYS[1] = resource, KEYS[2] = counter, ARGV[1] = token, ARGV[2] = the lease's fencing token;
+// ARGV[3] = "member" when KEYS[1] is a sorted set that holds the token as a member (a read-write
+// lock's readers) instead of as its value.
 const script& fence_write_back_script();
 
 // semaphore_acquire: SET NX PX of one slot; where it is refused, the PTTL of every slot.

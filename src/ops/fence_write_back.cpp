@@ -19,17 +19,16 @@ fence_write_back::fence_write_back(std::shared_ptr<lock_space> space, on_decided
       quorum_(space_->nodes().size(), space_->nodes().quorum()),
       answers_(space_->nodes().size()) {}
 
-void fence_write_back::send(const std::string& key, const std::string& counter,
-                            const std::string& token, std::uint64_t fence,
-                            const std::vector<std::optional<std::uint64_t>>& counters,
+void fence_write_back::send(const fence_write& write, const std::string& token,
                             const std::vector<bool>& still_pending) {
-  const std::string fence_text = std::to_string(fence);
-  const std::string_view keys[] = {key, counter};
-  const std::string_view args[] = {token, fence_text};
-  payload_ = encode_evalsha(fence_write_back_script(), keys, args);
-  key_ = key;
+  const std::string fence_text = std::to_string(write.fence);
+  const std::string_view keys[] = {write.key, write.counter};
+  const std::string_view args[] = {token, fence_text, write.token_is_member ? "member" : ""};
+  payload_ = encode_evalsha(fence_write_back_script(), keys,
+                            std::span(args, write.token_is_member ? 3 : 2));
+  key_ = write.key;
   first_tag_ = open_ballot();
-  const auto targets = quorum_.start(fence, counters, still_pending);
+  const auto targets = quorum_.start(write.fence, write.counters, still_pending);
   for (std::size_t i = 0; i < answers_.size(); ++i)
     show_state(i);
   write_to(targets);
@@ -105,8 +104,7 @@ void fence_write_backs::start(const std::shared_ptr<lock_space>& space,
   }
   const auto each = each_;  // an outcome may drop them
   for (std::size_t r = 0; r < each.size() && wanted(); ++r) {
-    each[r]->send(plan[r].key, plan[r].counter, token, plan[r].fence, plan[r].counters,
-                  still_pending);
+    each[r]->send(plan[r], token, still_pending);
   }
 }
 

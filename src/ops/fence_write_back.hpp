@@ -31,11 +31,11 @@ class fence_write_back final : public fan_out_sink,
 
   fence_write_back(std::shared_ptr<lock_space> space, on_decided done);
 
-  // Raises `counter` to `fence` where `key` still holds `token` (round_strategy::fenced_key).
-  // `counters[i]`: node i's counter as its grant returned it; unset where it did not grant (yet:
-  // `still_pending` nodes may grant later and are then given to late_answer).
-  void send(const std::string& key, const std::string& counter, const std::string& token,
-            std::uint64_t fence, const std::vector<std::optional<std::uint64_t>>& counters,
+  // Raises `write.counter` to `write.fence` where `write.key` still holds `token`
+  // (round_strategy::fenced_key). `write.counters[i]`: node i's counter as its grant returned it;
+  // unset where it did not grant (yet: `still_pending` nodes may grant later and are then given
+  // to late_answer).
+  void send(const fence_write& write, const std::string& token,
             const std::vector<bool>& still_pending);
 
   // A node's answer to the round, after its decision: `counter` if it granted.

@@ -358,7 +358,11 @@ BOOST_AUTO_TEST_CASE(a_readers_and_a_writers_rounds_run_their_scripts_on_the_loc
   BOOST_REQUIRE(fenced_read);
   BOOST_TEST(fenced_read->form == set_form::fenced_read);
   BOOST_TEST(payload_of(*fenced_read).find(d::fencing_counter_key("doc")) != std::string::npos);
-  BOOST_TEST(!reader.writes_back_fence());
+  // A fenced reader writes its token back, guarded by its entry among the readers.
+  BOOST_TEST_REQUIRE(reader.fenced_keys().size() == 1u);
+  BOOST_TEST(reader.fenced_keys().front().key == d::rw_readers_key("doc"));
+  BOOST_TEST(reader.fenced_keys().front().counter == d::fencing_counter_key("doc"));
+  BOOST_TEST(reader.fenced_keys().front().token_is_member);
   BOOST_TEST(reader.queue_key() == d::rw_queue_key("doc"));
   BOOST_TEST(reader.keys_in_one_slot(true));
 
@@ -370,7 +374,10 @@ BOOST_AUTO_TEST_CASE(a_readers_and_a_writers_rounds_run_their_scripts_on_the_loc
   BOOST_TEST(write->key == d::rw_writer_key("doc"));
   BOOST_TEST(payload_of(*write).find(d::rw_write_acquire_script().sha1()) != std::string::npos);
   BOOST_TEST(payload_of(*write).find("mark-id") != std::string::npos);
-  BOOST_TEST(writer.writes_back_fence());
+  BOOST_TEST_REQUIRE(writer.fenced_keys().size() == 1u);
+  BOOST_TEST(writer.fenced_keys().front().key == d::rw_writer_key("doc"));
+  BOOST_TEST(writer.fenced_keys().front().counter == d::fencing_counter_key("doc"));
+  BOOST_TEST(!writer.fenced_keys().front().token_is_member);
   // A reader and a writer of one lock wait in one local queue.
   BOOST_TEST(writer.queue_key() == reader.queue_key());
 }

@@ -1,0 +1,385 @@
+#include "sim/checkers.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+namespace redlock::sim {
+
+namespace {
+
+bool exclusive_kind(op_kind kind) {
+  return kind != op_kind::rw_read && kind != op_kind::semaphore;
+}
+
+// The intervals [at, end) during which a hold relied on its lease: each claim until the next one
+// (which supersedes it: an extension may have shortened the lock) or its own end, cut where the
+// release began or the client was shut down (a holder does not rely on a lock it gives back).
+std::vector<std::pair<time_point, time_point>> relied(const hold& h) {
+  std::vector<std::pair<time_point, time_point>> out;
+  for (std::size_t i = 0; i < h.claims.size(); ++i) {
+    const claim& c = h.claims[i];
+    time_point end = c.until;
+    if (i + 1 < h.claims.size() && h.claims[i + 1].at < end) end = h.claims[i + 1].at;
+    if (h.release_started && *h.release_started < end) end = *h.release_started;
+    if (h.shut_down && *h.shut_down < end) end = *h.shut_down;
+    if (c.at < end) out.emplace_back(c.at, end);
+  }
+  return out;
+}
+
+std::optional<std::pair<time_point, time_point>> first_overlap(const hold& a, const hold& b) {
+  for (const auto& x : relied(a)) {
+    for (const auto& y : relied(b)) {
+      if (x.first < y.second && y.first < x.second) {
+        return std::make_pair(std::max(x.first, y.first), std::min(x.second, y.second));
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// Whether every node that granted both lost its keys between their acquires, coming back before
+// they would have expired: then the second lease could be granted without the first having
+// ended, which no client can prevent.
+bool excused_by_key_loss(const history& h, const hold& earlier, const hold& later) {
+  std::vector<std::uint32_t> both;
+  std::set_intersection(earlier.granted_by.begin(), earlier.granted_by.end(),
+                        later.granted_by.begin(), later.granted_by.end(), std::back_inserter(both));
+  if (both.empty()) return false;
+  for (std::uint32_t node : both) {
+    const bool lost = std::any_of(h.losses.begin(), h.losses.end(), [&](const key_loss& loss) {
+      return loss.node == node && loss.at_once && *earlier.acquired <= loss.at &&
+             loss.at <= *later.acquired;
+    });
+    if (!lost) return false;
+  }
+  return true;
+}
+
+// Whether the later lease's token may fairly be no higher than the earlier one's because nodes
+// lost their fencing counters (a restart without persistence) between the two acquires. A token
+// is the highest counter of the quorum that decided the round, and the earlier lease raised the
+// counters of a quorum of its grants: the later token can only fall behind when some deciding
+// quorum of the later lease meets some such quorum of the earlier one on lost nodes alone.
+bool fencing_excused(const scenario& s, const history& h, const hold& earlier, const hold& later) {
+  std::set<std::uint32_t> lost;
+  for (const key_loss& loss : h.losses) {
+    if (*earlier.acquired <= loss.at && loss.at <= *later.acquired) lost.insert(loss.node);
+  }
+  if (lost.empty()) return false;
+  const std::size_t quorum = std::max<std::uint32_t>(1, s.nodes) / 2 + 1;
+  const std::vector<std::uint32_t> a(earlier.granted_by.begin(), earlier.granted_by.end());
+  const std::vector<std::uint32_t> b(later.granted_by.begin(), later.granted_by.end());
+  if (a.size() < quorum || b.size() < quorum) return true;  // grants the history did not see
+  for (unsigned mask_a = 0; mask_a < (1u << a.size()); ++mask_a) {
+    if (static_cast<std::size_t>(__builtin_popcount(mask_a)) != quorum) continue;
+    for (unsigned mask_b = 0; mask_b < (1u << b.size()); ++mask_b) {
+      if (static_cast<std::size_t>(__builtin_popcount(mask_b)) != quorum) continue;
+      bool only_lost = true;
+      for (std::size_t i = 0; i < a.size() && only_lost; ++i) {
+        if (!(mask_a & (1u << i))) continue;
+        for (std::size_t j = 0; j < b.size(); ++j) {
+          if ((mask_b & (1u << j)) && a[i] == b[j] && !lost.contains(a[i])) only_lost = false;
+        }
+      }
+      if (only_lost) return true;
+    }
+  }
+  return false;
+}
+
+std::string describe(const history& h, std::size_t i) {
+  const hold& x = h.holds[i];
+  return fmt::format("op {} (client {}, {} of {}, acquired at {})", x.op, x.client,
+                     to_string(x.kind), fmt::join(x.resources, "+"),
+                     x.acquired ? at_text(*x.acquired) : std::string("-"));
+}
+
+// The holds that acquired, grouped by the lock they exclude each other on: a lock-like hold
+// counts on each of its resources; a semaphore and a read-write lock on their names.
+std::map<std::string, std::vector<std::size_t>> by_lock(const history& h) {
+  std::map<std::string, std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < h.holds.size(); ++i) {
+    const hold& x = h.holds[i];
+    if (!x.acquired) continue;
+    for (const auto& resource : x.resources)
+      groups[resource].push_back(i);
+  }
+  for (auto& [name, members] : groups) {
+    std::sort(members.begin(), members.end(), [&](std::size_t a, std::size_t b) {
+      return *h.holds[a].acquired < *h.holds[b].acquired;
+    });
+  }
+  return groups;
+}
+
+}  // namespace
+
+std::vector<std::string> check_exclusion(const scenario&, const history& h) {
+  std::vector<std::string> problems;
+  for (const auto& [name, members] : by_lock(h)) {
+    for (std::size_t x = 0; x < members.size(); ++x) {
+      for (std::size_t y = x + 1; y < members.size(); ++y) {
+        const hold& a = h.holds[members[x]];
+        const hold& b = h.holds[members[y]];
+        // Readers share with readers; a semaphore's holders are counted below.
+        if (!exclusive_kind(a.kind) && !exclusive_kind(b.kind)) continue;
+        const auto overlap = first_overlap(a, b);
+        if (!overlap || excused_by_key_loss(h, a, b)) continue;
+        problems.push_back(fmt::format("exclusion: {} and {} both held {} from {} to {}",
+                                       describe(h, members[x]), describe(h, members[y]), name,
+                                       at_text(overlap->first), at_text(overlap->second)));
+      }
+    }
+    // A semaphore: at no instant more holders than permits.
+    if (members.empty() || h.holds[members.front()].kind != op_kind::semaphore) continue;
+    for (std::size_t x : members) {
+      for (const auto& [start, end] : relied(h.holds[x])) {
+        std::vector<std::size_t> holding;
+        for (std::size_t y : members) {
+          for (const auto& [s2, e2] : relied(h.holds[y])) {
+            if (s2 <= start && start < e2) {
+              holding.push_back(y);
+              break;
+            }
+          }
+        }
+        const std::uint32_t permits = h.holds[x].permits;
+        if (holding.size() <= permits) continue;
+        bool excused = false;
+        for (std::size_t p = 0; p < holding.size() && !excused; ++p) {
+          for (std::size_t q = p + 1; q < holding.size() && !excused; ++q) {
+            const hold& a = h.holds[holding[p]];
+            const hold& b = h.holds[holding[q]];
+            excused = *a.acquired <= *b.acquired ? excused_by_key_loss(h, a, b)
+                                                 : excused_by_key_loss(h, b, a);
+          }
+        }
+        if (excused) continue;
+        std::vector<std::string> who;
+        for (std::size_t y : holding)
+          who.push_back(describe(h, y));
+        problems.push_back(fmt::format("permits: {} holders of {} ({} permits) at {}: {}",
+                                       holding.size(), name, permits, at_text(start),
+                                       fmt::join(who, "; ")));
+        break;
+      }
+    }
+  }
+  return problems;
+}
+
+std::vector<std::string> check_fencing(const scenario& s, const history& h) {
+  std::vector<std::string> problems;
+  // Per fencing counter: the holds with a token from it, in acquire order.
+  std::map<std::string, std::vector<std::size_t>> counters;
+  for (std::size_t i = 0; i < h.holds.size(); ++i) {
+    const hold& x = h.holds[i];
+    if (!x.acquired) continue;
+    for (const auto& [counter, token] : x.fencing_tokens)
+      counters[counter].push_back(i);
+  }
+  for (auto& [counter, members] : counters) {
+    std::stable_sort(members.begin(), members.end(), [&](std::size_t a, std::size_t b) {
+      return *h.holds[a].acquired < *h.holds[b].acquired;
+    });
+    for (std::size_t y = 1; y < members.size(); ++y) {
+      const hold& later = h.holds[members[y]];
+      const std::uint64_t token = later.fencing_tokens.at(counter);
+      for (std::size_t x = 0; x < y; ++x) {
+        const hold& earlier = h.holds[members[x]];
+        const std::uint64_t before = earlier.fencing_tokens.at(counter);
+        // A reader carries the last writer's token: never below an earlier lease's; a writer (or
+        // any exclusive lease) is above every earlier lease, readers included, so that a store
+        // that keeps the highest writer token refuses a reader that paused past its lease.
+        // Readers are not ordered among themselves.
+        if (earlier.kind == op_kind::rw_read && later.kind == op_kind::rw_read) continue;
+        const bool ok = later.kind == op_kind::rw_read ? token >= before : token > before;
+        if (ok || fencing_excused(s, h, earlier, later)) continue;
+        problems.push_back(fmt::format("fencing: {} got token {} of {} after {} got {}",
+                                       describe(h, members[y]), token, counter,
+                                       describe(h, members[x]), before));
+      }
+    }
+  }
+  // The store: once it accepted a write of an exclusive lease, a write of any lease acquired
+  // before that one must be refused (a holder that paused past its lease is fenced out). A
+  // reader takes no token of its own, so only exclusive leases fence.
+  std::map<std::string, std::size_t> newest_writer;
+  for (const fenced_write& w : h.writes) {
+    if (!w.accepted) continue;
+    const hold& writer = h.holds[w.hold];
+    auto found = newest_writer.find(w.resource);
+    if (found != newest_writer.end()) {
+      const hold& newest = h.holds[found->second];
+      if (found->second != w.hold && *writer.acquired < *newest.acquired &&
+          !fencing_excused(s, h, writer, newest)) {
+        problems.push_back(fmt::format(
+            "fenced store: accepted token {} of {} from {} at {} after a write of {}", w.token,
+            w.resource, describe(h, w.hold), at_text(w.at), describe(h, found->second)));
+      }
+      if (*writer.acquired < *newest.acquired) continue;
+    }
+    if (writer.kind != op_kind::rw_read) newest_writer[w.resource] = w.hold;
+  }
+  return problems;
+}
+
+std::vector<std::string> check_sets(const history& h) {
+  std::vector<std::string> problems;
+  for (std::size_t i = 0; i < h.holds.size(); ++i) {
+    for (const auto& partial : h.holds[i].partial_sets) {
+      problems.push_back(fmt::format("set: {} held partly on {}", describe(h, i), partial));
+    }
+  }
+  return problems;
+}
+
+std::vector<std::string> check_completions(const history& h) {
+  std::vector<std::string> problems;
+  if (!h.workload_finished) problems.push_back("completions: the workload never finished");
+  for (std::size_t i = 0; i < h.holds.size(); ++i) {
+    const hold& x = h.holds[i];
+    if (!x.finished) problems.push_back(fmt::format("completions: {} never ended", describe(h, i)));
+    if (x.acquire_completions > 1 || (x.finished && x.acquire_completions != 1)) {
+      problems.push_back(fmt::format("completions: {}'s acquire completed {} times", describe(h, i),
+                                     x.acquire_completions));
+    }
+    if (x.release_completions > 1) {
+      problems.push_back(fmt::format("completions: {}'s release completed {} times", describe(h, i),
+                                     x.release_completions));
+    }
+  }
+  return problems;
+}
+
+bool fault_free(const scenario& s) {
+  return s.faults.empty() && s.late_permille == 0 && s.reset_after_execute_permille == 0;
+}
+
+duration liveness_bound(const scenario& s) {
+  return std::chrono::milliseconds(3 * s.node_timeout_ms + 250) +
+         2 * std::chrono::microseconds(s.delay_high_us);
+}
+
+std::vector<std::string> check_leftovers(const scenario& s, const history& h) {
+  std::vector<std::string> problems;
+  for (const auto& key : h.leftovers) {
+    problems.push_back(
+        fmt::format("leftover: {} after every lease ended and the TTLs passed", key));
+  }
+  if (!fault_free(s) || !h.workload_finished) return problems;
+  for (const auto& settled : h.settled) {
+    for (const auto& token : settled.tokens) {
+      const auto owner = std::find_if(h.holds.begin(), h.holds.end(),
+                                      [&](const hold& x) { return x.token == token; });
+      if (owner != h.holds.end() && !(owner->release_done && !owner->release_error)) continue;
+      problems.push_back(
+          fmt::format("leftover: n{} {} still holds {} after the workload ended ({})", settled.node,
+                      settled.key, token.substr(0, 8),
+                      owner == h.holds.end()
+                          ? std::string("no lease has that token: a failed or cancelled round's")
+                          : "its lease was released: " +
+                                describe(h, static_cast<std::size_t>(owner - h.holds.begin()))));
+    }
+  }
+  return problems;
+}
+
+std::vector<std::string> check_liveness(const scenario& s, const history& h) {
+  std::vector<std::string> problems;
+  if (!fault_free(s) || !h.workload_finished) return problems;
+  const duration bound = liveness_bound(s);
+  const auto lock_like = [](const hold& x) {
+    return x.kind != op_kind::semaphore && x.kind != op_kind::rw_read &&
+           x.kind != op_kind::rw_write;
+  };
+  const auto shares = [](const hold& a, const hold& b) {
+    return std::any_of(a.resources.begin(), a.resources.end(), [&](const std::string& r) {
+      return std::find(b.resources.begin(), b.resources.end(), r) != b.resources.end();
+    });
+  };
+  // Until when a hold kept its locks: its release's end; unknown (never) when it did not end in
+  // a successful release.
+  const auto held_until = [](const hold& x) -> std::optional<time_point> {
+    if (x.release_done && !x.release_error) return x.release_done;
+    return std::nullopt;
+  };
+  for (std::size_t i = 0; i < h.holds.size(); ++i) {
+    const hold& released = h.holds[i];
+    if (!lock_like(released) || !released.acquired) continue;
+    const auto t = held_until(released);
+    if (!t) continue;
+    for (std::size_t j = 0; j < h.holds.size(); ++j) {
+      const hold& waiter = h.holds[j];
+      if (j == i || !lock_like(waiter) || waiter.kind == op_kind::try_lock) continue;
+      if (!shares(released, waiter) || !(waiter.started < *t)) continue;
+      // Still waiting at t, and for at least the bound after it.
+      if (waiter.acquire_done && *waiter.acquire_done <= *t + bound && !waiter.acquired) continue;
+      if (waiter.acquired && *waiter.acquired <= *t) continue;
+      // Every lock the waiter needs is free at t, and so is every lock of each waiter that may be
+      // ahead of it in a queue (a set waiting for a lock that is held keeps its place in the
+      // queues of its other locks: fair waiting).
+      const auto free_for = [&](std::size_t w) {
+        for (std::size_t k = 0; k < h.holds.size(); ++k) {
+          const hold& other = h.holds[k];
+          if (k == w || !lock_like(other) || !other.acquired || !shares(other, h.holds[w])) {
+            continue;
+          }
+          if (*other.acquired > *t) continue;
+          const auto until = held_until(other);
+          if (!until || *until > *t) return false;
+        }
+        return true;
+      };
+      const auto waiting_at_t = [&](const hold& x) {
+        return x.started < *t && !(x.acquired && *x.acquired <= *t) &&
+               !(x.acquire_done && *x.acquire_done <= *t);
+      };
+      if (!free_for(j)) continue;
+      bool blocked_ahead = false;
+      for (std::size_t k = 0; k < h.holds.size() && !blocked_ahead; ++k) {
+        const hold& other = h.holds[k];
+        if (k == j || !lock_like(other) || other.kind == op_kind::try_lock) continue;
+        if (shares(other, waiter) && waiting_at_t(other) && !free_for(k)) blocked_ahead = true;
+      }
+      if (blocked_ahead) continue;
+      // Progress: some lease acquired soon after t of the waiter's locks, or of the locks of a
+      // waiter that may be ahead of it (whose winning may rightly keep it waiting).
+      std::vector<std::size_t> contenders{j};
+      for (std::size_t k = 0; k < h.holds.size(); ++k) {
+        const hold& other = h.holds[k];
+        if (k != j && lock_like(other) && shares(other, waiter) && waiting_at_t(other)) {
+          contenders.push_back(k);
+        }
+      }
+      const bool someone_acquired = std::any_of(h.holds.begin(), h.holds.end(), [&](const hold& x) {
+        if (!lock_like(x) || !x.acquired || !(*t < *x.acquired) || *x.acquired > *t + bound) {
+          return false;
+        }
+        return std::any_of(contenders.begin(), contenders.end(),
+                           [&](std::size_t c) { return shares(x, h.holds[c]); });
+      });
+      if (someone_acquired) continue;
+      problems.push_back(fmt::format(
+          "liveness: {} released at {} while {} waited, and nobody acquired within {} ms",
+          describe(h, i), at_text(*t), describe(h, j),
+          std::chrono::duration_cast<std::chrono::milliseconds>(bound).count()));
+      break;
+    }
+  }
+  return problems;
+}
+
+std::vector<std::string> check_all(const scenario& s, const history& h) {
+  std::vector<std::string> problems;
+  for (auto&& part : {check_exclusion(s, h), check_fencing(s, h), check_sets(h),
+                      check_completions(h), check_leftovers(s, h), check_liveness(s, h)}) {
+    problems.insert(problems.end(), part.begin(), part.end());
+  }
+  return problems;
+}
+
+}  // namespace redlock::sim

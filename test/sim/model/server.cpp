@@ -1,0 +1,283 @@
+#include "sim/model/server.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+#include <vector>
+
+namespace redlock::sim {
+
+namespace {
+
+resp::value aggregate(resp::type kind, std::vector<resp::value> elements) {
+  resp::value v;
+  v.kind = kind;
+  v.elements = std::move(elements);
+  return v;
+}
+
+void encode_length(char prefix, std::size_t n, std::string& out) {
+  out += prefix;
+  out += std::to_string(n);
+  out += "\r\n";
+}
+
+}  // namespace
+
+void encode_reply(const resp::value& reply, bool resp3, std::string& out) {
+  switch (reply.kind) {
+    case resp::type::simple_string:
+      out += '+' + reply.text + "\r\n";
+      return;
+    case resp::type::simple_error:
+      out += '-' + reply.text + "\r\n";
+      return;
+    case resp::type::integer:
+      out += ':' + std::to_string(reply.integer) + "\r\n";
+      return;
+    case resp::type::boolean:
+      out += resp3 ? (reply.integer ? "#t\r\n" : "#f\r\n")
+                   : ':' + std::to_string(reply.integer) + "\r\n";
+      return;
+    case resp::type::null:
+      out += resp3 ? "_\r\n" : "$-1\r\n";
+      return;
+    case resp::type::double_number:
+      if (resp3) {
+        out += ',' + reply.text + "\r\n";
+        return;
+      }
+      [[fallthrough]];
+    case resp::type::bulk_string:
+    case resp::type::big_number:
+      encode_length('$', reply.text.size(), out);
+      out += reply.text + "\r\n";
+      return;
+    case resp::type::verbatim_string:
+      if (resp3) {
+        encode_length('=', reply.text.size() + 4, out);
+        out += reply.format + ':' + reply.text + "\r\n";
+      } else {
+        encode_length('$', reply.text.size(), out);
+        out += reply.text + "\r\n";
+      }
+      return;
+    case resp::type::blob_error:
+      encode_length('!', reply.text.size(), out);
+      out += reply.text + "\r\n";
+      return;
+    case resp::type::array:
+    case resp::type::set:
+    case resp::type::push:
+    case resp::type::map: {
+      char prefix = '*';
+      std::size_t n = reply.elements.size();
+      if (resp3 && reply.kind == resp::type::set) prefix = '~';
+      if (resp3 && reply.kind == resp::type::push) prefix = '>';
+      if (resp3 && reply.kind == resp::type::map) {
+        prefix = '%';
+        n /= 2;
+      }
+      encode_length(prefix, n, out);
+      for (const auto& element : reply.elements)
+        encode_reply(element, resp3, out);
+      return;
+    }
+  }
+}
+
+void session::receive(std::string_view bytes, std::int64_t now_us) {
+  parser_.feed(bytes);
+  boost::system::error_code ec;
+  std::string out;
+  while (auto request = parser_.next(ec)) {
+    std::vector<std::string> args;
+    for (auto& element : request->elements)
+      args.push_back(std::move(element.text));
+    if (request->kind != resp::type::array || args.empty()) {
+      encode_reply(error_reply("ERR Protocol error: expected an array of bulk strings"), resp3_,
+                   out);
+      continue;
+    }
+    auto reply = server_->execute(this, args, now_us);
+    // Pushed messages (a SUBSCRIBE's confirmations) were sent by execute itself, in order; what
+    // came before them is sent first.
+    if (reply.kind == resp::type::push && reply.elements.empty()) continue;
+    encode_reply(reply, resp3_, out);
+    send_(std::exchange(out, {}));
+  }
+  if (ec) {
+    encode_reply(error_reply(fmt::format("ERR Protocol error: {}", parser_.error_message())),
+                 resp3_, out);
+    parser_.reset();
+  }
+  if (!out.empty()) send_(std::move(out));
+}
+
+void session::push(const resp::value& message) {
+  std::string out;
+  encode_reply(message, resp3_, out);
+  send_(std::move(out));
+}
+
+session& model_server::open(session::sender send) {
+  sessions_.push_back(session(*this, next_id_++, std::move(send)));
+  return sessions_.back();
+}
+
+void model_server::close(session& s) {
+  sessions_.remove_if([&](const session& each) { return &each == &s; });
+}
+
+void model_server::lose_everything() {
+  keys_.clear();
+  scripts_.flush();
+}
+
+std::int64_t model_server::publish(std::string_view channel, std::string_view message,
+                                   bool sharded) {
+  std::int64_t receivers = 0;
+  for (session& s : sessions_) {
+    const auto& channels = sharded ? s.shard_channels_ : s.channels_;
+    if (!channels.contains(channel)) continue;
+    ++receivers;
+    resp::value m = aggregate(resp::type::push,
+                              {bulk_reply(sharded ? "smessage" : "message"),
+                               bulk_reply(std::string(channel)), bulk_reply(std::string(message))});
+    if (!s.resp3_) m.kind = resp::type::array;
+    s.push(m);
+  }
+  return receivers;
+}
+
+resp::value model_server::execute(session* s, std::span<const std::string> args,
+                                  std::int64_t now_us) {
+  ++commands_run_;
+  const std::string name = lower_case(args[0]);
+  if (s && !s->resp3_ && (!s->channels_.empty() || !s->shard_channels_.empty()) &&
+      name != "subscribe" && name != "unsubscribe" && name != "ssubscribe" &&
+      name != "sunsubscribe" && name != "ping" && name != "quit") {
+    return error_reply(fmt::format(
+        "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET "
+        "are allowed in this context",
+        name));
+  }
+  command_context at;
+  at.now_us = now_us;
+  at.resp3 = s && s->resp3_;
+  at.publish = [this](std::string_view channel, std::string_view message, bool sharded) {
+    return publish(channel, message, sharded);
+  };
+  if (script_engine::is_script_command(name)) return scripts_.run(args, keys_, at);
+  if (is_data_command(name)) return run_data_command(keys_, args, at);
+  return connection_command(s, args);
+}
+
+resp::value model_server::connection_command(session* s, std::span<const std::string> args) {
+  const std::string name = lower_case(args[0]);
+  const auto arity = [&] {
+    return error_reply(fmt::format("ERR wrong number of arguments for '{}' command", name));
+  };
+  if (name == "hello") {
+    if (args.size() > 2) return error_reply("ERR the model node does not support HELLO options");
+    if (args.size() == 2) {
+      if (args[1] != "2" && args[1] != "3") {
+        return error_reply("NOPROTO unsupported protocol version");
+      }
+      if (s) s->resp3_ = args[1] == "3";
+    }
+    return aggregate(
+        resp::type::map,
+        {bulk_reply("server"), bulk_reply("redis"), bulk_reply("version"), bulk_reply("7.0.15"),
+         bulk_reply("proto"), integer_reply(s && s->resp3_ ? 3 : 2), bulk_reply("id"),
+         integer_reply(s ? static_cast<std::int64_t>(s->id_) : 0), bulk_reply("mode"),
+         bulk_reply("standalone"), bulk_reply("role"), bulk_reply("master"), bulk_reply("modules"),
+         aggregate(resp::type::array, {})});
+  }
+  if (name == "client") {
+    if (args.size() < 2) return arity();
+    const std::string sub = lower_case(args[1]);
+    if (sub == "setname" && args.size() == 3) {
+      if (std::any_of(args[2].begin(), args[2].end(), [](char c) { return c <= ' ' || c > '~'; })) {
+        return error_reply(
+            "ERR Client names cannot contain spaces, newlines or special characters.");
+      }
+      if (s) s->name_ = args[2];
+      return status_reply("OK");
+    }
+    if (sub == "getname" && args.size() == 2) {
+      return s && !s->name_.empty() ? bulk_reply(s->name_) : null_reply();
+    }
+    if (sub == "id" && args.size() == 2) {
+      return integer_reply(s ? static_cast<std::int64_t>(s->id_) : 0);
+    }
+    return error_reply(fmt::format(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.", args[1]));
+  }
+  if (name == "select") {
+    if (args.size() != 2) return arity();
+    return args[1] == "0" ? status_reply("OK")
+                          : error_reply("ERR the model node has only database 0");
+  }
+  if (name == "auth") {
+    return error_reply(
+        "ERR AUTH <password> called without any password configured for the default user. Are "
+        "you sure your configuration is correct?");
+  }
+  if (name == "role") {
+    if (args.size() != 1) return arity();
+    return aggregate(resp::type::array,
+                     {bulk_reply("master"), integer_reply(0), aggregate(resp::type::array, {})});
+  }
+  if (name == "wait") {
+    if (args.size() != 3) return arity();
+    return integer_reply(0);
+  }
+  const bool subscribe = name == "subscribe" || name == "ssubscribe";
+  const bool unsubscribe = name == "unsubscribe" || name == "sunsubscribe";
+  if (s && (subscribe || unsubscribe)) {
+    const bool sharded = name.front() == 's' && name[1] == 's';
+    const bool sharded_un = name == "sunsubscribe";
+    auto& channels = (sharded || sharded_un) ? s->shard_channels_ : s->channels_;
+    if (subscribe && args.size() < 2) return arity();
+    const auto confirm = [&](std::string_view channel, bool known) {
+      resp::value m =
+          aggregate(resp::type::push,
+                    {bulk_reply(name), known ? bulk_reply(std::string(channel)) : null_reply(),
+                     integer_reply(static_cast<std::int64_t>(s->channels_.size() +
+                                                             s->shard_channels_.size()))});
+      if (!s->resp3_) m.kind = resp::type::array;
+      s->push(m);
+    };
+    if (subscribe) {
+      for (std::size_t i = 1; i < args.size(); ++i) {
+        channels.insert(args[i]);
+        confirm(args[i], true);
+      }
+    } else if (args.size() >= 2) {
+      for (std::size_t i = 1; i < args.size(); ++i) {
+        channels.erase(args[i]);
+        confirm(args[i], true);
+      }
+    } else if (channels.empty()) {
+      confirm({}, false);
+    } else {
+      const std::vector<std::string> all(channels.begin(), channels.end());
+      for (const auto& channel : all) {
+        channels.erase(channel);
+        confirm(channel, true);
+      }
+    }
+    // Already sent, each as its own message.
+    return aggregate(resp::type::push, {});
+  }
+  std::string beginning;
+  for (std::size_t i = 1; i < args.size() && i < 4; ++i)
+    beginning += fmt::format("'{}' ", args[i]);
+  return error_reply(
+      fmt::format("ERR unknown command '{}', with args beginning with: {}", args[0], beginning));
+}
+
+}  // namespace redlock::sim

@@ -1,0 +1,102 @@
+#ifndef REDLOCK_TEST_SIM_MODEL_SERVER_HPP
+#define REDLOCK_TEST_SIM_MODEL_SERVER_HPP
+
+// A model Redis 7.0 server: its keyspace, its script cache and its subscribers, with the
+// connection-level commands a client's handshake sends (HELLO, CLIENT SETNAME, SELECT, ROLE,
+// SUBSCRIBE, ...). Requests and replies travel as RESP bytes (session::receive), so the library's
+// own encoder and parser are exercised on both ends, and the server's clock is the caller's (a
+// node's virtual clock, drift included).
+
+#include "resp/parser.hpp"
+#include "resp/value.hpp"
+#include "sim/model/commands.hpp"
+#include "sim/model/keyspace.hpp"
+#include "sim/model/scripting.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace redlock::sim {
+
+// Appends `reply` as RESP (RESP3 types, or their RESP2 forms) to `out`.
+void encode_reply(const resp::value& reply, bool resp3, std::string& out);
+
+class model_server;
+
+// One client connection to a model server. Bytes written by the client go in through receive();
+// what the server sends back (replies and pushed messages, in order) goes out through `send`.
+class session {
+ public:
+  using sender = std::function<void(std::string bytes)>;
+
+  // Parses what arrived and runs every complete command, at the server's time `now_us`. A request
+  // that is not RESP closes nothing here: the protocol error is answered, as Redis does.
+  void receive(std::string_view bytes, std::int64_t now_us);
+
+  bool resp3() const noexcept { return resp3_; }
+  const std::string& name() const noexcept { return name_; }
+
+ private:
+  friend class model_server;
+  session(model_server& server, std::uint64_t id, sender send)
+      : server_(&server), id_(id), send_(std::move(send)) {}
+
+  void push(const resp::value& message);
+
+  model_server* server_;
+  std::uint64_t id_;
+  sender send_;
+  resp::parser parser_;
+  bool resp3_ = false;
+  std::string name_;
+  std::set<std::string, std::less<>> channels_;
+  std::set<std::string, std::less<>> shard_channels_;
+};
+
+class model_server {
+ public:
+  explicit model_server(std::string name) : name_(std::move(name)) {}
+  model_server(const model_server&) = delete;
+  model_server& operator=(const model_server&) = delete;
+
+  const std::string& name() const noexcept { return name_; }
+
+  // A new connection; it lives until close(). Its replies go out through `send`.
+  session& open(session::sender send);
+  void close(session& s);
+
+  // Runs one command for `s` (or with no connection: a script's caller, a test) at `now_us`.
+  resp::value execute(session* s, std::span<const std::string> args, std::int64_t now_us);
+
+  keyspace& keys() noexcept { return keys_; }
+  script_engine& scripts() noexcept { return scripts_; }
+
+  // A restart without persistence, or a failover to a replica that had none of the keys: every key
+  // and every cached script gone (connections are the transport's business).
+  void lose_everything();
+
+  // How many commands ran (scripts count once).
+  std::uint64_t commands_run() const noexcept { return commands_run_; }
+
+ private:
+  friend class session;
+  std::int64_t publish(std::string_view channel, std::string_view message, bool sharded);
+  resp::value connection_command(session* s, std::span<const std::string> args);
+
+  std::string name_;
+  keyspace keys_;
+  script_engine scripts_;
+  std::list<session> sessions_;
+  std::uint64_t next_id_ = 1;
+  std::uint64_t commands_run_ = 0;
+};
+
+}  // namespace redlock::sim
+
+#endif

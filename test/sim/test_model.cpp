@@ -1,0 +1,125 @@
+// The model server on its own, without a network: the library's scripts run on it as on Redis,
+// keys expire on the clock it is given (and only then), a flushed script cache answers NOSCRIPT,
+// errors carry Redis's code words, a publication reaches the subscribed connections, and replies
+// travel as the RESP the library parses. (How closely it matches a real server is
+// model_conformance's business, in the integration suite.)
+
+#include "lock/scripts.hpp"
+#include "resp/parser.hpp"
+#include "sim/model/server.hpp"
+
+#define BOOST_TEST_MODULE redlock_sim_model_tests
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace resp = redlock::resp;
+using redlock::sim::model_server;
+using namespace redlock::detail;
+
+constexpr std::int64_t start_us = 1'700'000'000'000'000;
+
+resp::value run(model_server& server, std::vector<std::string> args,
+                std::int64_t now_us = start_us) {
+  return server.execute(nullptr, args, now_us);
+}
+
+std::vector<std::string> evalsha(const script& s, std::vector<std::string> keys,
+                                 std::vector<std::string> args) {
+  std::vector<std::string> c{"EVALSHA", s.sha1(), std::to_string(keys.size())};
+  c.insert(c.end(), keys.begin(), keys.end());
+  c.insert(c.end(), args.begin(), args.end());
+  return c;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(sim_model)
+
+BOOST_AUTO_TEST_CASE(the_lock_scripts_grant_refuse_and_release_by_token) {
+  model_server server("n0");
+  for (const script* s : {&acquire_script(), &release_script(), &fenced_acquire_script()}) {
+    BOOST_TEST(run(server, {"SCRIPT", "LOAD", s->source()}).text == s->sha1());
+  }
+  auto granted = run(server, evalsha(acquire_script(), {"r"}, {"tokA", "1000"}));
+  BOOST_TEST((granted.kind == resp::type::simple_string && granted.text == "OK"));
+  auto refused =
+      run(server, evalsha(acquire_script(), {"r"}, {"tokB", "1000"}), start_us + 300'000);
+  BOOST_TEST((refused.kind == resp::type::integer && refused.integer == 700));
+  auto foreign = run(server, evalsha(release_script(), {"r"}, {"tokB"}));
+  BOOST_TEST(foreign.integer == 0);
+  BOOST_TEST(run(server, {"GET", "r"}).text == "tokA");
+  auto released = run(server, evalsha(release_script(), {"r"}, {"tokA"}));
+  BOOST_TEST(released.integer == 1);
+  BOOST_TEST(run(server, {"EXISTS", "r"}).integer == 0);
+
+  auto fenced = run(server, evalsha(fenced_acquire_script(), {"r", "r:fence"}, {"tokC", "500"}));
+  BOOST_TEST_REQUIRE(fenced.elements.size() == 1u);
+  BOOST_TEST(fenced.elements[0].integer == 1);
+}
+
+BOOST_AUTO_TEST_CASE(keys_expire_on_the_clock_given_and_not_before) {
+  model_server server("n0");
+  BOOST_TEST(run(server, {"SET", "k", "v", "NX", "PX", "100"}).text == "OK");
+  BOOST_TEST(run(server, {"PTTL", "k"}, start_us + 40'000).integer == 60);
+  // Alive while now == expiry, as in Redis; gone one millisecond later.
+  BOOST_TEST(run(server, {"GET", "k"}, start_us + 100'000).text == "v");
+  BOOST_TEST(run(server, {"GET", "k"}, start_us + 101'000).is_null());
+  BOOST_TEST(run(server, {"PTTL", "k"}, start_us + 101'000).integer == -2);
+}
+
+BOOST_AUTO_TEST_CASE(a_flushed_cache_answers_noscript_until_the_script_is_loaded_again) {
+  model_server server("n0");
+  run(server, {"SCRIPT", "LOAD", release_script().source()});
+  BOOST_TEST(run(server, evalsha(release_script(), {"r"}, {"t"})).integer == 0);
+  server.scripts().flush();
+  auto missing = run(server, evalsha(release_script(), {"r"}, {"t"}));
+  BOOST_TEST(missing.error_code_word() == "NOSCRIPT");
+  run(server, {"EVAL", release_script().source(), "1", "r", "t"});
+  BOOST_TEST(run(server, evalsha(release_script(), {"r"}, {"t"})).integer == 0);
+}
+
+BOOST_AUTO_TEST_CASE(errors_carry_redis_code_words) {
+  model_server server("n0");
+  run(server, {"ZADD", "z", "1", "m"});
+  BOOST_TEST(run(server, {"GET", "z"}).error_code_word() == "WRONGTYPE");
+  BOOST_TEST(run(server, {"SET", "k", "v", "PX", "0"}).text ==
+             "ERR invalid expire time in 'set' command");
+  BOOST_TEST(run(server, {"INCR", "z"}).error_code_word() == "WRONGTYPE");
+  auto from_script = run(server, {"EVAL", "return redis.call('GET', KEYS[1])", "1", "z"});
+  BOOST_TEST(from_script.error_code_word() == "WRONGTYPE");
+  auto global = run(server, {"EVAL", "undefined_name = 1", "0"});
+  BOOST_TEST(global.error_code_word() == "ERR");
+  BOOST_TEST(global.text.find("Script attempted to create global variable") != std::string::npos);
+  auto looping = run(server, {"EVAL", "while true do end", "0"});
+  BOOST_TEST(looping.is_error());
+}
+
+BOOST_AUTO_TEST_CASE(a_release_is_announced_to_the_subscribed_connections) {
+  model_server server("n0");
+  std::string subscriber_bytes;
+  auto& subscriber = server.open([&](std::string bytes) { subscriber_bytes += bytes; });
+  subscriber.receive("*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n", start_us);
+  subscriber.receive("*2\r\n$9\r\nSUBSCRIBE\r\n$4\r\nchan\r\n", start_us);
+  run(server, {"SET", "r", "tokA"});
+  auto deleted = run(server, {"EVAL", release_script().source(), "1", "r", "tokA", "chan"});
+  BOOST_TEST(deleted.integer == 1);
+
+  resp::parser parser;
+  parser.feed(subscriber_bytes);
+  boost::system::error_code ec;
+  std::vector<resp::value> got;
+  while (auto v = parser.next(ec))
+    got.push_back(std::move(*v));
+  BOOST_TEST_REQUIRE(got.size() == 3u);  // HELLO's map, the subscription, the message
+  BOOST_TEST((got[0].kind == resp::type::map));
+  BOOST_TEST((got[1].kind == resp::type::push && got[1].elements[0].text == "subscribe"));
+  BOOST_TEST((got[2].kind == resp::type::push && got[2].elements[0].text == "message"));
+  BOOST_TEST(got[2].elements[2].text == "r");
+  server.close(subscriber);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
