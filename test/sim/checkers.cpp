@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
+#include <set>
 
 namespace redlock::sim {
 
@@ -40,36 +42,61 @@ std::optional<std::pair<time_point, time_point>> first_overlap(const hold& a, co
   return std::nullopt;
 }
 
-// Whether every node that granted both lost its keys between their acquires, coming back before
-// they would have expired: then the second lease could be granted without the first having
-// ended, which no client can prevent.
-bool excused_by_key_loss(const history& h, const hold& earlier, const hold& later) {
+std::size_t quorum_of(const scenario& s) {
+  return std::max<std::uint32_t>(1, s.nodes) / 2 + 1;
+}
+
+// A lease's writes (its round's SETs, fencing increments and write-back) reach the nodes before
+// its acquire completes, but may do so a while before: within its round, up to two node timeouts
+// and the slowest network's round trip and lateness earlier.
+time_point writes_from(const scenario& s, const hold& x) {
+  return *x.acquired - 2 * std::chrono::milliseconds(s.node_timeout_ms) -
+         2 * std::chrono::microseconds(s.delay_high_us) - std::chrono::milliseconds(s.late_most_ms);
+}
+
+// The nodes that lost keys between the earlier lease's writes and the later lease's acquire; only
+// those that came back before keys could have expired (a restart at once, a failover to a lagging
+// replica) when `at_once_only`.
+std::set<std::uint32_t> lost_between(const scenario& s, const history& h, const hold& earlier,
+                                     const hold& later, bool at_once_only) {
+  std::set<std::uint32_t> lost;
+  for (const key_loss& loss : h.losses) {
+    if (at_once_only && !loss.at_once) continue;
+    if (writes_from(s, earlier) <= loss.at && loss.at <= *later.acquired) lost.insert(loss.node);
+  }
+  return lost;
+}
+
+// Whether keys lost at once explain an overlap, which no client can prevent (Redlock assumes keys
+// are not lost before they expire): every node that granted both leases lost the earlier one's
+// key; or the earlier lease kept fewer than a quorum of grants that lost nothing, so that it was
+// no longer a lock at all (its holder learns so at its next renewal, which then frees the rest).
+bool excused_by_key_loss(const scenario& s, const history& h, const hold& earlier,
+                         const hold& later) {
+  const auto lost = lost_between(s, h, earlier, later, true);
+  if (lost.empty()) return false;
   std::vector<std::uint32_t> both;
   std::set_intersection(earlier.granted_by.begin(), earlier.granted_by.end(),
                         later.granted_by.begin(), later.granted_by.end(), std::back_inserter(both));
-  if (both.empty()) return false;
-  for (std::uint32_t node : both) {
-    const bool lost = std::any_of(h.losses.begin(), h.losses.end(), [&](const key_loss& loss) {
-      return loss.node == node && loss.at_once && *earlier.acquired <= loss.at &&
-             loss.at <= *later.acquired;
-    });
-    if (!lost) return false;
+  if (!both.empty() &&
+      std::all_of(both.begin(), both.end(), [&](std::uint32_t n) { return lost.contains(n); })) {
+    return true;
   }
-  return true;
+  const auto kept = std::count_if(earlier.granted_by.begin(), earlier.granted_by.end(),
+                                  [&](std::uint32_t n) { return !lost.contains(n); });
+  return static_cast<std::size_t>(kept) < quorum_of(s);
 }
 
 // Whether the later lease's token may fairly be no higher than the earlier one's because nodes
-// lost their fencing counters (a restart without persistence) between the two acquires. A token
-// is the highest counter of the quorum that decided the round, and the earlier lease raised the
-// counters of a quorum of its grants: the later token can only fall behind when some deciding
-// quorum of the later lease meets some such quorum of the earlier one on lost nodes alone.
+// lost their fencing counters (a restart without persistence, a failover to a lagging replica)
+// between the two acquires. A token is the highest counter of the quorum that decided the round,
+// and the earlier lease raised the counters of a quorum of its grants: the later token can only
+// fall behind when some deciding quorum of the later lease meets some such quorum of the earlier
+// one on lost nodes alone.
 bool fencing_excused(const scenario& s, const history& h, const hold& earlier, const hold& later) {
-  std::set<std::uint32_t> lost;
-  for (const key_loss& loss : h.losses) {
-    if (*earlier.acquired <= loss.at && loss.at <= *later.acquired) lost.insert(loss.node);
-  }
+  const auto lost = lost_between(s, h, earlier, later, false);
   if (lost.empty()) return false;
-  const std::size_t quorum = std::max<std::uint32_t>(1, s.nodes) / 2 + 1;
+  const std::size_t quorum = quorum_of(s);
   const std::vector<std::uint32_t> a(earlier.granted_by.begin(), earlier.granted_by.end());
   const std::vector<std::uint32_t> b(later.granted_by.begin(), later.granted_by.end());
   if (a.size() < quorum || b.size() < quorum) return true;  // grants the history did not see
@@ -117,7 +144,7 @@ std::map<std::string, std::vector<std::size_t>> by_lock(const history& h) {
 
 }  // namespace
 
-std::vector<std::string> check_exclusion(const scenario&, const history& h) {
+std::vector<std::string> check_exclusion(const scenario& s, const history& h) {
   std::vector<std::string> problems;
   for (const auto& [name, members] : by_lock(h)) {
     for (std::size_t x = 0; x < members.size(); ++x) {
@@ -127,7 +154,7 @@ std::vector<std::string> check_exclusion(const scenario&, const history& h) {
         // Readers share with readers; a semaphore's holders are counted below.
         if (!exclusive_kind(a.kind) && !exclusive_kind(b.kind)) continue;
         const auto overlap = first_overlap(a, b);
-        if (!overlap || excused_by_key_loss(h, a, b)) continue;
+        if (!overlap || excused_by_key_loss(s, h, a, b)) continue;
         problems.push_back(fmt::format("exclusion: {} and {} both held {} from {} to {}",
                                        describe(h, members[x]), describe(h, members[y]), name,
                                        at_text(overlap->first), at_text(overlap->second)));
@@ -153,8 +180,8 @@ std::vector<std::string> check_exclusion(const scenario&, const history& h) {
           for (std::size_t q = p + 1; q < holding.size() && !excused; ++q) {
             const hold& a = h.holds[holding[p]];
             const hold& b = h.holds[holding[q]];
-            excused = *a.acquired <= *b.acquired ? excused_by_key_loss(h, a, b)
-                                                 : excused_by_key_loss(h, b, a);
+            excused = *a.acquired <= *b.acquired ? excused_by_key_loss(s, h, a, b)
+                                                 : excused_by_key_loss(s, h, b, a);
           }
         }
         if (excused) continue;

@@ -56,14 +56,19 @@ void world::settle() {
   }
 }
 
-bool world::step() {
-  settle();
+time_point world::next_instant() const {
   // A stalled process's end of stall is an instant like an event's.
   time_point next = time_point::max();
   if (!events_.empty()) next = events_.begin()->first.first;
-  for (auto& p : processes_) {
+  for (const auto& p : processes_) {
     if (p->stalled_until > now() && p->stalled_until < next) next = p->stalled_until;
   }
+  return next;
+}
+
+bool world::step() {
+  settle();
+  const time_point next = next_instant();
   if (next == time_point::max()) return false;
   detail::lock_clock::advance_to(next);
   if (!events_.empty() && events_.begin()->first.first <= now()) {
@@ -80,11 +85,14 @@ bool world::run_until(const std::function<bool()>& done, time_point limit) {
   for (;;) {
     settle();
     if (done()) return true;
-    if (now() > limit) return false;
-    if (!step()) {
+    if (next_instant() > limit) {
+      // Nothing happens before the limit: time still passes up to it (keys expire, leases run
+      // out), as it would for a program that waits.
+      if (limit != time_point::max() && now() < limit) detail::lock_clock::advance_to(limit);
       settle();
       return done();
     }
+    step();
   }
 }
 

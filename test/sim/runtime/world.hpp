@@ -63,9 +63,11 @@ class world {
 
   // Runs ready handlers, then the next event. False when there was no event left.
   bool step();
-  // Steps until `done()` holds after a step, no event is left, or the clock passes `limit`.
-  // Returns whether `done()` held.
+  // Steps until `done()` holds after a step, or until the next event would come after `limit`
+  // (or none is left); then the clock moves on to `limit`. Returns whether `done()` held.
   bool run_until(const std::function<bool()>& done, time_point limit);
+  // When the next event is due, or a stalled process wakes: time_point::max() if never.
+  time_point next_instant() const;
   // Runs every handler that is ready now, without moving the clock.
   void settle();
 
