@@ -5,6 +5,8 @@
 //   redlock_sim --replay SEED     one seed, its whole history printed
 //                [--path I,J,...] the shrunk scenario a failure printed, instead of the seed's own
 //   --keep-going                  reports every failing seed (unshrunk) instead of stopping
+//   --faults N, --no-network-faults   at most N injected faults a history (0: none); no late
+//                                 messages or resets after execution
 //   --defect NAME                 runs a library with a known defect brought back
 //                                 (src/unsafe_switches.hpp); with --expect-failure the run passes
 //                                 when some seed fails, and says after how many seeds
@@ -150,10 +152,11 @@ bool parse_range(std::string_view text, std::uint64_t& from, std::uint64_t& to) 
 }
 
 int usage() {
-  std::cerr << "usage: redlock_sim --seeds A..B | --seconds N | --replay SEED [--path I,J,...]\n"
-               "       [--no-shrink] [--operations N] [--faults N] [--quiet]\n"
-               "       [--defect NAME [--expect-failure]] [--keep-going]\n"
-               "defects:";
+  std::cerr
+      << "usage: redlock_sim --seeds A..B | --seconds N | --replay SEED [--path I,J,...]\n"
+         "       [--no-shrink] [--operations N] [--faults N] [--no-network-faults] [--quiet]\n"
+         "       [--defect NAME [--expect-failure]] [--keep-going]\n"
+         "defects:";
   for (const auto& [name, defect] : defects)
     std::cerr << ' ' << name;
   std::cerr << '\n';
@@ -195,6 +198,8 @@ int main(int argc, char** argv) {
         space.most_operations = static_cast<std::uint32_t>(std::stoul(argv[++i]));
       } else if (arg == "--faults" && has_value) {
         space.most_faults = static_cast<std::uint32_t>(std::stoul(argv[++i]));
+      } else if (arg == "--no-network-faults") {
+        space.network_faults = false;
       } else if (arg == "--quiet") {
         quiet = true;
       } else if (arg == "--keep-going") {

@@ -118,11 +118,24 @@ class run {
   void collect_settled();
   void collect_leftovers();
 
+  // One Redlock node of the run. A standalone one is one server; a sentinel-shaped one is a
+  // master and its replica, which swap at each failover, and the sentinel that names the master.
+  struct node_slot {
+    sim_node* master = nullptr;  // where the node's keys are now
+    sim_node* replica = nullptr;
+    sim_node* sentinel = nullptr;
+    std::string master_name;
+    // What the replica had received at a lagging failover's cut-off.
+    std::optional<keyspace> replicated;
+  };
+  void failover(std::uint32_t index, bool lagging);
+
   const scenario& s_;
   const run_options& options_;
   history& h_;
   world world_;
   network net_;
+  std::vector<node_slot> slots_;
   std::vector<std::unique_ptr<redlock::client>> clients_;
   std::vector<bool> shut_down_;
   std::size_t scripts_running_ = 0;
@@ -142,9 +155,29 @@ void run::set_up() {
     sim_node& node = net_.add_node(fmt::format("n{}", i), static_cast<std::uint16_t>(7000 + i));
     const std::int32_t ppm = i < s_.node_drift_ppm.size() ? s_.node_drift_ppm[i] : 0;
     node.rate = 1.0 + ppm / 1e6;
+    node_slot slot;
+    slot.master = &node;
     node_config config;
     config.host = node.host;
     config.port = node.port;
+    if (i < s_.sentinel_nodes) {
+      // The replica shares its master's clock (one machine's drift, one expiry per key).
+      sim_node& replica =
+          net_.add_node(fmt::format("n{}r", i), static_cast<std::uint16_t>(7100 + i));
+      replica.rate = node.rate;
+      replica.server->become_replica_of(node.host, node.port);
+      sim_node& sentinel = net_.add_node(
+          fmt::format("s{}", i), static_cast<std::uint16_t>(26379 + i), server_role::sentinel);
+      slot.replica = &replica;
+      slot.sentinel = &sentinel;
+      slot.master_name = fmt::format("m{}", i);
+      sentinel.server->monitor(slot.master_name, node.host, node.port, sentinel.now_us());
+      config.kind = node_kind::sentinel;
+      config.host = sentinel.host;
+      config.port = sentinel.port;
+      config.sentinel_master = slot.master_name;
+    }
+    slots_.push_back(std::move(slot));
     configs.push_back(config);
   }
   for (std::uint32_t c = 0; c < clients(); ++c) {
@@ -154,17 +187,47 @@ void run::set_up() {
     options.connect_timeout = milliseconds(200);
     options.health_check_timeout = milliseconds(1000);
     options.client_name = fmt::format("client-{}", c);
+    // A traced history shows what the library said too (failovers followed, links lost).
+    if (options_.trace) {
+      options.logger = [this, c](log_level, std::string_view message) {
+        note(fmt::format("client {} log: {}", c, message));
+      };
+    }
     clients_.push_back(
         std::make_unique<redlock::client>(process.context.get_executor(), configs, options));
     shut_down_.push_back(false);
   }
 }
 
+void run::failover(std::uint32_t index, bool lagging) {
+  node_slot& slot = slots_[index];
+  sim_node& promoted = *slot.replica;
+  // A full resync: the promoted replica has what it had received, and no scripts.
+  promoted.server->keys() =
+      lagging ? slot.replicated.value_or(keyspace{}) : slot.master->server->keys();
+  promoted.server->scripts().flush();
+  promoted.server->become_master();
+  slot.master->server->become_replica_of(promoted.host, promoted.port);
+  slot.replica = slot.master;
+  slot.master = &promoted;
+  slot.sentinel->server->switch_master(slot.master_name, promoted.host, promoted.port,
+                                       slot.sentinel->now_us());
+  // The writes the replica had not received are lost, as by a restart that comes back at once.
+  if (lagging) h_.losses.push_back({index, world::now(), true});
+}
+
 void run::schedule_faults() {
   for (const fault& f : s_.faults) {
     const auto at = detail::lock_clock::epoch() + milliseconds(f.at_ms);
+    if (f.kind == fault_kind::failover && s_.sentinel_nodes > 0 && f.duration_ms > 0) {
+      // The lagging replica's data: the master's, that long before the failover.
+      const auto cut = at - std::min(milliseconds(f.duration_ms), milliseconds(f.at_ms));
+      const std::uint32_t index = f.node % std::min(s_.sentinel_nodes, nodes());
+      world_.at(cut,
+                [this, index] { slots_[index].replicated = slots_[index].master->server->keys(); });
+    }
     world_.at(at, [this, f] {
-      sim_node& node = *net_.nodes()[f.node % nodes()];
+      sim_node& node = *slots_[f.node % nodes()].master;
       const std::uint32_t client = f.client % clients();
       const auto how_long = milliseconds(f.duration_ms);
       note(fmt::format("fault: {}", fmt::streamed(f)));
@@ -208,6 +271,10 @@ void run::schedule_faults() {
             asio::post(world_.processes()[client]->context,
                        [this, client] { clients_[client]->async_shutdown([](error_code) {}); });
           }
+          break;
+        case fault_kind::failover:
+          if (s_.sentinel_nodes == 0) break;  // no node is sentinel-shaped
+          failover(f.node % std::min(s_.sentinel_nodes, nodes()), f.duration_ms > 0);
           break;
       }
     });
@@ -396,7 +463,7 @@ void run::acquired(std::size_t hold_index, const lease& l) {
     // All or nothing on each node: the set's keys (its resources' own lock keys) hold its token on
     // a node together or not at all.
     for (std::uint32_t i = 0; i < nodes(); ++i) {
-      sim_node& node = *net_.nodes()[i];
+      sim_node& node = *slots_[i].master;
       const auto now_ms = node.now_us() / 1000;
       std::size_t ours = 0;
       for (const auto& resource : h.resources) {
@@ -477,7 +544,7 @@ void run::for_each_live_key(
     const std::function<void(std::uint32_t node, const std::string& key, stored_value& value,
                              std::int64_t now_ms)>& visit) {
   for (std::uint32_t i = 0; i < nodes(); ++i) {
-    sim_node& node = *net_.nodes()[i];
+    sim_node& node = *slots_[i].master;
     const auto now_ms = node.now_us() / 1000;
     auto& keys = node.server->keys();
     for (const auto& key : keys.live_keys(now_ms)) {
@@ -523,7 +590,15 @@ void run::collect_leftovers() {
                                         [](char ch) { return ch >= '0' && ch <= '9'; });
         if (number) return;
         const std::int64_t left = v.expires_at_ms ? *v.expires_at_ms - now_ms : -1;
-        h_.leftovers.push_back(fmt::format("n{} {} ({} ms left)", node, key, left));
+        std::string whose = "a sorted set";
+        if (v.is_string()) {
+          const auto owner = std::find_if(h_.holds.begin(), h_.holds.end(),
+                                          [&](const hold& x) { return x.token == v.text(); });
+          whose = owner == h_.holds.end()
+                      ? fmt::format("\"{}\", no lease's token", v.text().substr(0, 8))
+                      : fmt::format("the token of op {}", owner->op);
+        }
+        h_.leftovers.push_back(fmt::format("n{} {} ({}, {} ms left)", node, key, whose, left));
       });
 }
 

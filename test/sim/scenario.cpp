@@ -44,6 +44,8 @@ const char* to_string(fault_kind kind) noexcept {
       return "stall_client";
     case fault_kind::shutdown_client:
       return "shutdown_client";
+    case fault_kind::failover:
+      return "failover";
   }
   return "?";
 }
@@ -83,11 +85,11 @@ std::ostream& operator<<(std::ostream& os, const fault& f) {
 }
 
 std::ostream& operator<<(std::ostream& os, const scenario& s) {
-  os << "seed " << s.seed << ", " << s.nodes << " nodes, " << s.clients << " clients, "
-     << s.resources << " resources, node_timeout " << s.node_timeout_ms
-     << " ms, delays <= " << s.delay_high_us << " us, late " << s.late_permille << "/1000 up to "
-     << s.late_most_ms << " ms, reset after execute " << s.reset_after_execute_permille
-     << "/1000\n";
+  os << "seed " << s.seed << ", " << s.nodes << " nodes (" << s.sentinel_nodes
+     << " sentinel-shaped), " << s.clients << " clients, " << s.resources
+     << " resources, node_timeout " << s.node_timeout_ms << " ms, delays <= " << s.delay_high_us
+     << " us, late " << s.late_permille << "/1000 up to " << s.late_most_ms
+     << " ms, reset after execute " << s.reset_after_execute_permille << "/1000\n";
   os << "node drift (ppm):";
   for (auto d : s.node_drift_ppm)
     os << ' ' << d;
@@ -153,32 +155,53 @@ rc::Gen<scenario> scenario_generator(const scenario_space& space) {
   const auto resets = space.network_faults
                           ? gen::weightedElement<std::uint32_t>({{3, 0}, {1, 5}, {1, 20}})
                           : gen::just<std::uint32_t>(0);
-  return gen::build<scenario>(
-      gen::set(&scenario::seed, gen::noShrink(gen::inRange<std::uint64_t>(0, 1ULL << 62))),
-      gen::set(&scenario::nodes, gen::weightedElement<std::uint32_t>({{1, 1}, {2, 3}, {4, 5}})),
-      gen::set(&scenario::clients, gen::inRange<std::uint32_t>(1, 5)),
-      // Often one lock for everybody: contention, waiting across clients, hand-offs.
-      gen::set(&scenario::resources, gen::weightedElement<std::uint32_t>({{2, 1}, {1, 2}, {1, 3}})),
-      gen::set(&scenario::node_drift_ppm,
-               gen::container<std::vector<std::int32_t>>(5, gen::inRange(-9000, 9001))),
-      gen::set(&scenario::node_timeout_ms, pick<std::uint32_t>({20, 50, 100})),
-      gen::set(&scenario::delay_high_us, pick<std::uint32_t>({100, 400, 3000})),
-      gen::set(&scenario::late_permille, late),
-      gen::set(&scenario::late_most_ms, pick<std::uint32_t>({10, 100, 300})),
-      gen::set(&scenario::reset_after_execute_permille, resets),
-      // The size bounds a container's length; the elements are drawn at the nominal size, where
-      // rapidcheck's ranges are whole (it scales them down with the size).
-      gen::set(&scenario::operations,
-               gen::resize(static_cast<int>(space.most_operations),
-                           gen::container<std::vector<operation>>(
-                               gen::resize(rc::kNominalSize, operation_generator(space))))),
-      // A third of the runs without injected faults, where promptness and tidiness are judged.
-      gen::set(&scenario::faults,
-               gen::weightedOneOf<std::vector<fault>>(
-                   {{1, gen::just(std::vector<fault>{})},
-                    {2, gen::resize(static_cast<int>(space.most_faults),
-                                    gen::container<std::vector<fault>>(gen::resize(
-                                        rc::kNominalSize, fault_generator(space))))}})));
+  // No more sentinel-shaped nodes than nodes. And a node_timeout shorter than the network's round
+  // trip would be a misconfiguration, not a fault: every request would time out, and the runs
+  // without faults could not judge promptness.
+  const auto consistent = [](scenario s) {
+    s.sentinel_nodes = std::min(s.sentinel_nodes, s.nodes);
+    const std::uint32_t round_trip_ms = 2 * s.delay_high_us / 1000;
+    if (s.node_timeout_ms == 0) s.node_timeout_ms = 1;
+    while (s.node_timeout_ms < 2 * round_trip_ms)
+      s.node_timeout_ms *= 2;
+    return s;
+  };
+  return gen::map(
+      gen::build<scenario>(
+          gen::set(&scenario::seed, gen::noShrink(gen::inRange<std::uint64_t>(0, 1ULL << 62))),
+          gen::set(&scenario::nodes, gen::weightedElement<std::uint32_t>({{1, 1}, {2, 3}, {4, 5}})),
+          // Mostly standalone servers; sometimes one node, sometimes every node, behind sentinels.
+          gen::set(&scenario::sentinel_nodes,
+                   gen::weightedElement<std::uint32_t>({{4, 0}, {1, 1}, {1, 5}})),
+          gen::set(&scenario::clients, gen::inRange<std::uint32_t>(1, 5)),
+          // Often one lock for everybody: contention, waiting across clients, hand-offs.
+          gen::set(&scenario::resources,
+                   gen::weightedElement<std::uint32_t>({{2, 1}, {1, 2}, {1, 3}})),
+          gen::set(&scenario::node_drift_ppm,
+                   gen::container<std::vector<std::int32_t>>(5, gen::inRange(-9000, 9001))),
+          gen::set(&scenario::node_timeout_ms, pick<std::uint32_t>({20, 50, 100})),
+          // Mostly a data centre's network; sometimes nodes far apart (a round trip of up to 40
+          // ms), where a waiter's round is long enough for a release's announcements to arrive in
+          // it.
+          gen::set(&scenario::delay_high_us, gen::weightedElement<std::uint32_t>(
+                                                 {{2, 100}, {2, 400}, {2, 3000}, {1, 20000}})),
+          gen::set(&scenario::late_permille, late),
+          gen::set(&scenario::late_most_ms, pick<std::uint32_t>({10, 100, 300})),
+          gen::set(&scenario::reset_after_execute_permille, resets),
+          // The size bounds a container's length; the elements are drawn at the nominal size, where
+          // rapidcheck's ranges are whole (it scales them down with the size).
+          gen::set(&scenario::operations,
+                   gen::resize(static_cast<int>(space.most_operations),
+                               gen::container<std::vector<operation>>(
+                                   gen::resize(rc::kNominalSize, operation_generator(space))))),
+          // A third of the runs without injected faults, where promptness and tidiness are judged.
+          gen::set(&scenario::faults,
+                   gen::weightedOneOf<std::vector<fault>>(
+                       {{1, gen::just(std::vector<fault>{})},
+                        {2, gen::resize(static_cast<int>(space.most_faults),
+                                        gen::container<std::vector<fault>>(gen::resize(
+                                            rc::kNominalSize, fault_generator(space))))}}))),
+      consistent);
 }
 
 }  // namespace redlock::sim

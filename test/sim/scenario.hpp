@@ -56,6 +56,10 @@ enum class fault_kind : std::uint8_t {
   script_flush,     // SCRIPT FLUSH on `node`
   stall_client,     // `client`'s event loop stops for `duration_ms` (a GC pause)
   shutdown_client,  // `client` shuts down (async_shutdown) and runs nothing more
+  // On a sentinel-shaped node: its replica becomes master with the data the master had
+  // `duration_ms` earlier (0: a replica that had everything); the former master turns replica
+  // (keeping its connections, which READONLY answers) and the sentinel announces +switch-master.
+  failover,
 };
 const char* to_string(fault_kind kind) noexcept;
 
@@ -70,6 +74,9 @@ struct fault {
 struct scenario {
   std::uint64_t seed = 0;  // the network's delays, the library's tokens and jitter
   std::uint32_t nodes = 5;
+  // The first this many nodes are sentinel-shaped: a master and a replica, and a sentinel that
+  // names the master (node_kind::sentinel); the others are standalone servers.
+  std::uint32_t sentinel_nodes = 0;
   std::uint32_t clients = 3;
   std::uint32_t resources = 2;
   std::vector<std::int32_t> node_drift_ppm;  // each node's clock rate, in parts per million
@@ -95,10 +102,10 @@ struct scenario_space {
   std::vector<op_kind> kinds{op_kind::lock,     op_kind::try_lock,  op_kind::with_lock,
                              op_kind::mutex,    op_kind::semaphore, op_kind::rw_read,
                              op_kind::rw_write, op_kind::set};
-  std::vector<fault_kind> faults{fault_kind::pause,          fault_kind::restart_delayed,
-                                 fault_kind::partition,      fault_kind::reset_links,
-                                 fault_kind::script_flush,   fault_kind::stall_client,
-                                 fault_kind::shutdown_client};
+  std::vector<fault_kind> faults{
+      fault_kind::pause,        fault_kind::restart_delayed, fault_kind::restart_at_once,
+      fault_kind::partition,    fault_kind::reset_links,     fault_kind::script_flush,
+      fault_kind::stall_client, fault_kind::shutdown_client, fault_kind::failover};
   std::uint32_t most_operations = 200;  // about 100 a history
   std::uint32_t most_faults = 4;
   bool network_faults = true;  // late messages, resets after execution

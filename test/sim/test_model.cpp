@@ -1,7 +1,8 @@
 // The model server on its own, without a network: the library's scripts run on it as on Redis,
 // keys expire on the clock it is given (and only then), a flushed script cache answers NOSCRIPT,
-// errors carry Redis's code words, a publication reaches the subscribed connections, and replies
-// travel as the RESP the library parses. (How closely it matches a real server is
+// errors carry Redis's code words, a publication reaches the subscribed connections, a replica
+// refuses writes and a sentinel follows a failover, and replies travel as the RESP the library
+// parses. (How closely it matches a real server is
 // model_conformance's business, in the integration suite.)
 
 #include "lock/scripts.hpp"
@@ -33,6 +34,17 @@ std::vector<std::string> evalsha(const script& s, std::vector<std::string> keys,
   c.insert(c.end(), keys.begin(), keys.end());
   c.insert(c.end(), args.begin(), args.end());
   return c;
+}
+
+// Every reply and pushed message in what a connection received.
+std::vector<resp::value> replies_in(const std::string& bytes) {
+  resp::parser parser;
+  parser.feed(bytes);
+  boost::system::error_code ec;
+  std::vector<resp::value> got;
+  while (auto v = parser.next(ec))
+    got.push_back(std::move(*v));
+  return got;
 }
 
 }  // namespace
@@ -108,18 +120,45 @@ BOOST_AUTO_TEST_CASE(a_release_is_announced_to_the_subscribed_connections) {
   auto deleted = run(server, {"EVAL", release_script().source(), "1", "r", "tokA", "chan"});
   BOOST_TEST(deleted.integer == 1);
 
-  resp::parser parser;
-  parser.feed(subscriber_bytes);
-  boost::system::error_code ec;
-  std::vector<resp::value> got;
-  while (auto v = parser.next(ec))
-    got.push_back(std::move(*v));
+  const auto got = replies_in(subscriber_bytes);
   BOOST_TEST_REQUIRE(got.size() == 3u);  // HELLO's map, the subscription, the message
   BOOST_TEST((got[0].kind == resp::type::map));
   BOOST_TEST((got[1].kind == resp::type::push && got[1].elements[0].text == "subscribe"));
   BOOST_TEST((got[2].kind == resp::type::push && got[2].elements[0].text == "message"));
   BOOST_TEST(got[2].elements[2].text == "r");
   server.close(subscriber);
+}
+
+BOOST_AUTO_TEST_CASE(a_failover_turns_the_master_replica_and_the_sentinel_announces_it) {
+  model_server master("n0");
+  model_server sentinel("s0", redlock::sim::server_role::sentinel);
+  sentinel.monitor("m0", "n0", 7000, start_us);
+  std::string subscriber_bytes;
+  auto& subscriber = sentinel.open([&](std::string bytes) { subscriber_bytes += bytes; });
+  subscriber.receive("*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n", start_us);
+  subscriber.receive("*2\r\n$9\r\nSUBSCRIBE\r\n$14\r\n+switch-master\r\n", start_us);
+
+  BOOST_TEST(run(master, {"SET", "r", "tokA"}).text == "OK");
+  master.become_replica_of("n0r", 7100);
+  auto refused = run(master, {"SET", "r", "tokB"});
+  BOOST_TEST(refused.error_code_word() == "READONLY");
+  auto from_script = run(master, {"EVAL", release_script().source(), "1", "r", "tokA"});
+  BOOST_TEST(from_script.error_code_word() == "READONLY");
+  BOOST_TEST(run(master, {"GET", "r"}).text == "tokA");  // reads still answer
+  BOOST_TEST(run(master, {"ROLE"}).elements.at(0).text == "slave");
+  BOOST_TEST(run(sentinel, {"SET", "r", "x"}).error_code_word() == "ERR");  // no keys there
+
+  sentinel.switch_master("m0", "n0r", 7100, start_us + 5'000);
+  auto named = run(sentinel, {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", "m0"});
+  BOOST_TEST_REQUIRE(named.elements.size() == 2u);
+  BOOST_TEST(named.elements[0].text == "n0r");
+  BOOST_TEST(named.elements[1].text == "7100");
+  BOOST_TEST(run(sentinel, {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", "m9"}).is_null());
+
+  const auto got = replies_in(subscriber_bytes);
+  BOOST_TEST_REQUIRE(got.size() == 3u);  // HELLO's map, the subscription, the announcement
+  BOOST_TEST(got[2].elements.at(2).text == "m0 n0 7000 n0r 7100");
+  sentinel.close(subscriber);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -13,6 +13,7 @@
 #include "sim/model/server.hpp"
 #include "support/redis_fixture_helpers.hpp"
 #include "support/redis_fleet.hpp"
+#include "support/redis_sentinel.hpp"
 #include "support/sync_client.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -295,6 +296,81 @@ BOOST_AUTO_TEST_CASE(the_model_answers_every_command_and_script_as_redis_does) {
     }
   }
   BOOST_TEST_MESSAGE(fmt::format("{} replies compared", compared));
+}
+
+// The sentinel-shaped nodes of the simulation: a replica refuses every write, directly or from a
+// script, as a real one does; ROLE and HELLO say what the server is; a sentinel names its master
+// and describes it as a real sentinel does (the fields the library reads).
+BOOST_AUTO_TEST_CASE(a_replica_and_a_sentinel_answer_as_the_model_says) {
+  redlock::test::redis_sentinel_options options;
+  options.sentinels = 1;
+  options.quorum = 1;
+  redlock::test::redis_sentinel group(options);
+  const std::uint16_t master_port = group.master_port();
+  sync_client replica(group.port(group.replicas().at(0)));
+  sim::model_server model("replica");
+  model.become_replica_of("127.0.0.1", master_port);
+  const auto compare = [&](const std::vector<std::string>& command, const resp::value& real,
+                           const resp::value& modelled, bool is_time = false) {
+    BOOST_TEST_INFO(fmt::format("command{}\n  redis: {}\n  model: {}", show(command),
+                                resp::to_debug_string(real), resp::to_debug_string(modelled)));
+    BOOST_TEST(same_reply(real, modelled, is_time));
+  };
+  for (const auto* s : {&redlock::detail::release_script(), &redlock::detail::extend_script()}) {
+    replica.command({"SCRIPT", "LOAD", s->source()});
+    model.execute(nullptr, std::vector<std::string>{"SCRIPT", "LOAD", s->source()}, wall_us());
+  }
+  sequence_maker maker(7);
+  std::size_t refused = 0;
+  for (int i = 0; i < 300; ++i) {
+    auto command = maker.next();
+    std::vector<std::string_view> words(command.begin(), command.end());
+    const resp::value real = replica.command(words);
+    refused += real.is_error() && real.error_code_word() == "READONLY";
+    compare(command, real, model.execute(nullptr, command, wall_us()), command[0] == "TIME");
+    maker.clear_pause();
+  }
+  BOOST_TEST(refused > 50);  // writes, and scripts that write, were among them
+  // ROLE: "slave", the master's address, the link's state (the offset is the replica's own).
+  const std::vector<std::string> role{"ROLE"};
+  const resp::value real_role = replica.command({"ROLE"});
+  const resp::value model_role = model.execute(nullptr, role, wall_us());
+  BOOST_TEST_REQUIRE(real_role.elements.size() == model_role.elements.size());
+  for (std::size_t i = 0; i < 4; ++i)
+    compare(role, real_role.elements[i], model_role.elements[i]);
+
+  sync_client sentinel(group.sentinel_port(0));
+  sim::model_server model_sentinel("sentinel", sim::server_role::sentinel);
+  model_sentinel.monitor(options.master_name, "127.0.0.1", master_port, wall_us());
+  for (const std::vector<std::string> command :
+       {std::vector<std::string>{"SENTINEL", "GET-MASTER-ADDR-BY-NAME", options.master_name},
+        std::vector<std::string>{"SENTINEL", "GET-MASTER-ADDR-BY-NAME", "nobody"},
+        std::vector<std::string>{"SENTINEL", "MASTER", "nobody"}}) {
+    std::vector<std::string_view> words(command.begin(), command.end());
+    compare(command, sentinel.command(words), model_sentinel.execute(nullptr, command, wall_us()));
+  }
+  // SENTINEL MASTER: the fields the library reads, among the many a real sentinel gives.
+  const std::vector<std::string> describe{"SENTINEL", "MASTER", options.master_name};
+  std::vector<std::string_view> words(describe.begin(), describe.end());
+  const resp::value real_record = sentinel.command(words);
+  const resp::value model_record = model_sentinel.execute(nullptr, describe, wall_us());
+  const auto field = [](const resp::value& record, std::string_view name) -> std::string {
+    for (std::size_t i = 0; i + 1 < record.elements.size(); i += 2) {
+      if (record.elements[i].text == name) return record.elements[i + 1].text;
+    }
+    return "(none)";
+  };
+  for (const std::string_view name : {"name", "ip", "port", "config-epoch"})
+    BOOST_TEST(field(real_record, name) == field(model_record, name), name);
+  BOOST_TEST(field(model_record, "role-reported-time") != "(none)");
+  BOOST_TEST(field(real_record, "role-reported-time") != "(none)");
+  // HELLO's mode tells a sentinel from a data node.
+  const std::vector<std::string> hello{"HELLO", "3"};
+  const auto mode = [&](const resp::value& reply) { return field(reply, "mode"); };
+  BOOST_TEST(mode(sentinel.command({"HELLO", "3"})) ==
+             mode(model_sentinel.execute(nullptr, hello, wall_us())));
+  BOOST_TEST(mode(replica.command({"HELLO", "3"})) ==
+             mode(model.execute(nullptr, hello, wall_us())));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 namespace redlock::sim {
@@ -512,6 +513,12 @@ resp::value null_reply() {
   return resp::value{};
 }
 
+bool is_write_command(std::string_view lower_name) {
+  static const std::set<std::string_view> writes{"set",       "del",  "incr", "pexpire",
+                                                 "pexpireat", "zadd", "zrem", "zremrangebyscore"};
+  return writes.contains(lower_name);
+}
+
 bool is_data_command(std::string_view name) {
   return handlers().contains(lower_case(name));
 }
@@ -527,6 +534,9 @@ resp::value run_data_command(keyspace& keys, std::span<const std::string> args,
     }
     return error_reply(
         fmt::format("ERR unknown command '{}', with args beginning with: {}", args[0], beginning));
+  }
+  if (at.read_only && is_write_command(found->first)) {
+    return error_reply("READONLY You can't write against a read only replica.");
   }
   return found->second(keys, args, at);
 }

@@ -27,6 +27,8 @@ struct command_context {
   // Delivers a PUBLISH (sharded: SPUBLISH) to the node's subscribers; how many received it.
   std::function<std::int64_t(std::string_view channel, std::string_view message, bool sharded)>
       publish;
+  // The node is a replica: commands that write are refused with READONLY, in scripts too.
+  bool read_only = false;
 };
 
 // An error reply, as Redis sends one: `text` starts with the code word ("ERR", "WRONGTYPE").
@@ -38,6 +40,8 @@ resp::value null_reply();
 
 // Whether `name` (any case) is a data command of this file.
 bool is_data_command(std::string_view name);
+// Whether a data command (named in lower case) writes: a replica refuses it.
+bool is_write_command(std::string_view lower_name);
 
 // Runs one data command. `args[0]` is its name, in any case.
 resp::value run_data_command(keyspace& keys, std::span<const std::string> args,

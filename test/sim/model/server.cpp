@@ -136,6 +136,61 @@ void model_server::lose_everything() {
   scripts_.flush();
 }
 
+void model_server::become_replica_of(std::string host, std::uint16_t port) {
+  role_ = server_role::replica;
+  master_host_ = std::move(host);
+  master_port_ = port;
+}
+
+void model_server::become_master() {
+  role_ = server_role::master;
+  master_host_.clear();
+  master_port_ = 0;
+}
+
+void model_server::monitor(std::string name, std::string host, std::uint16_t port,
+                           std::int64_t now_us) {
+  monitored_[std::move(name)] = monitored_master{std::move(host), port, now_us, 0};
+}
+
+void model_server::switch_master(const std::string& name, std::string host, std::uint16_t port,
+                                 std::int64_t now_us) {
+  auto& m = monitored_.at(name);
+  const std::string message = fmt::format("{} {} {} {} {}", name, m.host, m.port, host, port);
+  m.host = std::move(host);
+  m.port = port;
+  m.since_us = now_us;
+  ++m.epoch;
+  publish("+switch-master", message, false);
+}
+
+resp::value model_server::sentinel_command(std::span<const std::string> args, std::int64_t now_us) {
+  if (args.size() < 2) {
+    return error_reply("ERR wrong number of arguments for 'sentinel' command");
+  }
+  const std::string sub = lower_case(args[1]);
+  if (sub == "get-master-addr-by-name" && args.size() == 3) {
+    auto found = monitored_.find(args[2]);
+    if (found == monitored_.end()) return null_reply();
+    return aggregate(resp::type::array, {bulk_reply(found->second.host),
+                                         bulk_reply(std::to_string(found->second.port))});
+  }
+  if (sub == "master" && args.size() == 3) {
+    auto found = monitored_.find(args[2]);
+    if (found == monitored_.end()) return error_reply("ERR No such master with that name");
+    const monitored_master& m = found->second;
+    return aggregate(
+        resp::type::map,
+        {bulk_reply("name"), bulk_reply(found->first), bulk_reply("ip"), bulk_reply(m.host),
+         bulk_reply("port"), bulk_reply(std::to_string(m.port)), bulk_reply("flags"),
+         bulk_reply("master"), bulk_reply("role-reported"), bulk_reply("master"),
+         bulk_reply("role-reported-time"),
+         bulk_reply(std::to_string(std::max<std::int64_t>(0, now_us - m.since_us) / 1000)),
+         bulk_reply("config-epoch"), bulk_reply(std::to_string(m.epoch))});
+  }
+  return error_reply(fmt::format("ERR Unknown sentinel subcommand '{}'", args[1]));
+}
+
 std::int64_t model_server::publish(std::string_view channel, std::string_view message,
                                    bool sharded) {
   std::int64_t receivers = 0;
@@ -164,9 +219,18 @@ resp::value model_server::execute(session* s, std::span<const std::string> args,
         "are allowed in this context",
         name));
   }
+  if (role_ == server_role::sentinel) {
+    // A sentinel holds no keys and runs no scripts.
+    if (name == "sentinel") return sentinel_command(args, now_us);
+    if (name != "ping" && (is_data_command(name) || script_engine::is_script_command(name))) {
+      return error_reply(
+          fmt::format("ERR unknown command '{}', with args beginning with: ", args[0]));
+    }
+  }
   command_context at;
   at.now_us = now_us;
   at.resp3 = s && s->resp3_;
+  at.read_only = role_ == server_role::replica;
   at.publish = [this](std::string_view channel, std::string_view message, bool sharded) {
     return publish(channel, message, sharded);
   };
@@ -193,7 +257,8 @@ resp::value model_server::connection_command(session* s, std::span<const std::st
         {bulk_reply("server"), bulk_reply("redis"), bulk_reply("version"), bulk_reply("7.0.15"),
          bulk_reply("proto"), integer_reply(s && s->resp3_ ? 3 : 2), bulk_reply("id"),
          integer_reply(s ? static_cast<std::int64_t>(s->id_) : 0), bulk_reply("mode"),
-         bulk_reply("standalone"), bulk_reply("role"), bulk_reply("master"), bulk_reply("modules"),
+         bulk_reply(role_ == server_role::sentinel ? "sentinel" : "standalone"), bulk_reply("role"),
+         bulk_reply(role_ == server_role::replica ? "replica" : "master"), bulk_reply("modules"),
          aggregate(resp::type::array, {})});
   }
   if (name == "client") {
@@ -228,6 +293,18 @@ resp::value model_server::connection_command(session* s, std::span<const std::st
   }
   if (name == "role") {
     if (args.size() != 1) return arity();
+    if (role_ == server_role::replica) {
+      return aggregate(resp::type::array,
+                       {bulk_reply("slave"), bulk_reply(master_host_), integer_reply(master_port_),
+                        bulk_reply("connected"), integer_reply(0)});
+    }
+    if (role_ == server_role::sentinel) {
+      std::vector<resp::value> names;
+      for (const auto& [monitored_name, m] : monitored_)
+        names.push_back(bulk_reply(monitored_name));
+      return aggregate(resp::type::array,
+                       {bulk_reply("sentinel"), aggregate(resp::type::array, std::move(names))});
+    }
     return aggregate(resp::type::array,
                      {bulk_reply("master"), integer_reply(0), aggregate(resp::type::array, {})});
   }

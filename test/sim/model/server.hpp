@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <list>
+#include <map>
 #include <memory>
 #include <set>
 #include <span>
@@ -59,9 +60,15 @@ class session {
   std::set<std::string, std::less<>> shard_channels_;
 };
 
+// What a model server is: a master, a replica (writes refused with READONLY, ROLE says "slave"), or
+// a Redis Sentinel (no keys; it names the masters it monitors and announces their failovers on
+// +switch-master).
+enum class server_role : std::uint8_t { master, replica, sentinel };
+
 class model_server {
  public:
-  explicit model_server(std::string name) : name_(std::move(name)) {}
+  explicit model_server(std::string name, server_role role = server_role::master)
+      : name_(std::move(name)), role_(role) {}
   model_server(const model_server&) = delete;
   model_server& operator=(const model_server&) = delete;
 
@@ -81,6 +88,18 @@ class model_server {
   // and every cached script gone (connections are the transport's business).
   void lose_everything();
 
+  server_role role() const noexcept { return role_; }
+  // A replica of host:port (its connections stay open, and writes on them are refused), or a
+  // master again.
+  void become_replica_of(std::string host, std::uint16_t port);
+  void become_master();
+
+  // A sentinel's side: `name` is monitored at host:port (SENTINEL GET-MASTER-ADDR-BY-NAME and
+  // SENTINEL MASTER answer it); switch_master() moves it and publishes +switch-master.
+  void monitor(std::string name, std::string host, std::uint16_t port, std::int64_t now_us);
+  void switch_master(const std::string& name, std::string host, std::uint16_t port,
+                     std::int64_t now_us);
+
   // How many commands ran (scripts count once).
   std::uint64_t commands_run() const noexcept { return commands_run_; }
 
@@ -88,8 +107,20 @@ class model_server {
   friend class session;
   std::int64_t publish(std::string_view channel, std::string_view message, bool sharded);
   resp::value connection_command(session* s, std::span<const std::string> args);
+  resp::value sentinel_command(std::span<const std::string> args, std::int64_t now_us);
+
+  struct monitored_master {
+    std::string host;
+    std::uint16_t port = 0;
+    std::int64_t since_us = 0;  // when it became master, on this server's clock
+    std::uint64_t epoch = 0;    // bumped by each failover
+  };
 
   std::string name_;
+  server_role role_;
+  std::string master_host_;  // a replica's master
+  std::uint16_t master_port_ = 0;
+  std::map<std::string, monitored_master, std::less<>> monitored_;
   keyspace keys_;
   script_engine scripts_;
   std::list<session> sessions_;

@@ -53,11 +53,11 @@ void network::make_current() {
   current_network = this;
 }
 
-sim_node& network::add_node(std::string host, std::uint16_t port) {
+sim_node& network::add_node(std::string host, std::uint16_t port, server_role role) {
   auto node = std::make_unique<sim_node>();
   node->host = std::move(host);
   node->port = port;
-  node->server = std::make_unique<model_server>(node->host);
+  node->server = std::make_unique<model_server>(node->host, role);
   nodes_.push_back(std::move(node));
   return *nodes_.back();
 }

@@ -75,7 +75,7 @@ class network {
   static network* current_or_null() noexcept;
   void make_current();
 
-  sim_node& add_node(std::string host, std::uint16_t port);
+  sim_node& add_node(std::string host, std::uint16_t port, server_role role = server_role::master);
   std::vector<std::unique_ptr<sim_node>>& nodes() noexcept { return nodes_; }
   network_profile& profile() noexcept { return profile_; }
 
