@@ -286,6 +286,25 @@ bool fault_free(const scenario& s) {
   return s.faults.empty() && s.late_permille == 0 && s.reset_after_execute_permille == 0;
 }
 
+std::optional<time_point> calm_from(const scenario& s) {
+  const auto start = detail::lock_clock::epoch();
+  if (fault_free(s)) return start;
+  const bool network_faults = s.late_permille != 0 || s.reset_after_execute_permille != 0;
+  if (network_faults && s.network_calm_ms == 0) return std::nullopt;
+  const std::uint32_t outlived_ttl = s.longest_ttl_ms() * 102 / 100 + 50;
+  std::uint32_t end = network_faults ? s.network_calm_ms : 0;
+  for (const fault& f : s.faults) {
+    // A delayed restart stays down for at least the longest TTL, whatever its duration says.
+    const std::uint32_t lasts = f.kind == fault_kind::restart_delayed
+                                    ? std::max(f.duration_ms, outlived_ttl)
+                                    : f.duration_ms;
+    end = std::max(end, f.at_ms + lasts);
+  }
+  // Then what the faults left: a key of a failed release lives out its TTL; a link waits out its
+  // longest reconnect backoff (2 s), a sentinel-shaped node its next resolution (2 s more).
+  return start + std::chrono::milliseconds(end + outlived_ttl + 5000);
+}
+
 duration liveness_bound(const scenario& s) {
   return std::chrono::milliseconds(3 * s.node_timeout_ms + 250) +
          2 * std::chrono::microseconds(s.delay_high_us);
@@ -317,7 +336,8 @@ std::vector<std::string> check_leftovers(const scenario& s, const history& h) {
 
 std::vector<std::string> check_liveness(const scenario& s, const history& h) {
   std::vector<std::string> problems;
-  if (!fault_free(s) || !h.workload_finished) return problems;
+  const auto calm = calm_from(s);
+  if (!calm || !h.workload_finished) return problems;
   const duration bound = liveness_bound(s);
   const auto lock_like = [](const hold& x) {
     return x.kind != op_kind::semaphore && x.kind != op_kind::rw_read &&
@@ -338,7 +358,7 @@ std::vector<std::string> check_liveness(const scenario& s, const history& h) {
     const hold& released = h.holds[i];
     if (!lock_like(released) || !released.acquired) continue;
     const auto t = held_until(released);
-    if (!t) continue;
+    if (!t || *t < *calm) continue;
     for (std::size_t j = 0; j < h.holds.size(); ++j) {
       const hold& waiter = h.holds[j];
       if (j == i || !lock_like(waiter) || waiter.kind == op_kind::try_lock) continue;

@@ -16,18 +16,18 @@
 //  - leftovers: no lock key is left once every lease is released and the TTLs have passed; and in
 //    a run without faults, none but those of leases whose release failed is left a moment after
 //    the workload ended (a released lease, a failed or cancelled round, a writer's mark: gone).
-//  - liveness, in a run without faults: when a lock is released
-//  while someone waits for it and
-//    every lock that waiter needs is free, some lease of those locks is acquired within
+//  - liveness, once the run is calm (calm_from): when a lock is released while someone waits for
+//    it and every lock that waiter needs is free, some lease of those locks is acquired within
 //    liveness_bound() (no waiter sleeps out a holder's TTL for a release it missed).
 //
-// A lock that a node lost by restarting without its keys before they would have expired is not the
-// library's fault: overlaps and fencing inversions are excused when every node both leases were
-// granted by lost its keys between the two acquires (a key_loss); nothing else is excused.
+// A lock that a node lost before its keys would have expired (a restart at once, a failover to a
+// lagging replica) is not the library's fault: overlaps and fencing inversions are excused when
+// such losses explain them (checkers.cpp says exactly when); nothing else is excused.
 
 #include "sim/history.hpp"
 #include "sim/scenario.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,9 +43,14 @@ std::vector<std::string> check_liveness(const scenario& s, const history& h);
 // Whether the run had no fault at all (no injected fault, no late message, no reset): the
 // checks that judge promptness and tidiness apply to such runs.
 bool fault_free(const scenario& s);
-// How soon a released lock goes to a waiter in a fault-free run: three node timeouts, two of the
+// How soon a released lock goes to a waiter in a calm run: three node timeouts, two of the
 // longest one-way delays and the retry policy's longest backoff (250 ms).
 duration liveness_bound(const scenario& s);
+// From when a run is calm, so that promptness can be judged: from its start without any fault;
+// else once every injected fault and the network's faults have ended and their traces are gone
+// (keys left by failed releases expired, links past their longest reconnect backoff, sentinels
+// asked again); never while late messages or resets go on to the end.
+std::optional<time_point> calm_from(const scenario& s);
 
 // Every checker above.
 std::vector<std::string> check_all(const scenario& s, const history& h);

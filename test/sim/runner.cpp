@@ -149,6 +149,13 @@ void run::set_up() {
   net_.profile().late_chance = s_.late_permille / 1000.0;
   net_.profile().late_most = milliseconds(s_.late_most_ms);
   net_.profile().reset_after_execute_chance = s_.reset_after_execute_permille / 1000.0;
+  if (s_.network_calm_ms != 0) {
+    world_.at(detail::lock_clock::epoch() + milliseconds(s_.network_calm_ms), [this] {
+      net_.profile().late_chance = 0;
+      net_.profile().reset_after_execute_chance = 0;
+      note("the network is calm from now on: no late messages, no resets");
+    });
+  }
 
   std::vector<node_config> configs;
   for (std::uint32_t i = 0; i < nodes(); ++i) {

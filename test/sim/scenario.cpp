@@ -89,7 +89,8 @@ std::ostream& operator<<(std::ostream& os, const scenario& s) {
      << " sentinel-shaped), " << s.clients << " clients, " << s.resources
      << " resources, node_timeout " << s.node_timeout_ms << " ms, delays <= " << s.delay_high_us
      << " us, late " << s.late_permille << "/1000 up to " << s.late_most_ms
-     << " ms, reset after execute " << s.reset_after_execute_permille << "/1000\n";
+     << " ms, reset after execute " << s.reset_after_execute_permille
+     << "/1000, network calm after " << s.network_calm_ms << " ms (0: never)\n";
   os << "node drift (ppm):";
   for (auto d : s.node_drift_ppm)
     os << ' ' << d;
@@ -188,6 +189,9 @@ rc::Gen<scenario> scenario_generator(const scenario_space& space) {
           gen::set(&scenario::late_permille, late),
           gen::set(&scenario::late_most_ms, pick<std::uint32_t>({10, 100, 300})),
           gen::set(&scenario::reset_after_execute_permille, resets),
+          // Mostly network faults for a while, then calm, where liveness is judged again.
+          gen::set(&scenario::network_calm_ms,
+                   gen::weightedElement<std::uint32_t>({{1, 0}, {2, 5000}})),
           // The size bounds a container's length; the elements are drawn at the nominal size, where
           // rapidcheck's ranges are whole (it scales them down with the size).
           gen::set(&scenario::operations,

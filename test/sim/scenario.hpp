@@ -85,6 +85,9 @@ struct scenario {
   std::uint32_t late_permille = 0;    // chance of a late message, per mille
   std::uint32_t late_most_ms = 0;     // how late it may be
   std::uint32_t reset_after_execute_permille = 0;
+  // Not 0: late messages and resets after execution stop at this instant, so that the rest of the
+  // run can be judged for promptness (checkers.hpp, calm_from); 0: they go on to the end.
+  std::uint32_t network_calm_ms = 0;
   std::vector<operation> operations;
   std::vector<fault> faults;
 
