@@ -1,5 +1,6 @@
 #include "sim/runner.hpp"
 
+#include "algo/hash_slot.hpp"
 #include "redlock/client.hpp"
 #include "redlock/mutex.hpp"
 #include "redlock/rw_lock.hpp"
@@ -127,8 +128,14 @@ class run {
     std::string master_name;
     // What the replica had received at a lagging failover's cut-off.
     std::optional<keyspace> replicated;
+    // A cluster-shaped node: its shards' masters (the first is `master`) and their slots.
+    std::vector<sim_node*> shards;
+    std::shared_ptr<cluster_map> cluster;
   };
   void failover(std::uint32_t index, bool lagging);
+  void reshard(std::uint32_t index, const std::string& name);
+  // The servers that hold node `index`'s keys: its master, or every shard master of a cluster.
+  std::vector<sim_node*> data_servers(std::uint32_t index) const;
 
   const scenario& s_;
   const run_options& options_;
@@ -183,6 +190,26 @@ void run::set_up() {
       config.host = sentinel.host;
       config.port = sentinel.port;
       config.sentinel_master = slot.master_name;
+    } else if (i < s_.sentinel_nodes + s_.cluster_nodes) {
+      // Two masters of half the slots each, on one machine's clock (keys keep their expiry when
+      // a slot moves).
+      sim_node& second =
+          net_.add_node(fmt::format("n{}b", i), static_cast<std::uint16_t>(7300 + i));
+      second.rate = node.rate;
+      slot.cluster = std::make_shared<cluster_map>();
+      slot.shards = {&node, &second};
+      for (std::size_t k = 0; k < slot.shards.size(); ++k) {
+        const sim_node& shard = *slot.shards[k];
+        const auto first = static_cast<std::uint16_t>(k * 8192);
+        slot.cluster->shards.push_back({shard.host,
+                                        shard.port,
+                                        std::string(40, static_cast<char>('a' + k)),
+                                        {{first, static_cast<std::uint16_t>(first + 8191)}}});
+      }
+      for (sim_node* shard : slot.shards)
+        shard->server->join_cluster(slot.cluster, shard->host, shard->port);
+      config.kind = node_kind::cluster;
+      config.seeds = {fmt::format("{}:{}", second.host, second.port)};
     }
     slots_.push_back(std::move(slot));
     configs.push_back(config);
@@ -223,6 +250,34 @@ void run::failover(std::uint32_t index, bool lagging) {
   if (lagging) h_.losses.push_back({index, world::now(), true});
 }
 
+void run::reshard(std::uint32_t index, const std::string& name) {
+  node_slot& slot = slots_[index];
+  const std::uint16_t hash = detail::hash_slot(name);
+  const cluster_map::shard* owner = slot.cluster->owner_of(hash);
+  if (owner == nullptr) return;
+  const auto from = static_cast<std::size_t>(owner - slot.cluster->shards.data());
+  const std::size_t to = 1 - from;
+  // The keys go with their slot at once (a migration without its ASK phase).
+  sim_node& source = *slot.shards[from];
+  sim_node& target = *slot.shards[to];
+  const auto now_ms = source.now_us() / 1000;
+  auto& keys = source.server->keys();
+  for (const auto& key : keys.live_keys(now_ms)) {
+    if (detail::hash_slot(key) != hash) continue;
+    if (stored_value* v = keys.find(key, now_ms)) target.server->keys().assign(key, *v);
+    keys.erase(key);
+  }
+  slot.cluster->move_slot(hash, to);
+  source.server->slot_moved_away(hash);
+  note(fmt::format("slot {} (of {}) moved from {} to {}", hash, name, source.host, target.host));
+}
+
+std::vector<sim_node*> run::data_servers(std::uint32_t index) const {
+  const node_slot& slot = slots_[index];
+  if (!slot.shards.empty()) return slot.shards;
+  return {slot.master};
+}
+
 void run::schedule_faults() {
   for (const fault& f : s_.faults) {
     const auto at = detail::lock_clock::epoch() + milliseconds(f.at_ms);
@@ -234,7 +289,9 @@ void run::schedule_faults() {
                 [this, index] { slots_[index].replicated = slots_[index].master->server->keys(); });
     }
     world_.at(at, [this, f] {
-      sim_node& node = *slots_[f.node % nodes()].master;
+      const node_slot& slot = slots_[f.node % nodes()];
+      // On a cluster-shaped node, one of its shards.
+      sim_node& node = slot.shards.empty() ? *slot.master : *slot.shards[f.at_ms % 2];
       const std::uint32_t client = f.client % clients();
       const auto how_long = milliseconds(f.duration_ms);
       note(fmt::format("fault: {}", fmt::streamed(f)));
@@ -283,6 +340,13 @@ void run::schedule_faults() {
           if (s_.sentinel_nodes == 0) break;  // no node is sentinel-shaped
           failover(f.node % std::min(s_.sentinel_nodes, nodes()), f.duration_ms > 0);
           break;
+        case fault_kind::reshard: {
+          if (s_.cluster_nodes == 0) break;  // no node is cluster-shaped
+          static constexpr const char* kinds[] = {"r", "w", "s"};
+          reshard(s_.sentinel_nodes + f.node % s_.cluster_nodes,
+                  fmt::format("{}{}", kinds[f.client % 3], f.duration_ms % resources()));
+          break;
+        }
       }
     });
   }
@@ -470,12 +534,13 @@ void run::acquired(std::size_t hold_index, const lease& l) {
     // All or nothing on each node: the set's keys (its resources' own lock keys) hold its token on
     // a node together or not at all.
     for (std::uint32_t i = 0; i < nodes(); ++i) {
-      sim_node& node = *slots_[i].master;
-      const auto now_ms = node.now_us() / 1000;
       std::size_t ours = 0;
-      for (const auto& resource : h.resources) {
-        stored_value* v = node.server->keys().find(resource, now_ms);
-        if (v && v->is_string() && v->text() == h.token) ++ours;
+      for (sim_node* server : data_servers(i)) {
+        const auto now_ms = server->now_us() / 1000;
+        for (const auto& resource : h.resources) {
+          stored_value* v = server->server->keys().find(resource, now_ms);
+          if (v && v->is_string() && v->text() == h.token) ++ours;
+        }
       }
       if (ours != 0 && ours != h.resources.size()) {
         h.partial_sets.push_back(fmt::format("n{}: {} of {} keys", i, ours, h.resources.size()));
@@ -551,11 +616,12 @@ void run::for_each_live_key(
     const std::function<void(std::uint32_t node, const std::string& key, stored_value& value,
                              std::int64_t now_ms)>& visit) {
   for (std::uint32_t i = 0; i < nodes(); ++i) {
-    sim_node& node = *slots_[i].master;
-    const auto now_ms = node.now_us() / 1000;
-    auto& keys = node.server->keys();
-    for (const auto& key : keys.live_keys(now_ms)) {
-      if (stored_value* v = keys.find(key, now_ms)) visit(i, key, *v, now_ms);
+    for (sim_node* server : data_servers(i)) {
+      const auto now_ms = server->now_us() / 1000;
+      auto& keys = server->server->keys();
+      for (const auto& key : keys.live_keys(now_ms)) {
+        if (stored_value* v = keys.find(key, now_ms)) visit(i, key, *v, now_ms);
+      }
     }
   }
 }

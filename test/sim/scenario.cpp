@@ -46,6 +46,8 @@ const char* to_string(fault_kind kind) noexcept {
       return "shutdown_client";
     case fault_kind::failover:
       return "failover";
+    case fault_kind::reshard:
+      return "reshard";
   }
   return "?";
 }
@@ -86,10 +88,10 @@ std::ostream& operator<<(std::ostream& os, const fault& f) {
 
 std::ostream& operator<<(std::ostream& os, const scenario& s) {
   os << "seed " << s.seed << ", " << s.nodes << " nodes (" << s.sentinel_nodes
-     << " sentinel-shaped), " << s.clients << " clients, " << s.resources
-     << " resources, node_timeout " << s.node_timeout_ms << " ms, delays <= " << s.delay_high_us
-     << " us, late " << s.late_permille << "/1000 up to " << s.late_most_ms
-     << " ms, reset after execute " << s.reset_after_execute_permille
+     << " sentinel-shaped, " << s.cluster_nodes << " cluster-shaped), " << s.clients << " clients, "
+     << s.resources << " resources, node_timeout " << s.node_timeout_ms
+     << " ms, delays <= " << s.delay_high_us << " us, late " << s.late_permille << "/1000 up to "
+     << s.late_most_ms << " ms, reset after execute " << s.reset_after_execute_permille
      << "/1000, network calm after " << s.network_calm_ms << " ms (0: never)\n";
   os << "node drift (ppm):";
   for (auto d : s.node_drift_ppm)
@@ -156,11 +158,12 @@ rc::Gen<scenario> scenario_generator(const scenario_space& space) {
   const auto resets = space.network_faults
                           ? gen::weightedElement<std::uint32_t>({{3, 0}, {1, 5}, {1, 20}})
                           : gen::just<std::uint32_t>(0);
-  // No more sentinel-shaped nodes than nodes. And a node_timeout shorter than the network's round
-  // trip would be a misconfiguration, not a fault: every request would time out, and the runs
-  // without faults could not judge promptness.
+  // No more sentinel- and cluster-shaped nodes than nodes. And a node_timeout shorter than the
+  // network's round trip would be a misconfiguration, not a fault: every request would time out,
+  // and the runs without faults could not judge promptness.
   const auto consistent = [](scenario s) {
     s.sentinel_nodes = std::min(s.sentinel_nodes, s.nodes);
+    s.cluster_nodes = std::min(s.cluster_nodes, s.nodes - s.sentinel_nodes);
     const std::uint32_t round_trip_ms = 2 * s.delay_high_us / 1000;
     if (s.node_timeout_ms == 0) s.node_timeout_ms = 1;
     while (s.node_timeout_ms < 2 * round_trip_ms)
@@ -173,6 +176,8 @@ rc::Gen<scenario> scenario_generator(const scenario_space& space) {
           gen::set(&scenario::nodes, gen::weightedElement<std::uint32_t>({{1, 1}, {2, 3}, {4, 5}})),
           // Mostly standalone servers; sometimes one node, sometimes every node, behind sentinels.
           gen::set(&scenario::sentinel_nodes,
+                   gen::weightedElement<std::uint32_t>({{4, 0}, {1, 1}, {1, 5}})),
+          gen::set(&scenario::cluster_nodes,
                    gen::weightedElement<std::uint32_t>({{4, 0}, {1, 1}, {1, 5}})),
           gen::set(&scenario::clients, gen::inRange<std::uint32_t>(1, 5)),
           // Often one lock for everybody: contention, waiting across clients, hand-offs.

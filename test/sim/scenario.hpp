@@ -60,6 +60,10 @@ enum class fault_kind : std::uint8_t {
   // `duration_ms` earlier (0: a replica that had everything); the former master turns replica
   // (keeping its connections, which READONLY answers) and the sentinel announces +switch-master.
   failover,
+  // On a cluster-shaped node: the hash slot of one resource's keys (picked by `client`) moves to
+  // the other shard with its keys, at once; the former owner answers MOVED, and its shard
+  // channels' subscribers are unsubscribed.
+  reshard,
 };
 const char* to_string(fault_kind kind) noexcept;
 
@@ -77,6 +81,9 @@ struct scenario {
   // The first this many nodes are sentinel-shaped: a master and a replica, and a sentinel that
   // names the master (node_kind::sentinel); the others are standalone servers.
   std::uint32_t sentinel_nodes = 0;
+  // The next this many are cluster-shaped: a Redis Cluster of two masters, each serving half the
+  // slots (node_kind::cluster).
+  std::uint32_t cluster_nodes = 0;
   std::uint32_t clients = 3;
   std::uint32_t resources = 2;
   std::vector<std::int32_t> node_drift_ppm;  // each node's clock rate, in parts per million
@@ -105,10 +112,11 @@ struct scenario_space {
   std::vector<op_kind> kinds{op_kind::lock,     op_kind::try_lock,  op_kind::with_lock,
                              op_kind::mutex,    op_kind::semaphore, op_kind::rw_read,
                              op_kind::rw_write, op_kind::set};
-  std::vector<fault_kind> faults{
-      fault_kind::pause,        fault_kind::restart_delayed, fault_kind::restart_at_once,
-      fault_kind::partition,    fault_kind::reset_links,     fault_kind::script_flush,
-      fault_kind::stall_client, fault_kind::shutdown_client, fault_kind::failover};
+  std::vector<fault_kind> faults{fault_kind::pause,           fault_kind::restart_delayed,
+                                 fault_kind::restart_at_once, fault_kind::partition,
+                                 fault_kind::reset_links,     fault_kind::script_flush,
+                                 fault_kind::stall_client,    fault_kind::shutdown_client,
+                                 fault_kind::failover,        fault_kind::reshard};
   std::uint32_t most_operations = 200;  // about 100 a history
   std::uint32_t most_faults = 4;
   bool network_faults = true;  // late messages, resets after execution

@@ -5,12 +5,14 @@
 // parses. (How closely it matches a real server is
 // model_conformance's business, in the integration suite.)
 
+#include "algo/hash_slot.hpp"
 #include "lock/scripts.hpp"
 #include "resp/parser.hpp"
 #include "sim/model/server.hpp"
 
 #define BOOST_TEST_MODULE redlock_sim_model_tests
 #include <boost/test/unit_test.hpp>
+#include <fmt/format.h>
 
 #include <string>
 #include <vector>
@@ -159,6 +161,38 @@ BOOST_AUTO_TEST_CASE(a_failover_turns_the_master_replica_and_the_sentinel_announ
   BOOST_TEST_REQUIRE(got.size() == 3u);  // HELLO's map, the subscription, the announcement
   BOOST_TEST(got[2].elements.at(2).text == "m0 n0 7000 n0r 7100");
   sentinel.close(subscriber);
+}
+
+BOOST_AUTO_TEST_CASE(a_cluster_master_redirects_and_a_moved_slot_unsubscribes_its_channels) {
+  auto map = std::make_shared<redlock::sim::cluster_map>();
+  map->shards.push_back({"a", 7000, std::string(40, 'a'), {{0, 8191}}});
+  map->shards.push_back({"b", 7001, std::string(40, 'b'), {{8192, 16383}}});
+  model_server a("a");
+  a.join_cluster(map, "a", 7000);
+  const std::uint16_t slot = redlock::detail::hash_slot("r");
+  const bool ours = slot <= 8191;
+  const std::string key = ours ? "r" : "x";  // whichever of the two hashes to shard a
+  BOOST_TEST_REQUIRE(redlock::detail::hash_slot(key) <= 8191);
+  BOOST_TEST(run(a, {"SET", key, "tokA"}).text == "OK");
+  BOOST_TEST(run(a, {"DEL", key, "{other}"}).error_code_word() == "CROSSSLOT");
+
+  std::string subscriber_bytes;
+  auto& subscriber = a.open([&](std::string bytes) { subscriber_bytes += bytes; });
+  subscriber.receive("*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n", start_us);
+  subscriber.receive(fmt::format("*2\r\n$10\r\nSSUBSCRIBE\r\n${}\r\n{}\r\n", key.size(), key),
+                     start_us);
+  const std::uint16_t key_slot = redlock::detail::hash_slot(key);
+  map->move_slot(key_slot, 1);
+  a.slot_moved_away(key_slot);
+  const auto moved = run(a, {"GET", key});
+  BOOST_TEST(moved.text == fmt::format("MOVED {} b:7001", key_slot));
+  const auto got = replies_in(subscriber_bytes);
+  BOOST_TEST_REQUIRE(got.size() == 3u);  // HELLO's map, the subscription, the unsubscription
+  BOOST_TEST(got[2].elements.at(0).text == "sunsubscribe");
+  BOOST_TEST(map->owner_of(key_slot)->port == 7001);
+  BOOST_TEST(map->owner_of(static_cast<std::uint16_t>(key_slot == 0 ? 1 : key_slot - 1))->port ==
+             7000);
+  a.close(subscriber);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

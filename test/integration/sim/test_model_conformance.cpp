@@ -11,6 +11,7 @@
 #include "lock/scripts.hpp"
 #include "resp/value.hpp"
 #include "sim/model/server.hpp"
+#include "support/redis_cluster.hpp"
 #include "support/redis_fixture_helpers.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/redis_sentinel.hpp"
@@ -23,6 +24,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -371,6 +373,88 @@ BOOST_AUTO_TEST_CASE(a_replica_and_a_sentinel_answer_as_the_model_says) {
              mode(model_sentinel.execute(nullptr, hello, wall_us())));
   BOOST_TEST(mode(replica.command({"HELLO", "3"})) ==
              mode(model.execute(nullptr, hello, wall_us())));
+}
+
+// The cluster-shaped nodes of the simulation: a master of a cluster redirects a key of another
+// shard's slot (MOVED, with the slot and the owner's address) and refuses keys of several slots
+// (CROSSSLOT) as a real one does, runs the rest as a standalone server, and describes the shards
+// in CLUSTER SHARDS as the library reads them.
+BOOST_AUTO_TEST_CASE(a_cluster_master_redirects_as_the_model_says) {
+  redlock::test::redis_cluster cluster(2, 0);
+  auto map = std::make_shared<sim::cluster_map>();
+  for (std::size_t shard = 0; shard < 2; ++shard) {
+    const auto first = static_cast<std::uint16_t>(shard * 8192);
+    BOOST_TEST_REQUIRE(cluster.master_of_slot(first) == cluster.master(shard));
+    BOOST_TEST_REQUIRE(cluster.master_of_slot(first + 8191u) == cluster.master(shard));
+    map->shards.push_back({"127.0.0.1",
+                           cluster.master_port(shard),
+                           std::string(40, static_cast<char>('a' + shard)),
+                           {{first, static_cast<std::uint16_t>(first + 8191)}}});
+  }
+  sync_client real(cluster.master_port(0));
+  sim::model_server model("shard0");
+  model.join_cluster(map, "127.0.0.1", cluster.master_port(0));
+  for (const auto* s : {&redlock::detail::release_script(), &redlock::detail::extend_script()}) {
+    real.command({"SCRIPT", "LOAD", s->source()});
+    model.execute(nullptr, std::vector<std::string>{"SCRIPT", "LOAD", s->source()}, wall_us());
+  }
+  sequence_maker maker(11);
+  std::size_t moved = 0;
+  std::size_t cross_slot = 0;
+  for (int i = 0; i < 300; ++i) {
+    auto command = maker.next();
+    std::vector<std::string_view> words(command.begin(), command.end());
+    const resp::value from_redis = real.command(words);
+    const resp::value from_model = model.execute(nullptr, command, wall_us());
+    moved += from_redis.is_error() && from_redis.error_code_word() == "MOVED";
+    cross_slot += from_redis.is_error() && from_redis.error_code_word() == "CROSSSLOT";
+    BOOST_TEST_INFO(fmt::format("command{}\n  redis: {}\n  model: {}", show(command),
+                                resp::to_debug_string(from_redis),
+                                resp::to_debug_string(from_model)));
+    BOOST_TEST(same_reply(from_redis, from_model, command[0] == "TIME"));
+    if (maker.wants_pause()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      maker.clear_pause();
+    }
+  }
+  BOOST_TEST(moved > 20);
+  BOOST_TEST(cross_slot > 0);
+
+  // CLUSTER SHARDS: each shard's slots and its master's port, whatever their order.
+  const auto shards_of = [](const resp::value& reply) {
+    std::set<std::pair<std::string, std::string>> out;
+    for (const auto& shard : reply.elements) {
+      std::string slots;
+      std::string port;
+      for (std::size_t i = 0; i + 1 < shard.elements.size(); i += 2) {
+        const auto& value = shard.elements[i + 1];
+        if (shard.elements[i].text == "slots") {
+          for (const auto& bound : value.elements)
+            slots += std::to_string(bound.integer) + " ";
+        }
+        if (shard.elements[i].text != "nodes") continue;
+        for (const auto& node : value.elements) {
+          for (std::size_t j = 0; j + 1 < node.elements.size(); j += 2) {
+            if (node.elements[j].text == "port")
+              port = std::to_string(node.elements[j + 1].integer);
+          }
+        }
+      }
+      out.emplace(slots, port);
+    }
+    return out;
+  };
+  const std::vector<std::string> shards_command{"CLUSTER", "SHARDS"};
+  BOOST_TEST(shards_of(real.command({"CLUSTER", "SHARDS"})) ==
+             shards_of(model.execute(nullptr, shards_command, wall_us())));
+  const std::vector<std::string> hello{"HELLO", "3"};
+  const auto mode = [](const resp::value& reply) {
+    for (std::size_t i = 0; i + 1 < reply.elements.size(); i += 2) {
+      if (reply.elements[i].text == "mode") return reply.elements[i + 1].text;
+    }
+    return std::string("(none)");
+  };
+  BOOST_TEST(mode(real.command({"HELLO", "3"})) == mode(model.execute(nullptr, hello, wall_us())));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

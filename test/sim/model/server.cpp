@@ -1,5 +1,7 @@
 #include "sim/model/server.hpp"
 
+#include "algo/hash_slot.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -136,6 +138,111 @@ void model_server::lose_everything() {
   scripts_.flush();
 }
 
+const cluster_map::shard* cluster_map::owner_of(std::uint16_t slot) const noexcept {
+  for (const auto& s : shards) {
+    for (const auto& [first, last] : s.ranges) {
+      if (first <= slot && slot <= last) return &s;
+    }
+  }
+  return nullptr;
+}
+
+void cluster_map::move_slot(std::uint16_t slot, std::size_t to) {
+  for (auto& s : shards) {
+    std::vector<std::pair<std::uint16_t, std::uint16_t>> kept;
+    for (const auto& [first, last] : s.ranges) {
+      if (slot < first || last < slot) {
+        kept.emplace_back(first, last);
+        continue;
+      }
+      if (first < slot) kept.emplace_back(first, static_cast<std::uint16_t>(slot - 1));
+      if (slot < last) kept.emplace_back(static_cast<std::uint16_t>(slot + 1), last);
+    }
+    s.ranges = std::move(kept);
+  }
+  shards.at(to).ranges.emplace_back(slot, slot);
+}
+
+void model_server::join_cluster(std::shared_ptr<const cluster_map> map, std::string host,
+                                std::uint16_t port) {
+  cluster_ = std::move(map);
+  cluster_host_ = std::move(host);
+  cluster_port_ = port;
+}
+
+void model_server::slot_moved_away(std::uint16_t slot) {
+  for (session& s : sessions_) {
+    std::vector<std::string> gone;
+    for (const auto& channel : s.shard_channels_) {
+      if (detail::hash_slot(channel) == slot) gone.push_back(channel);
+    }
+    for (const auto& channel : gone) {
+      s.shard_channels_.erase(channel);
+      resp::value m =
+          aggregate(resp::type::push, {bulk_reply("sunsubscribe"), bulk_reply(channel),
+                                       integer_reply(static_cast<std::int64_t>(
+                                           s.channels_.size() + s.shard_channels_.size()))});
+      if (!s.resp3_) m.kind = resp::type::array;
+      s.push(m);
+    }
+  }
+}
+
+std::optional<resp::value> model_server::cluster_refusal(const std::string& name,
+                                                         std::span<const std::string> args) const {
+  std::vector<std::string_view> keys;
+  if (name == "del" || name == "exists" || name == "ssubscribe") {
+    for (std::size_t i = 1; i < args.size(); ++i)
+      keys.push_back(args[i]);
+  } else if (name == "eval" || name == "evalsha") {
+    std::int64_t count = 0;
+    if (args.size() >= 3 && parse_integer(args[2], count) && count > 0 &&
+        args.size() >= 3 + static_cast<std::size_t>(count)) {
+      for (std::size_t i = 0; i < static_cast<std::size_t>(count); ++i)
+        keys.push_back(args[3 + i]);
+    }
+  } else if ((is_data_command(name) && name != "time" && name != "ping" && name != "publish") ||
+             name == "spublish") {
+    if (args.size() >= 2) keys.push_back(args[1]);
+  }
+  if (keys.empty()) return std::nullopt;
+  const std::uint16_t slot = detail::hash_slot(keys.front());
+  for (const auto key : keys) {
+    if (detail::hash_slot(key) != slot) {
+      return error_reply("CROSSSLOT Keys in request don't hash to the same slot");
+    }
+  }
+  const cluster_map::shard* owner = cluster_->owner_of(slot);
+  if (owner == nullptr) return error_reply("CLUSTERDOWN Hash slot not served");
+  if (owner->host == cluster_host_ && owner->port == cluster_port_) return std::nullopt;
+  return error_reply(fmt::format("MOVED {} {}:{}", slot, owner->host, owner->port));
+}
+
+resp::value model_server::cluster_command(std::span<const std::string> args) {
+  if (args.size() == 2 && lower_case(args[1]) == "shards") {
+    std::vector<resp::value> shards;
+    for (const auto& s : cluster_->shards) {
+      std::vector<resp::value> slots;
+      for (const auto& [first, last] : s.ranges) {
+        slots.push_back(integer_reply(first));
+        slots.push_back(integer_reply(last));
+      }
+      resp::value node = aggregate(
+          resp::type::map,
+          {bulk_reply("id"), bulk_reply(s.id), bulk_reply("port"), integer_reply(s.port),
+           bulk_reply("ip"), bulk_reply(s.host), bulk_reply("endpoint"), bulk_reply(s.host),
+           bulk_reply("role"), bulk_reply("master"), bulk_reply("replication-offset"),
+           integer_reply(0), bulk_reply("health"), bulk_reply("online")});
+      shards.push_back(aggregate(
+          resp::type::map, {bulk_reply("slots"), aggregate(resp::type::array, std::move(slots)),
+                            bulk_reply("nodes"), aggregate(resp::type::array, {std::move(node)})}));
+    }
+    return aggregate(resp::type::array, std::move(shards));
+  }
+  return error_reply(fmt::format("ERR unknown subcommand '{}'. Try CLUSTER HELP.",
+                                 args.size() > 1 ? args[1] : ""));
+}
+
 void model_server::become_replica_of(std::string host, std::uint16_t port) {
   role_ = server_role::replica;
   master_host_ = std::move(host);
@@ -227,6 +334,10 @@ resp::value model_server::execute(session* s, std::span<const std::string> args,
           fmt::format("ERR unknown command '{}', with args beginning with: ", args[0]));
     }
   }
+  if (cluster_) {
+    if (name == "cluster") return cluster_command(args);
+    if (auto refusal = cluster_refusal(name, args)) return *refusal;
+  }
   command_context at;
   at.now_us = now_us;
   at.resp3 = s && s->resp3_;
@@ -257,9 +368,11 @@ resp::value model_server::connection_command(session* s, std::span<const std::st
         {bulk_reply("server"), bulk_reply("redis"), bulk_reply("version"), bulk_reply("7.0.15"),
          bulk_reply("proto"), integer_reply(s && s->resp3_ ? 3 : 2), bulk_reply("id"),
          integer_reply(s ? static_cast<std::int64_t>(s->id_) : 0), bulk_reply("mode"),
-         bulk_reply(role_ == server_role::sentinel ? "sentinel" : "standalone"), bulk_reply("role"),
-         bulk_reply(role_ == server_role::replica ? "replica" : "master"), bulk_reply("modules"),
-         aggregate(resp::type::array, {})});
+         bulk_reply(role_ == server_role::sentinel ? "sentinel"
+                    : cluster_                     ? "cluster"
+                                                   : "standalone"),
+         bulk_reply("role"), bulk_reply(role_ == server_role::replica ? "replica" : "master"),
+         bulk_reply("modules"), aggregate(resp::type::array, {})});
   }
   if (name == "client") {
     if (args.size() < 2) return arity();

@@ -18,10 +18,13 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace redlock::sim {
 
@@ -58,6 +61,24 @@ class session {
   std::string name_;
   std::set<std::string, std::less<>> channels_;
   std::set<std::string, std::less<>> shard_channels_;
+};
+
+// The shards of one model Redis Cluster: each master's address and the slot ranges it serves.
+// Shared by the cluster's servers, which answer CLUSTER SHARDS from it and redirect a key whose
+// slot another master serves (MOVED).
+struct cluster_map {
+  struct shard {
+    std::string host;
+    std::uint16_t port = 0;
+    std::string id;  // 40 characters, as a node id is
+    std::vector<std::pair<std::uint16_t, std::uint16_t>> ranges;
+  };
+  std::vector<shard> shards;
+
+  // The shard serving `slot`; nullptr when none does.
+  const shard* owner_of(std::uint16_t slot) const noexcept;
+  // Moves `slot` to shards[to] (its ranges split where needed).
+  void move_slot(std::uint16_t slot, std::size_t to);
 };
 
 // What a model server is: a master, a replica (writes refused with READONLY, ROLE says "slave"), or
@@ -97,6 +118,14 @@ class model_server {
   // A sentinel's side: `name` is monitored at host:port (SENTINEL GET-MASTER-ADDR-BY-NAME and
   // SENTINEL MASTER answer it); switch_master() moves it and publishes +switch-master.
   void monitor(std::string name, std::string host, std::uint16_t port, std::int64_t now_us);
+
+  // A master of a cluster, reached at host:port: HELLO says mode "cluster", CLUSTER SHARDS
+  // describes `map`, and a command whose keys are in another shard's slot is answered MOVED (in
+  // several slots: CROSSSLOT).
+  void join_cluster(std::shared_ptr<const cluster_map> map, std::string host, std::uint16_t port);
+  // The slot left this server (a resharding): its shard channels' subscribers are told
+  // (sunsubscribe), as Redis 7 does.
+  void slot_moved_away(std::uint16_t slot);
   void switch_master(const std::string& name, std::string host, std::uint16_t port,
                      std::int64_t now_us);
 
@@ -108,6 +137,10 @@ class model_server {
   std::int64_t publish(std::string_view channel, std::string_view message, bool sharded);
   resp::value connection_command(session* s, std::span<const std::string> args);
   resp::value sentinel_command(std::span<const std::string> args, std::int64_t now_us);
+  resp::value cluster_command(std::span<const std::string> args);
+  // MOVED or CROSSSLOT when the command's keys are not all in one slot of this server.
+  std::optional<resp::value> cluster_refusal(const std::string& name,
+                                             std::span<const std::string> args) const;
 
   struct monitored_master {
     std::string host;
@@ -121,6 +154,9 @@ class model_server {
   std::string master_host_;  // a replica's master
   std::uint16_t master_port_ = 0;
   std::map<std::string, monitored_master, std::less<>> monitored_;
+  std::shared_ptr<const cluster_map> cluster_;
+  std::string cluster_host_;
+  std::uint16_t cluster_port_ = 0;
   keyspace keys_;
   script_engine scripts_;
   std::list<session> sessions_;
