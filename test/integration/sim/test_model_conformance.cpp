@@ -249,7 +249,12 @@ std::string show(const std::vector<std::string>& command) {
   std::string out;
   for (const auto& word : command) {
     out += ' ';
-    out += word.size() > 40 ? word.substr(0, 37) + "..." : word;
+    if (word.size() <= 40) {
+      out += word;
+    } else {
+      out.append(word, 0, 37);
+      out += "...";
+    }
   }
   return out;
 }
@@ -344,7 +349,7 @@ BOOST_AUTO_TEST_CASE(a_replica_and_a_sentinel_answer_as_the_model_says) {
   sync_client sentinel(group.sentinel_port(0));
   sim::model_server model_sentinel("sentinel", sim::server_role::sentinel);
   model_sentinel.monitor(options.master_name, "127.0.0.1", master_port, wall_us());
-  for (const std::vector<std::string> command :
+  for (const std::vector<std::string>& command :
        {std::vector<std::string>{"SENTINEL", "GET-MASTER-ADDR-BY-NAME", options.master_name},
         std::vector<std::string>{"SENTINEL", "GET-MASTER-ADDR-BY-NAME", "nobody"},
         std::vector<std::string>{"SENTINEL", "MASTER", "nobody"}}) {
