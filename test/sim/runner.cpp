@@ -131,9 +131,12 @@ class run {
     // A cluster-shaped node: its shards' masters (the first is `master`) and their slots.
     std::vector<sim_node*> shards;
     std::shared_ptr<cluster_map> cluster;
+    // What each shard's replica had received at a lagging failover's cut-off.
+    std::vector<std::optional<keyspace>> shard_replicated{2};
   };
   void failover(std::uint32_t index, bool lagging);
   void reshard(std::uint32_t index, const std::string& name);
+  void shard_failover(std::uint32_t index, std::size_t shard, bool lagging);
   // The servers that hold node `index`'s keys: its master, or every shard master of a cluster.
   std::vector<sim_node*> data_servers(std::uint32_t index) const;
 
@@ -143,6 +146,7 @@ class run {
   world world_;
   network net_;
   std::vector<node_slot> slots_;
+  std::uint16_t shard_failovers_ = 0;
   std::vector<std::unique_ptr<redlock::client>> clients_;
   std::vector<bool> shut_down_;
   std::size_t scripts_running_ = 0;
@@ -272,6 +276,30 @@ void run::reshard(std::uint32_t index, const std::string& name) {
   note(fmt::format("slot {} (of {}) moved from {} to {}", hash, name, source.host, target.host));
 }
 
+void run::shard_failover(std::uint32_t index, std::size_t shard, bool lagging) {
+  node_slot& slot = slots_[index];
+  sim_node& former = *slot.shards[shard];
+  ++shard_failovers_;
+  sim_node& promoted = net_.add_node(fmt::format("{}f{}", former.host, shard_failovers_),
+                                     static_cast<std::uint16_t>(7400 + shard_failovers_));
+  promoted.rate = former.rate;
+  promoted.server->keys() =
+      lagging ? slot.shard_replicated[shard].value_or(keyspace{}) : former.server->keys();
+  promoted.server->join_cluster(slot.cluster, promoted.host, promoted.port);
+  auto& entry = slot.cluster->shards[shard];
+  entry.host = promoted.host;
+  entry.port = promoted.port;
+  entry.id = fmt::format("{:040}", shard_failovers_);
+  former.server->become_replica_of(promoted.host, promoted.port);
+  former.server->all_slots_moved_away();
+  slot.shards[shard] = &promoted;
+  if (shard == 0) slot.master = &promoted;
+  note(fmt::format("shard {} of node {} failed over from {} to {}", shard, index, former.host,
+                   promoted.host));
+  // The writes the replica had not received are lost, as by a restart that comes back at once.
+  if (lagging) h_.losses.push_back({index, world::now(), true});
+}
+
 std::vector<sim_node*> run::data_servers(std::uint32_t index) const {
   const node_slot& slot = slots_[index];
   if (!slot.shards.empty()) return slot.shards;
@@ -287,6 +315,14 @@ void run::schedule_faults() {
       const std::uint32_t index = f.node % std::min(s_.sentinel_nodes, nodes());
       world_.at(cut,
                 [this, index] { slots_[index].replicated = slots_[index].master->server->keys(); });
+    }
+    if (f.kind == fault_kind::shard_failover && s_.cluster_nodes > 0 && f.duration_ms > 0) {
+      const auto cut = at - std::min(milliseconds(f.duration_ms), milliseconds(f.at_ms));
+      const std::uint32_t index = s_.sentinel_nodes + f.node % s_.cluster_nodes;
+      const std::size_t shard = f.client % 2;
+      world_.at(cut, [this, index, shard] {
+        slots_[index].shard_replicated[shard] = slots_[index].shards[shard]->server->keys();
+      });
     }
     world_.at(at, [this, f] {
       const node_slot& slot = slots_[f.node % nodes()];
@@ -347,6 +383,11 @@ void run::schedule_faults() {
                   fmt::format("{}{}", kinds[f.client % 3], f.duration_ms % resources()));
           break;
         }
+        case fault_kind::shard_failover:
+          if (s_.cluster_nodes == 0) break;  // no node is cluster-shaped
+          shard_failover(s_.sentinel_nodes + f.node % s_.cluster_nodes, f.client % 2,
+                         f.duration_ms > 0);
+          break;
       }
     });
   }

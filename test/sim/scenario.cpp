@@ -48,6 +48,8 @@ const char* to_string(fault_kind kind) noexcept {
       return "failover";
     case fault_kind::reshard:
       return "reshard";
+    case fault_kind::shard_failover:
+      return "shard_failover";
   }
   return "?";
 }

@@ -64,6 +64,11 @@ enum class fault_kind : std::uint8_t {
   // the other shard with its keys, at once; the former owner answers MOVED, and its shard
   // channels' subscribers are unsubscribed.
   reshard,
+  // On a cluster-shaped node: the master of shard `client` % 2 fails over to its replica (a new
+  // server at a new address) with every write, or with those up to `duration_ms` before (a
+  // lagging replica); the shards' map names the new master, and the former one, now its replica,
+  // redirects its slots there (MOVED) and drops its shard channels' subscribers.
+  shard_failover,
 };
 const char* to_string(fault_kind kind) noexcept;
 
@@ -112,11 +117,11 @@ struct scenario_space {
   std::vector<op_kind> kinds{op_kind::lock,     op_kind::try_lock,  op_kind::with_lock,
                              op_kind::mutex,    op_kind::semaphore, op_kind::rw_read,
                              op_kind::rw_write, op_kind::set};
-  std::vector<fault_kind> faults{fault_kind::pause,           fault_kind::restart_delayed,
-                                 fault_kind::restart_at_once, fault_kind::partition,
-                                 fault_kind::reset_links,     fault_kind::script_flush,
-                                 fault_kind::stall_client,    fault_kind::shutdown_client,
-                                 fault_kind::failover,        fault_kind::reshard};
+  std::vector<fault_kind> faults{
+      fault_kind::pause,        fault_kind::restart_delayed, fault_kind::restart_at_once,
+      fault_kind::partition,    fault_kind::reset_links,     fault_kind::script_flush,
+      fault_kind::stall_client, fault_kind::shutdown_client, fault_kind::failover,
+      fault_kind::reshard,      fault_kind::shard_failover};
   std::uint32_t most_operations = 200;  // about 100 a history
   std::uint32_t most_faults = 4;
   bool network_faults = true;  // late messages, resets after execution

@@ -171,10 +171,20 @@ void model_server::join_cluster(std::shared_ptr<const cluster_map> map, std::str
 }
 
 void model_server::slot_moved_away(std::uint16_t slot) {
+  drop_shard_subscriptions(
+      [slot](const std::string& channel) { return detail::hash_slot(channel) == slot; });
+}
+
+void model_server::all_slots_moved_away() {
+  drop_shard_subscriptions([](const std::string&) { return true; });
+}
+
+void model_server::drop_shard_subscriptions(
+    const std::function<bool(const std::string& channel)>& gone_with_it) {
   for (session& s : sessions_) {
     std::vector<std::string> gone;
     for (const auto& channel : s.shard_channels_) {
-      if (detail::hash_slot(channel) == slot) gone.push_back(channel);
+      if (gone_with_it(channel)) gone.push_back(channel);
     }
     for (const auto& channel : gone) {
       s.shard_channels_.erase(channel);

@@ -126,6 +126,8 @@ class model_server {
   // The slot left this server (a resharding): its shard channels' subscribers are told
   // (sunsubscribe), as Redis 7 does.
   void slot_moved_away(std::uint16_t slot);
+  // Every slot left this server (its shard failed over to another master).
+  void all_slots_moved_away();
   void switch_master(const std::string& name, std::string host, std::uint16_t port,
                      std::int64_t now_us);
 
@@ -138,6 +140,9 @@ class model_server {
   resp::value connection_command(session* s, std::span<const std::string> args);
   resp::value sentinel_command(std::span<const std::string> args, std::int64_t now_us);
   resp::value cluster_command(std::span<const std::string> args);
+  // Unsubscribes (sunsubscribe pushed) the shard channels for which `gone_with_it` holds.
+  void drop_shard_subscriptions(
+      const std::function<bool(const std::string& channel)>& gone_with_it);
   // MOVED or CROSSSLOT when the command's keys are not all in one slot of this server.
   std::optional<resp::value> cluster_refusal(const std::string& name,
                                              std::span<const std::string> args) const;
