@@ -126,14 +126,16 @@ class run {
     sim_node* replica = nullptr;
     sim_node* sentinel = nullptr;
     std::string master_name;
-    // What the replica had received at a lagging failover's cut-off.
-    std::optional<keyspace> replicated;
     // A cluster-shaped node: its shards' masters (the first is `master`) and their slots.
     std::vector<sim_node*> shards;
     std::shared_ptr<cluster_map> cluster;
-    // What each shard's replica had received at a lagging failover's cut-off.
-    std::vector<std::optional<keyspace>> shard_replicated{2};
   };
+  // The master that failover fault `f` replaces, as the nodes stand now; nullptr for other faults
+  // and for shapes the run does not have.
+  const sim_node* failing_master(const fault& f) const;
+  // What a master's replica has when promoted: every write, or (lagging) what it had received at
+  // the fault's cut-off, and nothing if that master was not yet the master then.
+  keyspace promoted_keys(const sim_node& former, bool lagging) const;
   void failover(std::uint32_t index, bool lagging);
   void reshard(std::uint32_t index, const std::string& name);
   void shard_failover(std::uint32_t index, std::size_t shard, bool lagging);
@@ -147,6 +149,8 @@ class run {
   network net_;
   std::vector<node_slot> slots_;
   std::uint16_t shard_failovers_ = 0;
+  // What each lagging replica had received at its failover's cut-off, by the master it follows.
+  std::map<const sim_node*, keyspace> replica_copies_;
   std::vector<std::unique_ptr<redlock::client>> clients_;
   std::vector<bool> shut_down_;
   std::size_t scripts_running_ = 0;
@@ -241,8 +245,7 @@ void run::failover(std::uint32_t index, bool lagging) {
   node_slot& slot = slots_[index];
   sim_node& promoted = *slot.replica;
   // A full resync: the promoted replica has what it had received, and no scripts.
-  promoted.server->keys() =
-      lagging ? slot.replicated.value_or(keyspace{}) : slot.master->server->keys();
+  promoted.server->keys() = promoted_keys(*slot.master, lagging);
   promoted.server->scripts().flush();
   promoted.server->become_master();
   slot.master->server->become_replica_of(promoted.host, promoted.port);
@@ -283,8 +286,7 @@ void run::shard_failover(std::uint32_t index, std::size_t shard, bool lagging) {
   sim_node& promoted = net_.add_node(fmt::format("{}f{}", former.host, shard_failovers_),
                                      static_cast<std::uint16_t>(7400 + shard_failovers_));
   promoted.rate = former.rate;
-  promoted.server->keys() =
-      lagging ? slot.shard_replicated[shard].value_or(keyspace{}) : former.server->keys();
+  promoted.server->keys() = promoted_keys(former, lagging);
   promoted.server->join_cluster(slot.cluster, promoted.host, promoted.port);
   auto& entry = slot.cluster->shards[shard];
   entry.host = promoted.host;
@@ -306,22 +308,29 @@ std::vector<sim_node*> run::data_servers(std::uint32_t index) const {
   return {slot.master};
 }
 
+const sim_node* run::failing_master(const fault& f) const {
+  if (f.kind == fault_kind::failover && s_.sentinel_nodes > 0)
+    return slots_[f.node % std::min(s_.sentinel_nodes, nodes())].master;
+  if (f.kind == fault_kind::shard_failover && s_.cluster_nodes > 0)
+    return slots_[s_.sentinel_nodes + f.node % s_.cluster_nodes].shards[f.client % 2];
+  return nullptr;
+}
+
+keyspace run::promoted_keys(const sim_node& former, bool lagging) const {
+  if (!lagging) return former.server->keys();
+  const auto copy = replica_copies_.find(&former);
+  return copy == replica_copies_.end() ? keyspace{} : copy->second;
+}
+
 void run::schedule_faults() {
   for (const fault& f : s_.faults) {
     const auto at = detail::lock_clock::epoch() + milliseconds(f.at_ms);
-    if (f.kind == fault_kind::failover && s_.sentinel_nodes > 0 && f.duration_ms > 0) {
-      // The lagging replica's data: the master's, that long before the failover.
+    if (f.duration_ms > 0 && failing_master(f) != nullptr) {
+      // A lagging replica's data: its master's, that long before the failover.
       const auto cut = at - std::min(milliseconds(f.duration_ms), milliseconds(f.at_ms));
-      const std::uint32_t index = f.node % std::min(s_.sentinel_nodes, nodes());
-      world_.at(cut,
-                [this, index] { slots_[index].replicated = slots_[index].master->server->keys(); });
-    }
-    if (f.kind == fault_kind::shard_failover && s_.cluster_nodes > 0 && f.duration_ms > 0) {
-      const auto cut = at - std::min(milliseconds(f.duration_ms), milliseconds(f.at_ms));
-      const std::uint32_t index = s_.sentinel_nodes + f.node % s_.cluster_nodes;
-      const std::size_t shard = f.client % 2;
-      world_.at(cut, [this, index, shard] {
-        slots_[index].shard_replicated[shard] = slots_[index].shards[shard]->server->keys();
+      world_.at(cut, [this, f] {
+        const sim_node* master = failing_master(f);
+        replica_copies_[master] = master->server->keys();
       });
     }
     world_.at(at, [this, f] {
