@@ -60,7 +60,39 @@ scripts/bootstrap.sh --docs
 
 jobs="$(nproc 2>/dev/null || echo 2)"
 
+# Each stage prints when it began (minutes:seconds into the run); the run ends with a table of
+# what each stage took, so that a slow stage shows in every log. A stage that waits for a build
+# started in the background measures only the part of that build the previous stage did not hide.
+run_started=$SECONDS
+stage_names=()
+stage_seconds=()
+stage_name=""
+stage_started=0
+end_stage() {
+  [ -n "$stage_name" ] || return 0
+  stage_names+=("$stage_name")
+  stage_seconds+=($((SECONDS - stage_started)))
+  stage_name=""
+}
+stage() {
+  end_stage
+  stage_name="$1"
+  stage_started=$SECONDS
+  local at=$((SECONDS - run_started))
+  printf '== [%d:%02d] %s\n' $((at / 60)) $((at % 60)) "$1"
+}
+print_stage_times() {
+  end_stage
+  echo "== stage times"
+  local i
+  for i in "${!stage_names[@]}"; do
+    printf '  %-58s %5d s\n' "${stage_names[$i]}" "${stage_seconds[$i]}"
+  done
+  printf '  %-58s %5d s\n' "in all" $((SECONDS - run_started))
+}
+
 # Formatting first: it takes seconds, and a reformatted file in a failing build is noise.
+stage "checks: clang-format, links, include cycles"
 echo "== clang-format check"
 find include src test examples bench tools -name '*.cpp' -o -name '*.hpp' | sort |
   xargs clang-format-14 --dry-run --Werror
@@ -186,13 +218,16 @@ build_tsan_and_fuzz() {
 
 # Stage 1: the whole suite on a normal optimized build, with the benchmarks smoke-run and both
 # demos (the README's first command); the sanitizer build meanwhile.
+stage "release build"
 configure_and_build build/release -- "${release_flags[@]}"
-echo "== docs: the API reference and the guide (Doxygen; any warning fails)"
+stage "docs: the API reference and the guide (Doxygen; any warning fails)"
 cmake --build build/release --target docs
 if [ "$sanitize" = 1 ]; then
   start_in_background "$run_tmp/build-sanitize.log" build_sanitize
 fi
+stage "release suite"
 run_tests build/release
+stage "benchmarks smoke-run, both demos"
 echo "== smoke-run benchmarks build/release"
 build/release/bench/resp_bench --quick >/dev/null
 build/release/bench/pipeline_bench --quick >/dev/null
@@ -204,6 +239,7 @@ REDLOCK_DEMO_BUILD="$root/build/release" scripts/demo.sh --cluster --no-build >/
 
 if [ "$sanitize" = 1 ]; then
   # Stage 2: the suite under ASan+UBSan; the ThreadSanitizer and fuzz builds meanwhile.
+  stage "ASan+UBSan build (what the release suite did not hide)"
   wait_for_background
   # halt_on_error and no recovery: any sanitizer report fails the run.
   export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
@@ -212,7 +248,9 @@ if [ "$sanitize" = 1 ]; then
   # Without the packaging tests (cmake.*): the release stage has checked the package,
   # cmake.add_subdirectory builds the library with flags of its own, never this build's, and the
   # others would only run their small consumer program once more.
+  stage "ASan+UBSan suite"
   run_tests build/sanitize '^cmake\.'
+  stage "ThreadSanitizer and fuzz builds (what was not hidden)"
   wait_for_background
 
   # Stage 3, under ThreadSanitizer: the tests that run the client on several threads (labelled
@@ -222,6 +260,7 @@ if [ "$sanitize" = 1 ]; then
   # completion_tokens), the lease and shutdown suites (whose handlers and fixtures cross threads:
   # the chaos proxies and servers' helpers run on threads of their own), and the multithreaded
   # example.
+  stage "ThreadSanitizer suites"
   echo "== test $tsan_dir (ThreadSanitizer)"
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/test/tsan.supp"
   tsan_suites=@threaded:lock:renewal:with_lock_scope:cancellation:completion_tokens:lease:client_shutdown
@@ -233,6 +272,7 @@ if [ "$sanitize" = 1 ]; then
   # with ASan and UBSan: the checked-in corpus first, then new inputs for a bounded time. New
   # inputs it finds stay in the build tree; a crash fails the run and leaves its input there
   # (crash-*), to be added to test/fuzz/corpus once fixed.
+  stage "fuzz the RESP parser"
   echo "== fuzz the RESP parser for ${REDLOCK_FUZZ_SECONDS:-120} s"
   mkdir -p "$fuzz_dir/corpus-work" "$fuzz_dir/artifacts"
   "$fuzz_dir/test/fuzz/resp_fuzz" -max_total_time="${REDLOCK_FUZZ_SECONDS:-120}" \
@@ -254,4 +294,5 @@ if [ -n "$leftover" ]; then
   ps -o pid=,args= -p "${leftover//$'\n'/,}" >&2 || true
   exit 1
 fi
+print_stage_times
 echo "== all tests passed"
