@@ -133,6 +133,11 @@ class run {
   // The master that failover fault `f` replaces, as the nodes stand now; nullptr for other faults
   // and for shapes the run does not have.
   const sim_node* failing_master(const fault& f) const;
+  // The node a failover fault hits (sentinel-shaped), and the node and shard a shard failover hits
+  // (cluster-shaped): the one choice both the fault and its cut-off snapshot use.
+  std::uint32_t failover_node(const fault& f) const;
+  std::uint32_t shard_failover_node(const fault& f) const;
+  static std::size_t shard_failover_shard(const fault& f) { return f.client % 2; }
   // What a master's replica has when promoted: every write, or (lagging) what it had received at
   // the fault's cut-off, and nothing if that master was not yet the master then.
   keyspace promoted_keys(const sim_node& former, bool lagging) const;
@@ -308,11 +313,19 @@ std::vector<sim_node*> run::data_servers(std::uint32_t index) const {
   return {slot.master};
 }
 
+std::uint32_t run::failover_node(const fault& f) const {
+  return f.node % std::min(s_.sentinel_nodes, nodes());
+}
+
+std::uint32_t run::shard_failover_node(const fault& f) const {
+  return s_.sentinel_nodes + f.node % s_.cluster_nodes;
+}
+
 const sim_node* run::failing_master(const fault& f) const {
   if (f.kind == fault_kind::failover && s_.sentinel_nodes > 0)
-    return slots_[f.node % std::min(s_.sentinel_nodes, nodes())].master;
+    return slots_[failover_node(f)].master;
   if (f.kind == fault_kind::shard_failover && s_.cluster_nodes > 0)
-    return slots_[s_.sentinel_nodes + f.node % s_.cluster_nodes].shards[f.client % 2];
+    return slots_[shard_failover_node(f)].shards[shard_failover_shard(f)];
   return nullptr;
 }
 
@@ -383,7 +396,7 @@ void run::schedule_faults() {
           break;
         case fault_kind::failover:
           if (s_.sentinel_nodes == 0) break;  // no node is sentinel-shaped
-          failover(f.node % std::min(s_.sentinel_nodes, nodes()), f.duration_ms > 0);
+          failover(failover_node(f), f.duration_ms > 0);
           break;
         case fault_kind::reshard: {
           if (s_.cluster_nodes == 0) break;  // no node is cluster-shaped
@@ -394,8 +407,7 @@ void run::schedule_faults() {
         }
         case fault_kind::shard_failover:
           if (s_.cluster_nodes == 0) break;  // no node is cluster-shaped
-          shard_failover(s_.sentinel_nodes + f.node % s_.cluster_nodes, f.client % 2,
-                         f.duration_ms > 0);
+          shard_failover(shard_failover_node(f), shard_failover_shard(f), f.duration_ms > 0);
           break;
       }
     });
