@@ -29,13 +29,6 @@ bool iequals(std::string_view a, std::string_view b) noexcept {
   return true;
 }
 
-// RFC 3986 reg-name characters that make sense in a host name; anything else (spaces, '%', ',',
-// a stray ']') is almost certainly a typo and would only fail later in the resolver.
-bool is_host_char(char c) noexcept {
-  return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '.' ||
-         c == '_';
-}
-
 // RFC 3986: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ).
 bool is_scheme(std::string_view s) noexcept {
   if (s.empty() || is_digit(s.front())) return false;
@@ -44,8 +37,6 @@ bool is_scheme(std::string_view s) noexcept {
   }
   return true;
 }
-
-constexpr std::string_view whitespace = " \t\r\n\v\f";
 
 // Where whitespace inside `text` is followed by something of the form "scheme://": the sign of a
 // list written with blanks instead of commas ("redis://a:1 redis://b:2"), which the parser would

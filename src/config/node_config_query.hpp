@@ -1,6 +1,7 @@
 #ifndef REDLOCK_CONFIG_NODE_CONFIG_QUERY_HPP
 #define REDLOCK_CONFIG_NODE_CONFIG_QUERY_HPP
 
+#include "config/characters.hpp"
 #include "redlock/node_config.hpp"
 
 #include <fmt/format.h>
@@ -15,18 +16,6 @@ namespace redlock::detail {
 
 // What node_config.cpp (a node URL taken apart) and node_config_query.cpp (its query parameters)
 // share: the URL parser and the few character helpers both use.
-
-inline bool is_digit(char c) noexcept {
-  return c >= '0' && c <= '9';
-}
-
-inline bool all_digits(std::string_view s) noexcept {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (!is_digit(c)) return false;
-  }
-  return true;
-}
 
 inline int hex_value(char c) noexcept {
   if (is_digit(c)) return c - '0';

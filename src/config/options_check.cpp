@@ -1,6 +1,7 @@
 #include "config/options_check.hpp"
 
 #include "algo/validity.hpp"
+#include "config/characters.hpp"
 
 #include <fmt/format.h>
 
@@ -15,27 +16,6 @@
 
 namespace redlock::detail {
 namespace {
-
-constexpr std::string_view whitespace = " \t\r\n\v\f";
-
-bool is_digit(char c) noexcept {
-  return c >= '0' && c <= '9';
-}
-
-bool all_digits(std::string_view s) noexcept {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (!is_digit(c)) return false;
-  }
-  return true;
-}
-
-// RFC 3986 reg-name characters that make sense in a host name; anything else (spaces, '%', ',',
-// a stray ']') is almost certainly a typo and would only fail later in the resolver.
-bool is_host_char(char c) noexcept {
-  return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '.' ||
-         c == '_';
-}
 
 // The problems of a cluster or sentinel node's own fields, or of fields that only those kinds use
 // set on another kind.

@@ -5,6 +5,7 @@
 #include "net/connection.hpp"
 #include "net/handshake.hpp"
 #include "net/server_kind.hpp"
+#include "net/use_tuple.hpp"
 #include "redlock/error.hpp"
 #include "resp/encoder.hpp"
 
@@ -30,12 +31,6 @@ using std::chrono::steady_clock;
 using namespace asio::experimental::awaitable_operators;
 
 namespace {
-
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-
-long long to_ms(std::chrono::milliseconds d) {
-  return static_cast<long long>(d.count());
-}
 
 handshake_verdict tls_failure(error_code ec) {
   return {error::tls_handshake_failed,
@@ -84,7 +79,7 @@ asio::awaitable<void> connection::run(run_owner /*owner*/) {
         break;
       }
       log(log_level::warning,
-          fmt::format("{}; reconnecting in {} ms", failures_.last_error(), to_ms(delay)));
+          fmt::format("{}; reconnecting in {} ms", failures_.last_error(), delay.count()));
       reconnect_timer_.expires_after(delay);
       co_await reconnect_timer_.async_wait(use_tuple);
     }
@@ -106,7 +101,7 @@ asio::awaitable<error_code> connection::connect_with_timeout() {
   if (outcome.index() == 0) co_return std::get<0>(outcome);
   transport_.close();
   failures_.record(error::connect_timeout, fmt::format("connect timed out after {} ms while {}",
-                                                       to_ms(options_.connect_timeout),
+                                                       options_.connect_timeout.count(),
                                                        transport_.stage_text(connect_stage_)));
   co_return error::connect_timeout;
 }
@@ -258,7 +253,7 @@ asio::awaitable<error_code> connection::health_check_loop() {
     if (mux_.reply_overdue(last_read_, limit, lock_clock::now())) {
       failures_.record(
           error::connection_lost,
-          fmt::format("no reply for more than {} ms (server hung or stopped)", to_ms(limit)));
+          fmt::format("no reply for more than {} ms (server hung or stopped)", limit.count()));
       co_return error::connection_lost;
     }
   }

@@ -27,14 +27,6 @@ reply_sink& ignore_replies() noexcept {
   return sink;
 }
 
-namespace {
-
-long long to_ms(std::chrono::milliseconds d) {
-  return static_cast<long long>(d.count());
-}
-
-}  // namespace
-
 // Recycles request objects: a lock operation issues one request per node, and allocating each
 // one showed up as a large share of the client's CPU. Keeps at most `max_spare` idle objects.
 class multiplexer::request_pool {
@@ -326,12 +318,12 @@ void multiplexer::expire_deadlines(time_point now, std::string_view connect_stag
     }
     std::string why;
     if (req->written) {
-      why = fmt::format("no reply within {} ms (sent; it may still execute)", to_ms(req->timeout));
+      why = fmt::format("no reply within {} ms (sent; it may still execute)", req->timeout.count());
     } else if (connecting_) {
-      why = fmt::format("not sent within {} ms: still {}", to_ms(req->timeout), connect_stage);
+      why = fmt::format("not sent within {} ms: still {}", req->timeout.count(), connect_stage);
     } else {
-      why =
-          fmt::format("not sent within {} ms: queued behind earlier requests", to_ms(req->timeout));
+      why = fmt::format("not sent within {} ms: queued behind earlier requests",
+                        req->timeout.count());
     }
     answer_failure(*req, error::request_timeout, why, delivery::dispatch);
   }

@@ -1,5 +1,6 @@
 #include "net/transport.hpp"
 
+#include "net/use_tuple.hpp"
 #include "redlock/error.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -21,7 +22,9 @@ namespace asio = boost::asio;
 namespace ssl = boost::asio::ssl;
 using boost::system::error_code;
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+connect_failure tls_setup_failure(std::string what) {
+  return connect_failure{make_error_code(error::tls_handshake_failed), std::move(what)};
+}
 
 // connect()'s stage while it waits for the server's side of the TLS handshake.
 constexpr std::string_view tls_handshake_stage = "performing the TLS handshake";
@@ -115,9 +118,6 @@ asio::awaitable<connect_failure> transport::connect_local(std::string_view& stag
 asio::awaitable<connect_failure> transport::connect_tls(std::string_view& stage) {
   stage = "setting up TLS";
   const tls_options& tls = node_.tls;
-  const auto setup_failed = [](std::string what) {
-    return connect_failure{make_error_code(error::tls_handshake_failed), std::move(what)};
-  };
 
   // A new context per connect: CA, certificate and key files are read again, so files renewed on
   // disk are used by the next connection without restarting the process.
@@ -128,19 +128,20 @@ asio::awaitable<connect_failure> transport::connect_tls(std::string_view& stage)
   if (tls.verify_peer) {
     if (tls.ca_file.empty() && tls.ca_dir.empty()) {
       context->set_default_verify_paths(ec);
-      if (ec) co_return setup_failed("cannot use the system's CA certificates: " + ec.message());
+      if (ec)
+        co_return tls_setup_failure("cannot use the system's CA certificates: " + ec.message());
     }
     if (!tls.ca_file.empty()) {
       context->load_verify_file(tls.ca_file, ec);
       if (ec) {
-        co_return setup_failed(
+        co_return tls_setup_failure(
             fmt::format("cannot load the CA file {}: {}", tls.ca_file, ec.message()));
       }
     }
     if (!tls.ca_dir.empty()) {
       context->add_verify_path(tls.ca_dir, ec);
       if (ec) {
-        co_return setup_failed(
+        co_return tls_setup_failure(
             fmt::format("cannot use the CA directory {}: {}", tls.ca_dir, ec.message()));
       }
     }
@@ -148,12 +149,12 @@ asio::awaitable<connect_failure> transport::connect_tls(std::string_view& stage)
   if (!tls.cert_file.empty()) {
     context->use_certificate_chain_file(tls.cert_file, ec);
     if (ec) {
-      co_return setup_failed(
+      co_return tls_setup_failure(
           fmt::format("cannot load the client certificate {}: {}", tls.cert_file, ec.message()));
     }
     context->use_private_key_file(tls.key_file, ssl::context::pem, ec);
     if (ec) {
-      co_return setup_failed(
+      co_return tls_setup_failure(
           fmt::format("cannot load the client key {}: {}", tls.key_file, ec.message()));
     }
   }
@@ -167,7 +168,7 @@ asio::awaitable<connect_failure> transport::connect_tls(std::string_view& stage)
   SSL* session = stream.native_handle();
   // RFC 6066: SNI carries host names only, never an address.
   if (!ip_literal && SSL_set_tlsext_host_name(session, name.c_str()) != 1) {
-    co_return setup_failed(fmt::format("cannot send \"{}\" as the server name (SNI)", name));
+    co_return tls_setup_failure(fmt::format("cannot send \"{}\" as the server name (SNI)", name));
   }
   if (tls.verify_peer) {
     stream.set_verify_mode(ssl::verify_peer);
@@ -177,7 +178,7 @@ asio::awaitable<connect_failure> transport::connect_tls(std::string_view& stage)
     X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
     const int named = ip_literal ? X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str())
                                  : X509_VERIFY_PARAM_set1_host(param, name.c_str(), name.size());
-    if (named != 1) co_return setup_failed(fmt::format("cannot verify against \"{}\"", name));
+    if (named != 1) co_return tls_setup_failure(fmt::format("cannot verify against \"{}\"", name));
   } else {
     stream.set_verify_mode(ssl::verify_none);
   }
@@ -195,7 +196,8 @@ asio::awaitable<connect_failure> transport::connect_tls(std::string_view& stage)
                       name, X509_verify_cert_error_string(verdict))};
     }
     if (transport::is_tls_protocol_error(handshake_error)) {
-      co_return setup_failed("TLS handshake failed: " + transport::tls_reason(handshake_error));
+      co_return tls_setup_failure("TLS handshake failed: " +
+                                  transport::tls_reason(handshake_error));
     }
     // The socket's own errors (end of file, reset) can be passing trouble: not made permanent.
     co_return connect_failure{

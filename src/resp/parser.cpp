@@ -66,8 +66,6 @@ bool valid_big_number(std::string_view s) noexcept {
 
 // A declared size is a claim by the peer, not a fact: never reserve more than this up front.
 constexpr std::size_t k_max_reserve = 1024;
-// The buffer never shrinks below this; below it, reallocating costs more than it saves.
-constexpr std::size_t k_shrink_floor = 1024 * 1024;
 
 }  // namespace
 
@@ -99,7 +97,7 @@ void parser::reset() {
   failed_ = false;
   error_.clear();
   error_message_.clear();
-  if (buffer_.size() > k_shrink_floor) {
+  if (buffer_.size() > shrink_floor) {
     buffer_.clear();
     buffer_.shrink_to_fit();
   }

@@ -85,6 +85,8 @@ class parser {
 
   parser_limits limits_;
   // The members below belong to the implementation (parser.cpp) and may change freely.
+  // The buffer never shrinks below this; below it, reallocating costs more than it saves.
+  static constexpr std::size_t shrink_floor = 1024 * 1024;
   // Input lives in buffer_[read_pos_, end_); buffer_[end_, size()) is writable space.
   std::string buffer_;  // size() is the capacity; grown and shrunk only by prepare()
   std::size_t read_pos_ = 0;

@@ -14,8 +14,6 @@ using peer_text::num;
 
 namespace {
 
-// The buffer never shrinks below this; below it, reallocating costs more than it saves.
-constexpr std::size_t k_shrink_floor = 1024 * 1024;
 constexpr std::size_t k_min_capacity = 4096;
 
 }  // namespace
@@ -50,8 +48,8 @@ std::span<char> parser::prepare(std::size_t min_size) {
   // footprint within a constant factor of what is unconsumed after a burst of large replies.
   const std::size_t doubled = need > limits_.max_buffer / 2 ? limits_.max_buffer : 2 * need;
   const std::size_t grown = std::max({need, doubled, k_min_capacity});
-  if (buffer_.size() > k_shrink_floor && need < buffer_.size() / 8) {
-    reallocate(std::max(grown, k_shrink_floor / 4));
+  if (buffer_.size() > shrink_floor && need < buffer_.size() / 8) {
+    reallocate(std::max(grown, shrink_floor / 4));
   } else if (buffer_.size() - end_ < min_size) {
     if (need <= buffer_.size() / 2) {
       std::memmove(buffer_.data(), buffer_.data() + read_pos_, unconsumed);

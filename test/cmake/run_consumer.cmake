@@ -182,10 +182,11 @@ elseif(MODE STREQUAL "build_tree")
 else()
   # Built from source here, so the outer build's sanitizers are not needed. What this mode checks
   # is how the library builds as a subproject and a shared library (and, without precompiled
-  # headers, that each of its files includes what it uses), not its code, which the outer build
-  # compiles and tests: unoptimized and without debug information it builds in half the time.
+  # headers or a unity build, that each of its files includes what it uses), not its code, which
+  # the outer build compiles and tests: unoptimized and without debug information it builds in
+  # half the time.
   list(APPEND configure_args -DREDLOCK_SOURCE_DIR=${SOURCE_DIR} -DBUILD_SHARED_LIBS=ON
-       "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O0 -DNDEBUG")
+       -DREDLOCK_UNITY_BUILD=OFF "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O0 -DNDEBUG")
   if(WERROR)
     list(APPEND configure_args -DREDLOCK_WERROR=ON)
   endif()

@@ -24,14 +24,14 @@ const shared_payload& asking_command() {
   return command;
 }
 
-using waiting_request = cluster_router::waiting_request;
-using lane_ticket = cluster_router::lane_ticket;
-
 // One request sent to a shard master, ticket `id_` of its slot's lane: reads its reply for
 // redirections and refusals before the operation's sink sees it, and with replicas pairs it with
 // the WAIT sent behind it. `request_` holds what a resend needs; its sink is the operation's.
 class routed_request final : public reply_sink {
  public:
+  using waiting_request = cluster_router::waiting_request;
+  using lane_ticket = cluster_router::lane_ticket;
+
   routed_request(std::shared_ptr<cluster_router> router, waiting_request request, lane_ticket id,
                  cluster_endpoint sent_to)
       : router_(std::move(router)),

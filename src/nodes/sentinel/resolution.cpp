@@ -119,29 +119,32 @@ asio::awaitable<std::optional<std::string>> sentinel_router::ask(const cluster_e
   auto [ec, reply] = co_await link->async_exec(std::span<const std::string_view>(command), rules,
                                                asio::as_tuple(asio::use_awaitable));
   const std::string where = endpoint_text(at);
-  const auto give_up = [&](std::string why) -> std::optional<std::string> {
-    if (link != sentinel_link_) link->close();
-    return why;
-  };
-  if (closing_) co_return give_up("the client is shutting down");
-  if (ec) {
+  std::optional<std::string> problem;
+  std::optional<cluster_endpoint> master;
+  if (closing_) {
+    problem = "the client is shutting down";
+  } else if (ec) {
     if (ec == condition::node_failure || ec == error::invalid_argument) lasting_ = ec;
-    co_return give_up(reply.text.empty() ? fmt::format("{}: {}", where, ec.message()) : reply.text);
-  }
-  auto answer = read_master_answer(reply, where, config_.sentinel_master);
-  if (!answer.master) {
+    problem = reply.text.empty() ? fmt::format("{}: {}", where, ec.message()) : reply.text;
+  } else {
+    auto answer = read_master_answer(reply, where, config_.sentinel_master);
     // A name the sentinels do not monitor: the URL names a master that is not there.
-    if (answer.unknown_name) lasting_ = make_error_code(error::wrong_node_kind);
-    co_return give_up(std::move(answer.problem));
+    if (!answer.master && answer.unknown_name) lasting_ = make_error_code(error::wrong_node_kind);
+    master = answer.master;
+    if (!master) problem = std::move(answer.problem);
   }
-  const cluster_endpoint master = *answer.master;
+  if (problem) {
+    // A link opened only to ask this sentinel is not kept.
+    if (link != sentinel_link_) link->close();
+    co_return problem;
+  }
   if (link != sentinel_link_) {
     // This sentinel answers: it is the one whose +switch-master we follow from now on.
     if (sentinel_link_) sentinel_link_->close();
     sentinel_link_ = std::move(link);
     followed_generation_ = generation;
   }
-  if (adopt(master)) learn_record_soon();
+  if (adopt(*master)) learn_record_soon();
   co_return std::nullopt;
 }
 

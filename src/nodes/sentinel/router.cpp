@@ -18,14 +18,14 @@ using std::chrono::steady_clock;
 
 namespace {
 
-using waiting_request = sentinel_router::waiting_request;
-using lane_ticket = sentinel_router::lane_ticket;
-
 // One request sent to the master, ticket `id_` of the lane: reads its answer for signs that the
 // master moved before the operation's sink sees it. `request_` holds what a resend needs; its sink
 // is the operation's.
 class master_request final : public reply_sink {
  public:
+  using waiting_request = sentinel_router::waiting_request;
+  using lane_ticket = sentinel_router::lane_ticket;
+
   master_request(std::shared_ptr<sentinel_router> router, waiting_request request, lane_ticket id)
       : router_(std::move(router)), request_(std::move(request)), id_(id) {}
 
