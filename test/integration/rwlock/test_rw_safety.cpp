@@ -15,6 +15,7 @@
 #include "support/minority_nemesis.hpp"
 #include "support/printing.hpp"
 #include "support/proxied_fleet.hpp"
+#include "support/soak_length.hpp"
 #include "support/sync_client.hpp"
 #include "support/unsafe_phases.hpp"
 
@@ -28,7 +29,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
-#include <cstdlib>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -209,14 +209,6 @@ mixed_run run_mixed(std::size_t clients, std::chrono::seconds duration) {
   return run;
 }
 
-// REDLOCK_SOAK_SECONDS lengthens the soak, as it does the lock's and the semaphore's; 20 s by
-// default.
-std::chrono::seconds soak_duration() {
-  if (const char* text = std::getenv("REDLOCK_SOAK_SECONDS"))
-    return std::chrono::seconds(std::atoi(text));
-  return 20s;
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(rw_safety)
@@ -363,10 +355,10 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(rw_soak)
 
-// Four clients, three contenders each, under the nemesis for soak_duration(): the same verdict as
-// rw_safety's, over a longer history.
+// Four clients, three contenders each, under the nemesis for 8 s (REDLOCK_SOAK_SECONDS): the
+// same verdict as rw_safety's, over a longer history.
 BOOST_AUTO_TEST_CASE(readers_and_writers_under_a_nemesis) {
-  const auto duration = soak_duration();
+  const auto duration = redlock::test::soak_length(8s);
   const auto run = run_mixed(4, duration);
   BOOST_TEST_MESSAGE("soak of " << duration.count() << " s: " << run.counts.reads << " reads, "
                                 << run.counts.writes << " writes, " << run.faults

@@ -14,6 +14,7 @@
 #include "support/inspector.hpp"
 #include "support/printing.hpp"
 #include "support/proxied_fleet.hpp"
+#include "support/soak_length.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -46,13 +47,6 @@ constexpr std::size_t node_count = 5;
 constexpr std::size_t client_count = 4;
 constexpr std::size_t contenders_per_client = 4;
 const std::string semaphore_name = "soak-permits";
-
-// REDLOCK_SOAK_SECONDS lengthens it, as it does the lock's soak; 30 s by default.
-std::chrono::seconds soak_duration() {
-  if (const char* text = std::getenv("REDLOCK_SOAK_SECONDS"))
-    return std::chrono::seconds(std::atoi(text));
-  return 30s;
-}
 
 // Sections a contender is in: entered after its acquire completed with a held lease, left before
 // its release is sent, or as soon as it sees the lease is no longer held (a signalled loss, or its
@@ -325,13 +319,13 @@ asio::awaitable<void> nemesis(rt::proxied_fleet& nodes, steady_clock::time_point
 BOOST_AUTO_TEST_SUITE(semaphore_soak)
 
 // 16 contenders on a 3-permit semaphore (TTL 500 ms, renewed; sections of 5-60 ms, one in eight
-// of 300-700 ms, across the renewal), half by hand and half through with_permit, for 30 s
+// of 300-700 ms, across the renewal), half by hand and half through with_permit, for 10 s
 // (REDLOCK_SOAK_SECONDS) under the nemesis above. Checked: the occupancy witness never saw more
 // than 3 valid holders and saw 3; the checker finds no more than 3 holders of the semaphore and no
 // two of one slot; no slot key is left once the contenders stopped and one TTL passed.
 BOOST_AUTO_TEST_CASE(sixteen_contenders_three_permits_under_faults) {
   const milliseconds ttl = 500ms;
-  const auto duration = soak_duration();
+  const auto duration = redlock::test::soak_length(10s);
   rt::proxied_fleet nodes(node_count);
   soak_run run;
   std::array<int, fault_names.size()> fault_counts{};
