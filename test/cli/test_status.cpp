@@ -257,6 +257,8 @@ BOOST_AUTO_TEST_CASE(status_of_several_resources_shows_each_and_the_set) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
+BOOST_AUTO_TEST_SUITE(status_of_misconfigured_nodes)
+
 // A member of a Redis Cluster given as redis://: a key of another shard's slot is answered with
 // MOVED, which status says is a misconfiguration naming the URL to use (it said "unreachable").
 BOOST_AUTO_TEST_CASE(status_names_a_cluster_node_given_as_redis_misconfigured) {
@@ -320,3 +322,5 @@ BOOST_AUTO_TEST_CASE(status_names_sentinel_urls_of_the_wrong_kind_misconfigured)
     }
   }
 }
+
+BOOST_AUTO_TEST_SUITE_END()

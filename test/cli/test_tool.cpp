@@ -1579,6 +1579,8 @@ BOOST_AUTO_TEST_CASE(release_force_of_an_acquired_lock) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
+BOOST_AUTO_TEST_SUITE(tool_on_cluster_and_sentinel_nodes)
+
 // A Redis Cluster as the one node: `run` holds the lock on the master of the resource's slot, and
 // `status` names that master.
 BOOST_AUTO_TEST_CASE(run_and_status_on_a_redis_cluster) {
@@ -1665,3 +1667,5 @@ BOOST_AUTO_TEST_CASE(run_and_status_on_a_sentinel_group) {
   BOOST_TEST((master_since_in(after) >= failover_start - 1s), after);
   BOOST_TEST((master_since_in(after) <= std::chrono::system_clock::now() + 1s), after);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
