@@ -13,8 +13,9 @@
 # against three real nodes (it must acquire and release).
 #
 # Inputs (-D): MODE, SOURCE_DIR, BINARY_DIR (the outer build), WORK_DIR, CONFIG, GENERATOR,
-# MAKE_PROGRAM, CXX_COMPILER, CXX_FLAGS (what programs linking the outer build's library need,
-# e.g. its sanitizers), WERROR, VERSION, INCLUDEDIR, LIBDIR, BINDIR (GNUInstallDirs, relative),
+# MAKE_PROGRAM, CXX_COMPILER, CXX_COMPILER_LAUNCHER (optional: the outer build's, e.g. ccache),
+# CXX_FLAGS (what programs linking the outer build's library need, e.g. its sanitizers), WERROR,
+# VERSION, INCLUDEDIR, LIBDIR, BINDIR (GNUInstallDirs, relative),
 # PKG_CONFIG, REDIS_NODES and CLI_NAME (empty when the outer build has no such target), PROMETHEUS
 # (ON when the outer build has the component redlock::prometheus: the consumer then asks for it
 # and builds consumer_metrics too).
@@ -54,6 +55,11 @@ set(configure_args
   -DWITH_PROMETHEUS=${PROMETHEUS})
 if(MAKE_PROGRAM)
   list(APPEND configure_args -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM})
+endif()
+# The outer build's compiler launcher (ccache): the library compiled here is then compiled once
+# per source change, not on every run.
+if(CXX_COMPILER_LAUNCHER)
+  list(APPEND configure_args -DCMAKE_CXX_COMPILER_LAUNCHER=${CXX_COMPILER_LAUNCHER})
 endif()
 
 if(MODE STREQUAL "find_package")
