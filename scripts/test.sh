@@ -276,14 +276,14 @@ if [ "$sanitize" = 1 ]; then
   # Stage 3, under ThreadSanitizer: the tests that run the client on several threads (labelled
   # "threaded": a strand of several threads, futures waited for on other threads, leases destroyed
   # off the executor, read-write locks and sets of locks of two clients on strands of four
-  # threads), the lock-core suites (lock, renewal, with_lock_scope, cancellation,
-  # completion_tokens), the lease and shutdown suites (whose handlers and fixtures cross threads:
-  # the chaos proxies and servers' helpers run on threads of their own), and the multithreaded
-  # example.
+  # threads), the lock-core suites (lock, lease_renewal, with_lock_scope, cancellation,
+  # completion_tokens), the lease_handle and client_shutdown suites (whose handlers and fixtures
+  # cross threads: the chaos proxies and servers' helpers run on threads of their own), and the
+  # multithreaded example.
   stage "ThreadSanitizer suites"
   echo "== test $tsan_dir (ThreadSanitizer)"
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/test/tsan.supp"
-  tsan_suites=@threaded:lock:renewal:with_lock_scope:cancellation:completion_tokens:lease:client_shutdown
+  tsan_suites=@threaded:lock:lease_renewal:with_lock_scope:cancellation:completion_tokens:lease_handle:client_shutdown
   "$tsan_dir/test/integration_tests_threaded" --run_test="$tsan_suites" --log_level=message \
     --report_level=short
   "$tsan_dir/test/support/redis_nodes" --count 5 --quiet -- "$tsan_dir/examples/06_multithreaded" >/dev/null

@@ -140,7 +140,7 @@ run_result run_contention(const run_context& context) {
   const auto& nodes = context.nodes;
   const int run = context.run;
   const contention_sizes sizes{
-      16, context.quick ? clock_type::duration(1s) : clock_type::duration(10s)};
+      contention_contenders, context.quick ? clock_type::duration(1s) : clock_type::duration(10s)};
   contention_state st;
   const std::string prefix = key_prefix("contention", run);
   st.key = prefix + "lock";
@@ -170,7 +170,8 @@ run_result run_contention(const run_context& context) {
 }
 
 std::string contention_params(bool quick) {
-  return fmt::format("\"contenders\":16,\"duration_s\":{},\"hold_ms\":1", quick ? 1 : 10);
+  return fmt::format("\"contenders\":{},\"duration_s\":{},\"hold_ms\":1", contention_contenders,
+                     quick ? 1 : 10);
 }
 
 double figure_of(const run_result& r, std::string_view name) {

@@ -48,6 +48,9 @@ std::optional<std::int64_t> to_integer(const redlock::resp::value& reply);
 asio::awaitable<void> slow_increment(rd::connection& witness, const std::string& witness_key,
                                      asio::steady_timer& pause, error_tally& errors);
 
+// How many coroutines contend in the contention workload and in those modelled on it.
+inline constexpr std::size_t contention_contenders = 16;
+
 // How long a phase of the contention workloads runs: 10 s, or 1 s with --quick.
 inline clock_type::duration contention_phase(bool quick) {
   return quick ? clock_type::duration(std::chrono::seconds(1))

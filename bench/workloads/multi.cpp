@@ -13,6 +13,7 @@
 #include "bench_support.hpp"
 #include "redlock/lease.hpp"
 #include "support/async_test.hpp"
+#include "workloads/contention.hpp"
 #include "workloads/lock_measures.hpp"
 #include "workloads/workloads.hpp"
 
@@ -43,7 +44,6 @@ using namespace std::chrono_literals;
 constexpr std::size_t uncontended_sizes[] = {1, 2, 4};
 constexpr std::size_t contended_sizes[] = {2, 4};
 constexpr std::size_t throughput_inflight = 64;
-constexpr std::size_t contenders = 16;
 constexpr std::size_t contended_resources = 32;
 
 // How a piece of work takes its resources: one set, or single locks in sorted order.
@@ -196,14 +196,14 @@ asio::awaitable<void> throughput_work(const std::vector<redlock::node_config>& n
                         });
 }
 
-// `contenders` callers over contended_resources resources, each taking random sets of `size`,
-// holding each 1 ms; the holders of each resource are counted meanwhile.
+// `contention_contenders` callers over contended_resources resources, each taking random sets of
+// `size`, holding each 1 ms; the holders of each resource are counted meanwhile.
 asio::awaitable<void> contention_work(const std::vector<redlock::node_config>& nodes, shape how,
                                       std::string prefix, std::size_t size,
                                       clock_type::duration duration, multi_state& st) {
   const auto all = names(prefix, contended_resources);
   st.holders.assign(all.size(), 0);
-  co_await callers_work(nodes, contenders, duration, st,
+  co_await callers_work(nodes, contention_contenders, duration, st,
                         [&](redlock::client& client, std::size_t index,
                             clock_type::time_point end) -> asio::awaitable<void> {
                           const auto options = lock_for_bench();
@@ -326,8 +326,8 @@ std::string multi_params(bool quick) {
       "\"set_sizes\":[1,2,4],\"latency_iterations\":{},\"throughput_inflight\":{},"
       "\"throughput_s\":{},\"contenders\":{},\"contended_resources\":{},"
       "\"contended_set_sizes\":[2,4],\"contention_s\":{},\"hold_ms\":1",
-      quick ? 200 : 1000, throughput_inflight, quick ? 0.5 : 3.0, contenders, contended_resources,
-      quick ? 1 : 5);
+      quick ? 200 : 1000, throughput_inflight, quick ? 0.5 : 3.0, contention_contenders,
+      contended_resources, quick ? 1 : 5);
 }
 
 }  // namespace redlock::bench

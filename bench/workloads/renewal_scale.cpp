@@ -40,7 +40,7 @@ struct renewal_sizes {
 };
 
 // Quick mode keeps the TTL short so that every lease is renewed a few times within the hold.
-renewal_sizes sizes_for(bool quick) {
+renewal_sizes renewal_sizes_for(bool quick) {
   return quick ? renewal_sizes{500, 2'000ms, 3s, 256} : renewal_sizes{10'000, 10'000ms, 30s, 256};
 }
 
@@ -239,7 +239,7 @@ asio::awaitable<void> renewal_work(const std::vector<redlock::node_config>& node
 run_result run_renewal_scale(const run_context& context) {
   const auto& nodes = context.nodes;
   const int run = context.run;
-  const renewal_sizes sizes = sizes_for(context.quick);
+  const renewal_sizes sizes = renewal_sizes_for(context.quick);
   renewal_state st;
   st.server_pids = context.server_pids;
   asio::io_context io(1);
@@ -280,7 +280,7 @@ run_result run_renewal_scale(const run_context& context) {
 }
 
 std::string renewal_scale_params(bool quick) {
-  const renewal_sizes sizes = sizes_for(quick);
+  const renewal_sizes sizes = renewal_sizes_for(quick);
   // "ttl_ms" of the line is the other workloads' TTL; the leases here use their own.
   return fmt::format("\"leases_target\":{},\"lease_ttl_ms\":{},\"hold_s\":{},\"inflight\":{}",
                      sizes.leases, sizes.ttl.count(), sizes.hold.count(), sizes.inflight);

@@ -36,7 +36,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr std::size_t contenders = 16;  // as contention's
 constexpr int read_percents[] = {90, 50};
 
 struct rw_state {
@@ -124,8 +123,9 @@ asio::awaitable<void> rw_work(const std::vector<redlock::node_config>& nodes,
     st.stage = "contending";
     const auto t0 = clock_type::now();
     st.end = t0 + duration;
-    co_await redlock::test::run_all(
-        contenders, [&](std::size_t index) { return rw_contender(lock, conn, st, index); });
+    co_await redlock::test::run_all(contention_contenders, [&](std::size_t index) {
+      return rw_contender(lock, conn, st, index);
+    });
     st.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
     st.stage = "destroying the client";
   }
@@ -203,7 +203,7 @@ run_result run_rw_lock(const run_context& context) {
 
 std::string rw_lock_params(bool quick) {
   return fmt::format("\"contenders\":{},\"duration_s\":{},\"hold_ms\":1,\"read_percent\":[{},{}]",
-                     contenders, quick ? 1 : 10, read_percents[0], read_percents[1]);
+                     contention_contenders, quick ? 1 : 10, read_percents[0], read_percents[1]);
 }
 
 }  // namespace redlock::bench

@@ -35,7 +35,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr std::size_t contenders = 16;  // as contention's
 constexpr std::size_t permit_counts[] = {1, 4, 16};
 static_assert(permit_counts[0] == 1, "permits_1_vs_mutex reads the first phase");
 
@@ -125,7 +124,7 @@ asio::awaitable<void> semaphore_work(const std::vector<redlock::node_config>& no
     const auto t0 = clock_type::now();
     st.end = t0 + duration;
     co_await redlock::test::run_all(
-        contenders, [&](std::size_t) { return permit_contender(semaphore, conn, st); });
+        contention_contenders, [&](std::size_t) { return permit_contender(semaphore, conn, st); });
     st.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
     st.stage = "destroying the client";
   }
@@ -204,7 +203,7 @@ std::string semaphore_params(bool quick) {
   for (const auto n : permit_counts)
     permits += fmt::format("{}{}", permits.empty() ? "" : ",", n);
   return fmt::format("\"contenders\":{},\"duration_s\":{},\"hold_ms\":1,\"permits\":[{}]",
-                     contenders, quick ? 1 : 10, permits);
+                     contention_contenders, quick ? 1 : 10, permits);
 }
 
 }  // namespace redlock::bench

@@ -37,7 +37,7 @@ struct wake_sizes {
 
 constexpr auto idle_hold = 1s;
 
-wake_sizes sizes_for(bool quick) {
+wake_sizes wake_sizes_for(bool quick) {
   return quick ? wake_sizes{20, 50, 2} : wake_sizes{200, 500, 5};
 }
 
@@ -158,7 +158,7 @@ asio::awaitable<void> wake_work(const std::vector<redlock::node_config>& nodes, 
 }  // namespace
 
 run_result run_wake_latency(const run_context& context) {
-  const auto sizes = sizes_for(context.quick);
+  const auto sizes = wake_sizes_for(context.quick);
   run_result r;
   wake_state on, off;
   const auto measure = [&](bool announce) {
@@ -195,7 +195,7 @@ run_result run_wake_latency(const run_context& context) {
 }
 
 std::string wake_latency_params(bool quick) {
-  const auto sizes = sizes_for(quick);
+  const auto sizes = wake_sizes_for(quick);
   return fmt::format(
       "\"samples\":{},\"reference_acquires\":{},\"asleep_ms\":30,\"idle_waits\":{},"
       "\"idle_hold_ms\":{}",

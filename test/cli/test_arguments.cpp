@@ -1,4 +1,5 @@
 #include "redlock/arguments.hpp"
+#include "support/text_contains.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <fmt/format.h>
@@ -49,9 +50,7 @@ cli::run_options parse_run(std::vector<std::string> args,
   return std::get<cli::run_options>(parsed);
 }
 
-bool contains(const std::string& text, std::string_view part) {
-  return text.find(part) != std::string::npos;
-}
+using redlock::test::contains;
 
 // `args` parsed as the command whose options are `Options`.
 template <class Options>

@@ -29,7 +29,7 @@ redlock::inspection look(std::initializer_list<error_code> nodes) {
 }
 
 const error_code answered{};
-const error_code down = make_error_code(error::not_connected);
+const error_code not_connected = make_error_code(error::not_connected);
 const error_code slow = make_error_code(error::request_timeout);
 const error_code unresponsive = make_error_code(error::node_unresponsive);
 const error_code refused = make_error_code(error::auth_failed);
@@ -41,16 +41,17 @@ BOOST_AUTO_TEST_SUITE(connect_wait)
 
 // The one node down (connection refused): waiting cannot change the round's outcome.
 BOOST_AUTO_TEST_CASE(a_node_that_is_down_is_not_waited_for) {
-  BOOST_TEST(!cli::still_connecting(no_quorum, look({down})));
-  BOOST_TEST(cli::quorum_connected_or_settled(no_quorum, look({down})));
-  BOOST_TEST(cli::quorum_connected_or_settled(no_quorum, look({down, refused, answered})));
+  BOOST_TEST(!cli::still_connecting(no_quorum, look({not_connected})));
+  BOOST_TEST(cli::quorum_connected_or_settled(no_quorum, look({not_connected})));
+  BOOST_TEST(cli::quorum_connected_or_settled(no_quorum, look({not_connected, refused, answered})));
 }
 
 // A connect or handshake still going shows as a request that timed out: it may finish.
 BOOST_AUTO_TEST_CASE(a_node_still_connecting_is_waited_for_until_a_quorum_answers) {
   BOOST_TEST(cli::still_connecting(no_quorum, look({slow})));
   BOOST_TEST(!cli::quorum_connected_or_settled(no_quorum, look({slow})));
-  BOOST_TEST(!cli::quorum_connected_or_settled(no_quorum, look({down, unresponsive, answered})));
+  BOOST_TEST(
+      !cli::quorum_connected_or_settled(no_quorum, look({not_connected, unresponsive, answered})));
   // A quorum answered: the round can be decided, the slow node does not delay it.
   BOOST_TEST(cli::quorum_connected_or_settled({}, look({slow, answered, answered})));
 }

@@ -1,9 +1,11 @@
 // release --force decided without I/O: the holders found on the nodes, the question, the record.
 
+#include "cli/sample_tokens.hpp"
 #include "redlock/error.hpp"
 #include "redlock/exit_codes.hpp"
 #include "redlock/force_release.hpp"
 #include "redlock/inspection.hpp"
+#include "support/text_contains.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -18,9 +20,9 @@ namespace cli = redlock::cli;
 using redlock::error;
 using redlock::make_error_code;
 
-const std::string token_a = "aaaaaaaa11112222333344445555666677778888";
-const std::string token_b = "bbbbbbbb11112222333344445555666677778888";
-const std::string token_c = "cccccccc11112222333344445555666677778888";
+using redlock::test::sample_tokens::token_a;
+using redlock::test::sample_tokens::token_b;
+using redlock::test::sample_tokens::token_c;
 
 redlock::node_holding holding(std::string address, std::optional<std::string> holder) {
   redlock::node_holding node;
@@ -50,9 +52,7 @@ redlock::inspection inspected(std::vector<redlock::node_holding> nodes) {
   return seen;
 }
 
-bool contains(const std::string& text, std::string_view part) {
-  return text.find(part) != std::string::npos;
-}
+using redlock::test::contains;
 
 }  // namespace
 

@@ -1,9 +1,11 @@
+#include "cli/sample_tokens.hpp"
 #include "redlock/error.hpp"
 #include "redlock/exit_codes.hpp"
 #include "redlock/inspection.hpp"
 #include "redlock/json_line.hpp"
 #include "redlock/messages.hpp"
 #include "redlock/set_status.hpp"
+#include "support/text_contains.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <fmt/format.h>
@@ -25,9 +27,7 @@ using redlock::error;
 using redlock::make_error_code;
 using namespace std::chrono_literals;
 
-bool contains(const std::string& text, std::string_view part) {
-  return text.find(part) != std::string::npos;
-}
+using redlock::test::contains;
 
 // Wait statuses as Linux encodes them.
 constexpr int exited(int code) {
@@ -69,8 +69,8 @@ cli::node_report misconfigured(std::string address) {
   return report;
 }
 
-const std::string token_a = "aaaaaaaa11112222333344445555666677778888";
-const std::string token_b = "bbbbbbbb11112222333344445555666677778888";
+using redlock::test::sample_tokens::token_a;
+using redlock::test::sample_tokens::token_b;
 
 }  // namespace
 

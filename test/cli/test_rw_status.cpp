@@ -3,6 +3,7 @@
 
 #include "redlock/rw_status.hpp"
 #include "resp/value.hpp"
+#include "support/text_contains.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -16,9 +17,7 @@ namespace {
 namespace cli = redlock::cli;
 namespace resp = redlock::resp;
 
-bool contains(const std::string& text, std::string_view part) {
-  return text.find(part) != std::string::npos;
-}
+using redlock::test::contains;
 
 resp::value reply_of(resp::type kind, std::string text = {}) {
   resp::value reply;
@@ -90,7 +89,7 @@ cli::rw_node_report marked(cli::rw_node_report report) {
   return report;
 }
 
-cli::rw_node_report down(std::string address) {
+cli::rw_node_report rw_down(std::string address) {
   cli::rw_node_report report;
   report.address = std::move(address);
   report.error = "connect failed: Connection refused";
@@ -225,12 +224,12 @@ BOOST_AUTO_TEST_CASE(verdicts) {
        "(below quorum)",
        cli::rw_state::not_locked},
       {"a node down could complete a reader's quorum",
-       {reading("a:1", {reader_a}), reading("a:2", {}), down("a:3")},
+       {reading("a:1", {reader_a}), reading("a:2", {}), rw_down("a:3")},
        "doc: writer on 0 of 3 nodes, readers on 1, waiting writer on 0 (quorum 2): unknown: the "
        "unreachable nodes could complete a quorum",
        cli::rw_state::unknown},
       {"too few nodes",
-       {reading("a:1", {}), down("a:2"), down("a:3")},
+       {reading("a:1", {}), rw_down("a:2"), rw_down("a:3")},
        "doc: writer on 0 of 3 nodes, readers on 0, waiting writer on 0 (quorum 2): unknown: only 1 "
        "of 3 nodes reachable",
        cli::rw_state::unknown},
@@ -244,7 +243,7 @@ BOOST_AUTO_TEST_CASE(verdicts) {
   }
   const std::vector<cli::rw_node_report> two_readers = {
       marked(reading("a:1", {reader_a, reader_b})), marked(reading("a:2", {reader_a, reader_b})),
-      down("a:3")};
+      rw_down("a:3")};
   const auto verdict = cli::judge_rw("doc", two_readers);
   BOOST_TEST(verdict.counts == (std::vector<std::string>{"unreachable nodes: 1"}),
              boost::test_tools::per_element());

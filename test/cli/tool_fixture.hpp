@@ -8,6 +8,7 @@
 #include "support/inspector.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
+#include "support/text_contains.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <fmt/format.h>
@@ -43,9 +44,7 @@ inline std::string node_urls(const std::vector<std::uint16_t>& ports) {
   return urls;
 }
 
-inline bool contains(const std::string& text, std::string_view part) {
-  return text.find(part) != std::string::npos;
-}
+using redlock::test::contains;
 
 inline std::size_t count_lines(const std::string& text) {
   std::size_t lines = 0;

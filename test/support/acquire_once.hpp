@@ -7,6 +7,7 @@
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
+#include "support/text_contains.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/system/error_code.hpp>
@@ -69,10 +70,6 @@ inline acquire_outcome_summary acquire_once(std::vector<node_config> nodes,
   BOOST_TEST_MESSAGE(result.ec.message()
                      << " after " << result.took_ms << " ms: " << result.diagnostics);
   return result;
-}
-
-inline bool contains(const std::string& text, std::string_view part) {
-  return text.find(part) != std::string::npos;
 }
 
 // Completed with `code` at once (no retry until `wait`), as a node failure, naming `node` and

@@ -1,7 +1,11 @@
 #ifndef REDLOCK_TEST_SUPPORT_CHILD_EXEC_HPP
 #define REDLOCK_TEST_SUPPORT_CHILD_EXEC_HPP
 
+#include <fmt/format.h>
+
+#include <string>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace redlock::test {
@@ -26,6 +30,14 @@ inline unsigned inherited_descriptor_limit() noexcept {
   }
   ::execv(argv[0], argv);
   ::_exit(127);
+}
+
+// A child's end as waitpid() reported it, for messages: "exited with status 1", "killed by
+// signal 9".
+inline std::string describe_wait_status(int status) {
+  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", WTERMSIG(status));
+  return fmt::format("wait status {}", status);
 }
 
 }  // namespace redlock::test

@@ -23,6 +23,16 @@ inline resp::value eval_script(sync_client& c, const detail::script& lua,
   return c.command(words);
 }
 
+// The key's time left in milliseconds (-2: no key; -1: no expiry).
+inline long long pttl(sync_client& c, const std::string& key) {
+  return c.command({"PTTL", key}).integer;
+}
+
+// A script's grant: the +OK that SET ... NX gives, which the lock scripts return when they take.
+inline bool granted(const resp::value& reply) {
+  return reply.kind == resp::type::simple_string && reply.text == "OK";
+}
+
 }  // namespace redlock::test
 
 #endif

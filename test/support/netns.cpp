@@ -64,12 +64,6 @@ const std::filesystem::path& ip_program() {
   return *found;
 }
 
-std::string describe_status(int status) {
-  if (WIFEXITED(status)) return fmt::format("exit status {}", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", WTERMSIG(status));
-  return fmt::format("wait status {}", status);
-}
-
 // Runs `ip args...` and returns what it printed (stdout and stderr together). Throws when it cannot
 // be run or does not exit with status 0.
 std::string run_ip(std::vector<std::string> args) {
@@ -143,7 +137,7 @@ std::string run_ip(std::vector<std::string> args) {
       output.pop_back();
     }
     throw std::runtime_error(fmt::format("netns: `{}` failed ({}): {}", command,
-                                         describe_status(status),
+                                         describe_wait_status(status),
                                          output.empty() ? "no output" : output));
   }
   return output;

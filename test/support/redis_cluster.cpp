@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <utility>
@@ -19,12 +18,6 @@ namespace {
 using namespace std::chrono_literals;
 using clock = std::chrono::steady_clock;
 
-constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
-constexpr auto poll_interval = 50ms;
-// The health probes: a node that takes this long to answer CLUSTER INFO is not ready anyway.
-constexpr auto probe_timeout = 2s;
-// Commands of the fixture and of the tests; a MIGRATE of a batch may take a while on a busy box.
-constexpr auto command_timeout = 10s;
 constexpr int bus_port_attempts = 3;
 constexpr std::size_t keys_per_migrate = 100;
 constexpr std::string_view migrate_timeout_ms = "5000";

@@ -16,6 +16,16 @@
 
 namespace redlock::test {
 
+// "No such server" where an index is expected.
+inline constexpr std::size_t npos = static_cast<std::size_t>(-1);
+// How often the fixtures look again while they wait for the servers to agree.
+inline constexpr std::chrono::milliseconds poll_interval{50};
+// The health probes: a server that takes this long to answer (CLUSTER INFO, ROLE) is not ready
+// anyway.
+inline constexpr std::chrono::seconds probe_timeout{2};
+// Commands of the fixtures and of the tests; a MIGRATE of a batch may take a while on a busy box.
+inline constexpr std::chrono::seconds command_timeout{10};
+
 // The non-empty parts of `text` between separators.
 std::vector<std::string_view> split(std::string_view text, char separator);
 

@@ -107,12 +107,6 @@ pid_t wait_for(pid_t pid, int& status, int options) {
   }
 }
 
-std::string describe_status(int status) {
-  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", WTERMSIG(status));
-  return fmt::format("wait status {}", status);
-}
-
 std::uintmax_t file_size_or_zero(const std::filesystem::path& file) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(file, ec);
@@ -284,7 +278,7 @@ void redis_server::pause() {
   if (!WIFSTOPPED(status)) {
     pid_ = -1;  // it died instead, and has been reaped
     throw std::runtime_error(fmt::format("redis_server: port {} {} instead of stopping", port_,
-                                         describe_status(status)));
+                                         describe_wait_status(status)));
   }
   paused_ = true;
 }
@@ -463,7 +457,7 @@ redis_server::start_result redis_server::spawn_and_wait_ready() {
         return start_result::port_busy;
       }
       throw std::runtime_error(fmt::format("redis_server: port {}: redis-server {}; log:\n{}",
-                                           port_, describe_status(status), log_tail()));
+                                           port_, describe_wait_status(status), log_tail()));
     }
 
     // Any reply means the server has finished starting; NOAUTH only says the default user has a

@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <limits>
 #include <map>
 #include <stdexcept>
 #include <utility>
@@ -20,11 +19,6 @@ namespace {
 using namespace std::chrono_literals;
 using clock = std::chrono::steady_clock;
 
-constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
-constexpr auto poll_interval = 50ms;
-// The health probes: a server that takes this long to answer is not ready anyway.
-constexpr auto probe_timeout = 2s;
-constexpr auto command_timeout = 10s;
 // SENTINEL FAILOVER refused for a reason other than a failover under way (NOGOODSLAVE while the
 // sentinel's picture of the replicas is not fresh): asked again after this.
 constexpr auto failover_refused_retry_after = 1s;

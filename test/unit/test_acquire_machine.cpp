@@ -37,7 +37,7 @@ using kind = acquire_action::kind;
 namespace reply = redlock::test::reply;
 using boost::system::error_code;
 
-const steady_clock::time_point t0 = steady_clock::time_point{} + 1h;
+const steady_clock::time_point start_time = steady_clock::time_point{} + 1h;
 
 // Three nodes, as the machine knows them: named, never failing.
 class played_nodes final : public node_facts {
@@ -124,7 +124,7 @@ class host final : public queued_acquire,
   }
 
   acquire_machine machine;
-  steady_clock::time_point now = t0;
+  steady_clock::time_point now = start_time;
   bool covered = false;  // every node subscribed
   std::vector<acquire_release> releases;
   std::vector<late_grant> late_grants;
@@ -231,7 +231,7 @@ BOOST_AUTO_TEST_CASE(an_uncontended_acquire_is_one_round_and_one_completion) {
   BOOST_TEST((lease.current() == lease_state::phase::held));
   BOOST_TEST(lease.granted_nodes() == 2u);
   // validity = ttl - elapsed - drift (ttl * 0.01 + 2 ms), from the round's start.
-  BOOST_TEST((lease.validity().valid_until() == t0 + 10s - 100ms - 2ms));
+  BOOST_TEST((lease.validity().valid_until() == start_time + 10s - 100ms - 2ms));
 
   // A grant after the decision counts for the lease and asks for nothing.
   op->machine.answer(1, {}, reply::simple("OK"), op->now);
@@ -375,8 +375,8 @@ BOOST_AUTO_TEST_CASE(a_waiter_ends_at_its_deadline) {
   every_node_answers(*op, reply::integer(9000));
   const auto at = timer_of(op->actions());
   BOOST_REQUIRE(at.has_value());
-  BOOST_TEST((*at <= t0 + 100ms));
-  op->now = t0 + 100ms;
+  BOOST_TEST((*at <= start_time + 100ms));
+  op->now = start_time + 100ms;
   op->machine.timer(op->now);
   const auto actions = op->actions();
   // The timer that fired is armed no more: nothing to disarm.

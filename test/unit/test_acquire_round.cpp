@@ -4,6 +4,8 @@
 #include "algo/acquire_round.hpp"
 #include "algo/validity.hpp"
 #include "support/printing.hpp"
+#include "unit/instants.hpp"
+#include "unit/node_masks.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -37,7 +39,7 @@ using redlock::error;
 using std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-const steady_clock::time_point t0 = steady_clock::time_point{} + 1h;
+using redlock::test::t0;
 
 rd::acquire_round make_round(std::size_t nodes, std::chrono::milliseconds ttl = 10s,
                              double drift_factor = 0.01) {
@@ -71,12 +73,7 @@ step feed(rd::acquire_round& round, std::size_t node, char answer, steady_clock:
 }
 
 // "10011": node i is to be cleaned.
-std::string mask(const std::vector<bool>& nodes) {
-  std::string out;
-  for (bool on : nodes)
-    out += on ? '1' : '0';
-  return out;
-}
+using redlock::test::mask;
 
 struct round_case {
   const char* rule;

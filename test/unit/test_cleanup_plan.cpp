@@ -3,6 +3,7 @@
 // too many rounds wait.
 
 #include "algo/cleanup_plan.hpp"
+#include "unit/node_masks.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -20,19 +21,8 @@ enum class form : std::uint8_t { plain, fenced };
 using plan_type = redlock::detail::cleanup_plan<form>;
 using release = plan_type::release;
 
-std::vector<bool> nodes_of(const std::string& mask) {
-  std::vector<bool> out;
-  for (char c : mask)
-    out.push_back(c == '1');
-  return out;
-}
-
-std::string mask(const std::vector<bool>& nodes) {
-  std::string out;
-  for (bool on : nodes)
-    out += on ? '1' : '0';
-  return out;
-}
+using redlock::test::mask;
+using redlock::test::nodes_of;
 
 // "key token 00100", or "none".
 std::string describe(const std::optional<release>& r) {

@@ -6,6 +6,8 @@
 #include "lock/key_names.hpp"
 #include "nodes/cluster/topology.hpp"
 #include "resp/parser.hpp"
+#include "unit/parse_reply.hpp"
+#include "unit/resp_values.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -26,22 +28,7 @@ using redlock::detail::read_redirect;
 
 namespace {
 
-redlock::resp::value parse(std::string_view bytes) {
-  redlock::resp::parser parser;
-  parser.feed(bytes);
-  boost::system::error_code ec;
-  auto value = parser.next(ec);
-  BOOST_TEST_REQUIRE(!ec);
-  BOOST_TEST_REQUIRE(value.has_value());
-  return *value;
-}
-
-redlock::resp::value error_reply(std::string text) {
-  redlock::resp::value v;
-  v.kind = redlock::resp::type::simple_error;
-  v.text = std::move(text);
-  return v;
-}
+using redlock::test::reply::error_reply;
 
 // One shard of CLUSTER SHARDS as a Redis 7.0 node of a local three-master cluster sent it, with
 // `open` the aggregate header of a name/value list: "*14" in RESP2, "%7" in RESP3.
@@ -110,7 +97,8 @@ BOOST_AUTO_TEST_CASE(the_address_comes_first_and_each_seed_once) {
 
 BOOST_AUTO_TEST_CASE(cluster_shards_in_resp2_and_resp3_give_the_same_masters) {
   for (const std::string_view open : {"*14", "%7"}) {
-    const auto read = read_cluster_shards(parse(three_shards(open)), "10.0.0.1", false);
+    const auto read =
+        read_cluster_shards(redlock::test::parse_reply(three_shards(open)), "10.0.0.1", false);
     BOOST_TEST_REQUIRE(std::holds_alternative<cluster_topology>(read));
     const auto& topology = std::get<cluster_topology>(read);
     BOOST_TEST(topology.uncovered_slots() == 0u);
@@ -127,7 +115,7 @@ BOOST_AUTO_TEST_CASE(cluster_shards_in_resp2_and_resp3_give_the_same_masters) {
 BOOST_AUTO_TEST_CASE(a_shard_without_a_master_leaves_its_slots_uncovered) {
   const std::string reply = "*2\r\n" + shard("*14", "0", "8191", "17001", "replica") +
                             shard("*14", "8192", "16383", "17002");
-  const auto read = read_cluster_shards(parse(reply), "10.0.0.1", false);
+  const auto read = read_cluster_shards(redlock::test::parse_reply(reply), "10.0.0.1", false);
   BOOST_TEST_REQUIRE(std::holds_alternative<cluster_topology>(read));
   const auto& topology = std::get<cluster_topology>(read);
   BOOST_TEST(topology.uncovered_slots() == 8192u);
@@ -137,14 +125,15 @@ BOOST_AUTO_TEST_CASE(a_shard_without_a_master_leaves_its_slots_uncovered) {
 
 BOOST_AUTO_TEST_CASE(an_unknown_endpoint_falls_back_to_the_ip) {
   const std::string reply = "*1\r\n" + shard("*14", "0", "16383", "17001", "master", "?");
-  const auto read = read_cluster_shards(parse(reply), "10.0.0.1", false);
+  const auto read = read_cluster_shards(redlock::test::parse_reply(reply), "10.0.0.1", false);
   BOOST_TEST_REQUIRE(std::holds_alternative<cluster_topology>(read));
   // "?" falls back to the ip field, which the shard gives.
   BOOST_TEST(std::get<cluster_topology>(read).master_of(7)->host == "127.0.0.1");
 }
 
 BOOST_AUTO_TEST_CASE(tls_needs_the_tls_port) {
-  const auto read = read_cluster_shards(parse(three_shards("*14")), "10.0.0.1", true);
+  const auto read =
+      read_cluster_shards(redlock::test::parse_reply(three_shards("*14")), "10.0.0.1", true);
   BOOST_TEST_REQUIRE(std::holds_alternative<std::string>(read));
   BOOST_TEST(std::get<std::string>(read).find("tls-port") != std::string::npos);
 }
@@ -153,10 +142,10 @@ BOOST_AUTO_TEST_CASE(replies_that_are_no_topology_say_why) {
   const auto error = read_cluster_shards(error_reply("ERR unknown subcommand"), "h", false);
   BOOST_TEST_REQUIRE(std::holds_alternative<std::string>(error));
   BOOST_TEST(std::get<std::string>(error).find("unknown subcommand") != std::string::npos);
-  const auto scalar = read_cluster_shards(parse(":1\r\n"), "h", false);
+  const auto scalar = read_cluster_shards(redlock::test::parse_reply(":1\r\n"), "h", false);
   BOOST_TEST(std::holds_alternative<std::string>(scalar));
-  const auto bad_range =
-      read_cluster_shards(parse("*1\r\n" + shard("*14", "10", "16384", "17001")), "h", false);
+  const auto bad_range = read_cluster_shards(
+      redlock::test::parse_reply("*1\r\n" + shard("*14", "10", "16384", "17001")), "h", false);
   BOOST_TEST(std::holds_alternative<std::string>(bad_range));
 }
 
@@ -166,7 +155,7 @@ BOOST_AUTO_TEST_CASE(cluster_slots_is_read_as_well) {
       "*2\r\n"
       "*3\r\n:0\r\n:5460\r\n*4\r\n$9\r\n127.0.0.1\r\n:17001\r\n$3\r\nabc\r\n*0\r\n"
       "*3\r\n:5461\r\n:10922\r\n*4\r\n$0\r\n\r\n:17002\r\n$3\r\ndef\r\n*0\r\n";
-  const auto read = read_cluster_slots(parse(reply), "10.0.0.1");
+  const auto read = read_cluster_slots(redlock::test::parse_reply(reply), "10.0.0.1");
   BOOST_TEST_REQUIRE(std::holds_alternative<cluster_topology>(read));
   const auto& topology = std::get<cluster_topology>(read);
   BOOST_TEST(topology.uncovered_slots() == 16384u - 10923u);

@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-BOOST_AUTO_TEST_SUITE(error)
+BOOST_AUTO_TEST_SUITE(error_codes)
 
 BOOST_AUTO_TEST_CASE(every_code_has_a_distinct_message_in_the_redlock_category) {
   std::set<std::string> messages;

@@ -3,6 +3,7 @@
 
 #include "algo/fence_quorum.hpp"
 #include "algo/quorum.hpp"
+#include "unit/node_masks.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -30,22 +31,11 @@ using counters = std::vector<std::optional<std::uint64_t>>;
 constexpr std::nullopt_t none = std::nullopt;
 
 // "00100": a write-back goes to node 2.
-std::string mask(const std::vector<bool>& nodes) {
-  std::string out;
-  for (bool on : nodes)
-    out += on ? '1' : '0';
-  return out;
-}
-
-std::vector<bool> nodes_of(const std::string& mask) {
-  std::vector<bool> out;
-  for (char c : mask)
-    out.push_back(c == '1');
-  return out;
-}
+using redlock::test::mask;
+using redlock::test::nodes_of;
 
 // "undecided", "confirmed" or "failed".
-std::string outcome(const rd::fence_quorum& q) {
+std::string verdict_of(const rd::fence_quorum& q) {
   if (!q.decision()) return "undecided";
   return *q.decision() ? "confirmed" : "failed";
 }
@@ -65,24 +55,24 @@ BOOST_AUTO_TEST_CASE(the_token_is_the_highest_counter_among_the_grants) {
 BOOST_AUTO_TEST_CASE(equal_grants_are_confirmed_at_once_and_nothing_is_sent) {
   rd::fence_quorum all(3, 2);
   BOOST_TEST(mask(all.start(4, {4, 4, 4}, nodes_of("000"))) == "000");
-  BOOST_TEST(outcome(all) == "confirmed");
+  BOOST_TEST(verdict_of(all) == "confirmed");
   for (std::size_t i = 0; i < 3; ++i)
     BOOST_TEST(all.state(i) == state::at_token);
 
   // A quorum of equal grants decides at once, whatever the pending nodes will say.
   rd::fence_quorum quorum(5, 3);
   BOOST_TEST(mask(quorum.start(8, {8, 8, 8, none, none}, nodes_of("00011"))) == "00000");
-  BOOST_TEST(outcome(quorum) == "confirmed");
+  BOOST_TEST(verdict_of(quorum) == "confirmed");
   BOOST_TEST(!quorum.late_answer(3, 2));  // decided: a late grant below the token is not raised
   BOOST_TEST(quorum.state(3) == state::round_pending);
-  BOOST_TEST(outcome(quorum) == "confirmed");
+  BOOST_TEST(verdict_of(quorum) == "confirmed");
 }
 
 BOOST_AUTO_TEST_CASE(a_grant_above_the_token_counts_as_at_it) {
   // fence_of picks the highest, but any counter at the token or above is confirmed.
   rd::fence_quorum q(3, 2);
   BOOST_TEST(mask(q.start(6, {6, 9, none}, nodes_of("000"))) == "000");
-  BOOST_TEST(outcome(q) == "confirmed");
+  BOOST_TEST(verdict_of(q) == "confirmed");
   BOOST_TEST(q.state(1) == state::at_token);
   BOOST_TEST(q.state(2) == state::not_asked);
 }
@@ -90,11 +80,11 @@ BOOST_AUTO_TEST_CASE(a_grant_above_the_token_counts_as_at_it) {
 BOOST_AUTO_TEST_CASE(grants_below_the_token_are_written_back_and_confirm_by_the_answer) {
   rd::fence_quorum q(5, 3);
   BOOST_TEST(mask(q.start(7, {7, 7, 5, none, none}, nodes_of("00011"))) == "00100");
-  BOOST_TEST(outcome(q) == "undecided");
+  BOOST_TEST(verdict_of(q) == "undecided");
   BOOST_TEST(q.state(2) == state::awaited);
   BOOST_TEST(q.state(3) == state::round_pending);
   q.answered(2, true);
-  BOOST_TEST(outcome(q) == "confirmed");
+  BOOST_TEST(verdict_of(q) == "confirmed");
   BOOST_TEST(q.state(2) == state::written_back);
   BOOST_TEST(q.confirmed() == 3u);
 }
@@ -107,15 +97,15 @@ BOOST_AUTO_TEST_CASE(a_fence_quorum_reached_only_through_a_late_grant) {
   BOOST_TEST(mask(q.start(rd::fence_of({7, 7, 5, none, none}), {7, 7, 5, none, none},
                           nodes_of("00011"))) == "00100");
   q.answered(2, false);
-  BOOST_TEST(outcome(q) == "undecided");  // 2 confirmed + 2 pending
+  BOOST_TEST(verdict_of(q) == "undecided");  // 2 confirmed + 2 pending
   BOOST_TEST(q.state(2) == state::write_back_failed);
-  BOOST_TEST(!q.late_answer(3, none));    // a late refusal: nothing to send
-  BOOST_TEST(outcome(q) == "undecided");  // 2 confirmed + 1 pending
-  BOOST_TEST(q.late_answer(4, 6));        // a late grant below the token: raise it
+  BOOST_TEST(!q.late_answer(3, none));       // a late refusal: nothing to send
+  BOOST_TEST(verdict_of(q) == "undecided");  // 2 confirmed + 1 pending
+  BOOST_TEST(q.late_answer(4, 6));           // a late grant below the token: raise it
   BOOST_TEST(q.state(4) == state::awaited);
-  BOOST_TEST(outcome(q) == "undecided");  // 2 confirmed + 1 awaited
+  BOOST_TEST(verdict_of(q) == "undecided");  // 2 confirmed + 1 awaited
   q.answered(4, true);
-  BOOST_TEST(outcome(q) == "confirmed");
+  BOOST_TEST(verdict_of(q) == "confirmed");
   BOOST_TEST(q.confirmed() == 3u);
 }
 
@@ -124,12 +114,12 @@ BOOST_AUTO_TEST_CASE(a_late_grant_at_the_token_is_confirmed_without_a_write_back
   BOOST_TEST(mask(q.start(7, {7, 3, 3, none, none}, nodes_of("00011"))) == "01100");
   q.answered(1, false);
   q.answered(2, false);
-  BOOST_TEST(outcome(q) == "undecided");
+  BOOST_TEST(verdict_of(q) == "undecided");
   BOOST_TEST(!q.late_answer(3, 7));
   BOOST_TEST(q.state(3) == state::at_token);
-  BOOST_TEST(outcome(q) == "undecided");
+  BOOST_TEST(verdict_of(q) == "undecided");
   BOOST_TEST(!q.late_answer(4, 8));
-  BOOST_TEST(outcome(q) == "confirmed");
+  BOOST_TEST(verdict_of(q) == "confirmed");
 }
 
 // Failed as soon as the confirmed, awaited and pending nodes together cannot make a quorum; the
@@ -138,18 +128,18 @@ BOOST_AUTO_TEST_CASE(too_few_nodes_left_fail_as_soon_as_certain) {
   rd::fence_quorum q(5, 3);
   BOOST_TEST(mask(q.start(9, {9, 3, 3, none, none}, nodes_of("00011"))) == "01100");
   q.answered(1, false);
-  BOOST_TEST(outcome(q) == "undecided");  // 1 + 1 awaited + 2 pending
+  BOOST_TEST(verdict_of(q) == "undecided");  // 1 + 1 awaited + 2 pending
   q.answered(2, false);
-  BOOST_TEST(outcome(q) == "undecided");  // 1 + 2 pending
+  BOOST_TEST(verdict_of(q) == "undecided");  // 1 + 2 pending
   BOOST_TEST(!q.late_answer(3, none));
-  BOOST_TEST(outcome(q) == "failed");  // 1 + 1 pending
-  BOOST_TEST(!q.late_answer(4, 9));    // decided: changes nothing
-  BOOST_TEST(outcome(q) == "failed");
+  BOOST_TEST(verdict_of(q) == "failed");  // 1 + 1 pending
+  BOOST_TEST(!q.late_answer(4, 9));       // decided: changes nothing
+  BOOST_TEST(verdict_of(q) == "failed");
 
   // Certain at the start: nothing is sent.
   rd::fence_quorum short_of_one(5, 3);
   BOOST_TEST(mask(short_of_one.start(9, {9, 3, none, none, none}, nodes_of("00000"))) == "00000");
-  BOOST_TEST(outcome(short_of_one) == "failed");
+  BOOST_TEST(verdict_of(short_of_one) == "failed");
 }
 
 BOOST_AUTO_TEST_CASE(a_late_refusal_leaves_one_fewer_node_that_could_confirm) {
@@ -158,17 +148,17 @@ BOOST_AUTO_TEST_CASE(a_late_refusal_leaves_one_fewer_node_that_could_confirm) {
     BOOST_TEST(mask(q.start(5, {5, 3, none}, nodes_of("001"))) == "010");
     BOOST_TEST(!q.late_answer(2, none));
     BOOST_TEST(q.state(2) == state::not_asked);
-    BOOST_TEST(outcome(q) == "undecided");  // 1 + 1 awaited
+    BOOST_TEST(verdict_of(q) == "undecided");  // 1 + 1 awaited
     q.answered(1, true);
-    BOOST_TEST(outcome(q) == "confirmed");
+    BOOST_TEST(verdict_of(q) == "confirmed");
   }
   {
     rd::fence_quorum q(3, 2);
     q.start(5, {5, 3, none}, nodes_of("001"));
     q.answered(1, false);
-    BOOST_TEST(outcome(q) == "undecided");  // 1 + 1 pending
+    BOOST_TEST(verdict_of(q) == "undecided");  // 1 + 1 pending
     BOOST_TEST(!q.late_answer(2, none));
-    BOOST_TEST(outcome(q) == "failed");
+    BOOST_TEST(verdict_of(q) == "failed");
   }
 }
 
@@ -180,14 +170,14 @@ BOOST_AUTO_TEST_CASE(answers_from_nodes_that_were_not_asked_are_ignored) {
   BOOST_TEST(!q.late_answer(1, 7));  // answered the round before its decision
   BOOST_TEST(!q.late_answer(4, 7));  // not pending
   BOOST_TEST(q.confirmed() == 1u);
-  BOOST_TEST(outcome(q) == "undecided");  // 1 + 1 awaited + 1 pending
+  BOOST_TEST(verdict_of(q) == "undecided");  // 1 + 1 awaited + 1 pending
   BOOST_TEST(!q.late_answer(2, 7));
   BOOST_TEST(!q.late_answer(2, 7));  // twice counts once
   BOOST_TEST(q.confirmed() == 2u);
   q.answered(1, true);
   q.answered(1, true);
   BOOST_TEST(q.confirmed() == 3u);
-  BOOST_TEST(outcome(q) == "confirmed");
+  BOOST_TEST(verdict_of(q) == "confirmed");
 }
 
 // Every mix of what N nodes do (grant at the token; grant below it, whose write-back confirms or

@@ -2,6 +2,7 @@
 // that the first waiter competes for.
 
 #include "algo/handoff.hpp"
+#include "unit/instants.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -15,7 +16,7 @@ namespace rd = redlock::detail;
 using std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-const steady_clock::time_point t0 = steady_clock::time_point{} + 1h;
+using redlock::test::t0;
 
 // The holder of a queue with a single lock to take it, after `in_a_row` hand-offs, limit 4 (the
 // default).

@@ -7,6 +7,7 @@
 #include "resp/encoder.hpp"
 #include "resp/script.hpp"
 #include "support/written_commands.hpp"
+#include "unit/resp_values.hpp"
 
 #include <boost/asio/error.hpp>
 #include <boost/test/unit_test.hpp>
@@ -112,11 +113,9 @@ resp::value reply_of(resp::type kind, std::string text = {}) {
   return v;
 }
 
-resp::value ok() {
-  return reply_of(resp::type::simple_string, "OK");
-}
+using redlock::test::reply::ok;
 
-resp::value bulk(std::string_view text) {
+resp::value bulk_text(std::string_view text) {
   return reply_of(resp::type::bulk_string, std::string(text));
 }
 
@@ -124,22 +123,18 @@ resp::value refusal(std::string text) {
   return reply_of(resp::type::simple_error, std::move(text));
 }
 
-resp::value integer(std::int64_t n) {
-  auto v = reply_of(resp::type::integer);
-  v.integer = n;
-  return v;
-}
+using redlock::test::reply::integer;
 
 resp::value aggregate(resp::type kind, std::initializer_list<std::string_view> words) {
   auto v = reply_of(kind);
   for (auto word : words)
-    v.elements.push_back(bulk(word));
+    v.elements.push_back(bulk_text(word));
   return v;
 }
 
 // What a server that lets everything through answers each configuration's commands.
 std::vector<resp::value> lock_node_accepted() {
-  return {ok(), ok(), ok(), bulk(return_1_sha), reply_of(resp::type::null), integer(0)};
+  return {ok(), ok(), ok(), bulk_text(return_1_sha), reply_of(resp::type::null), integer(0)};
 }
 
 std::vector<resp::value> subscriber_accepted() {
@@ -353,7 +348,7 @@ BOOST_AUTO_TEST_CASE(error_replies_fail_the_connect_or_are_let_through) {
        "for the default user. Are you sure your configuration is correct?)"},
       {"NOAUTH on a probe is still a login failure",
        lock_node(),
-       {ok(), ok(), ok(), bulk(return_1_sha), refusal("NOAUTH Authentication required.")},
+       {ok(), ok(), ok(), bulk_text(return_1_sha), refusal("NOAUTH Authentication required.")},
        error::auth_failed,
        "cannot log in: the server requires a password and refused the one configured (NOAUTH "
        "Authentication required.)"},
@@ -426,7 +421,7 @@ BOOST_AUTO_TEST_CASE(error_replies_fail_the_connect_or_are_let_through) {
        "has no permissions to run the 'script|load' command)"},
       {"SCRIPT LOAD answering another SHA-1",
        lock_node(),
-       {ok(), ok(), ok(), bulk(wrong_sha)},
+       {ok(), ok(), ok(), bulk_text(wrong_sha)},
        error::server_error,
        "SCRIPT LOAD answered $\"" + wrong_sha + "\", not the script's SHA-1 " + sha_1},
       {"SCRIPT LOAD answering an integer",
@@ -453,39 +448,40 @@ BOOST_AUTO_TEST_CASE(error_replies_fail_the_connect_or_are_let_through) {
       // Permission probes.
       {"NOPERM for a probe's command names the command",
        lock_node(),
-       {ok(), ok(), ok(), bulk(return_1_sha), reply_of(resp::type::null),
+       {ok(), ok(), ok(), bulk_text(return_1_sha), reply_of(resp::type::null),
         refusal("NOPERM User locker has no permissions to run the 'evalsha' command")},
        error::permission_denied,
        "ACL user \"locker\" may not run EVALSHA, which the lock needs (NOPERM User locker has no "
        "permissions to run the 'evalsha' command)"},
       {"NOPERM for a probe's key is the resource's business",
        lock_node(),
-       {ok(), ok(), ok(), bulk(return_1_sha), refusal("NOPERM No permissions to access a key")},
+       {ok(), ok(), ok(), bulk_text(return_1_sha),
+        refusal("NOPERM No permissions to access a key")},
        std::nullopt,
        ""},
       {"NOPERM for a probe's key, in Redis 7's other words",
        lock_node(),
-       {ok(), ok(), ok(), bulk(return_1_sha),
+       {ok(), ok(), ok(), bulk_text(return_1_sha),
         refusal("NOPERM this user has no permissions to access one of the keys used as "
                 "arguments")},
        std::nullopt,
        ""},
       {"NOPERM for something else a probe touches is a command's",
        lock_node(),
-       {ok(), ok(), ok(), bulk(return_1_sha),
+       {ok(), ok(), ok(), bulk_text(return_1_sha),
         refusal("NOPERM User locker has no permissions to access the 'x' channel")},
        error::permission_denied,
        "ACL user \"locker\" may not run SET, which the lock needs (NOPERM User locker has no "
        "permissions to access the 'x' channel)"},
       {"a probe meeting maxmemory is the node's state now, not a permission",
        lock_node(),
-       {ok(), ok(), ok(), bulk(return_1_sha),
+       {ok(), ok(), ok(), bulk_text(return_1_sha),
         refusal("OOM command not allowed when used memory > 'maxmemory'.")},
        std::nullopt,
        ""},
       {"a probe on a replica",
        lock_node(),
-       {ok(), ok(), ok(), bulk(return_1_sha), reply_of(resp::type::null),
+       {ok(), ok(), ok(), bulk_text(return_1_sha), reply_of(resp::type::null),
         refusal("READONLY You can't write against a read only replica.")},
        std::nullopt,
        ""},
@@ -517,16 +513,16 @@ BOOST_AUTO_TEST_CASE(a_server_that_must_be_a_master_is_asked_its_role) {
     return attempt.on_reply(role);
   };
   const auto master =
-      judged(role_reply({bulk("master"), integer(3129), reply_of(resp::type::array)}));
+      judged(role_reply({bulk_text("master"), integer(3129), reply_of(resp::type::array)}));
   BOOST_TEST(!master.failed());
 
-  const auto replica = judged(role_reply(
-      {bulk("slave"), bulk("127.0.0.1"), integer(6380), bulk("connected"), integer(3129)}));
+  const auto replica = judged(role_reply({bulk_text("slave"), bulk_text("127.0.0.1"), integer(6380),
+                                          bulk_text("connected"), integer(3129)}));
   BOOST_TEST((replica.code == error::server_error));
   BOOST_TEST(replica.message.find("ROLE says this server is a replica of 127.0.0.1:6380") == 0u,
              replica.message);
 
-  const auto sentinel = judged(role_reply({bulk("sentinel"), reply_of(resp::type::array)}));
+  const auto sentinel = judged(role_reply({bulk_text("sentinel"), reply_of(resp::type::array)}));
   BOOST_TEST((sentinel.code == error::server_error));
   BOOST_TEST(sentinel.message.find("not master") != std::string::npos, sentinel.message);
 }

@@ -2,6 +2,7 @@
 // the time chosen by the test and the actions read back.
 #include "lock/lease_machine.hpp"
 #include "redlock/error.hpp"
+#include "unit/instants.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -27,10 +28,10 @@ std::ostream& operator<<(std::ostream& out, lease_action::kind what) {
 namespace {
 
 using namespace std::chrono_literals;
-using kind = lease_action::kind;
+using lease_kind = lease_action::kind;
 using boost::system::error_code;
 
-const steady_clock::time_point t0 = steady_clock::time_point{} + 1h;
+using redlock::test::t0;
 
 std::vector<lease_action> actions_of(lease_machine& machine) {
   std::vector<lease_action> out;
@@ -47,7 +48,7 @@ lease_machine renewing(std::optional<std::chrono::milliseconds> max_hold = std::
 steady_clock::time_point armed_at(const std::vector<lease_action>& actions) {
   std::optional<steady_clock::time_point> at;
   for (const auto& action : actions)
-    if (action.what == kind::arm_timer) at = action.at;
+    if (action.what == lease_kind::arm_timer) at = action.at;
   BOOST_REQUIRE(at.has_value());
   return *at;
 }
@@ -55,7 +56,7 @@ steady_clock::time_point armed_at(const std::vector<lease_action>& actions) {
 // The extension the actions ask to send, if any (a copy: the actions are often a temporary).
 std::optional<lease_action> sent(const std::vector<lease_action>& actions) {
   for (const auto& action : actions)
-    if (action.what == kind::send_extension) return action;
+    if (action.what == lease_kind::send_extension) return action;
   return std::nullopt;
 }
 
@@ -100,7 +101,7 @@ BOOST_AUTO_TEST_CASE(without_renewal_the_lease_expires_at_its_validity) {
   machine.timer(valid_until);
   const auto actions = actions_of(machine);
   BOOST_REQUIRE(actions.size() == 1u);
-  BOOST_TEST(actions[0].what == kind::expire);
+  BOOST_TEST(actions[0].what == lease_kind::expire);
   BOOST_TEST((machine.why_expired() == lease_machine::expiry::ttl_without_renewal));
 }
 
@@ -140,7 +141,7 @@ BOOST_AUTO_TEST_CASE(an_unconfirmed_extension_caps_the_validity_and_the_lease_ex
   // Its confirmation never comes; at the cap the lease is lost.
   machine.timer(cap);
   actions = actions_of(machine);
-  BOOST_TEST(actions.front().what == kind::expire);
+  BOOST_TEST(actions.front().what == lease_kind::expire);
   BOOST_TEST((machine.why_expired() == lease_machine::expiry::extension_unconfirmed));
 }
 
@@ -177,7 +178,7 @@ BOOST_AUTO_TEST_CASE(max_hold_makes_the_last_renewal_and_then_the_lease_runs_out
   BOOST_TEST((end <= t0 + 12s));
   BOOST_TEST((end > t0 + 11s));
   machine.timer(end);
-  BOOST_TEST(actions_of(machine).front().what == kind::expire);
+  BOOST_TEST(actions_of(machine).front().what == lease_kind::expire);
   BOOST_TEST((machine.why_expired() == lease_machine::expiry::max_hold));
 }
 

@@ -6,6 +6,7 @@
 
 #include "lock/local_queues.hpp"
 #include "support/recorded_acquire.hpp"
+#include "unit/queue_holder_stub.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -28,13 +29,9 @@ using redlock::test::event_log;
 
 using fake_acquire = redlock::test::recorded_acquire;
 
-// A lease of this client holding a queue, as the queues see one.
-queue_holder* some_lease() {
-  static queue_holder holder;
-  return &holder;
-}
+using redlock::test::some_lease;
 
-struct fixture {
+struct queues_fixture {
   local_queues queues{"redlock:released", 0.01};
   event_log log;
 
@@ -56,7 +53,7 @@ using line = std::vector<const queued_acquire*>;
 
 }  // namespace
 
-BOOST_FIXTURE_TEST_SUITE(local_queue_order, fixture)
+BOOST_FIXTURE_TEST_SUITE(local_queue_order, queues_fixture)
 
 // The deadlock of a waiting set: T1 holds "a" and then takes "b"; T2's set {a, b} joined in
 // between. The set cannot start while "a" is held, so T1's acquire of the free "b" goes ahead of

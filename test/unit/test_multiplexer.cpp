@@ -46,7 +46,7 @@ class counting_sink final : public rd::reply_sink {
   int refs = 0;
 };
 
-struct outcome {
+struct request_outcome {
   std::size_t tag = 0;
   error_code ec;
   resp::value reply;
@@ -72,7 +72,7 @@ rd::shared_payload encode(std::string_view words) {
 
 using redlock::test::commands;
 
-// A multiplexer with a hand-driven clock, recording every outcome it gives.
+// A multiplexer with a hand-driven clock, recording every request_outcome it gives.
 class harness {
  public:
   explicit harness(std::size_t max_pending_cleanups = 8192)
@@ -139,15 +139,15 @@ class harness {
     return tags;
   }
 
-  const outcome* answer_of(std::size_t tag) const {
+  const request_outcome* answer_of(std::size_t tag) const {
     for (const auto& a : answers)
       if (a.tag == tag) return &a;
     return nullptr;
   }
 
-  std::vector<outcome> answers;
+  std::vector<request_outcome> answers;
   std::vector<std::string> warnings;
-  std::function<void(const outcome&)> on_answer;
+  std::function<void(const request_outcome&)> on_answer;
   rd::multiplexer mux;
   time_point now = time_point{} + 1h;
 
@@ -758,7 +758,7 @@ BOOST_AUTO_TEST_CASE(requests_issued_while_timeouts_are_answered_keep_the_deadli
   h.issue(1, "SET a t1", with_timeout(100ms));
   h.issue(2, "SET b t1", with_timeout(200ms));
   std::vector<time_point> seen;
-  h.on_answer = [&](const outcome& a) {
+  h.on_answer = [&](const request_outcome& a) {
     seen.push_back(h.mux.next_deadline());
     if (a.tag == 1) h.issue(3, "DEL a", cleanup(500ms));
   };

@@ -25,9 +25,7 @@ namespace {
 using redlock::test::reply::error_reply;
 using redlock::test::reply::integer;
 
-resp::value ok() {
-  return redlock::test::reply::simple("OK");
-}
+using redlock::test::reply::ok;
 
 }  // namespace
 

@@ -5,6 +5,7 @@
 #include "config/options_check.hpp"
 #include "redlock/client.hpp"
 #include "redlock/error.hpp"
+#include "support/text_contains.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/system/system_error.hpp>
@@ -52,9 +53,7 @@ std::vector<redlock::node_config> three_nodes() {
   return {node(7001), node(7002), node(7003)};
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using redlock::test::contains;
 
 struct client_case {
   const char* what;

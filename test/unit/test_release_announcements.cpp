@@ -59,7 +59,7 @@ class played_node final : public lock_node {
   announcement_events on_;
 };
 
-struct three_nodes {
+struct three_node_set {
   boost::asio::io_context io;
   std::vector<std::unique_ptr<played_node>> nodes;
   std::vector<std::pair<std::size_t, std::string>> released;
@@ -67,7 +67,7 @@ struct three_nodes {
   std::string unwanted = "nobody-waits";
   std::shared_ptr<release_announcements> announcements;
 
-  three_nodes() {
+  three_node_set() {
     std::vector<lock_node*> seam;
     for (int i = 0; i < 3; ++i) {
       nodes.push_back(std::make_unique<played_node>());
@@ -96,7 +96,7 @@ struct three_nodes {
 BOOST_AUTO_TEST_SUITE(release_announcements_tests)
 
 BOOST_AUTO_TEST_CASE(the_first_interest_subscribes_every_node_and_the_last_unsubscribes) {
-  three_nodes t;
+  three_node_set t;
   BOOST_TEST(t.nodes[0]->subscribed == 0, "nothing is subscribed before anyone waits");
   t.announcements->retain("a");
   t.announcements->retain("b");
@@ -121,7 +121,7 @@ BOOST_AUTO_TEST_CASE(the_first_interest_subscribes_every_node_and_the_last_unsub
 }
 
 BOOST_AUTO_TEST_CASE(covers_and_settled_read_every_nodes_state_for_the_resource) {
-  three_nodes t;
+  three_node_set t;
   t.set_all(subscription_state::subscribed);
   BOOST_TEST(!t.announcements->covers("a"), "nobody listens: nothing is covered");
   t.announcements->retain("a");
@@ -140,7 +140,7 @@ BOOST_AUTO_TEST_CASE(covers_and_settled_read_every_nodes_state_for_the_resource)
 }
 
 BOOST_AUTO_TEST_CASE(announcements_are_gathered_and_delivered_once_each_by_one_handler) {
-  three_nodes t;
+  three_node_set t;
   t.announcements->retain("a");
   t.nodes[0]->events().heard("a");
   t.nodes[0]->events().heard("a");
@@ -157,7 +157,7 @@ BOOST_AUTO_TEST_CASE(announcements_are_gathered_and_delivered_once_each_by_one_h
 }
 
 BOOST_AUTO_TEST_CASE(events_of_an_earlier_subscription_are_void) {
-  three_nodes t;
+  three_node_set t;
   t.announcements->retain("a");
   const announcement_events earlier = t.nodes[0]->events();
   earlier.heard("a");  // read, not yet delivered, when the interest ends
@@ -178,7 +178,7 @@ BOOST_AUTO_TEST_CASE(events_of_an_earlier_subscription_are_void) {
 }
 
 BOOST_AUTO_TEST_CASE(after_close_nothing_is_subscribed_again) {
-  three_nodes t;
+  three_node_set t;
   t.announcements->retain("a");
   t.announcements->close();
   for (auto& node : t.nodes)

@@ -1,6 +1,7 @@
 // When a waiting acquire may find the lock free: release announcements and the holders' TTLs.
 
 #include "algo/release_watch.hpp"
+#include "unit/answer_kinds.hpp"
 #include "unit/answers_of.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -15,10 +16,10 @@ using redlock::test::answers_of;
 
 namespace {
 
-constexpr auto yes = node_answer::kind::yes;
-constexpr auto no = node_answer::kind::no;
-constexpr auto failed = node_answer::kind::failed;
-constexpr auto pending = node_answer::kind::pending;
+using redlock::test::answers::failed;
+using redlock::test::answers::no;
+using redlock::test::answers::pending;
+using redlock::test::answers::yes;
 
 }  // namespace
 

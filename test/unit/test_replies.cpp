@@ -4,6 +4,7 @@
 
 #include "algo/replies.hpp"
 #include "redlock/error.hpp"
+#include "unit/answer_kinds.hpp"
 #include "unit/resp_values.hpp"
 
 #include <boost/asio/error.hpp>
@@ -27,11 +28,11 @@ using redlock::test::reply::error_reply;
 using redlock::test::reply::integer;
 using redlock::test::reply::simple;
 using redlock::test::reply::text_of;
-const resp::value nil{};
+const resp::value null_reply{};
 
-constexpr auto yes = node_answer::kind::yes;
-constexpr auto no = node_answer::kind::no;
-constexpr auto failed = node_answer::kind::failed;
+using redlock::test::answers::failed;
+using redlock::test::answers::no;
+using redlock::test::answers::yes;
 
 const set_form all_forms[] = {set_form::plain,       set_form::asking_ttl,  set_form::fenced,
                               set_form::slot,        set_form::fenced_slot, set_form::read,
@@ -50,11 +51,11 @@ BOOST_AUTO_TEST_CASE(each_form_grants_only_on_the_reply_its_request_gives) {
   };
   const row rows[] = {
       {set_form::plain, simple("OK"), yes},
-      {set_form::plain, nil, no},
+      {set_form::plain, null_reply, no},
       {set_form::plain, integer(1), failed},
       {set_form::asking_ttl, simple("OK"), yes},
       {set_form::asking_ttl, integer(250), no},
-      {set_form::asking_ttl, nil, no},
+      {set_form::asking_ttl, null_reply, no},
       {set_form::asking_ttl, array({integer(4)}), failed},  // a fenced grant: another request's
       {set_form::fenced, array({integer(4)}), yes},
       {set_form::fenced, simple("OK"), failed},  // a plain grant carries no counter
@@ -68,7 +69,7 @@ BOOST_AUTO_TEST_CASE(each_form_grants_only_on_the_reply_its_request_gives) {
       {set_form::fenced_slot, bulk("7"), no},
       {set_form::read, simple("OK"), yes},
       {set_form::read, integer(250), no},
-      {set_form::read, nil, no},
+      {set_form::read, null_reply, no},
       {set_form::read, array({bulk("readers"), integer(5)}), failed},  // a writer's refusal
       {set_form::fenced_read, array({integer(0)}), yes},  // no writer has had a token yet
       {set_form::fenced_read, array({integer(7)}), yes},
@@ -89,7 +90,7 @@ BOOST_AUTO_TEST_CASE(each_form_grants_only_on_the_reply_its_request_gives) {
       {set_form::fenced_set, simple("OK"), failed},  // an unfenced grant
       {set_form::fenced_set, integer(250), no},
       {set_form::fenced_set, integer(-1), no},
-      {set_form::fenced_set, nil, no},
+      {set_form::fenced_set, null_reply, no},
   };
   for (const auto& r : rows) {
     BOOST_TEST_CONTEXT("form " << static_cast<int>(r.form) << ", reply "
@@ -105,12 +106,12 @@ BOOST_AUTO_TEST_CASE(a_refusal_that_asks_carries_the_holders_pttl) {
   for (auto form : {set_form::asking_ttl, set_form::fenced}) {
     BOOST_TEST_CONTEXT("form " << static_cast<int>(form)) {
       BOOST_TEST((rd::read_set_reply({}, integer(250), form).holder_pttl == 250));
-      BOOST_TEST((rd::read_set_reply({}, integer(-1), form).holder_pttl == -1));  // no expiry
-      BOOST_TEST(!rd::read_set_reply({}, nil, form).holder_pttl.has_value());     // unreadable
+      BOOST_TEST((rd::read_set_reply({}, integer(-1), form).holder_pttl == -1));      // no expiry
+      BOOST_TEST(!rd::read_set_reply({}, null_reply, form).holder_pttl.has_value());  // unreadable
     }
   }
   // A plain SET is never asked: its refusal carries nothing.
-  BOOST_TEST(!rd::read_set_reply({}, nil, set_form::plain).holder_pttl.has_value());
+  BOOST_TEST(!rd::read_set_reply({}, null_reply, set_form::plain).holder_pttl.has_value());
 }
 
 BOOST_AUTO_TEST_CASE(a_slot_refusal_carries_every_slots_pttl) {
@@ -216,13 +217,14 @@ BOOST_AUTO_TEST_CASE(a_request_that_never_reached_its_node_is_unsent) {
   for (error_code ec :
        {make_error_code(error::not_connected), make_error_code(error::node_unresponsive)}) {
     BOOST_TEST_CONTEXT(ec.message()) {
-      const auto answer = rd::make_answer(failed, ec, nil, "down");
+      const auto answer = rd::make_answer(failed, ec, null_reply, "down");
       BOOST_TEST(answer.unsent);
       BOOST_TEST((answer.failure == ec));
     }
   }
   // A timeout after the write: the SET may have run, so it is not unsent.
-  const auto late = rd::make_answer(failed, make_error_code(error::request_timeout), nil, "late");
+  const auto late =
+      rd::make_answer(failed, make_error_code(error::request_timeout), null_reply, "late");
   BOOST_TEST(!late.unsent);
   // A reply the server gave that no form accepts: a server error.
   const auto odd = rd::make_answer(failed, {}, integer(7), "unexpected reply 7");

@@ -1,6 +1,7 @@
 #include "redlock/error.hpp"
 #include "resp/parser.hpp"
 #include "resp/value.hpp"
+#include "unit/resp_values.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -42,84 +43,33 @@ using redlock::resp::value;
 
 // ---- value builders ------------------------------------------------------------------------
 
-value make(type kind) {
-  value v;
-  v.kind = kind;
-  return v;
-}
-value text_value(type kind, std::string text) {
-  value v = make(kind);
-  v.text = std::move(text);
-  return v;
-}
-value simple(std::string s) {
-  return text_value(type::simple_string, std::move(s));
-}
-value error_reply(std::string s) {
-  return text_value(type::simple_error, std::move(s));
-}
-value bulk(std::string s) {
-  return text_value(type::bulk_string, std::move(s));
-}
-value blob_error(std::string s) {
-  return text_value(type::blob_error, std::move(s));
-}
-value big_number(std::string s) {
-  return text_value(type::big_number, std::move(s));
-}
-value nil() {
-  return make(type::null);
-}
-value integer(std::int64_t n) {
-  value v = make(type::integer);
-  v.integer = n;
-  return v;
-}
-value boolean(bool b) {
-  value v = make(type::boolean);
-  v.integer = b ? 1 : 0;
-  return v;
-}
-value number(std::string text, double d) {
-  value v = text_value(type::double_number, std::move(text));
-  v.number = d;
-  return v;
-}
-value verbatim(std::string format, std::string text) {
-  value v = text_value(type::verbatim_string, std::move(text));
-  v.format = std::move(format);
-  return v;
-}
-value aggregate(type kind, std::vector<value> elements) {
-  value v = make(kind);
-  v.elements = std::move(elements);
-  return v;
-}
-value array(std::vector<value> e) {
-  return aggregate(type::array, std::move(e));
-}
-value map(std::vector<value> e) {
-  return aggregate(type::map, std::move(e));
-}
-value set(std::vector<value> e) {
-  return aggregate(type::set, std::move(e));
-}
-value push(std::vector<value> e) {
-  return aggregate(type::push, std::move(e));
-}
+using redlock::test::reply::array;
+using redlock::test::reply::big_number;
+using redlock::test::reply::blob_error;
+using redlock::test::reply::boolean;
+using redlock::test::reply::bulk;
+using redlock::test::reply::error_reply;
+using redlock::test::reply::integer;
+using redlock::test::reply::map;
+using redlock::test::reply::nil;
+using redlock::test::reply::number;
+using redlock::test::reply::push;
+using redlock::test::reply::set;
+using redlock::test::reply::simple;
+using redlock::test::reply::verbatim;
 
 // ---- running the parser --------------------------------------------------------------------
 
 // Everything a parse produced: the replies in order, then the error, if any.
-struct outcome {
+struct parse_outcome {
   std::vector<value> values;
   bool failed = false;
   std::string message;
 
-  friend bool operator==(const outcome&, const outcome&) = default;
+  friend bool operator==(const parse_outcome&, const parse_outcome&) = default;
 };
 
-std::ostream& operator<<(std::ostream& os, const outcome& o) {
+std::ostream& operator<<(std::ostream& os, const parse_outcome& o) {
   os << o.values.size() << " values [";
   for (const value& v : o.values)
     os << ' ' << redlock::resp::to_debug_string(v);
@@ -129,7 +79,7 @@ std::ostream& operator<<(std::ostream& os, const outcome& o) {
 }
 
 // Drains every complete reply; records the error when the parser fails.
-void drain(parser& p, outcome& o) {
+void drain(parser& p, parse_outcome& o) {
   for (;;) {
     boost::system::error_code ec;
     std::optional<value> v = p.next(ec);
@@ -149,10 +99,10 @@ void drain(parser& p, outcome& o) {
 enum class input_path { feed, prepare_commit };
 
 // Feeds `input` in pieces cut at `cuts` (increasing positions), draining after each piece.
-outcome parse_cut(std::string_view input, const std::vector<std::size_t>& cuts,
-                  const parser_limits& limits = {}, input_path path = input_path::feed) {
+parse_outcome parse_cut(std::string_view input, const std::vector<std::size_t>& cuts,
+                        const parser_limits& limits = {}, input_path path = input_path::feed) {
   parser p(limits);
-  outcome o;
+  parse_outcome o;
   std::size_t begin = 0;
   auto push_piece = [&](std::size_t end) {
     const std::string_view piece = input.substr(begin, end - begin);
@@ -184,12 +134,12 @@ outcome parse_cut(std::string_view input, const std::vector<std::size_t>& cuts,
   return o;
 }
 
-outcome parse_whole(std::string_view input, const parser_limits& limits = {}) {
+parse_outcome parse_whole(std::string_view input, const parser_limits& limits = {}) {
   return parse_cut(input, {}, limits);
 }
 
-outcome parse_chunked(std::string_view input, std::size_t chunk, const parser_limits& limits = {},
-                      input_path path = input_path::feed) {
+parse_outcome parse_chunked(std::string_view input, std::size_t chunk,
+                            const parser_limits& limits = {}, input_path path = input_path::feed) {
   std::vector<std::size_t> cuts;
   for (std::size_t i = chunk; i < input.size(); i += chunk)
     cuts.push_back(i);
@@ -198,11 +148,11 @@ outcome parse_chunked(std::string_view input, std::size_t chunk, const parser_li
 
 // The property at the heart of an incremental parser: however the input is cut, the result is
 // the one-piece result. Checks every two-piece cut, byte-at-a-time and the prepare/commit path.
-void check_split_invariance(std::string_view input, const outcome& whole,
+void check_split_invariance(std::string_view input, const parse_outcome& whole,
                             const parser_limits& limits = {}) {
   for (std::size_t i = 0; i <= input.size(); ++i) {
     BOOST_TEST_CONTEXT("split at byte " << i) {
-      const outcome split = parse_cut(input, {i}, limits);
+      const parse_outcome split = parse_cut(input, {i}, limits);
       BOOST_TEST(split == whole);
     }
   }
@@ -452,8 +402,8 @@ BOOST_AUTO_TEST_SUITE(resp_parser)
 BOOST_AUTO_TEST_CASE(every_type_parses) {
   for (const valid_case& c : valid_cases()) {
     BOOST_TEST_CONTEXT(c.name) {
-      const outcome got = parse_whole(c.input);
-      BOOST_TEST(got == (outcome{c.expected, false, ""}));
+      const parse_outcome got = parse_whole(c.input);
+      BOOST_TEST(got == (parse_outcome{c.expected, false, ""}));
     }
   }
 }
@@ -463,8 +413,8 @@ BOOST_AUTO_TEST_CASE(every_split_point) {
   cases.push_back(mixed_case());
   for (const valid_case& c : cases) {
     BOOST_TEST_CONTEXT(c.name) {
-      const outcome whole = parse_whole(c.input);
-      BOOST_TEST(whole == (outcome{c.expected, false, ""}));
+      const parse_outcome whole = parse_whole(c.input);
+      BOOST_TEST(whole == (parse_outcome{c.expected, false, ""}));
       check_split_invariance(c.input, whole);
     }
   }
@@ -473,7 +423,7 @@ BOOST_AUTO_TEST_CASE(every_split_point) {
 BOOST_AUTO_TEST_CASE(nan_double) {
   for (const std::string input : {",nan\r\n", ",-nan\r\n", ",NaN\r\n"}) {
     BOOST_TEST_CONTEXT(input) {
-      const outcome got = parse_whole(input);
+      const parse_outcome got = parse_whole(input);
       BOOST_TEST_REQUIRE(got.values.size() == 1u);
       BOOST_TEST((got.values[0].kind == type::double_number));
       BOOST_TEST(std::isnan(got.values[0].number));
@@ -505,7 +455,7 @@ BOOST_AUTO_TEST_CASE(reply_available_as_soon_as_complete) {
 BOOST_AUTO_TEST_CASE(limits_are_enforced) {
   for (const limit_case& c : limit_cases()) {
     BOOST_TEST_CONTEXT(c.name) {
-      const outcome whole = parse_whole(c.input, c.limits);
+      const parse_outcome whole = parse_whole(c.input, c.limits);
       BOOST_TEST(whole.failed);
       BOOST_TEST(whole.message.find(c.words) != std::string::npos, "message: " << whole.message);
       BOOST_TEST(parse_chunked(c.input, 1, c.limits) == whole);
@@ -530,7 +480,7 @@ BOOST_AUTO_TEST_CASE(limits_are_inclusive) {
   for (int i = 0; i < 1000; ++i)
     stream += "+OK\r\n";
   // Chunks of 10 leave at most 4 bytes of a partial reply behind: never more than 14 buffered.
-  const outcome o = parse_chunked(stream, 10, with(&parser_limits::max_buffer, 14));
+  const parse_outcome o = parse_chunked(stream, 10, with(&parser_limits::max_buffer, 14));
   BOOST_TEST(!o.failed, o.message);
   BOOST_TEST(o.values.size() == 1000u);
 }
@@ -553,7 +503,7 @@ BOOST_AUTO_TEST_CASE(reply_memory_is_bounded) {
   limits.max_reply_memory = 1001 * per_value;
   BOOST_TEST(!parse_chunked(wide, 7, limits).failed);  // exactly at the limit
   limits.max_reply_memory = 1000 * per_value;
-  outcome o = parse_chunked(wide, 7, limits);
+  parse_outcome o = parse_chunked(wide, 7, limits);
   BOOST_TEST(o.failed);
   BOOST_TEST(o.message.find("memory") != std::string::npos, o.message);
 
@@ -612,7 +562,7 @@ BOOST_AUTO_TEST_CASE(buffer_limit) {
 BOOST_AUTO_TEST_CASE(malformed_inputs_fail) {
   for (const bad_case& c : malformed_cases()) {
     BOOST_TEST_CONTEXT(c.name) {
-      const outcome whole = parse_whole(c.input);
+      const parse_outcome whole = parse_whole(c.input);
       BOOST_TEST(whole.failed);
       BOOST_TEST(whole.message.rfind("resp: ", 0) == 0u, "message: " << whole.message);
       BOOST_TEST(whole.message.find(c.words) != std::string::npos, "message: " << whole.message);
@@ -755,7 +705,7 @@ BOOST_AUTO_TEST_CASE(large_bulk_in_chunks) {
   const std::string payload(1 << 20, 'z');
   const std::string input =
       "*2\r\n$" + std::to_string(payload.size()) + "\r\n" + payload + "\r\n+tail\r\n";
-  const outcome o = parse_chunked(input, 4096, {}, input_path::prepare_commit);
+  const parse_outcome o = parse_chunked(input, 4096, {}, input_path::prepare_commit);
   BOOST_TEST(!o.failed, o.message);
   BOOST_TEST_REQUIRE(o.values.size() == 1u);
   BOOST_TEST((o.values[0] == array({bulk(payload), simple("tail")})));

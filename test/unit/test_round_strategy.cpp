@@ -14,7 +14,9 @@
 #include "lock/set_rounds.hpp"
 #include "lock/slot_rounds.hpp"
 #include "resp/encoder.hpp"
+#include "unit/answer_kinds.hpp"
 #include "unit/answers_of.hpp"
+#include "unit/queue_holder_stub.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -52,10 +54,10 @@ std::ostream& boost_test_print_type(std::ostream& out, lock_request kind) {
 
 namespace {
 
-constexpr auto yes = node_answer::kind::yes;
-constexpr auto no = node_answer::kind::no;
-constexpr auto failed = node_answer::kind::failed;
-constexpr auto pending = node_answer::kind::pending;
+using redlock::test::answers::failed;
+using redlock::test::answers::no;
+using redlock::test::answers::pending;
+using redlock::test::answers::yes;
 constexpr double drift = 0.01;
 
 round_strategy::round_inputs inputs(bool first, bool fencing = false, bool competing = false) {
@@ -79,11 +81,7 @@ set_answer refusal_with_pttl(long long pttl) {
   return answer;
 }
 
-// A lease of this client in a queue, as the strategies see one: only compared with null.
-redlock::detail::queue_holder* some_lease() {
-  static redlock::detail::queue_holder holder;
-  return &holder;
-}
+using redlock::test::some_lease;
 
 set_answer slot_refusal(std::vector<long long> ttls) {
   set_answer answer;

@@ -7,6 +7,7 @@
 #include "nodes/sentinel/replies.hpp"
 #include "redlock/error.hpp"
 #include "resp/parser.hpp"
+#include "unit/parse_reply.hpp"
 
 #include <boost/asio/error.hpp>
 #include <boost/test/unit_test.hpp>
@@ -23,17 +24,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-redlock::resp::value parse(std::string_view bytes) {
-  redlock::resp::parser parser;
-  parser.feed(bytes);
-  boost::system::error_code ec;
-  auto value = parser.next(ec);
-  BOOST_TEST_REQUIRE(!ec);
-  BOOST_TEST_REQUIRE(value.has_value());
-  return *value;
-}
-
-std::string bulk(std::string_view text) {
+std::string bulk_bytes(std::string_view text) {
   return "$" + std::to_string(text.size()) + "\r\n" + std::string(text) + "\r\n";
 }
 
@@ -52,7 +43,7 @@ std::string master_entry(bool resp3, std::string_view ip, std::string_view port,
   std::string out = resp3 ? "%" + std::to_string(std::size(fields)) + "\r\n"
                           : "*" + std::to_string(2 * std::size(fields)) + "\r\n";
   for (const auto& [name, value] : fields)
-    out += bulk(name) + bulk(value);
+    out += bulk_bytes(name) + bulk_bytes(value);
   return out;
 }
 
@@ -63,28 +54,34 @@ const cluster_endpoint master_6380{"127.0.0.1", 6380};
 BOOST_AUTO_TEST_SUITE(sentinel_replies)
 
 BOOST_AUTO_TEST_CASE(the_master_named_is_read_and_every_other_answer_says_why_not) {
-  const auto named = read_master_answer(parse("*2\r\n" + bulk("127.0.0.1") + bulk("6380")),
-                                        "127.0.0.1:26379", "mymaster");
+  const auto named = read_master_answer(
+      redlock::test::parse_reply("*2\r\n" + bulk_bytes("127.0.0.1") + bulk_bytes("6380")),
+      "127.0.0.1:26379", "mymaster");
   BOOST_TEST_REQUIRE(named.master.has_value());
   BOOST_TEST((*named.master == master_6380));
   BOOST_TEST(named.problem.empty());
 
-  const auto v6 = read_master_answer(parse("*2\r\n" + bulk("::1") + bulk("6380")), "s", "m");
+  const auto v6 = read_master_answer(
+      redlock::test::parse_reply("*2\r\n" + bulk_bytes("::1") + bulk_bytes("6380")), "s", "m");
   BOOST_TEST_REQUIRE(v6.master.has_value());
   BOOST_TEST(v6.master->host == "::1");
 
   // Nil: the sentinel watches no master of that name, which asking again does not change.
-  const auto unknown = read_master_answer(parse("$-1\r\n"), "127.0.0.1:26379", "other");
+  const auto unknown =
+      read_master_answer(redlock::test::parse_reply("$-1\r\n"), "127.0.0.1:26379", "other");
   BOOST_TEST(!unknown.master.has_value());
   BOOST_TEST(unknown.unknown_name);
   BOOST_TEST(unknown.problem == "127.0.0.1:26379 knows no master named \"other\"");
-  BOOST_TEST(!read_master_answer(parse("_\r\n"), "s", "m").master.has_value());  // RESP3 null
+  BOOST_TEST(!read_master_answer(redlock::test::parse_reply("_\r\n"), "s", "m")
+                  .master.has_value());  // RESP3 null
 
-  const std::string unreadable[] = {"*1\r\n" + bulk("127.0.0.1"), "-ERR no such command\r\n",
-                                    ":6380\r\n", "*2\r\n" + bulk("127.0.0.1") + bulk("port"),
-                                    "*2\r\n" + bulk("127.0.0.1") + bulk("70000")};
+  const std::string unreadable[] = {"*1\r\n" + bulk_bytes("127.0.0.1"), "-ERR no such command\r\n",
+                                    ":6380\r\n",
+                                    "*2\r\n" + bulk_bytes("127.0.0.1") + bulk_bytes("port"),
+                                    "*2\r\n" + bulk_bytes("127.0.0.1") + bulk_bytes("70000")};
   for (const std::string& bad : unreadable) {
-    const auto answer = read_master_answer(parse(bad), "127.0.0.1:26379", "mymaster");
+    const auto answer =
+        read_master_answer(redlock::test::parse_reply(bad), "127.0.0.1:26379", "mymaster");
     BOOST_TEST(!answer.master.has_value(), bad);
     BOOST_TEST(!answer.unknown_name, bad);
     BOOST_TEST(answer.problem.starts_with("127.0.0.1:26379 "), answer.problem);
@@ -108,27 +105,33 @@ BOOST_AUTO_TEST_CASE(the_master_record_dates_the_switch_from_the_sentinels_clock
   const auto now = std::chrono::system_clock::now();
   for (const bool resp3 : {false, true}) {
     const auto record = read_master_record(
-        parse(master_entry(resp3, "127.0.0.1", "6380", "12500", "3")), master_6380, now);
+        redlock::test::parse_reply(master_entry(resp3, "127.0.0.1", "6380", "12500", "3")),
+        master_6380, now);
     BOOST_TEST_REQUIRE(record.has_value(), "resp3 " << resp3);
     BOOST_TEST((record->since == now - 12500ms));
     BOOST_TEST_REQUIRE(record->config_epoch.has_value());
     BOOST_TEST(*record->config_epoch == 3);
   }
   // Another address (the sentinel switched between the two answers): no record of ours.
-  BOOST_TEST(!read_master_record(parse(master_entry(false, "127.0.0.1", "6381", "5", "4")),
-                                 master_6380, now));
+  BOOST_TEST(!read_master_record(
+      redlock::test::parse_reply(master_entry(false, "127.0.0.1", "6381", "5", "4")), master_6380,
+      now));
   // No time, or one that is not a number: nothing; no epoch: the time alone.
-  BOOST_TEST(!read_master_record(parse(master_entry(false, "127.0.0.1", "6380", "soon", "1")),
-                                 master_6380, now));
-  BOOST_TEST(!read_master_record(parse(master_entry(false, "127.0.0.1", "6380", "-5", "1")),
-                                 master_6380, now));
+  BOOST_TEST(!read_master_record(
+      redlock::test::parse_reply(master_entry(false, "127.0.0.1", "6380", "soon", "1")),
+      master_6380, now));
+  BOOST_TEST(!read_master_record(
+      redlock::test::parse_reply(master_entry(false, "127.0.0.1", "6380", "-5", "1")), master_6380,
+      now));
   const auto no_epoch = read_master_record(
-      parse(master_entry(false, "127.0.0.1", "6380", "0", "x")), master_6380, now);
+      redlock::test::parse_reply(master_entry(false, "127.0.0.1", "6380", "0", "x")), master_6380,
+      now);
   BOOST_TEST_REQUIRE(no_epoch.has_value());
   BOOST_TEST(!no_epoch->config_epoch.has_value());
-  BOOST_TEST(
-      !read_master_record(parse("-ERR No such master with that name\r\n"), master_6380, now));
-  BOOST_TEST(!read_master_record(parse("*3\r\n" + bulk("ip") + bulk("x") + bulk("port")),
+  BOOST_TEST(!read_master_record(
+      redlock::test::parse_reply("-ERR No such master with that name\r\n"), master_6380, now));
+  BOOST_TEST(!read_master_record(redlock::test::parse_reply("*3\r\n" + bulk_bytes("ip") +
+                                                            bulk_bytes("x") + bulk_bytes("port")),
                                  master_6380, now));
 }
 

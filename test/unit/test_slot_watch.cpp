@@ -2,6 +2,7 @@
 // per-slot TTLs, the client's own permits, announcements.
 
 #include "algo/slot_watch.hpp"
+#include "unit/answer_kinds.hpp"
 #include "unit/answers_of.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -20,9 +21,9 @@ using redlock::test::answers_of;
 
 namespace {
 
-constexpr auto yes = node_answer::kind::yes;
-constexpr auto no = node_answer::kind::no;
-constexpr auto failed = node_answer::kind::failed;
+using redlock::test::answers::failed;
+using redlock::test::answers::no;
+using redlock::test::answers::yes;
 constexpr long long free_slot = -2;
 
 const std::vector<bool> none_here(8, false);

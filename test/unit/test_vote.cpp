@@ -4,6 +4,7 @@
 
 #include "ops/vote.hpp"
 #include "support/printing.hpp"
+#include "unit/resp_values.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -70,12 +71,7 @@ test_vote::rule_type at_count(std::size_t yes, std::size_t no) {
   };
 }
 
-redlock::resp::value ok() {
-  redlock::resp::value v;
-  v.kind = redlock::resp::type::simple_string;
-  v.text = "OK";
-  return v;
-}
+using redlock::test::reply::ok;
 
 redlock::resp::value null() {
   return {};

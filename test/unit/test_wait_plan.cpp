@@ -3,6 +3,7 @@
 
 #include "algo/release_watch.hpp"
 #include "algo/wait_plan.hpp"
+#include "unit/answer_kinds.hpp"
 #include "unit/answers_of.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -25,8 +26,8 @@ namespace rd = redlock::detail;
 
 namespace {
 
-constexpr auto yes = node_answer::kind::yes;
-constexpr auto no = node_answer::kind::no;
+using redlock::test::answers::no;
+using redlock::test::answers::yes;
 
 // The largest of many draws: a random delay's ceiling shows as the draws' maximum.
 template <typename Draw>

@@ -10,6 +10,7 @@
 #include "redlock/redlock.hpp"
 #include "support/printing.hpp"
 #include "support/redis_cluster.hpp"
+#include "support/text_contains.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -29,9 +30,7 @@ namespace {
 using redlock::test::redis_cluster;
 using redlock::test::renewal;
 
-bool has(const std::string& text, std::string_view part) {
-  return text.find(part) != std::string::npos;
-}
+using redlock::test::contains;
 
 // The shard whose master serves `key` now.
 std::size_t shard_of_key(const redis_cluster& cluster, const std::string& key) {
@@ -343,11 +342,11 @@ BOOST_AUTO_TEST_CASE(names_whose_keys_would_span_slots_are_refused_with_a_reason
     fenced.fencing = true;
     auto [fenced_ec, lease] = co_await locks.async_acquire("a}b", fenced, tuple_awaitable);
     BOOST_TEST(fenced_ec == error::invalid_argument, fenced_ec.message());
-    BOOST_TEST(has(lease.diagnostics(), "hash tag"), lease.diagnostics());
+    BOOST_TEST(contains(lease.diagnostics(), "hash tag"), lease.diagnostics());
     redlock::semaphore pool(locks, "p}q", 2, lock_for(5s));
     auto [pool_ec, permit] = co_await pool.async_try_acquire(tuple_awaitable);
     BOOST_TEST(pool_ec == error::invalid_argument, pool_ec.message());
-    BOOST_TEST(has(permit.diagnostics(), "hash tag"), permit.diagnostics());
+    BOOST_TEST(contains(permit.diagnostics(), "hash tag"), permit.diagnostics());
     // With a hash tag the same shapes work.
     auto [tagged_ec, tagged] = co_await locks.async_acquire("{a}b}", fenced, tuple_awaitable);
     BOOST_TEST(!tagged_ec, tagged_ec.message() << ": " << tagged.diagnostics());
@@ -367,7 +366,7 @@ BOOST_AUTO_TEST_CASE(a_set_of_locks_needs_one_hash_slot) {
     auto [spread_ec, spread] =
         co_await locks.async_acquire_all(spread_set, lock_for(5s), tuple_awaitable);
     BOOST_TEST(spread_ec == error::invalid_argument, spread_ec.message());
-    BOOST_TEST(has(spread.diagnostics(), "one hash tag"), spread.diagnostics());
+    BOOST_TEST(contains(spread.diagnostics(), "one hash tag"), spread.diagnostics());
     BOOST_TEST(keys_on_masters(cluster) == 0);
 
     auto fenced = lock_for(5s);
@@ -427,7 +426,7 @@ BOOST_AUTO_TEST_CASE(a_stopped_shard_master_fails_only_its_own_resources) {
     auto [down_ec, down_lease] =
         co_await locks.async_try_acquire(down, lock_for(5s), tuple_awaitable);
     BOOST_TEST((down_ec == redlock::condition::not_acquired), down_ec.message());
-    BOOST_TEST(has(down_lease.diagnostics(), std::to_string(cluster.port(stopped))),
+    BOOST_TEST(contains(down_lease.diagnostics(), std::to_string(cluster.port(stopped))),
                down_lease.diagnostics());
     auto [up_ec, up_lease] = co_await locks.async_acquire(up, lock_for(5s), tuple_awaitable);
     BOOST_TEST(!up_ec, up_ec.message() << ": " << up_lease.diagnostics());
@@ -508,7 +507,7 @@ BOOST_AUTO_TEST_CASE(wait_replicas_counts_a_vote_only_once_replicated) {
       auto [ec, lease] =
           co_await locks.async_try_acquire("unreplicated", lock_for(5s), tuple_awaitable);
       BOOST_TEST((ec == redlock::condition::not_acquired), ec.message());
-      BOOST_TEST(has(lease.diagnostics(), "NOREPLICAS"), lease.diagnostics());
+      BOOST_TEST(contains(lease.diagnostics(), "NOREPLICAS"), lease.diagnostics());
       // The SET that may have been written is cleaned up.
       BOOST_TEST(co_await eventually([&] { return keys_on_masters(cluster) == 0; }, 5s));
     }
@@ -734,7 +733,7 @@ BOOST_AUTO_TEST_CASE(a_server_that_is_not_a_cluster_is_refused_by_name) {
                           fast_client_options());
     auto [ec, lease] = co_await locks.async_try_acquire("nowhere", lock_for(5s), tuple_awaitable);
     BOOST_TEST(ec == error::wrong_node_kind, ec.message());
-    BOOST_TEST(has(lease.diagnostics(), "not a Redis Cluster node"), lease.diagnostics());
+    BOOST_TEST(contains(lease.diagnostics(), "not a Redis Cluster node"), lease.diagnostics());
   });
 }
 

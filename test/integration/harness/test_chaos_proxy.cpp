@@ -186,7 +186,7 @@ struct proxied_redis {
 
 }  // namespace
 
-BOOST_FIXTURE_TEST_SUITE(chaos_proxy, proxied_redis)
+BOOST_FIXTURE_TEST_SUITE(chaos_proxy_fixture, proxied_redis)
 
 BOOST_AUTO_TEST_CASE(forwards_requests_and_counts_connections_and_bytes) {
   BOOST_TEST(proxy.config().host == "127.0.0.1");

@@ -8,6 +8,7 @@
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
 #include "support/exclusion_verdict.hpp"
+#include "support/fleet_commands.hpp"
 #include "support/history.hpp"
 #include "support/inspector.hpp"
 #include "support/lock_recorder.hpp"
@@ -31,13 +32,7 @@ using redlock::test::to_mono_ns;
 using recorder = redlock::test::lock_recorder;
 using redlock::test::plain_lock;
 
-void on_every_node(redis_fleet& fleet, std::initializer_list<std::string_view> command) {
-  for (std::size_t i = 0; i < fleet.size(); ++i) {
-    if (!fleet[i].running()) continue;
-    sync_client client(fleet[i].port(), {}, {}, 2s);
-    client.command(command);
-  }
-}
+using redlock::test::on_every_node;
 
 // Runs `scenario(io, fleet, log, unsafe)` as the unsafe variant and then as the library does it,
 // each on a fresh fleet, and expects the checker to report an overlap for the unsafe run only.

@@ -37,15 +37,15 @@ using redlock::test::plain_lock;
 using redlock::test::proxied_fleet;
 
 // How the acquire whose cleanup meets the broken link ends.
-enum class ending { round_fails, cancelled, client_destroyed };
+enum class cleanup_ending { round_fails, cancelled, client_destroyed };
 
-const char* name_of(ending how) {
+const char* name_of(cleanup_ending how) {
   switch (how) {
-    case ending::round_fails:
+    case cleanup_ending::round_fails:
       return "the round fails";
-    case ending::cancelled:
+    case cleanup_ending::cancelled:
       return "the acquire is cancelled";
-    case ending::client_destroyed:
+    case cleanup_ending::client_destroyed:
       return "the client is destroyed";
   }
   return "?";
@@ -53,7 +53,7 @@ const char* name_of(ending how) {
 
 // Nodes [0, broken) are the ones whose link breaks; with fewer than three of them, a rival holds
 // nodes 3 and 4, so that the round cannot win without the broken ones.
-void run_scenario(ending how, std::size_t broken) {
+void run_scenario(cleanup_ending how, std::size_t broken) {
   proxied_fleet nodes;
   inspector servers(nodes.fleet);
   const std::string key = "cleanup";
@@ -84,7 +84,7 @@ void run_scenario(ending how, std::size_t broken) {
         co_await eventually([&] { return servers.present_on(broken_nodes, key) == broken; }, 2s));
     BOOST_TEST(!outcome.has_value());
 
-    if (how == ending::round_fails) {
+    if (how == cleanup_ending::round_fails) {
       for (std::size_t i = 0; i < broken; ++i)
         nodes.proxies[i]->set_reset_peer(true);
       BOOST_TEST_REQUIRE(co_await eventually([&] { return outcome.has_value(); }, 2s));
@@ -95,7 +95,7 @@ void run_scenario(ending how, std::size_t broken) {
       // break with it in flight.
       for (std::size_t i = 0; i < broken; ++i)
         nodes.proxies[i]->set_blackhole(true);
-      if (how == ending::cancelled) {
+      if (how == cleanup_ending::cancelled) {
         cancel.emit(asio::cancellation_type::terminal);
         BOOST_TEST_REQUIRE(co_await eventually([&] { return outcome.has_value(); }, 1s));
         BOOST_TEST(*outcome == asio::error::operation_aborted, outcome->message());
@@ -129,7 +129,8 @@ void run_scenario(ending how, std::size_t broken) {
 BOOST_AUTO_TEST_SUITE(cleanup)
 
 BOOST_AUTO_TEST_CASE(releases_survive_a_reset_after_the_set_ran) {
-  for (const ending how : {ending::round_fails, ending::cancelled, ending::client_destroyed}) {
+  for (const cleanup_ending how :
+       {cleanup_ending::round_fails, cleanup_ending::cancelled, cleanup_ending::client_destroyed}) {
     for (const std::size_t broken : {1, 3}) {
       BOOST_TEST_CONTEXT(name_of(how) << ", " << broken << " of 5 links reset") {
         run_scenario(how, broken);

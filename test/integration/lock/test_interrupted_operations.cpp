@@ -34,16 +34,16 @@ using redlock::test::plain_lock;
 using redlock::test::proxied_fleet;
 
 // How an operation in flight is ended in scenario 8.
-enum class ending { cancel_terminal, cancel_partial, destroy_client };
-constexpr std::array<ending, 3> endings = {ending::cancel_terminal, ending::cancel_partial,
-                                           ending::destroy_client};
-constexpr std::string_view name_of(ending e) {
+enum class how_it_ends { cancel_terminal, cancel_partial, destroy_client };
+constexpr std::array<how_it_ends, 3> endings = {
+    how_it_ends::cancel_terminal, how_it_ends::cancel_partial, how_it_ends::destroy_client};
+constexpr std::string_view name_of(how_it_ends e) {
   switch (e) {
-    case ending::cancel_terminal:
+    case how_it_ends::cancel_terminal:
       return "terminal cancellation";
-    case ending::cancel_partial:
+    case how_it_ends::cancel_partial:
       return "partial cancellation";
-    case ending::destroy_client:
+    case how_it_ends::destroy_client:
       return "client destroyed";
   }
   return "?";
@@ -65,7 +65,7 @@ BOOST_AUTO_TEST_CASE(acquire_ended_at_every_reply_count) {
   run_async(
       [&](asio::io_context& io) -> asio::awaitable<void> {
         int round = 0;
-        for (const ending how : endings) {
+        for (const how_it_ends how : endings) {
           for (std::size_t replies = 0; replies <= 5; ++replies) {
             BOOST_TEST_CONTEXT(name_of(how) << " after " << replies << " replies") {
               const std::string key = fmt::format("ended-{}", round++);
@@ -96,13 +96,13 @@ BOOST_AUTO_TEST_CASE(acquire_ended_at_every_reply_count) {
               const auto ended = steady_clock::now();
               BOOST_TEST(completions == (replies == 5 ? 1 : 0));
               switch (how) {
-                case ending::cancel_terminal:
+                case how_it_ends::cancel_terminal:
                   signal.emit(asio::cancellation_type::terminal);
                   break;
-                case ending::cancel_partial:
+                case how_it_ends::cancel_partial:
                   signal.emit(asio::cancellation_type::partial);
                   break;
-                case ending::destroy_client:
+                case how_it_ends::destroy_client:
                   locks.reset();
                   break;
               }

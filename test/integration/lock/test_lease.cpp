@@ -46,7 +46,7 @@ std::size_t lost_waiters_of(const redlock::lease& lease) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(lease)
+BOOST_AUTO_TEST_SUITE(lease_handle)
 
 // A watchdog that waits for the loss and gives up again and again (wait_lost || timer) keeps
 // nothing of the waits it gave up: 20 000 of them leave no waiter behind.

@@ -13,6 +13,7 @@
 #include "support/client_options.hpp"
 #include "support/counting_executor.hpp"
 #include "support/fake_server.hpp"
+#include "support/fleet_commands.hpp"
 #include "support/inspector.hpp"
 #include "support/printing.hpp"
 #include "support/redis_fleet.hpp"
@@ -65,12 +66,7 @@ bool subscribed_everywhere(redis_fleet& fleet, long long expected) {
   return true;
 }
 
-void on_every_node(redis_fleet& fleet, std::initializer_list<std::string_view> command) {
-  for (std::size_t i = 0; i < fleet.size(); ++i) {
-    sync_client c(fleet[i].port());
-    c.command(command);
-  }
-}
+using redlock::test::on_every_node;
 
 // Acquires `resource` on `locks` in the background; `took` gets the milliseconds from now until
 // the lease was granted, and `lease` the lease.

@@ -35,7 +35,7 @@ using redlock::test::warm_up;
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(renewal)
+BOOST_AUTO_TEST_SUITE(lease_renewal)
 
 BOOST_FIXTURE_TEST_CASE(renewal_keeps_the_lock_past_its_ttl, redlock::test::five_nodes) {
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {

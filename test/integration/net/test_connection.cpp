@@ -6,6 +6,7 @@
 #include "resp/encoder.hpp"
 #include "resp/script.hpp"
 #include "support/async_test.hpp"
+#include "support/encoded_command.hpp"
 #include "support/printing.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
@@ -49,15 +50,7 @@ std::shared_ptr<rd::connection> make_connection(asio::io_context& io, redlock::n
   return rd::connection::create(io.get_executor(), std::move(node), std::move(options));
 }
 
-// Encodes a command. Call sites build it in its own call rather than as a braced list inside a
-// co_await expression: g++ 12 cannot keep an initializer_list's array across a suspension.
-template <class... Args>
-std::string command(const Args&... args) {
-  const std::string_view parts[] = {std::string_view(args)...};
-  std::string payload;
-  resp::encode_command(payload, parts);
-  return payload;
-}
+using redlock::test::command;
 
 asio::awaitable<std::tuple<error_code, resp::value>> exec(
     const std::shared_ptr<rd::connection>& conn, std::string payload,

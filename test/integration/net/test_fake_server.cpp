@@ -8,11 +8,13 @@
 #include "resp/encoder.hpp"
 #include "resp/script.hpp"
 #include "support/async_test.hpp"
+#include "support/encoded_command.hpp"
 #include "support/fake_server.hpp"
 #include "support/printing.hpp"
 #include "support/reach.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
+#include "support/text_contains.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/io_context.hpp>
@@ -40,15 +42,7 @@ using redlock::test::fake_command;
 using redlock::test::fake_reply;
 using fake_node = redlock::test::fake_server;  // the suite below is named fake_server
 
-// Encodes a command. Built in its own call, not as a braced list inside a co_await expression:
-// g++ 12 cannot keep an initializer_list's array across a suspension.
-template <class... Args>
-std::string command(const Args&... args) {
-  const std::string_view parts[] = {std::string_view(args)...};
-  std::string payload;
-  resp::encode_command(payload, parts);
-  return payload;
-}
+using redlock::test::command;
 
 // Reconnects quickly, so the tests do not wait for the default backoff.
 rd::connection_options fast_options() {
@@ -86,8 +80,9 @@ asio::awaitable<void> wait_for(const outcome_ptr& o) {
   BOOST_TEST_REQUIRE(co_await eventually([&] { return o->completions > 0; }, 5000ms));
 }
 
-asio::awaitable<outcome_ptr> exec(const std::shared_ptr<rd::connection>& conn, std::string payload,
-                                  std::chrono::milliseconds timeout = 2000ms) {
+asio::awaitable<outcome_ptr> exec_and_wait(const std::shared_ptr<rd::connection>& conn,
+                                           std::string payload,
+                                           std::chrono::milliseconds timeout = 2000ms) {
   auto o = issue(conn, std::move(payload), timeout);
   co_await wait_for(o);
   co_return o;
@@ -114,9 +109,7 @@ redlock::test::fake_script echo_and(fake_reply get_reply) {
   });
 }
 
-bool contains(const std::string& text, std::string_view part) {
-  return text.find(part) != std::string::npos;
-}
+using redlock::test::contains;
 
 // A lock node gone wrong: `on_set` answers SET; releases (EVALSHA) succeed.
 redlock::test::fake_script lock_node(fake_reply on_set) {
@@ -155,16 +148,16 @@ bool no_keys(redlock::test::redis_fleet& fleet) {
 }
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(fake_server)
+BOOST_AUTO_TEST_SUITE(fake_server_replies)
 
 BOOST_AUTO_TEST_CASE(answers_the_handshake_and_counts_commands) {
   fake_node server(echo_and(fake::null_bulk()));
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     auto conn = connect_to(io, server);
-    auto a = co_await exec(conn, command("ECHO", "hello"));
+    auto a = co_await exec_and_wait(conn, command("ECHO", "hello"));
     BOOST_TEST(!a->ec);
     BOOST_TEST(a->reply.text == "hello");
-    auto b = co_await exec(conn, command("GET", "k"));
+    auto b = co_await exec_and_wait(conn, command("GET", "k"));
     BOOST_TEST(b->reply.is_null());
     BOOST_TEST(server.connections_accepted() == 1u);
     BOOST_TEST(server.commands_received() == 3u);
@@ -220,7 +213,7 @@ BOOST_AUTO_TEST_CASE(malformed_reply_fails_in_flight_requests_and_reconnects) {
             BOOST_TEST(contains(conn->last_error(), c.cause), conn->last_error());
 
             BOOST_TEST_REQUIRE(co_await reconnected(conn, server, 2));
-            auto later = co_await exec(conn, command("ECHO", "later"));
+            auto later = co_await exec_and_wait(conn, command("ECHO", "later"));
             BOOST_TEST(!later->ec);
             BOOST_TEST(later->reply.text == "later");
 
@@ -258,11 +251,11 @@ BOOST_AUTO_TEST_CASE(error_replies_are_values_and_keep_the_link) {
       fake_node server(echo_and(c.reply));
       run_async([&](asio::io_context& io) -> asio::awaitable<void> {
         auto conn = connect_to(io, server);
-        auto failed = co_await exec(conn, command("GET", "k"));
+        auto failed = co_await exec_and_wait(conn, command("GET", "k"));
         BOOST_TEST(!failed->ec);
         BOOST_TEST(failed->reply.is_error());
         BOOST_TEST(failed->reply.error_code_word() == c.code_word);
-        auto next = co_await exec(conn, command("ECHO", "next"));
+        auto next = co_await exec_and_wait(conn, command("ECHO", "next"));
         BOOST_TEST(next->reply.text == "next");
         BOOST_TEST(server.connections_accepted() == 1u);
         BOOST_TEST(conn->stats().connects == 1u);
@@ -293,13 +286,13 @@ BOOST_AUTO_TEST_CASE(unexpected_but_valid_replies_keep_the_link) {
       fake_node server(echo_and(c.reply));
       run_async([&](asio::io_context& io) -> asio::awaitable<void> {
         auto conn = connect_to(io, server);
-        auto odd = co_await exec(conn, command("GET", "k"));
+        auto odd = co_await exec_and_wait(conn, command("GET", "k"));
         BOOST_TEST(!odd->ec);
         BOOST_TEST(odd->reply.kind == c.kind);
         if (c.kind == resp::type::bulk_string) BOOST_TEST(odd->reply.text == "x");
         if (c.kind == resp::type::map) BOOST_TEST(odd->reply.elements.size() == 2u);
         if (c.kind == resp::type::integer) BOOST_TEST(odd->reply.integer == 1);
-        auto next = co_await exec(conn, command("ECHO", "next"));
+        auto next = co_await exec_and_wait(conn, command("ECHO", "next"));
         BOOST_TEST(next->reply.text == "next");
         co_await sleep_for(20ms);
         BOOST_TEST(odd->completions == 1);
@@ -320,12 +313,12 @@ BOOST_AUTO_TEST_CASE(unsolicited_extra_reply_drops_the_link) {
   }));
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     auto conn = connect_to(io, server);
-    auto twice = co_await exec(conn, command("ECHO", "twice"));
+    auto twice = co_await exec_and_wait(conn, command("ECHO", "twice"));
     BOOST_TEST(!twice->ec);
     BOOST_TEST(twice->reply.text == "a");
     BOOST_TEST_REQUIRE(co_await reconnected(conn, server, 2));
     BOOST_TEST(contains(conn->last_error(), "unsolicited"), conn->last_error());
-    auto next = co_await exec(conn, command("ECHO", "next"));
+    auto next = co_await exec_and_wait(conn, command("ECHO", "next"));
     BOOST_TEST(!next->ec);
     BOOST_TEST(next->reply.text == "next");
     co_await sleep_for(20ms);
@@ -345,10 +338,10 @@ BOOST_AUTO_TEST_CASE(late_reply_is_dropped_not_paired_with_the_next_request) {
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     auto conn = connect_to(io, server);
     const auto start = std::chrono::steady_clock::now();
-    auto slow = co_await exec(conn, command("ECHO", "slow"), 100ms);
+    auto slow = co_await exec_and_wait(conn, command("ECHO", "slow"), 100ms);
     BOOST_TEST(slow->ec == error::request_timeout);
     BOOST_TEST(redlock::test::ms_since(start) < 550);  // did not wait for the reply
-    auto fast = co_await exec(conn, command("ECHO", "fast"));
+    auto fast = co_await exec_and_wait(conn, command("ECHO", "fast"));
     BOOST_TEST(!fast->ec);
     BOOST_TEST(fast->reply.text == "fast");
     BOOST_TEST(conn->stats().replies_dropped == 1u);
@@ -369,11 +362,11 @@ BOOST_AUTO_TEST_CASE(unterminated_reply_times_out_and_the_link_recovers) {
   options.health_check_timeout = 300ms;
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     auto conn = connect_to(io, server, options);
-    auto stuck = co_await exec(conn, command("GET", "k"), 100ms);
+    auto stuck = co_await exec_and_wait(conn, command("GET", "k"), 100ms);
     BOOST_TEST(stuck->ec == error::request_timeout);
     BOOST_TEST_REQUIRE(co_await reconnected(conn, server, 2));
     BOOST_TEST(contains(conn->last_error(), "no reply"), conn->last_error());
-    auto next = co_await exec(conn, command("ECHO", "next"));
+    auto next = co_await exec_and_wait(conn, command("ECHO", "next"));
     BOOST_TEST(next->reply.text == "next");
     BOOST_TEST(stuck->completions == 1);
     conn->close();
@@ -433,7 +426,7 @@ BOOST_AUTO_TEST_CASE(handshake_failures_are_typed_and_retried) {
       });
       run_async([&](asio::io_context& io) -> asio::awaitable<void> {
         auto conn = connect_to(io, server);
-        auto refused = co_await exec(conn, command("ECHO", "x"));
+        auto refused = co_await exec_and_wait(conn, command("ECHO", "x"));
         BOOST_TEST(refused->ec == error(c.expected));
         BOOST_TEST(contains(refused->reply.text, c.cause), refused->reply.text);
         BOOST_TEST(server.commands_received("ECHO") == 0u);  // never sent
@@ -513,7 +506,7 @@ BOOST_AUTO_TEST_CASE(noscript_after_a_timeout_still_falls_back_to_eval) {
     const bool resent = co_await redlock::test::eventually(
         [&] { return server.commands_received("EVAL") == 1; }, 2000ms);
     BOOST_TEST(resent, "the EVAL fallback was not sent");
-    auto echoed = co_await exec(conn, command("ECHO", "next"), 1000ms);
+    auto echoed = co_await exec_and_wait(conn, command("ECHO", "next"), 1000ms);
     BOOST_TEST(!echoed->ec);
     BOOST_TEST(echoed->reply.text == "next");
     BOOST_TEST(conn->stats().replies_dropped == 1u);  // the EVAL's answer
@@ -558,7 +551,7 @@ BOOST_AUTO_TEST_CASE(noscript_resend_keeps_its_place_among_unwritten_requests) {
   chaining_sink issue_later([&] { issue_later_now(); });
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     auto conn = connect_to(io, server);
-    co_await exec(conn, command("ECHO", "warm"));
+    co_await exec_and_wait(conn, command("ECHO", "warm"));
     issue_later_now = [&] {
       conn->exec_direct(later, rd::request_options{2000ms}, ignore, 0,
                         std::chrono::steady_clock::now());
@@ -600,7 +593,7 @@ BOOST_AUTO_TEST_CASE(noscript_resend_is_written_after_its_deadline) {
   }));
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     auto conn = connect_to(io, server);
-    co_await exec(conn, command("ECHO", "warm"), 2000ms);
+    co_await exec_and_wait(conn, command("ECHO", "warm"), 2000ms);
     const rd::script lua("return 1");
     const std::string_view keys[] = {"k"};
     const std::span<const std::string_view> args;

@@ -65,9 +65,7 @@ value release_writer(sync_client& c, const std::string& token, const std::string
               {token, channel, "", "doc-free", mark_id.empty() ? token : mark_id});
 }
 
-bool granted(const value& reply) {
-  return reply.kind == type::simple_string && reply.text == "OK";
-}
+using redlock::test::granted;
 
 // A refusal that carries a PTTL: the time left of the key that refused.
 long long refused_for(const value& reply) {
@@ -84,9 +82,7 @@ long long refused_by_readers(const value& reply) {
   return reply.elements[1].integer;
 }
 
-long long pttl(sync_client& c, const std::string& key) {
-  return c.command({"PTTL", key}).integer;
-}
+using redlock::test::pttl;
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include "integration/prelude.hpp"
 #include "lock/key_names.hpp"
 #include "lock/scripts.hpp"
+#include "support/eval_script.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
 
@@ -50,9 +51,7 @@ std::vector<long long> ttls_of(const redlock::resp::value& refusal) {
   return ttls;
 }
 
-long long pttl(sync_client& c, const std::string& key) {
-  return c.command({"PTTL", key}).integer;
-}
+using redlock::test::pttl;
 
 }  // namespace
 

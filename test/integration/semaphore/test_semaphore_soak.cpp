@@ -262,14 +262,15 @@ asio::awaitable<void> with_permit_contender(soak_run& run, redlock::semaphore pe
   --run.running;
 }
 
-enum class fault { stop, blackhole, reset, delay, stall };
-constexpr std::array<std::string_view, 5> fault_names = {"stop", "blackhole", "reset", "delay",
-                                                         "stall"};
+enum class semaphore_fault { stop, blackhole, reset, delay, stall };
+constexpr std::array<std::string_view, 5> semaphore_fault_names = {"stop", "blackhole", "reset",
+                                                                   "delay", "stall"};
 
 // Strikes every 0.5 to 2 s, for 0.3 to 1.5 s: one or two nodes, or one time in five three of them
 // (no permit can be taken or kept until they are back). Every fault is undone before it returns.
 asio::awaitable<void> nemesis(rt::proxied_fleet& nodes, steady_clock::time_point end,
-                              std::array<int, fault_names.size()>& counts, int& on_majority) {
+                              std::array<int, semaphore_fault_names.size()>& counts,
+                              int& on_majority) {
   std::minstd_rand random(std::random_device{}());
   const auto pick = [&](int low, int high) {
     return std::uniform_int_distribution<int>(low, high)(random);
@@ -281,32 +282,33 @@ asio::awaitable<void> nemesis(rt::proxied_fleet& nodes, steady_clock::time_point
     std::iota(victims.begin(), victims.end(), std::size_t{0});
     std::shuffle(victims.begin(), victims.end(), random);
     victims.resize(majority ? 3 : static_cast<std::size_t>(pick(1, 2)));
-    const auto what = static_cast<fault>(pick(0, static_cast<int>(fault_names.size()) - 1));
+    const auto what =
+        static_cast<semaphore_fault>(pick(0, static_cast<int>(semaphore_fault_names.size()) - 1));
     for (const auto v : victims) {
       auto& proxy = *nodes.proxies[v];
       switch (what) {
-        case fault::stop:
+        case semaphore_fault::stop:
           nodes.fleet[v].pause();
           break;
-        case fault::blackhole:
+        case semaphore_fault::blackhole:
           proxy.set_blackhole(true);
           break;
-        case fault::reset:
+        case semaphore_fault::reset:
           proxy.set_reset_peer(true);
           break;
-        case fault::delay: {
+        case semaphore_fault::delay: {
           const milliseconds delay(pick(60, 600));  // beyond node_timeout, sometimes the TTL
           proxy.set_latency(delay, delay / 4);
           break;
         }
-        case fault::stall:
+        case semaphore_fault::stall:
           proxy.set_timeout(milliseconds(pick(100, 400)));
           break;
       }
     }
     co_await sleep_for(milliseconds(pick(300, 1500)));
     for (const auto v : victims) {
-      if (what == fault::stop) nodes.fleet[v].resume();
+      if (what == semaphore_fault::stop) nodes.fleet[v].resume();
       nodes.proxies[v]->clear();
     }
     ++counts[static_cast<std::size_t>(what)];
@@ -328,7 +330,7 @@ BOOST_AUTO_TEST_CASE(sixteen_contenders_three_permits_under_faults) {
   const auto duration = redlock::test::soak_length(10s);
   rt::proxied_fleet nodes(node_count);
   soak_run run;
-  std::array<int, fault_names.size()> fault_counts{};
+  std::array<int, semaphore_fault_names.size()> fault_counts{};
   int on_majority = 0;
   rt::run_async(
       [&](asio::io_context& io) -> asio::awaitable<void> {
@@ -381,8 +383,9 @@ BOOST_AUTO_TEST_CASE(sixteen_contenders_three_permits_under_faults) {
   const auto per_semaphore = rt::check_at_most(events, rt::semaphore_of_slot, permits);
   const auto per_slot = rt::check_mutual_exclusion(events);
   std::string schedule;
-  for (std::size_t f = 0; f < fault_names.size(); ++f)
-    schedule += fmt::format("{}{} {}", f == 0 ? "" : ", ", fault_names[f], fault_counts[f]);
+  for (std::size_t f = 0; f < semaphore_fault_names.size(); ++f)
+    schedule +=
+        fmt::format("{}{} {}", f == 0 ? "" : ", ", semaphore_fault_names[f], fault_counts[f]);
   std::string failures;
   for (const auto& [what, count] : run.failures)
     failures += fmt::format("; {} x{}", what, count);

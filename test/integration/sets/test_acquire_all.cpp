@@ -14,6 +14,7 @@
 #include "support/redis_fleet.hpp"
 #include "support/strand_clients.hpp"
 #include "support/sync_client.hpp"
+#include "support/text_contains.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -45,9 +46,7 @@ using redlock::lease;
 using redlock::test::tuple_awaitable;
 using strings = std::vector<std::string>;
 
-bool has(const std::string& text, std::string_view part) {
-  return text.find(part) != std::string::npos;
-}
+using redlock::test::contains;
 
 // Every key of `set` holds `token` on every node of `fleet`.
 bool held_everywhere(rt::inspector& nodes, const strings& set, const std::string& token) {
@@ -141,7 +140,7 @@ BOOST_AUTO_TEST_CASE(one_resource_held_elsewhere_refuses_the_set_and_leaves_no_k
     auto [ec, none] = co_await locks.async_try_acquire_all(abc, lock_for(10s), tuple_awaitable);
     BOOST_TEST(ec == error::contended, ec.message() << ": " << none.diagnostics());
     BOOST_TEST(!none.held());
-    BOOST_TEST(has(none.diagnostics(), "\"a\", \"b\", \"c\""), none.diagnostics());
+    BOOST_TEST(contains(none.diagnostics(), "\"a\", \"b\", \"c\""), none.diagnostics());
     BOOST_TEST(co_await eventually([&] { return keys_present(nodes, {"a", "c"}) == 0; }));
     BOOST_TEST(co_await eventually([&] { return nodes.holding("b", b.token()) == 3u; }));
 
@@ -437,19 +436,20 @@ BOOST_AUTO_TEST_CASE(bad_sets_are_invalid_arguments_that_say_why) {
     auto [empty_ec, empty] =
         co_await locks.async_acquire_all(no_resources, lock_for(5s), tuple_awaitable);
     BOOST_TEST(empty_ec == error::invalid_argument, empty_ec.message());
-    BOOST_TEST(has(empty.diagnostics(), "the set of resources is empty"), empty.diagnostics());
+    BOOST_TEST(contains(empty.diagnostics(), "the set of resources is empty"), empty.diagnostics());
     const strings with_blank = {"a", ""};
     auto [blank_ec, blank] =
         co_await locks.async_try_acquire_all(with_blank, lock_for(5s), tuple_awaitable);
     BOOST_TEST(blank_ec == error::invalid_argument, blank_ec.message());
-    BOOST_TEST(has(blank.diagnostics(), "a resource of the set is empty"), blank.diagnostics());
+    BOOST_TEST(contains(blank.diagnostics(), "a resource of the set is empty"),
+               blank.diagnostics());
     strings many;
     for (int i = 0; i < 65; ++i)
       many.push_back("r" + std::to_string(i));
     auto [many_ec, too_many] =
         co_await locks.async_acquire_all(many, lock_for(5s), tuple_awaitable);
     BOOST_TEST(many_ec == error::invalid_argument, many_ec.message());
-    BOOST_TEST(has(too_many.diagnostics(), "65 resources, more than the 64"),
+    BOOST_TEST(contains(too_many.diagnostics(), "65 resources, more than the 64"),
                too_many.diagnostics());
     many.pop_back();
     auto [most_ec, most] = co_await locks.async_acquire_all(many, lock_for(5s), tuple_awaitable);

@@ -30,9 +30,7 @@ value acquire(sync_client& c, const std::vector<std::string>& set, const std::st
   return eval_script(c, d::multi_acquire_script(), keys, {token, ttl, fenced ? "1" : "0"});
 }
 
-bool granted(const value& reply) {
-  return reply.kind == type::simple_string && reply.text == "OK";
-}
+using redlock::test::granted;
 
 std::string value_of(sync_client& c, const std::string& key) {
   const auto reply = c.command({"GET", key});
