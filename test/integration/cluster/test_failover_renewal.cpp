@@ -19,6 +19,8 @@
 #include <atomic>
 #include <cstdint>
 #include <limits>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -100,10 +102,16 @@ BOOST_AUTO_TEST_CASE(a_sentinel_failover_renews_the_lease_on_the_new_master_at_o
         std::size_t new_master = old_master;
         redlock::test::background_thread nemesis([&] { new_master = group.failover(); });
         while (!nemesis.finished()) {
-          std::int64_t highest = -1;
-          for (std::size_t node = 0; node < group.size(); ++node)
-            highest = std::max(highest, group.command(node, {"PTTL", "renewed"}).integer);
-          lowest = std::min(lowest, highest);
+          std::optional<std::int64_t> highest;
+          for (std::size_t node = 0; node < group.size(); ++node) {
+            // A node whose role is changing drops its connections: this look goes without it.
+            try {
+              const auto pttl = group.command(node, {"PTTL", "renewed"}).integer;
+              highest = std::max(highest.value_or(pttl), pttl);
+            } catch (const std::runtime_error&) {
+            }
+          }
+          if (highest) lowest = std::min(lowest, *highest);
           co_await sleep_for(50ms);
         }
         nemesis.join();
