@@ -1,7 +1,8 @@
 // Ending an acquire early against real redis-server processes: per-operation cancellation at
 // every stage of a round (after k grants, in the initiating turn, queued behind a local holder,
 // during backoff) and destroying the client. Every operation completes exactly once, and what
-// was taken on the nodes is given back.
+// was taken on the nodes is given back. Cancelling a release or a ping that waits for stopped
+// nodes completes it at once; the release still reaches them.
 
 #include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
@@ -11,6 +12,7 @@
 #include "support/inspector.hpp"
 #include "support/lock_checks.hpp"
 #include "support/printing.hpp"
+#include "support/reach.hpp"
 #include "support/redis_fleet.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -254,6 +256,129 @@ BOOST_FIXTURE_TEST_CASE(destroying_the_client_aborts_what_is_in_flight, redlock:
     auto [release_ec] = co_await foreign.async_release(tuple_awaitable);
     BOOST_TEST(!release_ec);
     BOOST_TEST(co_await no_keys_anywhere(nodes));
+  });
+}
+
+// cancellation-and-shutdown.md, "Cancellation", row async_release: a cancelled release completes
+// at once with operation_aborted, whatever the cancellation type, and the release still goes out
+// to every node. Three of five nodes are stopped, so the release cannot be decided before their
+// deadline; once they run again they delete the key, except the one where another owner holds it.
+BOOST_FIXTURE_TEST_CASE(cancel_release_completes_at_once_and_still_reaches_every_node,
+                        redlock::test::five_nodes) {
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    // The stopped nodes' deadline lies far beyond the cancellation and their resumption.
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options(5000ms));
+    co_await warm_up(locks);
+
+    const auto answering = node_range(0, 2);
+    const auto stopped = node_range(2, 5);
+    const std::size_t taken_by_another_owner = 4;  // one of the stopped nodes
+    const auto ours = node_range(0, 4);
+
+    struct variant {
+      asio::cancellation_type type;
+      const char* type_name;
+    };
+    const variant variants[] = {{asio::cancellation_type::terminal, "terminal"},
+                                {asio::cancellation_type::partial, "partial"},
+                                {asio::cancellation_type::total, "total"}};
+    for (const auto& v : variants) {
+      const std::string resource = fmt::format("cancelled-release:{}", v.type_name);
+      BOOST_TEST_CONTEXT(v.type_name << " cancellation") {
+        auto [ec, lease] = co_await locks.async_try_acquire(
+            resource, lock_for(30000ms, redlock::test::renewal::off), tuple_awaitable);
+        BOOST_TEST_REQUIRE(!ec, lease.diagnostics());
+        BOOST_TEST_REQUIRE(co_await settled_everywhere(nodes, resource, lease.token()));
+        // The key expired there and someone else took it: the release must leave it alone.
+        nodes.set(taken_by_another_owner, resource, "another-owner", 30000ms);
+        for (const auto i : stopped) {
+          fleet[i].pause();
+        }
+
+        asio::cancellation_signal signal;
+        void_outcome out;
+        lease.async_release(asio::bind_cancellation_slot(signal.slot(), record(out)));
+        co_await sleep_for(100ms);
+        // Two answers are no quorum, and the stopped nodes have 5 s left to answer.
+        BOOST_TEST_REQUIRE(out.completions == 0);
+
+        const auto emitted = steady_clock::now();
+        signal.emit(v.type);
+        const bool completed = co_await eventually([&] { return out.completions > 0; }, 3000ms);
+        BOOST_TEST(completed);
+        BOOST_TEST(ms_between(emitted, out.at) < 1000);
+        BOOST_TEST(out.ec == asio::error::operation_aborted, out.ec.message());
+        BOOST_TEST(!lease.held());
+        const bool gone_where_answered =
+            co_await eventually([&] { return nodes.present_on(answering, resource) == 0; }, 3000ms);
+        BOOST_TEST(gone_where_answered);
+
+        for (const auto i : stopped) {
+          fleet[i].resume();
+        }
+        // The key lives 30 s: gone within seconds means the release reached the node.
+        const auto resumed = steady_clock::now();
+        const bool reached_every_node =
+            co_await eventually([&] { return nodes.present_on(ours, resource) == 0; }, 3000ms);
+        BOOST_TEST(reached_every_node, nodes.present_on(ours, resource)
+                                           << " of our nodes still hold the key");
+        BOOST_TEST_MESSAGE("completed " << ms_between(emitted, out.at)
+                                        << " ms after the cancellation; released everywhere "
+                                        << ms_since(resumed) << " ms after resuming");
+        BOOST_TEST(nodes.holding_on({taken_by_another_owner}, resource, "another-owner") == 1u);
+        co_await sleep_for(100ms);
+        BOOST_TEST(out.completions == 1);
+      }
+    }
+  });
+}
+
+// cancellation-and-shutdown.md, "Cancellation", row async_ping: a cancelled ping completes at once
+// with operation_aborted, whatever the cancellation type, while three of five nodes are stopped
+// and no quorum can answer before their deadline. The client pings normally once they are back.
+BOOST_FIXTURE_TEST_CASE(cancel_ping_completes_at_once, redlock::test::five_nodes) {
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    // The stopped nodes' deadline lies far beyond every ping below.
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options(5000ms));
+    co_await warm_up(locks);
+    const auto stopped = node_range(2, 5);
+    for (const auto i : stopped) {
+      fleet[i].pause();
+    }
+
+    struct variant {
+      asio::cancellation_type type;
+      const char* type_name;
+    };
+    const variant variants[] = {{asio::cancellation_type::terminal, "terminal"},
+                                {asio::cancellation_type::partial, "partial"},
+                                {asio::cancellation_type::total, "total"}};
+    for (const auto& v : variants) {
+      BOOST_TEST_CONTEXT(v.type_name << " cancellation") {
+        asio::cancellation_signal signal;
+        void_outcome out;
+        locks.async_ping(asio::bind_cancellation_slot(signal.slot(), record(out)));
+        co_await sleep_for(100ms);
+        BOOST_TEST_REQUIRE(out.completions == 0);  // two answers are no quorum
+
+        const auto emitted = steady_clock::now();
+        signal.emit(v.type);
+        const bool completed = co_await eventually([&] { return out.completions > 0; }, 3000ms);
+        BOOST_TEST(completed);
+        BOOST_TEST(ms_between(emitted, out.at) < 1000);
+        BOOST_TEST_MESSAGE("completed " << ms_between(emitted, out.at)
+                                        << " ms after the cancellation");
+        BOOST_TEST(out.ec == asio::error::operation_aborted, out.ec.message());
+        co_await sleep_for(50ms);
+        BOOST_TEST(out.completions == 1);
+      }
+    }
+
+    for (const auto i : stopped) {
+      fleet[i].resume();
+    }
+    const auto ec = co_await redlock::test::ping_until_answered(locks);
+    BOOST_TEST(!ec, ec.message());
   });
 }
 

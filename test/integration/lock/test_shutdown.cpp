@@ -1,11 +1,13 @@
 // client::async_shutdown: operations end with operation_aborted, held leases are released and the
 // nodes' answers awaited, the connections close and io_context::run() returns, with the client
 // still alive. A release that no quorum confirmed is reported, and cancelling the wait does not
-// stop the shutdown.
+// stop the shutdown. A destroyed client keeps its connections as long as its releases need them,
+// at most 2 x node_timeout + connect_timeout.
 
 #include "integration/prelude.hpp"
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
+#include "support/background_thread.hpp"
 #include "support/client_options.hpp"
 #include "support/five_nodes.hpp"
 #include "support/inspector.hpp"
@@ -26,12 +28,18 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
 namespace {
 
 using redlock::test::renewal;
+
+// How many connections the server has accepted since it started, this question's own included.
+long long connections_accepted_so_far(redlock::test::redis_server& server) {
+  return redlock::test::info_counter(server.port(), "stats", "total_connections_received:");
+}
 
 }  // namespace
 
@@ -262,6 +270,168 @@ BOOST_AUTO_TEST_CASE(a_node_never_reached_is_not_waited_for) {
       BOOST_TEST(took < 1000, "run() returned " << took << " ms after the client went");
       inspector servers(fleet);
       BOOST_TEST(servers.present("r") == 0u);
+    }
+  }
+}
+
+// cancellation-and-shutdown.md, "Cancellation" (the paragraph after the table): a destroyed
+// client keeps its connections until its releases are out, at most
+// 2 x node_timeout + connect_timeout. Three nodes, a lease held on all of them and a wait for its
+// loss outstanding; one node is then stopped and the client destroyed. The release never gets
+// out to that node, so run() returns after the whole bound and not much later: once with the link
+// kept (the release in flight), once with the health check dropping it (the release kept for a
+// reconnect, which hangs in the handshake of the stopped server).
+BOOST_AUTO_TEST_CASE(a_silent_node_keeps_a_destroyed_clients_connections_at_most_the_bound) {
+  redis_fleet fleet(3);
+  inspector servers(fleet);
+  constexpr milliseconds node_timeout{300};
+  constexpr milliseconds connect_timeout{600};
+  constexpr milliseconds drain_bound = 2 * node_timeout + connect_timeout;
+  const auto still_running = redlock::test::node_range(1, 3);
+
+  // The health check drops a link whose written request has had no reply for that long.
+  struct variant {
+    milliseconds health_check_timeout;
+    bool link_dropped;
+    const char* name;
+  };
+  const variant variants[] = {{5000ms, false, "the link stays up"},
+                              {100ms, true, "the link is dropped"}};
+  for (const auto& v : variants) {
+    BOOST_TEST_CONTEXT(v.name) {
+      const std::string resource = std::string("silent:") + v.name;
+      asio::io_context io;
+      auto options = fast_client_options(node_timeout);
+      options.connect_timeout = connect_timeout;
+      options.health_check_timeout = v.health_check_timeout;
+      std::optional<redlock::client> locks;
+      locks.emplace(io.get_executor(), fleet.configs(), options);
+      redlock::lease lease;  // outlives the client
+      std::optional<error_code> lost;
+      long long accepted_before = 0;
+      std::optional<steady_clock::time_point> destroyed_at;
+      asio::co_spawn(
+          io,
+          [&]() -> asio::awaitable<void> {
+            auto [ec, acquired] = co_await locks->async_try_acquire(
+                resource, lock_for(30s, renewal::off), tuple_awaitable);
+            BOOST_TEST_REQUIRE(!ec, acquired.diagnostics());
+            lease = std::move(acquired);
+            BOOST_TEST_REQUIRE(co_await eventually(
+                [&] { return servers.holding(resource, lease.token()) == fleet.size(); }, 3s));
+            lease.async_wait_lost([&](error_code e) { lost = e; });
+            accepted_before = connections_accepted_so_far(fleet[0]);
+            fleet[0].pause();
+            destroyed_at = steady_clock::now();
+            locks.reset();
+          },
+          [](std::exception_ptr e) {
+            if (e) std::rethrow_exception(e);
+          });
+      io.run_for(20s);
+      const auto returned_at = steady_clock::now();
+      fleet[0].resume();
+      // The server now takes the connects it queued while stopped (the reconnects).
+      std::this_thread::sleep_for(300ms);
+      const auto reconnects = connections_accepted_so_far(fleet[0]) - accepted_before - 1;
+      BOOST_TEST((reconnects > 0) == v.link_dropped, reconnects << " reconnects");
+
+      BOOST_TEST(io.stopped());
+      BOOST_TEST_REQUIRE(destroyed_at.has_value());
+      const auto took = redlock::test::ms_between(*destroyed_at, returned_at);
+      BOOST_TEST_MESSAGE(v.name << ": run() returned " << took
+                                << " ms after the client went (bound " << drain_bound.count()
+                                << " ms)");
+      BOOST_TEST(took >= drain_bound.count(), "run() returned after " << took << " ms");
+      BOOST_TEST(took <= drain_bound.count() + 2000, "run() returned after " << took << " ms");
+      BOOST_TEST_REQUIRE(lost.has_value());
+      BOOST_TEST((*lost == asio::error::operation_aborted), lost->message());
+      BOOST_TEST(!lease.held());
+      BOOST_TEST(servers.present_on(still_running, resource) == 0u);
+    }
+  }
+}
+
+// cancellation-and-shutdown.md, "Cancellation" (the paragraph after the table): a destroyed
+// client keeps its connections until its releases are out. As above, but the stopped node comes
+// back 1 s after the client went, past the release's node_timeout and well within the bound
+// (3 s here): the release reaches it, and only then, still before the bound, does run() return.
+BOOST_AUTO_TEST_CASE(a_node_back_within_the_bound_gets_a_destroyed_clients_release) {
+  redis_fleet fleet(3);
+  inspector servers(fleet);
+  constexpr milliseconds node_timeout{500};
+  constexpr milliseconds connect_timeout{2000};
+  constexpr milliseconds drain_bound = 2 * node_timeout + connect_timeout;
+  constexpr milliseconds silent_for{1000};
+
+  // The health check drops a link whose written request has had no reply for that long.
+  struct variant {
+    milliseconds health_check_timeout;
+    bool link_dropped;
+    const char* name;
+  };
+  const variant variants[] = {{5000ms, false, "the link stays up"},
+                              {100ms, true, "the link is dropped"}};
+  for (const auto& v : variants) {
+    BOOST_TEST_CONTEXT(v.name) {
+      const std::string resource = std::string("back:") + v.name;
+      asio::io_context io;
+      auto options = fast_client_options(node_timeout);
+      options.connect_timeout = connect_timeout;
+      options.health_check_timeout = v.health_check_timeout;
+      std::optional<redlock::client> locks;
+      locks.emplace(io.get_executor(), fleet.configs(), options);
+      redlock::lease lease;  // outlives the client
+      std::optional<error_code> lost;
+      long long accepted_before = 0;
+      std::optional<steady_clock::time_point> destroyed_at;
+      steady_clock::time_point resumed_at;
+      // Resumes the node from outside the io_context, which must then be kept running by the
+      // client alone.
+      std::optional<redlock::test::background_thread> resumer;
+      asio::co_spawn(
+          io,
+          [&]() -> asio::awaitable<void> {
+            auto [ec, acquired] = co_await locks->async_try_acquire(
+                resource, lock_for(30s, renewal::off), tuple_awaitable);
+            BOOST_TEST_REQUIRE(!ec, acquired.diagnostics());
+            lease = std::move(acquired);
+            BOOST_TEST_REQUIRE(co_await eventually(
+                [&] { return servers.holding(resource, lease.token()) == fleet.size(); }, 3s));
+            lease.async_wait_lost([&](error_code e) { lost = e; });
+            accepted_before = connections_accepted_so_far(fleet[0]);
+            fleet[0].pause();
+            destroyed_at = steady_clock::now();
+            resumer.emplace([&fleet, &resumed_at, until = *destroyed_at + silent_for] {
+              std::this_thread::sleep_until(until);
+              resumed_at = steady_clock::now();
+              fleet[0].resume();
+            });
+            locks.reset();
+          },
+          [](std::exception_ptr e) {
+            if (e) std::rethrow_exception(e);
+          });
+      io.run_for(20s);
+      const auto returned_at = steady_clock::now();
+      if (resumer) resumer->join();
+
+      BOOST_TEST(io.stopped());
+      BOOST_TEST_REQUIRE(destroyed_at.has_value());
+      const auto took = redlock::test::ms_between(*destroyed_at, returned_at);
+      BOOST_TEST_MESSAGE(v.name << ": run() returned " << took << " ms after the client went, "
+                                << redlock::test::ms_between(resumed_at, returned_at)
+                                << " ms after the node came back (bound " << drain_bound.count()
+                                << " ms)");
+      BOOST_TEST((returned_at >= resumed_at), "run() returned before the node came back");
+      BOOST_TEST(took < drain_bound.count(), "run() returned after " << took << " ms");
+      const auto reconnects = connections_accepted_so_far(fleet[0]) - accepted_before - 1;
+      BOOST_TEST((reconnects > 0) == v.link_dropped, reconnects << " reconnects");
+      // Read at once: the connection ended only after the node had run the release.
+      BOOST_TEST(servers.present(resource) == 0u);
+      BOOST_TEST_REQUIRE(lost.has_value());
+      BOOST_TEST((*lost == asio::error::operation_aborted), lost->message());
+      BOOST_TEST(!lease.held());
     }
   }
 }
