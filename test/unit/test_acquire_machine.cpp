@@ -335,6 +335,83 @@ BOOST_AUTO_TEST_CASE(a_release_heard_during_the_round_wakes_the_waiter_after_it)
   BOOST_TEST((*timer_of(actions) < op->now + 1s));
 }
 
+// Proves waiting.md, "When a waiter tries again", row "a release announced while its own round is
+// in flight": the delay before the next round is drawn from a window of one round trip for the
+// first such wake-up, doubled for each later one in a row up to 32 round trips, and a round lost
+// without such news starts the window over at one round trip. Every round here takes 1 ms, which
+// is then the round-trip unit exactly; the retry ceiling (50 ms and growing) is above every
+// window. Each cycle is seven rounds that hear the holder's release while in flight, then one that
+// hears nothing (and sleeps until an announcement wakes it). In every cycle each delay lies
+// within its window (1, 2, 4, 8, 16, 32, 32 ms), and over the cycles the largest delay of each
+// position nearly fills it, so no window is smaller either. Had the quiet round not started the
+// window over, every cycle's first wake-up after the first cycle would draw from 32 ms.
+BOOST_AUTO_TEST_CASE(the_collision_window_doubles_and_a_round_lost_without_news_starts_it_over) {
+  constexpr int cycles = 300;
+  const std::vector<steady_clock::duration> windows = {1ms, 2ms, 4ms, 8ms, 16ms, 32ms, 32ms};
+  const auto round_trip = 1ms;
+  auto op = acquire("a", waiting(24h));
+  op->covered = true;  // a release would be heard: the quiet round sleeps until the holder's TTL
+
+  // Ends the round in flight, lost, `round_trip` after it started: every node refuses with the
+  // holder's PTTL (9 s). With `news`, the holder's release on nodes 0 and 1 (a quorum) is
+  // announced while the round is in flight. Returns when the next round is due.
+  const auto lose_round = [&](bool news) {
+    op->now += round_trip;
+    if (news) {
+      op->machine.announced(0, 0, op->now);
+      op->machine.announced(1, 0, op->now);
+    }
+    every_node_answers(*op, reply::integer(9000));
+    const auto at = timer_of(op->actions());
+    BOOST_REQUIRE(at.has_value());
+    return *at;
+  };
+  const auto next_round_at = [&](steady_clock::time_point at) {
+    op->now = at;
+    op->machine.timer(op->now);
+    BOOST_REQUIRE(find(op->actions(), kind::send_round));
+  };
+
+  // The first round (a plain SET, refused), the subscription, then the rounds that ask for PTTLs.
+  op->start();
+  op->actions();
+  op->now += round_trip;
+  every_node_answers(*op, reply::nil());
+  op->actions();
+  op->machine.subscription_state(true, op->now);
+  const auto subscribed = timer_of(op->actions());
+  BOOST_REQUIRE(subscribed.has_value());
+  next_round_at(*subscribed);
+
+  std::vector<steady_clock::duration> largest(windows.size(), 0ms);
+  for (int cycle = 0; cycle < cycles; ++cycle) {
+    for (std::size_t wake = 0; wake < windows.size(); ++wake) {
+      const auto at = lose_round(true);
+      const auto delay = at - op->now;
+      BOOST_TEST_CONTEXT("cycle " << cycle << ", wake-up " << wake << " in a row") {
+        BOOST_TEST((delay <= windows[wake]));
+      }
+      largest[wake] = std::max(largest[wake], delay);
+      next_round_at(at);
+    }
+    // Lost without news: no collision backoff, asleep until the holder's key can have expired.
+    const auto asleep_until = lose_round(false);
+    BOOST_TEST((asleep_until > op->now + 9s));
+    // The holder releases while it sleeps: woken after the wake jitter (a round trip at most).
+    op->machine.announced(0, 0, op->now);
+    op->machine.announced(1, 0, op->now);
+    const auto woken = timer_of(op->actions());
+    BOOST_REQUIRE(woken.has_value());
+    BOOST_TEST((*woken <= op->now + round_trip));
+    next_round_at(*woken);
+  }
+  for (std::size_t wake = 0; wake < windows.size(); ++wake) {
+    BOOST_TEST_CONTEXT("wake-up " << wake << " in a row") {
+      BOOST_TEST((largest[wake] >= windows[wake] * 9 / 10));
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_sleeping_waiter_wakes_on_a_release_and_not_before) {
   auto op = acquire("a", waiting());
   to_second_round(*op);

@@ -16,6 +16,7 @@
 #include "support/fleet_commands.hpp"
 #include "support/inspector.hpp"
 #include "support/printing.hpp"
+#include "support/reach.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
 
@@ -29,6 +30,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -117,6 +119,21 @@ asio::awaitable<void> release_and_check_prompt_wake(redlock::lease& held, backgr
   BOOST_TEST_REQUIRE(!b.ec, b.ec.message() << ": " << b.lease.diagnostics());
   BOOST_TEST(ms_since(released) < 1000, "acquired " << ms_since(released) << " ms after");
   co_await b.lease.async_release(tuple_awaitable);
+}
+
+// The announcements `listener`, a plain connection subscribed to the release channel, received
+// since the last call: the resources named, oldest first. In subscribed mode PING answers
+// ["pong", ""] behind every message published before it.
+std::vector<std::string> announcements_received(sync_client& listener) {
+  std::vector<std::string> resources;
+  auto reply = listener.command({"PING"});
+  while (reply.elements.size() == 3 && reply.elements[0].text == "message") {
+    BOOST_TEST(reply.elements[1].text == channel);
+    resources.push_back(reply.elements[2].text);
+    reply = listener.next_reply();
+  }
+  BOOST_TEST((!reply.elements.empty() && reply.elements[0].text == "pong"));
+  return resources;
 }
 
 // Calls of EVALSHA the server at `port` has run so far.
@@ -636,6 +653,159 @@ BOOST_AUTO_TEST_CASE(a_flushed_script_cache_costs_a_round_not_the_lock) {
       sync_client c(fleet[i].port());
       BOOST_TEST(c.command({"GET", "r"}).text == b.lease.token());
     }
+    co_await b.lease.async_release(tuple_awaitable);
+  });
+}
+
+// Proves waiting.md: "Cleanup releases of failed rounds are announced too (their keys may be what
+// blocked a rival)". Five nodes; another owner holds node 0 for a minute. Client `loser` reaches
+// nodes 3 and 4 through proxies that drop its requests, so its try is granted on nodes 1 and 2 and
+// stays undecided until those two fail at its node_timeout (3 s). Meanwhile `waiter` is refused
+// on nodes 0, 1 and 2 and sleeps: only an announcement can wake it (every node is subscribed, its
+// backoff is 5 s, the keys' TTLs outlast its 20 s wait). The loser's failed round deletes its keys
+// on nodes 1 and 2 and announces each: plain subscribers there receive the resource's name once,
+// the one on node 0 nothing, and the announcement wakes the waiter, which acquires at once. The
+// waiter's own failed rounds (granted on nodes 3 and 4 only) are announced there too.
+BOOST_AUTO_TEST_CASE(a_failed_rounds_cleanup_is_announced_and_wakes_a_waiter) {
+  using redlock::test::chaos_proxy;
+  redis_fleet fleet(5);
+  inspector servers(fleet);
+  servers.set(0, "r", "rival", 60s);
+  std::vector<std::unique_ptr<sync_client>> listeners;
+  for (std::size_t i = 0; i < fleet.size(); ++i) {
+    listeners.push_back(std::make_unique<sync_client>(fleet[i].port()));
+    const auto confirmed = listeners.back()->command({"SUBSCRIBE", channel});
+    BOOST_TEST_REQUIRE(
+        (confirmed.elements.size() == 3 && confirmed.elements[0].text == "subscribe"));
+  }
+  std::vector<std::unique_ptr<chaos_proxy>> dropping;
+  auto loser_nodes = fleet.configs();
+  for (const std::size_t i : {3u, 4u}) {
+    dropping.push_back(std::make_unique<chaos_proxy>(fleet[i].port()));
+    loser_nodes[i] = dropping.back()->config();
+  }
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client loser(io.get_executor(), loser_nodes, fast_client_options(3s));
+    redlock::client waiter(io.get_executor(), fleet.configs(), fast_client_options());
+    BOOST_TEST_REQUIRE(co_await redlock::test::every_node_answers(loser));
+    for (const auto& proxy : dropping)
+      proxy->set_blackhole(chaos_proxy::direction::upstream);
+
+    std::optional<error_code> lost;
+    loser.async_try_acquire("r", lock_for(30s, renewal::off),
+                            [&](error_code ec, redlock::lease) { lost = ec; });
+    const auto loser_granted = [&] { return servers.present_on({1, 2}, "r") == 2; };
+    BOOST_TEST_REQUIRE(co_await eventually(loser_granted, 2s),
+                       "the loser's SETs are granted on nodes 1 and 2");
+    background_acquire b;
+    b.start(waiter, "r", patient_lock());
+    // Each node's subscribers: the plain one and the waiter.
+    BOOST_TEST_REQUIRE(
+        co_await eventually([&] { return subscribed_everywhere(fleet, 2); }, 2s, 20ms),
+        "the waiter subscribes on every node");
+    co_await sleep_for(300ms);  // its round after the subscription is refused: it sleeps
+    BOOST_TEST_REQUIRE(!b.done, b.ec.message() << ": " << b.lease.diagnostics());
+    BOOST_TEST_REQUIRE(!lost.has_value(),
+                       "the loser's round ended before the waiter slept: " << lost->message());
+
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return lost.has_value(); }, 5s));
+    BOOST_TEST((*lost == redlock::condition::not_acquired), lost->message());
+    const auto failed = steady_clock::now();
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return b.done; }, 4s),
+                       "the cleanup's announcement did not wake the waiter");
+    BOOST_TEST_REQUIRE(!b.ec, b.ec.message() << ": " << b.lease.diagnostics());
+    BOOST_TEST(ms_since(failed) < 1000,
+               "acquired " << ms_since(failed) << " ms after the loser's round failed");
+    BOOST_TEST(servers.holding_on({1, 2, 3, 4}, "r", b.lease.token()) >= 3u);
+
+    const std::vector<std::string> once = {"r"};
+    BOOST_TEST(announcements_received(*listeners[0]).empty());
+    for (const std::size_t i : {1u, 2u}) {
+      BOOST_TEST_CONTEXT("node " << i) {
+        BOOST_TEST(announcements_received(*listeners[i]) == once, boost::test_tools::per_element());
+      }
+    }
+    for (const std::size_t i : {3u, 4u}) {
+      BOOST_TEST_CONTEXT("node " << i) {
+        const auto waiters_cleanups = announcements_received(*listeners[i]);
+        BOOST_TEST(!waiters_cleanups.empty());
+        BOOST_TEST(std::count(waiters_cleanups.begin(), waiters_cleanups.end(), "r") ==
+                   static_cast<std::ptrdiff_t>(waiters_cleanups.size()));
+      }
+    }
+    co_await b.lease.async_release(tuple_awaitable);
+  });
+}
+
+// Proves waiting.md, "When a waiter tries again", row "the holder extended its lease": the TTL
+// bound moves with the extension, the waiter's round at the old bound is refused and reads the new
+// PTTL. The holder takes the lock with a TTL of 2 s and no renewal; the waiter (subscribed on
+// every node, with a backoff of a minute that never fires) sleeps until the key can have expired
+// by the PTTL its refusal carried. At 1 s the holder extends to 4 s: the waiter's round at the old
+// bound (2 s) is refused, and its next one comes when the extended key can have expired (5 s),
+// which only the PTTL read at 2 s told it. At 3.5 s the holder extends again, so that round is
+// refused too. The waiter never gets the lock while the holder has it, and acquires at once when
+// the holder releases at 6.5 s. Each round of the waiter is seen by the debug message it logs.
+BOOST_AUTO_TEST_CASE(an_extension_moves_the_waiters_ttl_bound) {
+  redis_fleet fleet(3);
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    std::vector<steady_clock::time_point> refused_rounds;
+    auto logged = fast_client_options();
+    logged.logger = [&](redlock::log_level, std::string_view message) {
+      if (message.find("\"r\" not acquired") != std::string_view::npos)
+        refused_rounds.push_back(steady_clock::now());
+    };
+    redlock::client holder(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client waiter(io.get_executor(), fleet.configs(), logged);
+    auto [ec, held] =
+        co_await holder.async_acquire("r", lock_for(2s, renewal::off), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, held.diagnostics());
+    const auto taken = steady_clock::now();
+    const auto until = [&](milliseconds after_taken) {
+      return sleep_for(taken + after_taken - steady_clock::now());
+    };
+
+    background_acquire b;
+    auto waiting = patient_lock();
+    waiting.retry = {60s, 60s, 1.0};
+    waiting.wait = 30s;
+    b.start(waiter, "r", waiting);
+    BOOST_TEST_REQUIRE(
+        co_await eventually([&] { return subscribed_everywhere(fleet, 1); }, 1s, 20ms),
+        "the waiter subscribes on every node");
+    co_await until(1000ms);
+    auto [first_ec] = co_await held.async_extend(4s, tuple_awaitable);
+    BOOST_TEST_REQUIRE(!first_ec, first_ec.message() << ": " << held.diagnostics());
+    co_await until(3500ms);
+    auto [second_ec] = co_await held.async_extend(4s, tuple_awaitable);
+    BOOST_TEST_REQUIRE(!second_ec, second_ec.message() << ": " << held.diagnostics());
+    co_await until(6500ms);
+    BOOST_TEST_REQUIRE(held.held());
+    BOOST_TEST_REQUIRE(!b.done, "the waiter ended while the holder held the lock: "
+                                    << b.ec.message() << ": " << b.lease.diagnostics());
+
+    const auto released = steady_clock::now();
+    auto [release_ec] = co_await held.async_release(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!release_ec, held.diagnostics());
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return b.done; }, 3s));
+    BOOST_TEST_REQUIRE(!b.ec, b.ec.message() << ": " << b.lease.diagnostics());
+    BOOST_TEST(ms_since(released) < 1000, "acquired " << ms_since(released) << " ms after");
+
+    // Refused rounds: the first (a plain SET) and the one after the subscription, right away; one
+    // at the old bound; one at the bound the first extension set; none in between.
+    std::vector<long long> at;
+    for (const auto round : refused_rounds)
+      at.push_back(redlock::test::ms_between(taken, round));
+    const auto rounds_within = [&](long long from, long long to) {
+      return std::count_if(at.begin(), at.end(), [&](long long t) { return t >= from && t < to; });
+    };
+    BOOST_TEST_MESSAGE("the waiter's refused rounds, ms after the holder took the lock:");
+    for (const auto t : at)
+      BOOST_TEST_MESSAGE("  " << t);
+    BOOST_TEST(at.size() == 4u);
+    BOOST_TEST(rounds_within(0, 1000) == 2);
+    BOOST_TEST(rounds_within(1900, 3000) == 1, "a round at the old bound (2 s)");
+    BOOST_TEST(rounds_within(4900, 6000) == 1, "a round at the extended bound (5 s)");
     co_await b.lease.async_release(tuple_awaitable);
   });
 }

@@ -363,6 +363,72 @@ BOOST_AUTO_TEST_CASE(local_acquires_queue_in_order_and_readers_hold_together) {
   });
 }
 
+// Proves rw-lock.md, "Fairness", last sentence: a writer first in line contends at once, also
+// while this client's readers hold. Two readers of the client hold (renewed: they would hold for
+// ever); the client's writer, first in its queue behind them, goes to the nodes at once: every
+// node refuses it for the live readers and carries its mark (with the writer's TTL) while both
+// local readers still hold there, and a reader of another client arriving now is refused by the
+// marks. Once the local readers release, the writer gets the lock at once, and its marks are gone.
+BOOST_AUTO_TEST_CASE(a_writer_first_in_line_marks_the_nodes_while_local_readers_hold) {
+  redis_fleet fleet(3);
+  const std::string name = "inventory";
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client elsewhere(io.get_executor(), fleet.configs(), fast_client_options());
+    rw_lock local(locks, name, rw_options(3000ms, 20s));
+    rw_lock other(elsewhere, name, rw_options(3000ms));
+    auto [ec1, first_reader] = co_await local.async_acquire_read(tuple_awaitable);
+    auto [ec2, second_reader] = co_await local.async_acquire_read(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec1, ec1.message() << ": " << first_reader.diagnostics());
+    BOOST_TEST_REQUIRE(!ec2, ec2.message() << ": " << second_reader.diagnostics());
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return all_nodes(fleet, name, 2); }));
+    BOOST_TEST_REQUIRE(nodes_with(fleet, d::rw_mark_key(name)) == 0u);
+
+    std::optional<error_code> wrote;
+    lease written;
+    local.async_acquire_write([&](error_code e, lease l) {
+      wrote = e;
+      written = std::move(l);
+    });
+    const bool marked_everywhere = co_await eventually(
+        [&] { return nodes_with(fleet, d::rw_mark_key(name)) == fleet.size(); }, 2000ms);
+    BOOST_TEST_REQUIRE(marked_everywhere,
+                       "the writer did not mark every node while the local "
+                       "readers hold: it waits for them instead of contending");
+    // The marks stand beside the local readers' live entries, with the writer's TTL.
+    BOOST_TEST(first_reader.held());
+    BOOST_TEST(second_reader.held());
+    BOOST_TEST(all_nodes(fleet, name, 2));
+    BOOST_TEST(nodes_with(fleet, d::rw_writer_key(name)) == 0u);
+    for (std::size_t i = 0; i < fleet.size(); ++i) {
+      const auto left = sync_client(fleet[i].port()).command({"PTTL", d::rw_mark_key(name)});
+      BOOST_TEST((left.integer > 0 && left.integer <= 3000), "node " << i << ": " << left.integer);
+    }
+    BOOST_TEST(!wrote.has_value());
+    // Readers elsewhere arriving after the marks are kept out.
+    auto [refused, none] = co_await other.async_try_acquire_read(tuple_awaitable);
+    BOOST_TEST((refused == redlock::condition::not_acquired), refused.message());
+
+    auto [r1] = co_await first_reader.async_release(tuple_awaitable);
+    BOOST_TEST(!r1, r1.message());
+    co_await sleep_for(200ms);
+    BOOST_TEST(!wrote.has_value(), "the writer got in beside a local reader");
+    const auto last_left = clock::now();
+    auto [r2] = co_await second_reader.async_release(tuple_awaitable);
+    BOOST_TEST(!r2, r2.message());
+    const bool writer_in = co_await eventually([&] { return wrote.has_value(); }, 5000ms);
+    BOOST_TEST_REQUIRE(writer_in);
+    BOOST_TEST_REQUIRE(!*wrote, wrote->message() << ": " << written.diagnostics());
+    BOOST_TEST(ms_since(last_left) < 1000, "acquired " << ms_since(last_left) << " ms after");
+    BOOST_TEST(written.held());
+    const bool unmarked =
+        co_await eventually([&] { return nodes_with(fleet, d::rw_mark_key(name)) == 0; });
+    BOOST_TEST(unmarked);
+    auto [r3] = co_await written.async_release(tuple_awaitable);
+    BOOST_TEST(!r3, r3.message());
+  });
+}
+
 BOOST_AUTO_TEST_CASE(renewal_keeps_each_reader_on_its_own) {
   redis_fleet fleet(3);
   foreign_reader(fleet, "feed", 800ms);
