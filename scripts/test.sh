@@ -6,7 +6,7 @@
 # (clang) for a bounded time. Installs missing dependencies first. Each stage's build runs, at low
 # priority, while the previous stage's tests run (they leave about half of the cores idle).
 #
-#   scripts/test.sh            everything (about 50 minutes on two cores)
+#   scripts/test.sh            everything (about 30 minutes on two cores)
 #   REDLOCK_SKIP_SANITIZE=1 scripts/test.sh    format check and the normal build only (quick runs)
 #   REDLOCK_FUZZ_SECONDS=N     how long libFuzzer runs (default 120)
 #   scripts/test.sh --help     how long each stage takes, and how to run a subset by hand
@@ -17,18 +17,21 @@ usage() {
 usage: scripts/test.sh [--help]
 
 Builds and checks everything, stopping at the first failure; installs what is missing first.
-Measured on two cores, each stage's build overlapping the previous stage's tests:
+Measured on two cores (a fresh clone, ccache partly filled by earlier builds), each stage's
+build overlapping the previous stage's tests; the run prints this table for itself at the end:
   format check (clang-format), links in the Markdown pages,
   no include cycle in src/                                     seconds
-  release build, then its whole suite (ctest), benchmarks
-  smoke-run, the docs (Doxygen) and both demos                 about 25 minutes
-  ASan+UBSan build and its whole suite                         about 12 minutes
-  ThreadSanitizer: the threaded tests and the lock-core suites about 3 minutes
+  release build                                                about 5 minutes
+  its whole suite (ctest), the docs (Doxygen), benchmarks
+  smoke-run and both demos                                     about 7 minutes
+  ASan+UBSan build (what was not hidden) and its whole suite   about 13 minutes
+  ThreadSanitizer: the threaded tests and the lock-core suites under a minute
   libFuzzer on the RESP parser                                 2 minutes
-  in all                                                       about 50 minutes
+  in all                                                       about 27 minutes
+With nothing in ccache every build is cold, and the run takes longer.
 
 Environment:
-  REDLOCK_SKIP_SANITIZE=1   only the format check and the release stage (about 25 minutes)
+  REDLOCK_SKIP_SANITIZE=1   only the format check and the release stage (about 12 minutes)
   REDLOCK_FUZZ_SECONDS=N    how long libFuzzer runs (default 120)
   REDLOCK_NO_CCACHE=1       compile without ccache (a cold build; by default ccache is used
                             when installed, and a rebuild of unchanged sources is cheap)
