@@ -422,6 +422,14 @@ BOOST_AUTO_TEST_CASE(an_acquire_with_another_number_of_permits_is_refused_while_
       BOOST_TEST((refused == error::invalid_argument), refused.message());
       BOOST_TEST(none.diagnostics().find("3 permits") != std::string::npos, none.diagnostics());
       BOOST_TEST(none.diagnostics().find("counts 5") != std::string::npos, none.diagnostics());
+      // The refusal names the node that holds the other size (semaphores.md, "Every user must
+      // give the same size"): every node of the fleet records 3 here.
+      std::size_t nodes_named = 0;
+      for (std::size_t i = 0; i < fleet.size(); ++i) {
+        const std::string address = "127.0.0.1:" + std::to_string(fleet[i].port());
+        if (none.diagnostics().find(address) != std::string::npos) ++nodes_named;
+      }
+      BOOST_TEST(nodes_named >= 1u, none.diagnostics());
     }
     for (std::size_t slot = 0; slot < 5; ++slot) {
       for (std::size_t i = 0; i < fleet.size(); ++i) {
