@@ -41,6 +41,68 @@ long long connections_accepted_so_far(redlock::test::redis_server& server) {
   return redlock::test::info_counter(server.port(), "stats", "total_connections_received:");
 }
 
+// The two ways a destroyed client's release may wait for a stopped node: with the link kept (the
+// release in flight), or with the health check dropping it (the release kept for a reconnect,
+// which hangs in the handshake of the stopped server). The health check drops a link whose
+// written request has had no reply for health_check_timeout.
+struct link_variant {
+  std::chrono::milliseconds health_check_timeout;
+  bool link_dropped;
+  const char* name;
+};
+constexpr link_variant link_variants[] = {
+    {std::chrono::milliseconds{5000}, false, "the link stays up"},
+    {std::chrono::milliseconds{100}, true, "the link is dropped"}};
+
+// What a destroyed client left behind, seen from outside.
+struct destroyed_client_run {
+  redlock::lease lease;  // outlives the client
+  std::optional<boost::system::error_code> lost;
+  long long accepted_before = 0;  // node 0's connections before it was stopped
+  std::optional<std::chrono::steady_clock::time_point> destroyed_at;
+  std::chrono::steady_clock::time_point returned_at;  // when io_context::run() returned
+  bool stopped = false;                               // whether it returned on its own
+};
+
+// Holds `resource` on every node of `fleet` with a wait for its loss outstanding, stops node 0,
+// calls `just_destroyed_at` with the instant and destroys the client; then runs the io_context
+// until it stops on its own (or 20 s pass).
+template <class Hook>
+destroyed_client_run destroy_with_node_0_stopped(redlock::test::redis_fleet& fleet,
+                                                 const std::string& resource,
+                                                 const redlock::client_options& options,
+                                                 Hook just_destroyed_at) {
+  using namespace std::chrono_literals;
+  destroyed_client_run run;
+  redlock::test::inspector servers(fleet);
+  boost::asio::io_context io;
+  std::optional<redlock::client> locks;
+  locks.emplace(io.get_executor(), fleet.configs(), options);
+  boost::asio::co_spawn(
+      io,
+      [&]() -> boost::asio::awaitable<void> {
+        auto [ec, acquired] = co_await locks->async_try_acquire(
+            resource, redlock::test::lock_for(30s, renewal::off), redlock::test::tuple_awaitable);
+        BOOST_TEST_REQUIRE(!ec, acquired.diagnostics());
+        run.lease = std::move(acquired);
+        BOOST_TEST_REQUIRE(co_await redlock::test::eventually(
+            [&] { return servers.holding(resource, run.lease.token()) == fleet.size(); }, 3s));
+        run.lease.async_wait_lost([&](boost::system::error_code e) { run.lost = e; });
+        run.accepted_before = connections_accepted_so_far(fleet[0]);
+        fleet[0].pause();
+        run.destroyed_at = std::chrono::steady_clock::now();
+        just_destroyed_at(*run.destroyed_at);
+        locks.reset();
+      },
+      [](std::exception_ptr e) {
+        if (e) std::rethrow_exception(e);
+      });
+  io.run_for(20s);
+  run.returned_at = std::chrono::steady_clock::now();
+  run.stopped = io.stopped();
+  return run;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(client_shutdown)
@@ -289,64 +351,30 @@ BOOST_AUTO_TEST_CASE(a_silent_node_keeps_a_destroyed_clients_connections_at_most
   constexpr milliseconds drain_bound = 2 * node_timeout + connect_timeout;
   const auto still_running = redlock::test::node_range(1, 3);
 
-  // The health check drops a link whose written request has had no reply for that long.
-  struct variant {
-    milliseconds health_check_timeout;
-    bool link_dropped;
-    const char* name;
-  };
-  const variant variants[] = {{5000ms, false, "the link stays up"},
-                              {100ms, true, "the link is dropped"}};
-  for (const auto& v : variants) {
+  for (const auto& v : link_variants) {
     BOOST_TEST_CONTEXT(v.name) {
-      const std::string resource = std::string("silent:") + v.name;
-      asio::io_context io;
       auto options = fast_client_options(node_timeout);
       options.connect_timeout = connect_timeout;
       options.health_check_timeout = v.health_check_timeout;
-      std::optional<redlock::client> locks;
-      locks.emplace(io.get_executor(), fleet.configs(), options);
-      redlock::lease lease;  // outlives the client
-      std::optional<error_code> lost;
-      long long accepted_before = 0;
-      std::optional<steady_clock::time_point> destroyed_at;
-      asio::co_spawn(
-          io,
-          [&]() -> asio::awaitable<void> {
-            auto [ec, acquired] = co_await locks->async_try_acquire(
-                resource, lock_for(30s, renewal::off), tuple_awaitable);
-            BOOST_TEST_REQUIRE(!ec, acquired.diagnostics());
-            lease = std::move(acquired);
-            BOOST_TEST_REQUIRE(co_await eventually(
-                [&] { return servers.holding(resource, lease.token()) == fleet.size(); }, 3s));
-            lease.async_wait_lost([&](error_code e) { lost = e; });
-            accepted_before = connections_accepted_so_far(fleet[0]);
-            fleet[0].pause();
-            destroyed_at = steady_clock::now();
-            locks.reset();
-          },
-          [](std::exception_ptr e) {
-            if (e) std::rethrow_exception(e);
-          });
-      io.run_for(20s);
-      const auto returned_at = steady_clock::now();
+      const std::string resource = std::string("silent:") + v.name;
+      auto run = destroy_with_node_0_stopped(fleet, resource, options, [](auto) {});
       fleet[0].resume();
       // The server now takes the connects it queued while stopped (the reconnects).
       std::this_thread::sleep_for(300ms);
-      const auto reconnects = connections_accepted_so_far(fleet[0]) - accepted_before - 1;
+      const auto reconnects = connections_accepted_so_far(fleet[0]) - run.accepted_before - 1;
       BOOST_TEST((reconnects > 0) == v.link_dropped, reconnects << " reconnects");
 
-      BOOST_TEST(io.stopped());
-      BOOST_TEST_REQUIRE(destroyed_at.has_value());
-      const auto took = redlock::test::ms_between(*destroyed_at, returned_at);
+      BOOST_TEST(run.stopped);
+      BOOST_TEST_REQUIRE(run.destroyed_at.has_value());
+      const auto took = redlock::test::ms_between(*run.destroyed_at, run.returned_at);
       BOOST_TEST_MESSAGE(v.name << ": run() returned " << took
                                 << " ms after the client went (bound " << drain_bound.count()
                                 << " ms)");
       BOOST_TEST(took >= drain_bound.count(), "run() returned after " << took << " ms");
       BOOST_TEST(took <= drain_bound.count() + 2000, "run() returned after " << took << " ms");
-      BOOST_TEST_REQUIRE(lost.has_value());
-      BOOST_TEST((*lost == asio::error::operation_aborted), lost->message());
-      BOOST_TEST(!lease.held());
+      BOOST_TEST_REQUIRE(run.lost.has_value());
+      BOOST_TEST((*run.lost == asio::error::operation_aborted), run.lost->message());
+      BOOST_TEST(!run.lease.held());
       BOOST_TEST(servers.present_on(still_running, resource) == 0u);
     }
   }
@@ -364,74 +392,42 @@ BOOST_AUTO_TEST_CASE(a_node_back_within_the_bound_gets_a_destroyed_clients_relea
   constexpr milliseconds drain_bound = 2 * node_timeout + connect_timeout;
   constexpr milliseconds silent_for{1000};
 
-  // The health check drops a link whose written request has had no reply for that long.
-  struct variant {
-    milliseconds health_check_timeout;
-    bool link_dropped;
-    const char* name;
-  };
-  const variant variants[] = {{5000ms, false, "the link stays up"},
-                              {100ms, true, "the link is dropped"}};
-  for (const auto& v : variants) {
+  for (const auto& v : link_variants) {
     BOOST_TEST_CONTEXT(v.name) {
-      const std::string resource = std::string("back:") + v.name;
-      asio::io_context io;
       auto options = fast_client_options(node_timeout);
       options.connect_timeout = connect_timeout;
       options.health_check_timeout = v.health_check_timeout;
-      std::optional<redlock::client> locks;
-      locks.emplace(io.get_executor(), fleet.configs(), options);
-      redlock::lease lease;  // outlives the client
-      std::optional<error_code> lost;
-      long long accepted_before = 0;
-      std::optional<steady_clock::time_point> destroyed_at;
+      const std::string resource = std::string("back:") + v.name;
       steady_clock::time_point resumed_at;
       // Resumes the node from outside the io_context, which must then be kept running by the
       // client alone.
       std::optional<redlock::test::background_thread> resumer;
-      asio::co_spawn(
-          io,
-          [&]() -> asio::awaitable<void> {
-            auto [ec, acquired] = co_await locks->async_try_acquire(
-                resource, lock_for(30s, renewal::off), tuple_awaitable);
-            BOOST_TEST_REQUIRE(!ec, acquired.diagnostics());
-            lease = std::move(acquired);
-            BOOST_TEST_REQUIRE(co_await eventually(
-                [&] { return servers.holding(resource, lease.token()) == fleet.size(); }, 3s));
-            lease.async_wait_lost([&](error_code e) { lost = e; });
-            accepted_before = connections_accepted_so_far(fleet[0]);
-            fleet[0].pause();
-            destroyed_at = steady_clock::now();
-            resumer.emplace([&fleet, &resumed_at, until = *destroyed_at + silent_for] {
+      auto run = destroy_with_node_0_stopped(
+          fleet, resource, options, [&](steady_clock::time_point destroyed_at) {
+            resumer.emplace([&fleet, &resumed_at, until = destroyed_at + silent_for] {
               std::this_thread::sleep_until(until);
               resumed_at = steady_clock::now();
               fleet[0].resume();
             });
-            locks.reset();
-          },
-          [](std::exception_ptr e) {
-            if (e) std::rethrow_exception(e);
           });
-      io.run_for(20s);
-      const auto returned_at = steady_clock::now();
       if (resumer) resumer->join();
 
-      BOOST_TEST(io.stopped());
-      BOOST_TEST_REQUIRE(destroyed_at.has_value());
-      const auto took = redlock::test::ms_between(*destroyed_at, returned_at);
+      BOOST_TEST(run.stopped);
+      BOOST_TEST_REQUIRE(run.destroyed_at.has_value());
+      const auto took = redlock::test::ms_between(*run.destroyed_at, run.returned_at);
       BOOST_TEST_MESSAGE(v.name << ": run() returned " << took << " ms after the client went, "
-                                << redlock::test::ms_between(resumed_at, returned_at)
+                                << redlock::test::ms_between(resumed_at, run.returned_at)
                                 << " ms after the node came back (bound " << drain_bound.count()
                                 << " ms)");
-      BOOST_TEST((returned_at >= resumed_at), "run() returned before the node came back");
+      BOOST_TEST((run.returned_at >= resumed_at), "run() returned before the node came back");
       BOOST_TEST(took < drain_bound.count(), "run() returned after " << took << " ms");
-      const auto reconnects = connections_accepted_so_far(fleet[0]) - accepted_before - 1;
+      const auto reconnects = connections_accepted_so_far(fleet[0]) - run.accepted_before - 1;
       BOOST_TEST((reconnects > 0) == v.link_dropped, reconnects << " reconnects");
       // Read at once: the connection ended only after the node had run the release.
       BOOST_TEST(servers.present(resource) == 0u);
-      BOOST_TEST_REQUIRE(lost.has_value());
-      BOOST_TEST((*lost == asio::error::operation_aborted), lost->message());
-      BOOST_TEST(!lease.held());
+      BOOST_TEST_REQUIRE(run.lost.has_value());
+      BOOST_TEST((*run.lost == asio::error::operation_aborted), run.lost->message());
+      BOOST_TEST(!run.lease.held());
     }
   }
 }
