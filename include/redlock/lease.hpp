@@ -45,6 +45,11 @@ namespace redlock {
 /// @par Completion tokens
 /// As client's; without one, an async_ function returns a deferred operation.
 ///
+/// @par Lifetime
+/// A lease may outlive its client (destroying the client releases it; held() is then false), but
+/// not the execution context of its executor: like any Asio I/O object it owns timers of that
+/// context, so destroy it before the io_context.
+///
 /// @par Thread safety
 /// A lease belongs to its client's executor. Call its members there (with a multi-threaded
 /// io_context, through the strand the client was given). A default-constructed lease has no
