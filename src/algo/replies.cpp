@@ -4,26 +4,35 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
+#include <limits>
 #include <string_view>
 
 namespace redlock::detail {
 
 namespace {
 
-// The fencing counter a grant carries, if any: {counter} from fenced_acquire_script and the
-// read-write scripts, the counter itself from semaphore_acquire_script with fencing. Only a
-// reader's may be 0: it takes no token, and no writer may have taken one yet.
+// A fencing counter as the scripts answer it: decimal text, as GET reads it back (a Lua number
+// would have rounded it), from `lowest` up to Redis's ceiling for a counter, 2^63 - 1. Anything
+// else (an integer, a sign, leading zeros, a value out of range) is no counter.
+std::optional<std::uint64_t> counter_text(const resp::value& reply, std::uint64_t lowest) {
+  if (reply.kind != resp::type::bulk_string) return std::nullopt;
+  const std::string_view text = reply.text;
+  if (text.empty() || (text.size() > 1 && text.front() == '0')) return std::nullopt;
+  std::uint64_t counter = 0;
+  const auto [stop, problem] = std::from_chars(text.data(), text.data() + text.size(), counter);
+  if (problem != std::errc{} || stop != text.data() + text.size()) return std::nullopt;
+  constexpr auto ceiling = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  if (counter < lowest || counter > ceiling) return std::nullopt;
+  return counter;
+}
+
+// The fencing counter a grant carries, if any: {counter} from fenced_acquire_script, the
+// read-write scripts and semaphore_acquire_script with fencing. Only a reader's may be 0: it
+// takes no token, and no writer may have taken one yet.
 std::optional<std::uint64_t> granted_counter(const resp::value& reply, set_form form) {
-  const resp::value* counter = &reply;
-  if (form == set_form::fenced || form == set_form::fenced_read || form == set_form::fenced_write) {
-    if (reply.kind != resp::type::array || reply.elements.size() != 1) return std::nullopt;
-    counter = &reply.elements.front();
-  } else if (form != set_form::fenced_slot) {
-    return std::nullopt;
-  }
-  const long long lowest = form == set_form::fenced_read ? 0 : 1;
-  if (counter->kind != resp::type::integer || counter->integer < lowest) return std::nullopt;
-  return static_cast<std::uint64_t>(counter->integer);
+  if (reply.kind != resp::type::array || reply.elements.size() != 1) return std::nullopt;
+  return counter_text(reply.elements.front(), form == set_form::fenced_read ? 0 : 1);
 }
 
 // The counters a set's fenced grant carries: {c1, ..., cn}, each >= 1; empty for any other reply.
@@ -31,9 +40,10 @@ std::vector<std::uint64_t> granted_counters(const resp::value& reply) {
   std::vector<std::uint64_t> counters;
   if (reply.kind != resp::type::array || reply.elements.empty()) return counters;
   counters.reserve(reply.elements.size());
-  for (const auto& counter : reply.elements) {
-    if (counter.kind != resp::type::integer || counter.integer < 1) return {};
-    counters.push_back(static_cast<std::uint64_t>(counter.integer));
+  for (const auto& element : reply.elements) {
+    const auto counter = counter_text(element, 1);
+    if (!counter) return {};
+    counters.push_back(*counter);
   }
   return counters;
 }

@@ -21,11 +21,12 @@ namespace redlock::detail {
 // connection whose replies were matched to the wrong requests, as behind a broken proxy, must not
 // turn another request's answer into a vote).
 enum class set_form : std::uint8_t {
-  plain,        // SET NX PX: OK, or nil
-  asking_ttl,   // acquire_script: OK, or the holder's PTTL (or nil)
+  plain,       // SET NX PX: OK, or nil
+  asking_ttl,  // acquire_script: OK, or the holder's PTTL (or nil)
+  // With fencing, a grant's counters are decimal text (exact to 2^63 - 1; scripts.hpp).
   fenced,       // fenced_acquire_script: {counter}, or the holder's PTTL (or nil)
   slot,         // semaphore_acquire_script: OK, or every slot's PTTL
-  fenced_slot,  // the same with fencing: the counter, or every slot's PTTL
+  fenced_slot,  // the same with fencing: {counter}, or every slot's PTTL
   // A read-write lock's (rw_read_acquire_script, rw_write_acquire_script in scripts.hpp):
   read,          // a reader's: OK, or the writer's or waiting writer's PTTL (or nil)
   fenced_read,   // the same with fencing: {the counter as it is, 0 or more}, or the PTTL

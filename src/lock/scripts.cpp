@@ -44,10 +44,15 @@ const script& acquire_script() {
   return lua;
 }
 
+// Every fenced script answers with a counter as the text GET reads back, never as INCR's result:
+// a script's numbers are Lua doubles, and a counter above 2^53 would come back rounded (near 2^63,
+// negative). The text is exact up to the counter's ceiling, 2^63 - 1, where INCR fails and the
+// script with it.
 const script& fenced_acquire_script() {
   static const script lua(
       "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then "
-      "return {redis.call('INCR', KEYS[2])} end "
+      "redis.call('INCR', KEYS[2]) "
+      "return {redis.call('GET', KEYS[2])} end "
       "local left = redis.pcall('PTTL', KEYS[1]) "
       "if type(left) == 'number' then return left end "
       "return false");
@@ -87,7 +92,9 @@ const script& semaphore_acquire_script() {
       "local lives = redis.pcall('PTTL', record) "
       "if type(lives) ~= 'number' or lives < tonumber(ARGV[3]) then "
       "redis.call('SET', record, ARGV[4], 'PX', ARGV[3]) end "
-      "if ARGV[5] == '1' then return redis.call('INCR', KEYS[permits + 2]) end "
+      "if ARGV[5] == '1' then "
+      "redis.call('INCR', KEYS[permits + 2]) "
+      "return {redis.call('GET', KEYS[permits + 2])} end "
       "return redis.status_reply('OK') end "
       "local left = {} "
       "for i = 1, permits do "
@@ -128,15 +135,15 @@ std::string rw_script_source(std::string_view body) {
 }  // namespace
 
 const script& rw_read_acquire_script() {
-  static const script lua(rw_script_source(
-      "if redis.call('EXISTS', KEYS[1]) == 1 then return left(KEYS[1]) end "
-      "if redis.call('EXISTS', KEYS[3]) == 1 then return left(KEYS[3]) end "
-      "local now = now_ms() "
-      "redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now) "
-      "redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1]) "
-      "keep_readers(KEYS[2]) "
-      "if ARGV[3] == '1' then return {tonumber(redis.call('GET', KEYS[4]) or '0')} end "
-      "return redis.status_reply('OK')"));
+  static const script lua(
+      rw_script_source("if redis.call('EXISTS', KEYS[1]) == 1 then return left(KEYS[1]) end "
+                       "if redis.call('EXISTS', KEYS[3]) == 1 then return left(KEYS[3]) end "
+                       "local now = now_ms() "
+                       "redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now) "
+                       "redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1]) "
+                       "keep_readers(KEYS[2]) "
+                       "if ARGV[3] == '1' then return {redis.call('GET', KEYS[4]) or '0'} end "
+                       "return redis.status_reply('OK')"));
   return lua;
 }
 
@@ -153,7 +160,9 @@ const script& rw_write_acquire_script() {
                        "return {'readers', tonumber(last[2]) - now} end "
                        "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) "
                        "if mark then redis.call('DEL', KEYS[3]) end "
-                       "if ARGV[3] == '1' then return {redis.call('INCR', KEYS[4])} end "
+                       "if ARGV[3] == '1' then "
+                       "redis.call('INCR', KEYS[4]) "
+                       "return {redis.call('GET', KEYS[4])} end "
                        "return redis.status_reply('OK')"));
   return lua;
 }
@@ -225,7 +234,9 @@ const script& multi_acquire_script() {
         "for i = 1, n do redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2]) end "
         "if ARGV[3] ~= '1' then return redis.status_reply('OK') end "
         "local counters = {} "
-        "for i = 1, n do counters[i] = redis.call('INCR', KEYS[n + i]) end "
+        "for i = 1, n do "
+        "redis.call('INCR', KEYS[n + i]) "
+        "counters[i] = redis.call('GET', KEYS[n + i]) end "
         "return counters");
     return first_only;
   }
@@ -243,7 +254,9 @@ const script& multi_acquire_script() {
       "for i = 1, n do redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2]) end "
       "if ARGV[3] ~= '1' then return redis.status_reply('OK') end "
       "local counters = {} "
-      "for i = 1, n do counters[i] = redis.call('INCR', KEYS[n + i]) end "
+      "for i = 1, n do "
+      "redis.call('INCR', KEYS[n + i]) "
+      "counters[i] = redis.call('GET', KEYS[n + i]) end "
       "return counters");
   return lua;
 }
@@ -274,12 +287,15 @@ const script& multi_release_script() {
 bool acquire_granted(const resp::value& reply) noexcept {
   if (reply.kind == resp::type::simple_string) return true;
   if (reply.kind != resp::type::array || reply.elements.empty()) return false;
-  return std::all_of(reply.elements.begin(), reply.elements.end(),
-                     [](const resp::value& e) { return e.kind == resp::type::integer; });
+  // Counters are decimal text; a refusal's array starts with a word ("readers", "permits").
+  return std::all_of(reply.elements.begin(), reply.elements.end(), [](const resp::value& e) {
+    return e.kind == resp::type::bulk_string && !e.text.empty() &&
+           std::all_of(e.text.begin(), e.text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  });
 }
 
 bool slot_acquire_granted(const resp::value& reply) noexcept {
-  return reply.kind == resp::type::integer || acquire_granted(reply);
+  return acquire_granted(reply);
 }
 
 bool script_acted(const resp::value& reply) noexcept {

@@ -32,7 +32,8 @@ const script& acquire_script();
 
 // fenced_acquire: acquire_script's SET NX PX, and when it is granted the fencing counter
 // (KEYS[2], see fencing_counter_key) is incremented: the grant is answered as a one-element array
-// holding the counter's new value. A refusal is answered as by acquire_script.
+// holding the counter's new value as decimal text (as every fenced script below answers a
+// counter: a Lua number would round it above 2^53). A refusal is answered as by acquire_script.
 // KEYS[1] = resource, KEYS[2] = counter, ARGV[1] = token, ARGV[2] = ttl in milliseconds.
 const script& fenced_acquire_script();
 
@@ -49,8 +50,8 @@ const script& fence_write_back_script();
 // ARGV[3] = ttl in milliseconds, ARGV[4] = P (decimal), ARGV[5] = "1" with fencing.
 //  - The record holds another number of permits (a holder counts with another size): nothing is
 //    set, and the answer is the array ["permits", that number].
-//  - Granted: the record is set to P, living at least ttl; answered OK, or with fencing the
-//    counter after its increment (an integer).
+//  - Granted: the record is set to P, living at least ttl; answered OK, or with fencing
+//    {the counter after its increment}.
 //  - Refused: a string of P decimal PTTL replies separated by commas, slot by slot (-2: free, -1:
 //    no expiry, -3: could not be read, an ACL without PTTL); at most 21 bytes a slot.
 const script& semaphore_acquire_script();
@@ -115,10 +116,10 @@ const script& multi_release_script();
 inline constexpr std::size_t max_set_size = 64;
 
 // What a reply says was written, for request_options::counts_once_replicated: whether a round's
-// SET or acquire script granted (OK, or with fencing an array of counters; a refusal is nil, a
-// PTTL, or an array that starts with a word: {"readers", ms}, {"permits", n}); whether a
-// semaphore's round granted (the same, or with fencing the counter alone; its refusal is a
-// string of PTTLs); and whether a token-checked script acted (1; 0 when the key was not ours).
+// SET or acquire script granted (OK, or with fencing an array of counters as decimal text; a
+// refusal is nil, a PTTL, or an array that starts with a word: {"readers", ms}, {"permits", n});
+// whether a semaphore's round granted (the same; its refusal is a string of PTTLs); and whether a
+// token-checked script acted (1; 0 when the key was not ours).
 bool acquire_granted(const resp::value& reply) noexcept;
 bool slot_acquire_granted(const resp::value& reply) noexcept;
 bool script_acted(const resp::value& reply) noexcept;

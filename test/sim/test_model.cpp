@@ -72,7 +72,7 @@ BOOST_AUTO_TEST_CASE(the_lock_scripts_grant_refuse_and_release_by_token) {
 
   auto fenced = run(server, evalsha(fenced_acquire_script(), {"r", "r:fence"}, {"tokC", "500"}));
   BOOST_TEST_REQUIRE(fenced.elements.size() == 1u);
-  BOOST_TEST(fenced.elements[0].integer == 1);
+  BOOST_TEST(fenced.elements[0].text == "1");
 }
 
 BOOST_AUTO_TEST_CASE(keys_expire_on_the_clock_given_and_not_before) {

@@ -69,6 +69,13 @@ inline resp::value aggregate(resp::type kind, std::vector<resp::value> elements)
 inline resp::value array(std::vector<resp::value> elements) {
   return aggregate(resp::type::array, std::move(elements));
 }
+// A fenced grant as the scripts answer it: every fencing counter as decimal text, in an array.
+inline resp::value counters(std::vector<std::uint64_t> values) {
+  std::vector<resp::value> elements;
+  for (const auto value : values)
+    elements.push_back(bulk(std::to_string(value)));
+  return array(std::move(elements));
+}
 inline resp::value map(std::vector<resp::value> elements) {
   return aggregate(resp::type::map, std::move(elements));
 }

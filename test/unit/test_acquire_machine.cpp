@@ -529,8 +529,8 @@ BOOST_AUTO_TEST_CASE(cancelled_while_fencing_it_releases_the_held_round) {
   auto op = acquire("a", options);
   op->start();
   op->actions();
-  op->machine.answer(0, {}, reply::array({reply::integer(5)}), op->now);
-  op->machine.answer(1, {}, reply::array({reply::integer(3)}), op->now);
+  op->machine.answer(0, {}, reply::counters({5}), op->now);
+  op->machine.answer(1, {}, reply::counters({3}), op->now);
   BOOST_REQUIRE(find(op->actions(), kind::write_back_fence));
   op->machine.cancel(boost::asio::cancellation_type::terminal);
   const auto actions = op->actions();
@@ -635,8 +635,8 @@ BOOST_AUTO_TEST_CASE(a_fenced_round_is_held_once_its_token_is_written_back) {
   auto op = acquire("a", options);
   op->start();
   op->actions();
-  op->machine.answer(0, {}, reply::array({reply::integer(5)}), op->now);
-  op->machine.answer(1, {}, reply::array({reply::integer(3)}), op->now);
+  op->machine.answer(0, {}, reply::counters({5}), op->now);
+  op->machine.answer(1, {}, reply::counters({3}), op->now);
   auto actions = op->actions();
   BOOST_TEST((kinds(actions) == std::vector<kind>{kind::write_back_fence}));
   const auto& plan = op->machine.fence_plan();
@@ -648,7 +648,7 @@ BOOST_AUTO_TEST_CASE(a_fenced_round_is_held_once_its_token_is_written_back) {
   BOOST_TEST((op->machine.fence_pending() == std::vector<bool>{false, false, true}));
   BOOST_TEST((op->machine.lease()->current() == lease_state::phase::never_held));
   // The third grant comes during the write-back: it goes to the write-back with its counter.
-  op->machine.answer(2, {}, reply::array({reply::integer(4)}), op->now);
+  op->machine.answer(2, {}, reply::counters({4}), op->now);
   actions = op->actions();
   BOOST_REQUIRE(find(actions, kind::late_grant_to_write_backs));
   BOOST_REQUIRE(op->late_grants.size() == 1u);
@@ -671,7 +671,7 @@ BOOST_AUTO_TEST_CASE(an_unconfirmed_write_back_releases_the_round_and_waits) {
   op->start();
   op->actions();
   for (std::size_t node = 0; node < 3; ++node)  // counters 1, 2, 3
-    op->machine.answer(node, {}, reply::array({reply::integer(node + 1)}), op->now);
+    op->machine.answer(node, {}, reply::counters({node + 1}), op->now);
   op->actions();
   node_answers answers(3);
   op->machine.fence_written_back(op->machine.rounds(), 0, false, answers, op->now);

@@ -56,37 +56,40 @@ BOOST_AUTO_TEST_CASE(each_form_grants_only_on_the_reply_its_request_gives) {
       {set_form::asking_ttl, simple("OK"), yes},
       {set_form::asking_ttl, integer(250), no},
       {set_form::asking_ttl, null_reply, no},
-      {set_form::asking_ttl, array({integer(4)}), failed},  // a fenced grant: another request's
-      {set_form::fenced, array({integer(4)}), yes},
-      {set_form::fenced, simple("OK"), failed},  // a plain grant carries no counter
+      {set_form::asking_ttl, array({bulk("4")}), failed},  // a fenced grant: another request's
+      {set_form::fenced, array({bulk("4")}), yes},
+      {set_form::fenced, array({integer(4)}), failed},  // counters come as text, never rounded
+      {set_form::fenced, simple("OK"), failed},         // a plain grant carries no counter
       {set_form::fenced, integer(250), no},
-      {set_form::fenced, array({integer(0)}), failed},  // counters start at 1
+      {set_form::fenced, array({bulk("0")}), failed},  // counters start at 1
       {set_form::slot, simple("OK"), yes},
       {set_form::slot, bulk("120,-2,5"), no},
       {set_form::slot, integer(3), failed},
-      {set_form::fenced_slot, integer(3), yes},
+      {set_form::fenced_slot, array({bulk("3")}), yes},
+      {set_form::fenced_slot, integer(3), failed},
       {set_form::fenced_slot, simple("OK"), failed},
       {set_form::fenced_slot, bulk("7"), no},
       {set_form::read, simple("OK"), yes},
       {set_form::read, integer(250), no},
       {set_form::read, null_reply, no},
       {set_form::read, array({bulk("readers"), integer(5)}), failed},  // a writer's refusal
-      {set_form::fenced_read, array({integer(0)}), yes},  // no writer has had a token yet
-      {set_form::fenced_read, array({integer(7)}), yes},
+      {set_form::fenced_read, array({bulk("0")}), yes},  // no writer has had a token yet
+      {set_form::fenced_read, array({bulk("7")}), yes},
+      {set_form::fenced_read, array({integer(7)}), failed},
       {set_form::fenced_read, simple("OK"), failed},
       {set_form::write, simple("OK"), yes},
       {set_form::write, integer(250), no},
       {set_form::write, array({bulk("readers"), integer(900)}), no},
       {set_form::write, array({bulk("readers"), bulk("900")}), failed},
       {set_form::write, array({bulk("writers"), integer(900)}), failed},
-      {set_form::fenced_write, array({integer(3)}), yes},
-      {set_form::fenced_write, array({integer(0)}), failed},  // a writer's token is 1 or more
+      {set_form::fenced_write, array({bulk("3")}), yes},
+      {set_form::fenced_write, array({bulk("0")}), failed},  // a writer's token is 1 or more
       {set_form::fenced_write, array({bulk("readers"), integer(900)}), no},
-      {set_form::fenced_set, array({integer(3), integer(1), integer(9)}), yes},
-      {set_form::fenced_set, array({integer(3)}), yes},  // a set of one
+      {set_form::fenced_set, array({bulk("3"), bulk("1"), bulk("9")}), yes},
+      {set_form::fenced_set, array({bulk("3")}), yes},  // a set of one
       {set_form::fenced_set, array({}), failed},
-      {set_form::fenced_set, array({integer(3), integer(0)}), failed},  // counters start at 1
-      {set_form::fenced_set, array({integer(3), bulk("4")}), failed},
+      {set_form::fenced_set, array({bulk("3"), bulk("0")}), failed},  // counters start at 1
+      {set_form::fenced_set, array({bulk("3"), integer(4)}), failed},
       {set_form::fenced_set, simple("OK"), failed},  // an unfenced grant
       {set_form::fenced_set, integer(250), no},
       {set_form::fenced_set, integer(-1), no},
@@ -131,17 +134,51 @@ BOOST_AUTO_TEST_CASE(a_slot_refusal_carries_every_slots_pttl) {
 }
 
 BOOST_AUTO_TEST_CASE(a_fenced_grant_carries_its_counter) {
-  BOOST_TEST((rd::read_set_reply({}, array({integer(42)}), set_form::fenced).counter == 42u));
-  BOOST_TEST((rd::read_set_reply({}, integer(9), set_form::fenced_slot).counter == 9u));
+  BOOST_TEST((rd::read_set_reply({}, array({bulk("42")}), set_form::fenced).counter == 42u));
+  BOOST_TEST((rd::read_set_reply({}, array({bulk("9")}), set_form::fenced_slot).counter == 9u));
   BOOST_TEST(!rd::read_set_reply({}, simple("OK"), set_form::slot).counter.has_value());
   BOOST_TEST(!rd::read_set_reply({}, integer(250), set_form::fenced).counter.has_value());
+}
+
+// Counters come as decimal text and are read exactly over Redis's whole range, up to its
+// ceiling 2^63 - 1 (beyond 2^53 a Lua number, and so an integer reply, would have rounded them).
+// What is not a counter in that range is a failure that shows the reply, for every fenced form.
+BOOST_AUTO_TEST_CASE(counters_are_read_exactly_up_to_the_ceiling) {
+  const std::uint64_t exact[] = {1, 9007199254740993ULL, 9223372036854775806ULL,
+                                 9223372036854775807ULL};
+  for (const auto counter : exact) {
+    const auto text = std::to_string(counter);
+    BOOST_TEST_CONTEXT(text) {
+      for (auto form : {set_form::fenced, set_form::fenced_slot, set_form::fenced_read,
+                        set_form::fenced_write}) {
+        BOOST_TEST((rd::read_set_reply({}, array({bulk(text)}), form).counter == counter));
+      }
+      const auto set = rd::read_set_reply({}, array({bulk("2"), bulk(text)}), set_form::fenced_set);
+      BOOST_TEST((set.counters == std::vector<std::uint64_t>{2, counter}));
+    }
+  }
+  for (const char* text : {"9223372036854775808", "18446744073709551616", "-1",
+                           "-9223372036854775808", "07", "+7", "7 ", "", "1e3", "seven"}) {
+    BOOST_TEST_CONTEXT("\"" << text << "\"") {
+      for (auto form : {set_form::fenced, set_form::fenced_slot, set_form::fenced_read,
+                        set_form::fenced_write}) {
+        const auto answer = rd::read_set_reply({}, array({bulk(text)}), form);
+        BOOST_TEST((answer.what == failed));
+        BOOST_TEST(answer.detail.starts_with("unexpected reply"), answer.detail);
+        BOOST_TEST(!answer.counter.has_value());
+      }
+      const auto set = rd::read_set_reply({}, array({bulk("2"), bulk(text)}), set_form::fenced_set);
+      BOOST_TEST((set.what == failed));
+      BOOST_TEST(set.counters.empty());
+    }
+  }
 }
 
 // A writer refused by readers holds its mark on that node; refused by another writer's key or
 // mark it holds nothing there.
 BOOST_AUTO_TEST_CASE(a_fenced_set_grant_carries_every_resources_counter) {
   const auto granted =
-      rd::read_set_reply({}, array({integer(3), integer(1), integer(9)}), set_form::fenced_set);
+      rd::read_set_reply({}, array({bulk("3"), bulk("1"), bulk("9")}), set_form::fenced_set);
   BOOST_TEST((granted.counters == std::vector<std::uint64_t>{3, 1, 9}));
   BOOST_TEST(!granted.counter);
   const auto refused = rd::read_set_reply({}, integer(1500), set_form::fenced_set);
@@ -162,7 +199,7 @@ BOOST_AUTO_TEST_CASE(a_writers_refusal_by_readers_says_that_it_marked_the_node) 
     }
   }
   BOOST_TEST(!rd::read_set_reply({}, integer(400), set_form::read).marked);
-  BOOST_TEST((rd::read_set_reply({}, array({integer(5)}), set_form::fenced_read).counter == 5u));
+  BOOST_TEST((rd::read_set_reply({}, array({bulk("5")}), set_form::fenced_read).counter == 5u));
 }
 
 BOOST_AUTO_TEST_CASE(a_slot_round_names_a_disagreeing_permits_record) {

@@ -30,6 +30,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -37,6 +38,7 @@
 #include <string>
 #include <sys/wait.h>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 #include <vector>
 
@@ -298,7 +300,7 @@ BOOST_AUTO_TEST_CASE(a_write_back_confirmed_below_a_quorum_fails_and_releases) {
                 return fake_reply(fake::error("ERR unexpected"));
               }
               if (cmd[1] == redlock::detail::fenced_acquire_script().sha1()) {
-                std::string grant = "*1\r\n" + fake::integer(counter);
+                std::string grant = "*1\r\n" + fake::bulk(std::to_string(counter));
                 if (late) return fake::delayed(std::move(grant), 100ms);
                 return fake_reply(std::move(grant));
               }
@@ -487,6 +489,111 @@ BOOST_AUTO_TEST_CASE(the_write_back_script_only_raises_and_only_for_the_holder) 
   c.command({"DEL", "k", "k:fence"});
   BOOST_TEST(write_back("mine", "3") == 0);  // the key expired: nothing is written
   BOOST_TEST(c.command({"EXISTS", "k:fence"}).integer == 0);
+}
+
+// fencing.md, "What it needs": tokens are exact over the counter's whole range. With every node's
+// counter two below Redis's ceiling (2^63 - 1), each kind of fenced lease gets the exact next
+// numbers, 2^63 - 2 and 2^63 - 1 (neither is a double: a counter answered through a Lua number
+// came back rounded, and near 2^63 negative, which the client did not take as a grant and retried
+// until its wait ran out). At the ceiling the nodes' INCR fails: the acquire fails at once, says
+// why and where, and leaves no key behind. A reader then sees the ceiling exactly.
+BOOST_AUTO_TEST_CASE(tokens_are_exact_up_to_the_counters_ceiling) {
+  constexpr std::uint64_t ceiling = 9223372036854775807ULL;  // INT64_MAX, INCR's limit
+  redis_fleet fleet(3);
+  const auto counter_of = [](const std::string& key) {
+    return redlock::detail::fencing_counter_key(key);
+  };
+  const auto set_everywhere = [&](const std::string& key, const std::string& value) {
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      sync_client(fleet[i].port()).command({"SET", key, value});
+  };
+  const auto present_anywhere = [&](const std::vector<std::string>& keys) {
+    for (std::size_t i = 0; i < fleet.size(); ++i) {
+      sync_client c(fleet[i].port());
+      for (const auto& key : keys) {
+        if (c.command({"EXISTS", key}).integer != 0) return true;
+      }
+    }
+    return false;
+  };
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options(1s));
+    const auto options = fenced_lock();
+    redlock::semaphore permits(locks, "{sem}", 1, options);
+    redlock::rw_lock doc(locks, "doc", options);
+    struct kind {
+      const char* name;
+      std::vector<std::string> resources;  // whose tokens the lease has
+      std::vector<std::string> lock_keys;  // what a grant sets
+      std::vector<std::string> counters;   // whose increments are the tokens
+      std::function<asio::awaitable<std::tuple<error_code, redlock::lease>>()> try_once;
+    };
+    const auto slot = redlock::detail::semaphore_slot_key("{sem}", 0);
+    const auto writer = redlock::detail::rw_writer_key("doc");
+    const kind kinds[] = {
+        {"a lock",
+         {"big"},
+         {"big"},
+         {counter_of("big")},
+         [&] { return locks.async_try_acquire("big", options, tuple_awaitable); }},
+        {"a semaphore's permit",
+         {slot},
+         {slot},
+         {counter_of(slot)},
+         [&] { return permits.async_try_acquire(tuple_awaitable); }},
+        {"a writer",
+         {writer},
+         {writer},
+         {counter_of("doc")},
+         [&] { return doc.async_try_acquire_write(tuple_awaitable); }},
+        {"a set",
+         {"{s}:a", "{s}:b"},
+         {"{s}:a", "{s}:b"},
+         {counter_of("{s}:a"), counter_of("{s}:b")},
+         [&] {
+           return locks.async_try_acquire_all({"{s}:a", "{s}:b"}, options, tuple_awaitable);
+         }},
+    };
+    for (const auto& k : kinds) {
+      BOOST_TEST_CONTEXT(k.name) {
+        for (const auto& counter : k.counters)
+          set_everywhere(counter, std::to_string(ceiling - 2));
+        for (const std::uint64_t expected : {ceiling - 1, ceiling}) {
+          auto [ec, lease] = co_await k.try_once();
+          BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
+          for (const auto& resource : k.resources) {
+            BOOST_TEST(lease.fencing_token(resource).value_or(0) == expected, resource);
+          }
+          co_await lease.async_release(tuple_awaitable);
+          BOOST_TEST_REQUIRE(
+              co_await eventually([&] { return !present_anywhere(k.lock_keys); }, 3s));
+        }
+        const auto started = steady_clock::now();
+        auto [ec, refused] = co_await k.try_once();
+        BOOST_TEST(ec == redlock::error::no_quorum, ec.message());
+        BOOST_TEST(!refused.held());
+        BOOST_TEST(refused.diagnostics().find("overflow") != std::string::npos,
+                   refused.diagnostics());
+        BOOST_TEST(refused.diagnostics().find(fmt::format("127.0.0.1:{}", fleet[0].port())) !=
+                       std::string::npos,
+                   refused.diagnostics());
+        BOOST_TEST((steady_clock::now() - started < 3s));
+        // The lock keys the script set before its INCR failed are released by the round's cleanup.
+        BOOST_TEST(co_await eventually([&] { return !present_anywhere(k.lock_keys); }, 3s));
+        for (std::size_t i = 0; i < fleet.size(); ++i) {
+          for (const auto& counter : k.counters) {
+            BOOST_TEST(sync_client(fleet[i].port()).command({"GET", counter}).text ==
+                       std::to_string(ceiling));
+          }
+        }
+      }
+    }
+    // A reader takes no token: it sees the last writer's, the ceiling, exactly.
+    auto [ec, reader] = co_await doc.async_try_acquire_read(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << reader.diagnostics());
+    BOOST_TEST(reader.fencing_token().value_or(0) == ceiling);
+    co_await reader.async_release(tuple_awaitable);
+  });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -79,7 +79,8 @@ BOOST_AUTO_TEST_CASE(with_fencing_a_grant_increments_the_slots_counter_and_a_ref
   sync_client c(server.port());
   const auto counter = redlock::detail::fencing_counter_key(semaphore_slot_key("jobs", 0));
   const auto granted = try_slot(c, 2, 0, "a", true);
-  BOOST_TEST(granted.integer == 1);
+  BOOST_TEST_REQUIRE((granted.kind == redlock::resp::type::array && granted.elements.size() == 1u));
+  BOOST_TEST(granted.elements[0].text == "1");
   const auto refused = try_slot(c, 2, 0, "b", true);
   const auto ttls = ttls_of(refused);
   BOOST_TEST_REQUIRE(ttls.size() == 2u);  // neither the record nor the counter is a slot
