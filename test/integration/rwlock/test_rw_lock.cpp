@@ -254,7 +254,7 @@ BOOST_AUTO_TEST_CASE(a_crashed_reader_blocks_a_writer_no_longer_than_its_ttl) {
 // two seconds.
 BOOST_AUTO_TEST_CASE(a_killed_reader_process_blocks_a_writer_until_its_entry_expires) {
   redis_fleet fleet(3);
-  const std::chrono::milliseconds ttl = 1500ms;
+  const std::chrono::milliseconds ttl = 3000ms;
   const std::string name = "killed";
   const pid_t reader = redlock::test::start_holder_process(
       [&](asio::io_context& io, auto took) -> asio::awaitable<void> {
@@ -264,8 +264,10 @@ BOOST_AUTO_TEST_CASE(a_killed_reader_process_blocks_a_writer_until_its_entry_exp
         took(!ec);
         co_await sleep_for(1h);  // killed about here, holding and renewing its entry
       });
-  // Let a renewal or two happen first: the entry the writer waits out is a renewed one.
-  std::this_thread::sleep_for(ttl);
+  // Let the renewal at half-life happen first, so that the entry the writer waits out is a
+  // renewed one; killed a third of a TTL before the first deadline, so that a renewal delayed on
+  // a busy machine still leaves the entry alive to be measured.
+  std::this_thread::sleep_for(ttl * 2 / 3);
   redlock::test::kill_process(reader);
 
   const auto measured_at = clock::now();
