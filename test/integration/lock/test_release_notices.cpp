@@ -94,12 +94,18 @@ struct background_acquire {
   }
 };
 
-// Holds "r" through `holder`, then has `waiter` wait for it until it is subscribed on every node.
+// Holds "r" through `holder` on every node, then has `waiter` wait for it until it is subscribed
+// on every node. The holder's acquire completes at a quorum of grants: the waiter starts only once
+// the last SET has landed too, or its own could overtake it there, and a node restarted later
+// would leave the holder a minority.
 asio::awaitable<redlock::lease> hold_while_waited_for(redis_fleet& fleet, redlock::client& holder,
                                                       redlock::client& waiter,
                                                       background_acquire& b) {
   auto [ec, held] = co_await holder.async_acquire("r", lock_for(10s), tuple_awaitable);
   BOOST_TEST_REQUIRE(!ec, held.diagnostics());
+  redlock::test::inspector servers(fleet);
+  BOOST_TEST_REQUIRE(
+      co_await eventually([&] { return servers.holding("r", held.token()) == fleet.size(); }, 3s));
   b.start(waiter, "r", patient_lock());
   BOOST_TEST_REQUIRE(co_await eventually([&] { return subscribed_everywhere(fleet, 1); }, 3s, 20ms),
                      "the waiting client subscribes on every node");
