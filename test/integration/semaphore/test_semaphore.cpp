@@ -103,11 +103,16 @@ BOOST_AUTO_TEST_CASE(a_refusal_points_the_next_round_at_the_free_slot) {
     BOOST_TEST_REQUIRE(!ping_ec, ping_ec.message());
     reset_stats(fleet);
     redlock::semaphore pool(locks, "pool", 16, lock_for(10s));
+    redlock::test::inspector servers(fleet);
     for (int attempt = 0; attempt < 5; ++attempt) {
       auto [ec, permit] = co_await pool.async_try_acquire(tuple_awaitable);
       BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << permit.diagnostics());
       BOOST_TEST(permit.resource() == semaphore_slot_key("pool", 11));
       co_await permit.async_release(tuple_awaitable);
+      // The release completes at a quorum; the count of rounds below assumes that each try
+      // starts with slot 11 free on every node, so the next one waits for the last release.
+      BOOST_TEST_REQUIRE(co_await eventually(
+          [&] { return servers.present(semaphore_slot_key("pool", 11)) == 0u; }, 3s));
     }
   });
   // Five tries and five releases: each try at most two rounds.
