@@ -11,6 +11,8 @@
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
 #include "support/fake_server.hpp"
+#include "support/fleet_commands.hpp"
+#include "support/inspector.hpp"
 #include "support/printing.hpp"
 #include "support/proxied_fleet.hpp"
 #include "support/reach.hpp"
@@ -503,18 +505,10 @@ BOOST_AUTO_TEST_CASE(tokens_are_exact_up_to_the_counters_ceiling) {
   const auto counter_of = [](const std::string& key) {
     return redlock::detail::fencing_counter_key(key);
   };
-  const auto set_everywhere = [&](const std::string& key, const std::string& value) {
-    for (std::size_t i = 0; i < fleet.size(); ++i)
-      sync_client(fleet[i].port()).command({"SET", key, value});
-  };
+  redlock::test::inspector servers(fleet);
   const auto present_anywhere = [&](const std::vector<std::string>& keys) {
-    for (std::size_t i = 0; i < fleet.size(); ++i) {
-      sync_client c(fleet[i].port());
-      for (const auto& key : keys) {
-        if (c.command({"EXISTS", key}).integer != 0) return true;
-      }
-    }
-    return false;
+    return std::any_of(keys.begin(), keys.end(),
+                       [&](const std::string& key) { return servers.present(key) != 0u; });
   };
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options(1s));
@@ -557,7 +551,7 @@ BOOST_AUTO_TEST_CASE(tokens_are_exact_up_to_the_counters_ceiling) {
     for (const auto& k : kinds) {
       BOOST_TEST_CONTEXT(k.name) {
         for (const auto& counter : k.counters)
-          set_everywhere(counter, std::to_string(ceiling - 2));
+          redlock::test::on_every_node(fleet, {"SET", counter, std::to_string(ceiling - 2)});
         for (const std::uint64_t expected : {ceiling - 1, ceiling}) {
           auto [ec, lease] = co_await k.try_once();
           BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
