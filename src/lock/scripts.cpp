@@ -294,10 +294,6 @@ bool acquire_granted(const resp::value& reply) noexcept {
   });
 }
 
-bool slot_acquire_granted(const resp::value& reply) noexcept {
-  return acquire_granted(reply);
-}
-
 bool script_acted(const resp::value& reply) noexcept {
   return reply.kind == resp::type::integer && reply.integer == 1;
 }

@@ -118,10 +118,9 @@ inline constexpr std::size_t max_set_size = 64;
 // What a reply says was written, for request_options::counts_once_replicated: whether a round's
 // SET or acquire script granted (OK, or with fencing an array of counters as decimal text; a
 // refusal is nil, a PTTL, or an array that starts with a word: {"readers", ms}, {"permits", n});
-// whether a semaphore's round granted (the same; its refusal is a string of PTTLs); and whether a
+// a semaphore's round reads the same, its refusal being a string of PTTLs); and whether a
 // token-checked script acted (1; 0 when the key was not ours).
 bool acquire_granted(const resp::value& reply) noexcept;
-bool slot_acquire_granted(const resp::value& reply) noexcept;
 bool script_acted(const resp::value& reply) noexcept;
 
 // The script that releases a hold of `kind` (lock/hold_keys.hpp).

@@ -52,7 +52,7 @@ request_rules rules_of(lock_request kind) noexcept {
     case lock_request::fenced_set:
       return lock_write(fenced_acquire_script(), &acquire_granted);
     case lock_request::slot_set:
-      return lock_write(semaphore_acquire_script(), &slot_acquire_granted);
+      return lock_write(semaphore_acquire_script(), &acquire_granted);
     case lock_request::read_set:
       return lock_write(rw_read_acquire_script(), &acquire_granted);
     case lock_request::write_set:
