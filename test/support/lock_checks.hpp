@@ -1,9 +1,9 @@
 #ifndef REDLOCK_TEST_SUPPORT_LOCK_CHECKS_HPP
 #define REDLOCK_TEST_SUPPORT_LOCK_CHECKS_HPP
 
-// Checks shared by the lock-core suites (lock, renewal, with_lock, cancellation,
-// completion_tokens): what the servers hold once the library's stragglers have arrived, and a
-// record of how an operation completed.
+// Checks shared by the integration suites: what the servers hold once the library's stragglers
+// have arrived (an acquire, extension or release completes on a quorum's answers; the other
+// nodes' may land a moment later), and a record of how an operation completed.
 
 #include "redlock/client.hpp"
 #include "redlock/lease.hpp"
