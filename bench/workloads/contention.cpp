@@ -37,10 +37,6 @@ std::optional<std::int64_t> to_integer(const redlock::resp::value& reply) {
   return value;
 }
 
-// g++ 12 inlines Asio's frame allocator (aligned_alloc) into this coroutine's ramp and then
-// mistakes the frame's matching operator delete for a mismatch; the pair is Asio's own.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 asio::awaitable<void> slow_increment(rd::connection& witness, const std::string& witness_key,
                                      asio::steady_timer& pause, error_tally& errors) {
   const std::string_view get_command[] = {"GET", witness_key};
@@ -89,7 +85,6 @@ asio::awaitable<void> contender(redlock::client& client, rd::connection& witness
     if (release_ec) st.errors.add("release", release_ec, lease.diagnostics());
   }
 }
-#pragma GCC diagnostic pop
 
 namespace {
 

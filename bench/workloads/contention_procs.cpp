@@ -107,10 +107,6 @@ class report_reader {
   clock_type::time_point deadline_;
 };
 
-// g++ 12 inlines Asio's frame allocator (aligned_alloc) into this coroutine's ramp and then
-// mistakes the frame's matching operator delete for a mismatch; the pair is Asio's own.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 asio::awaitable<void> child_work(const std::vector<redlock::node_config>& nodes, bool announce,
                                  int go_fd, int report_fd, clock_type::duration length,
                                  contention_state& st) {
@@ -137,7 +133,6 @@ asio::awaitable<void> child_work(const std::vector<redlock::node_config>& nodes,
     return contender(client, *witness.all.front(), st, i);
   });
 }
-#pragma GCC diagnostic pop
 
 // The body of one forked contender process. It must never return into the parent's code (which
 // owns the node fleet), so it ends with _Exit, skipping every destructor it inherited.

@@ -65,9 +65,6 @@ struct multi_state {
   error_tally errors;
 };
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
 // The leases that hold `resources` (sorted) after one acquire of the given shape; empty with the
 // failure counted in st.errors. The singles' partial holds are released on a failure.
 asio::awaitable<std::vector<redlock::lease>> take(redlock::client& client, shape how,
@@ -236,8 +233,6 @@ asio::awaitable<void> contention_work(const std::vector<redlock::node_config>& n
                           }
                         });
 }
-
-#pragma GCC diagnostic pop
 
 std::string describe(const multi_state& st) {
   return fmt::format("stage '{}', done {}, errors so far {}\n{}", st.stage, st.done,

@@ -134,10 +134,6 @@ asio::awaitable<std::uint64_t> count_keys(connection_set& conns, const std::stri
   co_return count;
 }
 
-// g++ 12 inlines Asio's frame allocator (aligned_alloc) into these coroutines' ramps and then
-// mistakes the frame's matching operator delete for a mismatch; the pair is Asio's own.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 asio::awaitable<void> acquirer(redlock::client& client, const redlock::lock_options& options,
                                const std::string& prefix, std::vector<redlock::lease>& leases,
                                renewal_state& st) {
@@ -232,7 +228,6 @@ asio::awaitable<void> renewal_work(const std::vector<redlock::node_config>& node
   }
   st.stage = "closing";
 }
-#pragma GCC diagnostic pop
 
 }  // namespace
 

@@ -60,8 +60,6 @@ struct rw_state {
   error_tally errors;
 };
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 asio::awaitable<void> rw_contender(redlock::rw_lock& lock, rd::connection& witness, rw_state& st,
                                    std::size_t index) {
   asio::steady_timer pause(co_await asio::this_coro::executor);
@@ -103,7 +101,6 @@ asio::awaitable<void> rw_contender(redlock::rw_lock& lock, rd::connection& witne
     if (release_ec) st.errors.add("release", release_ec, held.diagnostics());
   }
 }
-#pragma GCC diagnostic pop
 
 asio::awaitable<void> rw_work(const std::vector<redlock::node_config>& nodes,
                               clock_type::duration duration, rw_state& st) {

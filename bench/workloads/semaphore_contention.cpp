@@ -61,10 +61,7 @@ struct permit_state {
 };
 
 // contender() of contention.cpp with a permit for the lock: acquire, GET the slot's witness, hold
-// 1 ms, SET + 1, release, until st.end. The pragma is contender()'s: g++ 12 mistakes Asio's frame
-// allocator for a mismatched new/delete pair.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+// 1 ms, SET + 1, release, until st.end.
 asio::awaitable<void> permit_contender(redlock::semaphore& semaphore, rd::connection& witness,
                                        permit_state& st) {
   asio::steady_timer pause(co_await asio::this_coro::executor);
@@ -99,7 +96,6 @@ asio::awaitable<void> permit_contender(redlock::semaphore& semaphore, rd::connec
     if (release_ec) st.errors.add("release", release_ec, lease.diagnostics());
   }
 }
-#pragma GCC diagnostic pop
 
 // contention_work's counterpart: the witness counters set to 0, the contenders run for `duration`
 // on one client, the counters read and deleted.

@@ -55,10 +55,6 @@ asio::awaitable<void> pause_for(clock_type::duration d) {
   co_await timer.async_wait(use_tuple);
 }
 
-// g++ 12 inlines Asio's frame allocator (aligned_alloc) into this coroutine's ramp and then
-// mistakes the frame's matching operator delete for a mismatch; the pair is Asio's own.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 asio::awaitable<void> wake_work(const std::vector<redlock::node_config>& nodes, bool announce,
                                 const std::string& prefix, const wake_sizes& sizes,
                                 wake_state& st) {
@@ -153,7 +149,6 @@ asio::awaitable<void> wake_work(const std::vector<redlock::node_config>& nodes, 
     }
   }
 }
-#pragma GCC diagnostic pop
 
 }  // namespace
 

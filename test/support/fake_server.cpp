@@ -272,10 +272,6 @@ struct fake_server::state {
     }
   }
 
-// g++ 12 inlines Asio's frame allocator (aligned_alloc) into this coroutine's ramp and then
-// mistakes the frame's matching operator delete for a mismatch; the pair is Asio's own.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
   asio::awaitable<void> serve(std::shared_ptr<tcp::socket> socket, std::size_t index) {
     resp::parser parser;
     asio::steady_timer timer(io);
@@ -341,7 +337,6 @@ struct fake_server::state {
       parser.commit(n);
     }
   }
-#pragma GCC diagnostic pop
 
   void shutdown() {
     boost::system::error_code ignored;

@@ -143,10 +143,6 @@ void workload_stats::merge(const workload_stats& other) {
   std::sort(acquired_at.begin(), acquired_at.end());
 }
 
-// g++ 12 inlines Asio's frame allocator (aligned_alloc) into this coroutine's ramp and then
-// mistakes the frame's matching operator delete for a mismatch; the pair is Asio's own.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 asio::awaitable<void> run_lock_workload(client& locks, workload_options options, history& log,
                                         workload_stats& stats) {
   const auto executor = co_await asio::this_coro::executor;
@@ -157,6 +153,5 @@ asio::awaitable<void> run_lock_workload(client& locks, workload_options options,
   run.witness->close();
   stats = std::move(run.stats);
 }
-#pragma GCC diagnostic pop
 
 }  // namespace redlock::test

@@ -69,13 +69,6 @@ std::vector<redlock::node_config> cluster_node(const redis_cluster& cluster,
 
 }  // namespace
 
-// g++ 12 inlines Asio's frame allocator (aligned_alloc) into these tests' coroutines and then
-// mistakes the frame's matching operator delete for a mismatch; the pair is Asio's own.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
 BOOST_AUTO_TEST_SUITE(cluster_lock)
 
 BOOST_AUTO_TEST_CASE(locks_on_every_shard_live_on_the_master_of_their_slot) {
@@ -738,7 +731,3 @@ BOOST_AUTO_TEST_CASE(a_server_that_is_not_a_cluster_is_refused_by_name) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif

@@ -60,13 +60,6 @@ asio::awaitable<bool> renewed_after(const Fixture& servers, std::size_t node,
 
 }  // namespace
 
-// g++ 12 inlines Asio's frame allocator (aligned_alloc) into these tests' coroutines and then
-// mistakes the frame's matching operator delete for a mismatch; the pair is Asio's own.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
 BOOST_AUTO_TEST_SUITE(failover_renewal)
 
 BOOST_AUTO_TEST_CASE(a_sentinel_failover_renews_the_lease_on_the_new_master_at_once) {
@@ -186,7 +179,3 @@ BOOST_AUTO_TEST_CASE(a_cluster_failover_renews_the_lease_on_the_new_master_once_
 }
 
 BOOST_AUTO_TEST_SUITE_END()
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif

@@ -32,13 +32,6 @@ void extend_into(redlock::lease& lease, milliseconds by, std::optional<error_cod
 
 }  // namespace
 
-// g++ 12 inlines Asio's frame allocator (aligned_alloc) into these tests' coroutines and then
-// mistakes the frame's matching operator delete for a mismatch; the pair is Asio's own.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
 BOOST_AUTO_TEST_SUITE(request_order)
 
 // (a) The master is a real server behind a proxy, named by a scripted sentinel that answers every
@@ -149,7 +142,3 @@ BOOST_AUTO_TEST_CASE(a_request_following_its_moved_runs_before_a_later_one_on_a_
 }
 
 BOOST_AUTO_TEST_SUITE_END()
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif

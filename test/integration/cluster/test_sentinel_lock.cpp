@@ -91,13 +91,6 @@ asio::awaitable<std::optional<std::chrono::milliseconds>> first_acquire_within(
 
 }  // namespace
 
-// g++ 12 inlines Asio's frame allocator (aligned_alloc) into these tests' coroutines and then
-// mistakes the frame's matching operator delete for a mismatch; the pair is Asio's own.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
 BOOST_AUTO_TEST_SUITE(sentinel_lock)
 
 // The client's options, its log in the test's messages (where a node went, and when).
@@ -462,7 +455,3 @@ BOOST_AUTO_TEST_CASE(a_redlock_with_a_sentinel_group_stays_exclusive_while_it_fa
 }
 
 BOOST_AUTO_TEST_SUITE_END()
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif

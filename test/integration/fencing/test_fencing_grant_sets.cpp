@@ -24,12 +24,6 @@
 #include <tuple>
 #include <vector>
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-// g++ 12 misreads the coroutine frames' allocation (a false positive).
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
 namespace {
 
 using redlock::test::fenced_lock;
@@ -193,7 +187,3 @@ BOOST_AUTO_TEST_CASE(tokens_increase_when_each_lease_is_granted_by_another_major
 }
 
 BOOST_AUTO_TEST_SUITE_END()
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif

@@ -54,10 +54,6 @@ void only_the_unsafe_variant_overlaps(std::string_view unsafe_name, std::string_
 
 BOOST_AUTO_TEST_SUITE(unsafe_variants)
 
-// g++ 12 inlines Asio's frame allocator (aligned_alloc) into this test's coroutine and then
-// mistakes the frame's matching operator delete for a mismatch; the pair is Asio's own.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 // A holder whose lock expired releases with a plain DEL: it deletes the next holder's key, and a
 // third client gets in while the second still holds. The token-checked release does not.
 BOOST_AUTO_TEST_CASE(release_by_plain_del_is_caught_and_the_library_is_safe) {
@@ -94,7 +90,6 @@ BOOST_AUTO_TEST_CASE(release_by_plain_del_is_caught_and_the_library_is_safe) {
         if (c_lease.held()) co_await c.release(c_lease);
       });
 }
-#pragma GCC diagnostic pop
 
 // A renewal that re-SETs the key after it expired overwrites the rival's lock and believes it
 // holds again. The library's token-checked PEXPIRE finds a foreign key and reports not_held.

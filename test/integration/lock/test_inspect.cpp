@@ -27,13 +27,6 @@ using verdict = redlock::inspection::verdict;
 
 }  // namespace
 
-// g++ 12 inlines Asio's frame allocator (aligned_alloc) into these tests' coroutines and then
-// mistakes the frame's matching operator delete for a mismatch; the pair is Asio's own.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
 BOOST_AUTO_TEST_SUITE(inspect)
 
 BOOST_AUTO_TEST_CASE(a_free_lock_then_a_held_one_then_a_released_one) {
@@ -184,7 +177,3 @@ BOOST_AUTO_TEST_CASE(a_semaphore_shows_which_slots_are_held) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif

@@ -647,10 +647,6 @@ BOOST_AUTO_TEST_CASE(reply_memory_is_bounded_by_the_client_options) {
   });
 }
 
-// g++ 12 inlines Asio's frame allocator (aligned_alloc) into this test's coroutine and then
-// mistakes the frame's matching operator delete for a mismatch; the pair is Asio's own.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 // Three real nodes out of five grant the lock although the other two misbehave on SET. A success
 // clears diagnostics() (lease.hpp), so the misbehaving nodes are checked through what they received
 // and, where the link broke, through the client's log, which names them.
@@ -722,8 +718,6 @@ BOOST_AUTO_TEST_CASE(client_acquires_through_the_real_majority) {
     }
   }
 }
-
-#pragma GCC diagnostic pop
 
 // When the misbehaving nodes are needed for a majority (one real node holds the key for another
 // owner), the acquire fails with a typed error and diagnostics() names each misbehaving node and

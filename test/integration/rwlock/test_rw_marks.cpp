@@ -14,12 +14,6 @@
 #include <string>
 #include <vector>
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-// g++ 12 misreads the coroutine frames' allocation (a false positive).
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
 namespace {
 
 namespace d = redlock::detail;
@@ -117,7 +111,3 @@ BOOST_AUTO_TEST_CASE(with_wait_replicas_a_refusal_is_a_refusal_and_its_marks_go)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif

@@ -37,12 +37,6 @@
 #include <tuple>
 #include <vector>
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-// g++ 12 misreads the coroutine frames' allocation (a false positive).
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
 namespace {
 
 namespace rt = redlock::test;
@@ -370,7 +364,3 @@ BOOST_AUTO_TEST_CASE(readers_and_writers_under_a_nemesis) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif

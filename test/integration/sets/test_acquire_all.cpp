@@ -33,12 +33,6 @@
 #include <tuple>
 #include <vector>
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-// g++ 12 misreads the coroutine frames' allocation (a false positive).
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
 namespace {
 
 namespace rt = redlock::test;

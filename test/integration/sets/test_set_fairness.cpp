@@ -30,12 +30,6 @@
 #include <unistd.h>
 #include <vector>
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-// g++ 12 misreads the coroutine frames' allocation (a false positive).
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
 namespace {
 
 namespace rt = redlock::test;
@@ -227,7 +221,3 @@ BOOST_AUTO_TEST_CASE(sets_and_single_locks_share_resources_fairly_across_process
 }
 
 BOOST_AUTO_TEST_SUITE_END()
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
