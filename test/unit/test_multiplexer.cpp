@@ -3,6 +3,7 @@
 // across a reconnect, how requests fail while the node is down, and when the node counts as
 // unresponsive. Each rule the lock relies on is named by a test case.
 
+#include "net/connection_options.hpp"
 #include "net/multiplexer.hpp"
 #include "redlock/error.hpp"
 #include "resp/encoder.hpp"
@@ -532,6 +533,23 @@ BOOST_AUTO_TEST_CASE(kept_cleanups_bounded_by_count_and_age) {
       BOOST_TEST(h.warnings.size() == (s.max_pending < 3 ? 1u : 0u));
     }
   }
+}
+
+// The cap every connection of a client has (connection_options' default, which no client option
+// changes): 8192 releases kept for one node, the oldest dropped beyond it, with one warning.
+BOOST_AUTO_TEST_CASE(kept_cleanups_are_capped_at_8192_by_default) {
+  const std::size_t cap = rd::connection_options{}.max_pending_cleanups;
+  BOOST_TEST(cap == 8192u);
+  harness h(cap);
+  for (std::size_t i = 1; i <= cap + 1; ++i)
+    h.issue_while_down(i, "DEL k" + std::to_string(i), cleanup(1s, 10s));
+  h.connect();
+  const auto written = h.write();
+  BOOST_TEST_REQUIRE(written.size() == cap);
+  BOOST_TEST(written.front() == "DEL k2");  // the oldest went
+  BOOST_TEST(written.back() == "DEL k" + std::to_string(cap + 1));
+  BOOST_TEST(h.mux.stats().cleanups_dropped == 1u);
+  BOOST_TEST(h.warnings.size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(kept_cleanup_age_counts_from_the_first_failure) {

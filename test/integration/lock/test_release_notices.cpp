@@ -14,6 +14,7 @@
 #include "support/counting_executor.hpp"
 #include "support/fake_server.hpp"
 #include "support/fleet_commands.hpp"
+#include "support/holder_process.hpp"
 #include "support/inspector.hpp"
 #include "support/printing.hpp"
 #include "support/reach.hpp"
@@ -37,6 +38,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -237,13 +239,6 @@ asio::awaitable<long long> release_during_the_waiters_round(std::size_t nodes, s
 
 }  // namespace
 
-// g++ 12 inlines Asio's frame allocator (aligned_alloc) into these tests' coroutines and then
-// mistakes the frame's matching operator delete for a mismatch; the pair is Asio's own.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
 BOOST_AUTO_TEST_SUITE(release_notices)
 
 BOOST_AUTO_TEST_CASE(a_release_wakes_a_waiter_of_another_client_at_once) {
@@ -295,6 +290,46 @@ BOOST_AUTO_TEST_CASE(expiry_and_a_plain_del_announce_nothing_and_the_ttl_bounds_
       BOOST_TEST(ms_since(acquired) < 3500, "acquired " << ms_since(acquired) << " ms after");
       co_await b.lease.async_release(tuple_awaitable);
     }
+  });
+}
+
+// A holder process that dies (SIGKILL) while it holds and renews a plain lock: nothing is
+// released or announced, and the lock is free once a majority of its keys expired, at most one TTL
+// after the last renewal. A waiter sleeping on a 5 s backoff takes it then, woken by the TTL bound
+// its refusals read.
+BOOST_AUTO_TEST_CASE(a_killed_holder_process_frees_its_lock_within_a_ttl) {
+  redis_fleet fleet(3);
+  const std::chrono::milliseconds ttl = 3000ms;
+  const pid_t holder = redlock::test::start_holder_process(
+      [&](asio::io_context& io, auto took) -> asio::awaitable<void> {
+        redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options());
+        auto [ec, held] =
+            co_await locks.async_try_acquire("dead-holder", lock_for(ttl), tuple_awaitable);
+        took(!ec);
+        co_await sleep_for(1h);  // killed about here, holding and renewing its key
+      });
+  // Killed after the renewal at half-life, a third of a TTL before the first expiry, so that a
+  // renewal delayed on a busy machine still leaves the key alive to be measured.
+  std::this_thread::sleep_for(ttl * 2 / 3);
+  redlock::test::kill_process(holder);
+
+  const auto keys = redlock::test::read_key_lifetimes(fleet, "dead-holder");
+  BOOST_TEST_REQUIRE(keys.on_a_majority(), "the lock is not held on a majority");
+  BOOST_TEST(keys.longest_ms() <= ttl.count(), "a key outlives one TTL: " << keys.longest_ms());
+  const auto free_from = keys.majority_gone_at();
+
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client waiter(io.get_executor(), fleet.configs(), fast_client_options());
+    auto [ec, lease] =
+        co_await waiter.async_acquire("dead-holder", patient_lock(), tuple_awaitable);
+    const auto at = steady_clock::now();
+    BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
+    const auto after = redlock::test::ms_between(free_from, at);
+    // Not before a majority let the dead holder's key expire (1 ms: PTTL's rounding), and soon
+    // after: well before the waiter's 5 s backoff.
+    BOOST_TEST(after >= -1, "taken " << -after << " ms before the key expired");
+    BOOST_TEST(after < 2000, "taken " << after << " ms after the key expired");
+    co_await lease.async_release(tuple_awaitable);
   });
 }
 
@@ -821,7 +856,3 @@ BOOST_AUTO_TEST_CASE(an_extension_moves_the_waiters_ttl_bound) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
