@@ -218,11 +218,17 @@ configure_and_build() {
 test_slots=$((jobs * 2))
 
 # run_tests DIR [CTEST_EXCLUDE_REGEX]
+# The simulation's entries compute all the time: one per core at once (`sim_slots`, their
+# RESOURCE_GROUPS in test/sim/CMakeLists.txt), the other slots for the entries that wait.
 run_tests() {
   local dir="$1" exclude="${2:-}"
   echo "== test $dir"
+  local resources
+  resources="$(cd "$dir" && pwd)/ctest-resources.json"  # ctest reads it from inside $dir
+  printf '{"version": {"major": 1, "minor": 0}, "local": [{"sim_slots": [{"id": "0", "slots": %d}]}]}\n' \
+    "$jobs" >"$resources"
   ctest --test-dir "$dir" --output-on-failure -j "$test_slots" --timeout 600 \
-    ${exclude:+-E "$exclude"}
+    --resource-spec-file "$resources" ${exclude:+-E "$exclude"}
 }
 
 
