@@ -13,6 +13,7 @@
 #include "support/lock_workload.hpp"
 #include "support/printing.hpp"
 #include "support/redis_fleet.hpp"
+#include "support/sanitized_build.hpp"
 #include "support/soak_length.hpp"
 #include "support/sync_client.hpp"
 
@@ -39,14 +40,9 @@
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool sanitized_build = true;
-#else
-constexpr bool sanitized_build = false;
-#endif
-
 using redlock::test::eventually_blocking;
 using redlock::test::mono_now;
+using redlock::test::sanitized_build;
 
 using redlock::test::plain_lock;
 
