@@ -176,6 +176,42 @@ BOOST_AUTO_TEST_CASE(a_master_serving_several_ranges_is_one_master) {
   BOOST_TEST(topology.master_of(16383)->host == "a");
 }
 
+// The router fills its slot table from masters_by_slot: it must say what master_of says for every
+// slot, gaps, a range added twice and overlapping ranges (a broken server's reply) included.
+BOOST_AUTO_TEST_CASE(the_table_of_every_slots_master_agrees_with_master_of) {
+  const auto agrees = [](const cluster_topology& topology) {
+    const auto owners = topology.masters_by_slot();
+    BOOST_TEST_REQUIRE(owners.size() == redlock::detail::cluster_slot_count);
+    std::size_t disagreements = 0;
+    for (std::size_t slot = 0; slot < owners.size(); ++slot) {
+      const auto* master = topology.master_of(static_cast<std::uint16_t>(slot));
+      const bool same = master == nullptr ? owners[slot] == cluster_topology::unserved
+                                          : owners[slot] != cluster_topology::unserved &&
+                                                topology.masters()[owners[slot]] == *master;
+      if (!same) ++disagreements;
+    }
+    return disagreements;
+  };
+  struct range {
+    std::uint16_t first, last;
+    const char* host;
+  };
+  const auto built = [](std::initializer_list<range> ranges) {
+    cluster_topology topology;
+    for (const auto& r : ranges)
+      topology.add(r.first, r.last, {r.host, static_cast<std::uint16_t>(r.host[0])});
+    return topology;
+  };
+  BOOST_TEST(agrees(cluster_topology{}) == 0u);
+  const auto gaps = built({{5000, 5999, "a"}, {0, 0, "b"}, {16383, 16383, "c"}, {7000, 9000, "b"}});
+  BOOST_TEST(agrees(gaps) == 0u);
+  BOOST_TEST(gaps.masters_by_slot()[1] == cluster_topology::unserved);
+  BOOST_TEST(gaps.masters()[gaps.masters_by_slot()[5500]].host == "a");
+  const auto overlapping =
+      built({{0, 8000, "a"}, {100, 200, "b"}, {100, 300, "c"}, {8000, 16383, "d"}});
+  BOOST_TEST(agrees(overlapping) == 0u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(cluster_redirections)

@@ -121,6 +121,21 @@ const cluster_endpoint* cluster_topology::master_of(std::uint16_t slot) const no
   return &masters_[range.master];
 }
 
+std::vector<std::uint32_t> cluster_topology::masters_by_slot() const {
+  std::vector<std::uint32_t> owners(cluster_slot_count, unserved);
+  // `started` counts the ranges that start at or before `slot`; the last of them is the one
+  // master_of's search finds, so that even overlapping ranges (which a sane cluster never sends)
+  // read alike.
+  std::size_t started = 0;
+  for (std::size_t slot = 0; slot < cluster_slot_count; ++slot) {
+    while (started < ranges_.size() && ranges_[started].first <= slot)
+      ++started;
+    if (started == 0 || slot > ranges_[started - 1].last) continue;
+    owners[slot] = static_cast<std::uint32_t>(ranges_[started - 1].master);
+  }
+  return owners;
+}
+
 std::size_t cluster_topology::uncovered_slots() const noexcept {
   std::size_t covered = 0;
   std::size_t next_free = 0;  // ranges are sorted; overlaps, which a sane cluster never sends,

@@ -54,6 +54,11 @@ class cluster_topology {
   // set up, or a shard without a master during its failover).
   const cluster_endpoint* master_of(std::uint16_t slot) const noexcept;
 
+  // Every slot's master as an index into masters(), or `unserved` where master_of(slot) is null:
+  // the same answers as master_of, for all 16 384 slots in one pass.
+  static constexpr std::uint32_t unserved = 0xffffffff;
+  std::vector<std::uint32_t> masters_by_slot() const;
+
   // Every master, each once, in the order they were first added.
   const std::vector<cluster_endpoint>& masters() const noexcept { return masters_; }
 

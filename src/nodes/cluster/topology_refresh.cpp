@@ -133,13 +133,23 @@ void cluster_router::adopt(const cluster_topology& topology) {
   const auto& masters = topology.masters();
   // Slots whose master changed from one known to another (a failover, a migration): leases held
   // there renew at once (lock_node::watch_masters).
+  const auto owners = topology.masters_by_slot();
   std::vector<std::uint16_t> moved;
   if (on_moved_) {
+    // Consecutive slots mostly share both owners: each pair's endpoints are compared once.
+    std::uint16_t before_seen = no_master;
+    std::uint32_t now_seen = cluster_topology::unserved;
+    bool differs = false;
     for (std::size_t slot = 0; slot < cluster_slot_count; ++slot) {
       const auto before = slot_owner_[slot];
-      const auto* now = topology.master_of(static_cast<std::uint16_t>(slot));
-      if (before != no_master && now != nullptr && *now != links_[before].at)
-        moved.push_back(static_cast<std::uint16_t>(slot));
+      const auto now = owners[slot];
+      if (before == no_master || now == cluster_topology::unserved) continue;
+      if (before != before_seen || now != now_seen) {
+        before_seen = before;
+        now_seen = now;
+        differs = masters[now] != links_[before].at;
+      }
+      if (differs) moved.push_back(static_cast<std::uint16_t>(slot));
     }
   }
   std::erase_if(links_, [&](const link& l) {
@@ -149,10 +159,16 @@ void cluster_router::adopt(const cluster_topology& topology) {
     free_numbers_.push_back(l.number);
     return true;
   });
-  std::fill(slot_owner_.begin(), slot_owner_.end(), no_master);
+  // Each master's link is looked up (or opened) once, in slot order as before.
+  std::vector<std::uint16_t> link_of_master(masters.size(), no_master);
   for (std::size_t slot = 0; slot < cluster_slot_count; ++slot) {
-    if (const auto* master = topology.master_of(static_cast<std::uint16_t>(slot)))
-      slot_owner_[slot] = link_index(*master);
+    const auto owner = owners[slot];
+    if (owner == cluster_topology::unserved) {
+      slot_owner_[slot] = no_master;
+      continue;
+    }
+    if (link_of_master[owner] == no_master) link_of_master[owner] = link_index(masters[owner]);
+    slot_owner_[slot] = link_of_master[owner];
   }
   known_ = true;
   if (settings_.on_link) report_links();
