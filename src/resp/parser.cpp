@@ -97,10 +97,7 @@ void parser::reset() {
   failed_ = false;
   error_.clear();
   error_message_.clear();
-  if (buffer_.size() > shrink_floor) {
-    buffer_.clear();
-    buffer_.shrink_to_fit();
-  }
+  if (buffer_.size() > shrink_floor) buffer_ = {};
 }
 
 parser::step parser::fail(std::string message) {

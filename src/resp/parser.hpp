@@ -6,6 +6,7 @@
 #include <boost/system/error_code.hpp>
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -87,8 +88,16 @@ class parser {
   // The members below belong to the implementation (parser.cpp) and may change freely.
   // The buffer never shrinks below this; below it, reallocating costs more than it saves.
   static constexpr std::size_t shrink_floor = 1024 * 1024;
+  // Storage that is not zeroed when it grows: bytes are read only after a transport or feed()
+  // wrote them (prepare() hands out [end_, size()), commit() admits what was written).
+  struct storage {
+    std::unique_ptr<char[]> bytes;
+    std::size_t capacity = 0;
+    char* data() const noexcept { return bytes.get(); }
+    std::size_t size() const noexcept { return capacity; }
+  };
   // Input lives in buffer_[read_pos_, end_); buffer_[end_, size()) is writable space.
-  std::string buffer_;  // size() is the capacity; grown and shrunk only by prepare()
+  storage buffer_;  // grown and shrunk only by prepare()
   std::size_t read_pos_ = 0;
   std::size_t end_ = 0;
   std::size_t prepared_ = 0;  // size of the span last handed out by prepare()

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -20,9 +21,9 @@ constexpr std::size_t k_min_capacity = 4096;
 
 void parser::reallocate(std::size_t new_capacity) {
   const std::size_t unconsumed = end_ - read_pos_;
-  std::string fresh(new_capacity, '\0');
+  storage fresh{std::make_unique_for_overwrite<char[]>(new_capacity), new_capacity};
   if (unconsumed != 0) std::memcpy(fresh.data(), buffer_.data() + read_pos_, unconsumed);
-  buffer_.swap(fresh);
+  buffer_ = std::move(fresh);
   read_pos_ = 0;
   end_ = unconsumed;
 }
