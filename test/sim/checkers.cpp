@@ -31,9 +31,12 @@ std::vector<std::pair<time_point, time_point>> relied(const hold& h) {
   return out;
 }
 
-std::optional<std::pair<time_point, time_point>> first_overlap(const hold& a, const hold& b) {
-  for (const auto& x : relied(a)) {
-    for (const auto& y : relied(b)) {
+using intervals = std::vector<std::pair<time_point, time_point>>;
+
+std::optional<std::pair<time_point, time_point>> first_overlap(const intervals& a,
+                                                               const intervals& b) {
+  for (const auto& x : a) {
+    for (const auto& y : b) {
       if (x.first < y.second && y.first < x.second) {
         return std::make_pair(std::max(x.first, y.first), std::min(x.second, y.second));
       }
@@ -146,6 +149,11 @@ std::map<std::string, std::vector<std::size_t>> by_lock(const history& h) {
 
 std::vector<std::string> check_exclusion(const scenario& s, const history& h) {
   std::vector<std::string> problems;
+  // Every pair of holds of a lock is compared: each hold's intervals are worked out once.
+  std::vector<intervals> relied_by_hold;
+  relied_by_hold.reserve(h.holds.size());
+  for (const hold& one : h.holds)
+    relied_by_hold.push_back(relied(one));
   for (const auto& [name, members] : by_lock(h)) {
     for (std::size_t x = 0; x < members.size(); ++x) {
       for (std::size_t y = x + 1; y < members.size(); ++y) {
@@ -153,7 +161,7 @@ std::vector<std::string> check_exclusion(const scenario& s, const history& h) {
         const hold& b = h.holds[members[y]];
         // Readers share with readers; a semaphore's holders are counted below.
         if (!exclusive_kind(a.kind) && !exclusive_kind(b.kind)) continue;
-        const auto overlap = first_overlap(a, b);
+        const auto overlap = first_overlap(relied_by_hold[members[x]], relied_by_hold[members[y]]);
         if (!overlap || excused_by_key_loss(s, h, a, b)) continue;
         problems.push_back(fmt::format("exclusion: {} and {} both held {} from {} to {}",
                                        describe(h, members[x]), describe(h, members[y]), name,
@@ -163,10 +171,10 @@ std::vector<std::string> check_exclusion(const scenario& s, const history& h) {
     // A semaphore: at no instant more holders than permits.
     if (members.empty() || h.holds[members.front()].kind != op_kind::semaphore) continue;
     for (std::size_t x : members) {
-      for (const auto& [start, end] : relied(h.holds[x])) {
+      for (const auto& [start, end] : relied_by_hold[x]) {
         std::vector<std::size_t> holding;
         for (std::size_t y : members) {
-          for (const auto& [s2, e2] : relied(h.holds[y])) {
+          for (const auto& [s2, e2] : relied_by_hold[y]) {
             if (s2 <= start && start < e2) {
               holding.push_back(y);
               break;

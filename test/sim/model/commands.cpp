@@ -542,9 +542,11 @@ resp::value run_data_command(keyspace& keys, std::span<const std::string> args,
 }
 
 std::string lower_case(std::string_view text) {
+  // ASCII only, as Redis compares command names (strcasecmp in the C locale).
   std::string out(text);
-  for (char& c : out)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
   return out;
 }
 

@@ -5,8 +5,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
+#include <cmath>
 #include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 extern "C" {
@@ -122,6 +125,19 @@ resp::value reply_of(lua_State* lua, int index, int depth) {
   }
 }
 
+// A Lua number as redis.call passes it: Redis formats it with "%.17g", which writes a whole number
+// below 10^17 as its digits (-0 as "-0"); those, the common case, skip the formatting.
+std::string number_argument(lua_Number number) {
+  constexpr lua_Number plain_below = 1e15;
+  if (number == std::trunc(number) && std::fabs(number) < plain_below &&
+      !(number == 0 && std::signbit(number))) {
+    return std::to_string(static_cast<long long>(number));
+  }
+  char text[64];
+  const int n = std::snprintf(text, sizeof text, "%.17g", number);
+  return std::string(text, static_cast<std::size_t>(n));
+}
+
 // redis.call (raise = true) and redis.pcall.
 int redis_command(lua_State* lua, bool raise) {
   bool failed = false;
@@ -133,9 +149,7 @@ int redis_command(lua_State* lua, bool raise) {
     if (argc == 0) refusal = "Please specify at least one argument for this redis lib call";
     for (int i = 1; i <= argc && refusal.empty(); ++i) {
       if (lua_type(lua, i) == LUA_TNUMBER) {
-        char text[64];
-        const int n = std::snprintf(text, sizeof text, "%.17g", lua_tonumber(lua, i));
-        args.emplace_back(text, static_cast<std::size_t>(n));
+        args.push_back(number_argument(lua_tonumber(lua, i)));
       } else if (lua_type(lua, i) == LUA_TSTRING) {
         std::size_t n = 0;
         const char* text = lua_tolstring(lua, i, &n);
@@ -247,19 +261,41 @@ void open_library(lua_State* lua, lua_CFunction open, const char* name) {
   lua_call(lua, 1, 0);
 }
 
+// A raw set: the globals' metatable refuses new globals to scripts, not to the engine.
 void set_string_table(lua_State* lua, const char* name, std::span<const std::string> values) {
+  lua_pushstring(lua, name);
   lua_createtable(lua, static_cast<int>(values.size()), 0);
   for (std::size_t i = 0; i < values.size(); ++i) {
     lua_pushlstring(lua, values[i].data(), values[i].size());
     lua_rawseti(lua, -2, static_cast<int>(i + 1));
   }
-  lua_setfield(lua, LUA_REGISTRYINDEX, "redlock_sim_tmp");
-  lua_pushstring(lua, name);
-  lua_getfield(lua, LUA_REGISTRYINDEX, "redlock_sim_tmp");
   lua_rawset(lua, LUA_GLOBALSINDEX);
 }
 
 constexpr std::string_view noscript = "NOSCRIPT No matching script. Please use EVAL.";
+
+// Every run starts new model servers, and every connection's handshake loads the library's scripts
+// again: the same few sources are hashed and compiled millions of times in a long simulation. The
+// digests and the compiled chunks (lua_dump's bytecode, which keeps the chunk's name and lines for
+// error messages) are kept per thread; what a script does is unchanged.
+const std::string& digest_of(std::string_view source) {
+  thread_local std::unordered_map<std::string, std::string> digests;
+  auto found = digests.find(std::string(source));
+  if (found == digests.end()) {
+    found = digests.emplace(std::string(source), detail::sha1_hex(source)).first;
+  }
+  return found->second;
+}
+
+int append_chunk(lua_State*, const void* bytes, std::size_t size, void* out) {
+  static_cast<std::string*>(out)->append(static_cast<const char*>(bytes), size);
+  return 0;
+}
+
+std::unordered_map<std::string, std::string>& compiled_chunks() {
+  thread_local std::unordered_map<std::string, std::string> chunks;  // digest → bytecode
+  return chunks;
+}
 
 }  // namespace
 
@@ -307,9 +343,10 @@ script_engine::~script_engine() {
 }
 
 bool script_engine::is_script_command(std::string_view name) {
-  const std::string word = lower_case(name);
-  return word == "eval" || word == "evalsha" || word == "script" || word == "eval_ro" ||
-         word == "evalsha_ro";
+  const auto is = [name](std::string_view word) {
+    return name.size() == word.size() && lower_case(name) == word;
+  };
+  return is("eval") || is("evalsha") || is("script") || is("eval_ro") || is("evalsha_ro");
 }
 
 void script_engine::flush() {
@@ -321,10 +358,21 @@ void script_engine::flush() {
 
 std::optional<resp::value> script_engine::compile(const std::string& sha, std::string_view source) {
   if (cache_.contains(sha)) return std::nullopt;
-  if (luaL_loadbuffer(lua_, source.data(), source.size(), "@user_script") != 0) {
-    std::string why = lua_tostring(lua_, -1) ? lua_tostring(lua_, -1) : "?";
-    lua_settop(lua_, 0);
-    return error_reply(fmt::format("ERR Error compiling script (new function): {}", why));
+  auto& chunks = compiled_chunks();
+  if (const auto compiled = chunks.find(sha); compiled != chunks.end()) {
+    if (luaL_loadbuffer(lua_, compiled->second.data(), compiled->second.size(), "@user_script") !=
+        0) {
+      throw std::logic_error("sim: a compiled script does not load again");
+    }
+  } else {
+    if (luaL_loadbuffer(lua_, source.data(), source.size(), "@user_script") != 0) {
+      std::string why = lua_tostring(lua_, -1) ? lua_tostring(lua_, -1) : "?";
+      lua_settop(lua_, 0);
+      return error_reply(fmt::format("ERR Error compiling script (new function): {}", why));
+    }
+    std::string bytecode;
+    lua_dump(lua_, append_chunk, &bytecode);
+    chunks.emplace(sha, std::move(bytecode));
   }
   cache_.emplace(sha, luaL_ref(lua_, LUA_REGISTRYINDEX));
   return std::nullopt;
@@ -337,7 +385,7 @@ resp::value script_engine::run(std::span<const std::string> args, keyspace& keys
     if (args.size() < 2) return error_reply("ERR wrong number of arguments for 'script' command");
     const std::string sub = lower_case(args[1]);
     if (sub == "load" && args.size() == 3) {
-      const std::string sha = detail::sha1_hex(args[2]);
+      const std::string& sha = digest_of(args[2]);
       if (auto failed = compile(sha, args[2])) return *failed;
       return bulk_reply(sha);
     }
@@ -372,7 +420,7 @@ resp::value script_engine::run(std::span<const std::string> args, keyspace& keys
   if (numkeys < 0) return error_reply("ERR Number of keys can't be negative");
   std::string sha;
   if (name == "eval") {
-    sha = detail::sha1_hex(args[1]);
+    sha = digest_of(args[1]);
     if (auto failed = compile(sha, args[1])) return *failed;
   } else {
     if (args[1].size() != 40) return error_reply(std::string(noscript));
@@ -417,7 +465,6 @@ resp::value script_engine::eval(const std::string& sha, std::span<const std::str
     reply = reply_of(lua_, lua_gettop(lua_), 0);
   }
   lua_settop(lua_, 0);
-  lua_gc(lua_, LUA_GCSTEP, 0);
   return reply;
 }
 
