@@ -23,14 +23,14 @@ this table for itself at the end. "Warm": a fresh clone whose sources ccache has
                                                                  warm        cold
   format check (clang-format), links in the Markdown pages,
   no include cycle in src/                                     seconds     seconds
-  release build                                                1.5 min     12 min
-  its whole suite (ctest), the docs (Doxygen)                  8 min       10 min
+  release build                                                1.5 min     9 min
+  its whole suite (ctest), the docs (Doxygen)                  7 min       8 min
   benchmarks smoke-run and both demos                          under 1 min
-  ASan+UBSan build (what was not hidden) and its whole suite   8 min       about 10 min
+  ASan+UBSan build (what was not hidden) and its whole suite   7.5 min     17 min
   ThreadSanitizer: builds not hidden, the threaded tests and
   the lock-core suites                                         1 min       2 min
   libFuzzer on the RESP parser                                 1 min
-  in all                                                       about 20 min  about 35 min
+  in all                                                       about 19 min  about 38 min
 
 Environment:
   REDLOCK_SKIP_SANITIZE=1   only the checks and the release stage (10 minutes warm)
