@@ -343,10 +343,9 @@ script_engine::~script_engine() {
 }
 
 bool script_engine::is_script_command(std::string_view name) {
-  const auto is = [name](std::string_view word) {
-    return name.size() == word.size() && lower_case(name) == word;
-  };
-  return is("eval") || is("evalsha") || is("script") || is("eval_ro") || is("evalsha_ro");
+  const std::string word = lower_case(name);
+  return word == "eval" || word == "evalsha" || word == "script" || word == "eval_ro" ||
+         word == "evalsha_ro";
 }
 
 void script_engine::flush() {
