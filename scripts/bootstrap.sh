@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing redlock-asio needs (prometheus-cpp for the metrics component
 # redlock::prometheus among it; Lua 5.1 and rapidcheck for the simulation, test/sim), with apt-get,
-# and only what is missing; and ccache, which scripts/test.sh uses to skip recompiling what has not
-# changed (also in another clone of the repository).
+# and only what is missing; and ccache and lld, with which scripts/test.sh skips recompiling what
+# has not changed (also in another clone of the repository) and links faster.
 # Safe to run any number of times: when everything is present it changes nothing.
 #
 #   scripts/bootstrap.sh          what building and testing need
@@ -17,7 +17,7 @@ packages=(
   prometheus-cpp-dev
   liblua5.1-0-dev librapidcheck-dev
   python3
-  ccache
+  ccache lld
 )
 case "${1:-}" in
   "") ;;
