@@ -31,6 +31,14 @@
 #include <thread>
 #include <unistd.h>
 
+// valgrind's header (Debian: valgrind) only defines macros that do nothing outside valgrind.
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define REDLOCK_BENCH_HAS_CALLGRIND 1
+#else
+#define REDLOCK_BENCH_HAS_CALLGRIND 0
+#endif
+
 namespace redlock::bench {
 
 redlock::client_options bench_client_options;
@@ -97,6 +105,18 @@ double median(std::vector<double> v) {
 }
 
 // User + system CPU seconds of this process (the redis-server children are not included).
+void start_counting_instructions() noexcept {
+#if REDLOCK_BENCH_HAS_CALLGRIND
+  CALLGRIND_TOGGLE_COLLECT;
+#endif
+}
+
+void stop_counting_instructions() noexcept {
+#if REDLOCK_BENCH_HAS_CALLGRIND
+  CALLGRIND_TOGGLE_COLLECT;
+#endif
+}
+
 double cpu_seconds() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);

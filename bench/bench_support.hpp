@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -53,6 +54,13 @@ double percentile(std::vector<double> sample, double p);
 double median(std::vector<double> v);
 // User + system CPU seconds of this process (the redis-server children are not included).
 double cpu_seconds();
+
+// Callgrind's counting around a measured loop. Under `valgrind --tool=callgrind
+// --collect-atstart=no` only what runs between the two calls is counted (the client's
+// instructions per pair: bench/instructions.py); outside valgrind they cost a few instructions.
+// Calls pair up: each start is followed by one stop.
+void start_counting_instructions() noexcept;
+void stop_counting_instructions() noexcept;
 // User + system CPU seconds of other processes on this machine (our own redis-server children),
 // from /proc; 0 for a process that is gone.
 double cpu_seconds_of(const std::vector<pid_t>& pids);
@@ -117,6 +125,8 @@ struct figure {
 
 struct run_result {
   std::size_t quorum = 0;
+  // The Redlock nodes the figures are of, when not every node of the run (one_node: 1).
+  std::optional<std::size_t> nodes;
   std::vector<figure> figures;
   error_tally errors;
 };

@@ -6,10 +6,10 @@
 //
 // NAME is one of the workloads in the table below (latency, throughput, contention,
 // contention_procs, semaphore, rw_lock, multi, slow_node, renewal_scale, scale_curve, tls,
-// wake_latency, cluster) or all. Without --nodes it starts five redis-server children on free
-// loopback ports (and stops them); with --nodes the workloads use those nodes. tls, which compares
-// plain TCP with TLS, starts five servers of its own that listen for both when --nodes is not
-// given; with --nodes it measures the rediss:// nodes over TLS and the redis:// ones over plain
+// wake_latency, cluster, one_node) or all. Without --nodes it starts five redis-server children on
+// free loopback ports (and stops them); with --nodes the workloads use those nodes. tls, which
+// compares plain TCP with TLS, starts five servers of its own that listen for both when --nodes is
+// not given; with --nodes it measures the rediss:// nodes over TLS and the redis:// ones over plain
 // TCP, and needs one rediss:// node at least (--workload tls refuses such a list; all leaves tls
 // out, saying so on stderr). cluster always starts a three-master Redis Cluster and a standalone
 // server of its own.
@@ -58,6 +58,7 @@ constexpr workload workloads[] = {
     {"tls", run_tls, tls_params},
     {"wake_latency", run_wake_latency, wake_latency_params},
     {"cluster", run_cluster, cluster_params},
+    {"one_node", run_one_node, one_node_params},
 };
 
 constexpr std::string_view usage =
@@ -185,7 +186,7 @@ std::vector<figure> run_workload(std::string_view name,
   std::vector<run_result> results;
   for (int run = 0; run < s.runs; ++run) {
     run_result r = chosen.run(run_context{nodes, server_pids, s.quick, run});
-    fmt::print("{},{},\"run\":{}{}}}\n", line_start(name, nodes.size(), r.quorum),
+    fmt::print("{},{},\"run\":{}{}}}\n", line_start(name, r.nodes.value_or(nodes.size()), r.quorum),
                chosen.params(s.quick), run, figures_json(r.figures));
     std::fflush(stdout);
     if (r.errors.total() > 0) {
@@ -209,8 +210,8 @@ std::vector<figure> run_workload(std::string_view name,
     }
   }
   fmt::print("{},{},\"stat\":\"median\",\"runs\":{}{}}}\n",
-             line_start(name, nodes.size(), results.front().quorum), chosen.params(s.quick), s.runs,
-             figures_json(medians));
+             line_start(name, results.front().nodes.value_or(nodes.size()), results.front().quorum),
+             chosen.params(s.quick), s.runs, figures_json(medians));
   std::fflush(stdout);
   return medians;
 }

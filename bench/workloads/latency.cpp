@@ -1,6 +1,7 @@
 // Workload "latency" of redlock_bench.
 
 #include "bench_support.hpp"
+#include "heap_count.hpp"
 #include "lock/key_names.hpp"
 #include "redlock/lease.hpp"
 #include "support/async_test.hpp"
@@ -130,7 +131,9 @@ asio::awaitable<void> lock_latency_loop(const std::vector<redlock::node_config>&
   options.ttl = lock_ttl;
   options.fencing = bench_fencing;
   for (st.iteration = 0; st.iteration < total; ++st.iteration) {
+    if (st.iteration == sizes.warmup) start_counting_instructions();
     st.stage = "acquire";
+    const std::uint64_t allocations0 = heap_allocations();
     const auto t0 = clock_type::now();
     auto [ec, lease] =
         co_await client.async_acquire(key, options, asio::as_tuple(asio::use_awaitable));
@@ -144,9 +147,11 @@ asio::awaitable<void> lock_latency_loop(const std::vector<redlock::node_config>&
     const auto t2 = clock_type::now();
     if (release_ec) errors.add(label + "release", release_ec, lease.diagnostics());
     if (st.iteration < sizes.warmup) continue;
+    st.allocations += heap_allocations() - allocations0;
     st.acquire_us.push_back(micros(t1 - t0));
     if (!release_ec) st.release_us.push_back(micros(t2 - t1));
   }
+  if (total > sizes.warmup) stop_counting_instructions();
   st.stage = "destroying the client";
 }
 
@@ -211,6 +216,9 @@ run_result run_latency(const run_context& context) {
           {"acquire_vs_fanout", ratio(acquire_p50, fanout_p50), 2},
           {"release_vs_set", ratio(release_p50, set_p50), 2},
           {"release_vs_fanout", ratio(release_p50, fanout_p50), 2},
+          // Acquire + release, on every thread of the process (the client's one).
+          {"allocations_per_pair",
+           static_cast<double>(st.allocations) / static_cast<double>(sizes.iterations), 2},
           {"errors", static_cast<double>(st.errors.total()), 0},
       });
   if (bench_fencing) {

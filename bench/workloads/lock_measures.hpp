@@ -30,6 +30,8 @@ struct lock_latency_state {
   int iteration = 0;
   std::size_t quorum = 0;
   std::vector<double> acquire_us, release_us;  // warm-up excluded; release only when it succeeded
+  // operator new calls during the measured (not warm-up) iterations, on every thread
+  std::uint64_t allocations = 0;
 };
 
 // The acquire + release loop of "latency", with a client of its own over `nodes`. Failures go to
@@ -63,9 +65,10 @@ struct throughput_measure {
   std::size_t quorum = 0;
   std::uint64_t pairs = 0;
   double seconds = 0;
-  double cpu = 0;          // this process
-  bool own_nodes = false;  // server_cpu is meaningful
-  double server_cpu = 0;   // the redis-server children given as server_pids
+  double cpu = 0;                 // this process
+  bool own_nodes = false;         // server_cpu is meaningful
+  double server_cpu = 0;          // the redis-server children given as server_pids
+  std::uint64_t allocations = 0;  // operator new calls while the pairs ran
 };
 
 // server_pids: our own nodes' processes, whose CPU time is measured too; empty with --nodes.
@@ -75,8 +78,8 @@ throughput_measure measure_throughput(const std::vector<redlock::node_config>& n
                                       std::string prefix, std::string_view what,
                                       error_tally& errors, const std::string& label = {});
 
-// pairs_per_s and client_cpu_us_per_pair, and with own nodes server_cpu_us_per_pair and
-// client_share_of_cpu; each named name + after.
+// pairs_per_s, client_cpu_us_per_pair and allocations_per_pair, and with own nodes
+// server_cpu_us_per_pair and client_share_of_cpu; each named name + after.
 std::vector<figure> throughput_figures(const throughput_measure& m, std::string_view after);
 
 }  // namespace redlock::bench

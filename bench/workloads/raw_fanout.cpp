@@ -56,7 +56,9 @@ struct raw_link {
   bool has_buffered() const { return tls && SSL_pending(tls.get()) > 0; }
 };
 
-int connect_tcp(const redlock::node_config& node, std::string& error) {
+}  // namespace
+
+int connect_raw_tcp(const redlock::node_config& node, std::string& error) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
@@ -84,8 +86,6 @@ int connect_tcp(const redlock::node_config& node, std::string& error) {
   return fd;
 }
 
-}  // namespace
-
 raw_fanout_result measure_raw_fanout(const std::vector<redlock::node_config>& nodes,
                                      const std::string& key_prefix, int iterations, int warmup) {
   raw_fanout_result result;
@@ -93,7 +93,7 @@ raw_fanout_result measure_raw_fanout(const std::vector<redlock::node_config>& no
   std::vector<raw_link> links;
   for (const auto& node : nodes) {
     raw_link link;
-    link.fd = connect_tcp(node, result.error);
+    link.fd = connect_raw_tcp(node, result.error);
     if (link.fd < 0) return result;
     if (node.tls.enabled) {
       if (!node.tls.ca_file.empty())

@@ -13,6 +13,10 @@
 
 namespace redlock::bench {
 
+// A blocking TCP socket connected to `node` (TCP_NODELAY), or -1 with `error` saying why. The
+// caller closes it.
+int connect_raw_tcp(const redlock::node_config& node, std::string& error);
+
 struct raw_fanout_result {
   std::vector<double> decided_us;  // one sample per fan-out: send of the first SET to the majority
   std::string error;               // empty, or what stopped the loop (the samples so far stand)

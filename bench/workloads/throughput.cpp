@@ -1,6 +1,7 @@
 // Workload "throughput" of redlock_bench.
 
 #include "bench_support.hpp"
+#include "heap_count.hpp"
 #include "redlock/lease.hpp"
 #include "support/async_test.hpp"
 #include "workloads/lock_measures.hpp"
@@ -68,13 +69,17 @@ asio::awaitable<void> throughput_work(const std::vector<redlock::node_config>& n
   st.stage = "pairs";
   const double cpu0 = cpu_seconds();
   const double server_cpu0 = cpu_seconds_of(server_pids);
+  const std::uint64_t allocations0 = heap_allocations();
   const auto t0 = clock_type::now();
+  start_counting_instructions();
   co_await redlock::test::run_all(sizes.inflight, [&](std::size_t) {
     return throughput_worker(client, options, prefix, sizes.pairs, st);
   });
+  stop_counting_instructions();
   st.m.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
   st.m.cpu = cpu_seconds() - cpu0;
   st.m.server_cpu = cpu_seconds_of(server_pids) - server_cpu0;
+  st.m.allocations = heap_allocations() - allocations0;
   st.stage = "destroying the client";
 }
 
@@ -102,6 +107,7 @@ std::vector<figure> throughput_figures(const throughput_measure& m, std::string_
   std::vector<figure> figures = {
       {name("pairs_per_s"), m.seconds > 0 ? pairs / m.seconds : 0, 0},
       {name("client_cpu_us_per_pair"), m.cpu * 1e6 / pairs, 2},
+      {name("allocations_per_pair"), static_cast<double>(m.allocations) / pairs, 2},
   };
   if (m.own_nodes) {
     // Our own nodes only: with --nodes their processes are not ours to measure.

@@ -75,6 +75,11 @@ std::string wake_latency_params(bool quick);
 run_result run_cluster(const run_context& context);
 std::string cluster_params(bool quick);
 
+// throughput with the first node alone, against that server's bound measured in the same run
+// (pipelined SET NX PX and release EVALSHA on a raw socket); their ratio is lock_vs_server_bound.
+run_result run_one_node(const run_context& context);
+std::string one_node_params(bool quick);
+
 }  // namespace redlock::bench
 
 #endif
