@@ -5,7 +5,8 @@
 # has not changed (also in another clone of the repository) and links faster.
 # Safe to run any number of times: when everything is present it changes nothing.
 #
-#   scripts/bootstrap.sh          what building and testing need
+#   scripts/bootstrap.sh          what building and testing need (valgrind among it: the suite
+#                                 counts the client's instructions per lock with callgrind)
 #   scripts/bootstrap.sh --docs   and Doxygen, for the docs target (the API reference)
 set -euo pipefail
 
@@ -18,6 +19,7 @@ packages=(
   liblua5.1-0-dev librapidcheck-dev
   python3
   ccache lld
+  valgrind
 )
 case "${1:-}" in
   "") ;;

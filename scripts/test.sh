@@ -26,6 +26,7 @@ this table for itself at the end. "Warm": a fresh clone whose sources ccache has
   release build                                                1.5 min     9 min
   its whole suite (ctest), the docs (Doxygen)                  7 min       8 min
   benchmarks smoke-run and both demos                          under 1 min
+  client instructions per lock (callgrind; bench/baseline.json) under 1 min
   ASan+UBSan build (what was not hidden) and its whole suite   7.5 min     17 min
   ThreadSanitizer: builds not hidden, the threaded tests and
   the lock-core suites                                         1 min       2 min
@@ -278,6 +279,8 @@ echo "== demo (the README's first command) on build/release"
 REDLOCK_DEMO_BUILD="$root/build/release" scripts/demo.sh >/dev/null
 echo "== demo on a Redis Cluster of its own"
 REDLOCK_DEMO_BUILD="$root/build/release" scripts/demo.sh --cluster --no-build >/dev/null
+stage "client instructions per lock (callgrind, against bench/baseline.json)"
+bench/instructions.py --bench build/release/bench/redlock_bench
 
 if [ "$sanitize" = 1 ]; then
   # Stage 2: the suite under ASan+UBSan; the ThreadSanitizer and fuzz builds meanwhile.
