@@ -5,9 +5,10 @@
 # has not changed (also in another clone of the repository) and links faster.
 # Safe to run any number of times: when everything is present it changes nothing.
 #
-#   scripts/bootstrap.sh          what building and testing need (valgrind among it: the suite
-#                                 counts the client's instructions per lock with callgrind)
-#   scripts/bootstrap.sh --docs   and Doxygen, for the docs target (the API reference)
+#   scripts/bootstrap.sh           what building and testing need (valgrind among it: the suite
+#                                  counts the client's instructions per lock with callgrind)
+#   scripts/bootstrap.sh --docs    and Doxygen, for the docs target (the API reference)
+#   scripts/bootstrap.sh --plots   and matplotlib, for bench/plot.py's figures
 set -euo pipefail
 
 packages=(
@@ -21,14 +22,16 @@ packages=(
   ccache lld
   valgrind
 )
-case "${1:-}" in
-  "") ;;
-  --docs) packages+=(doxygen) ;;
-  *)
-    echo "bootstrap.sh: unknown argument \"$1\" (expected nothing, or --docs)" >&2
-    exit 2
-    ;;
-esac
+for option in "$@"; do
+  case "$option" in
+    --docs) packages+=(doxygen) ;;
+    --plots) packages+=(python3-matplotlib) ;;
+    *)
+      echo "bootstrap.sh: unknown argument \"$option\" (expected --docs or --plots)" >&2
+      exit 2
+      ;;
+  esac
+done
 
 missing=()
 for package in "${packages[@]}"; do
