@@ -85,6 +85,7 @@ std::shared_ptr<redlock::observer> make_bench_observer(std::string_view name) {
 }
 
 bool bench_fencing = false;
+std::size_t bench_renewal_leases = 0;
 
 double micros(clock_type::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();

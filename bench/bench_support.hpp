@@ -47,6 +47,8 @@ extern redlock::client_options bench_client_options;
 std::shared_ptr<redlock::observer> make_bench_observer(std::string_view name);
 // --fencing: the latency and throughput workloads acquire with lock_options::fencing.
 extern bool bench_fencing;
+// --leases N: how many leases renewal_scale holds (0: its default, 10 000, or 500 with --quick).
+extern std::size_t bench_renewal_leases;
 
 double micros(clock_type::duration d);
 // Nearest-rank percentile (p in (0, 1]); 0 for an empty sample.

@@ -1,28 +1,29 @@
-// The counting replacement of the global allocation functions (see heap_count.hpp). The array,
-// nothrow and sized forms are left to the standard library, whose versions call these.
+// The counting heap of redlock_bench (see heap_count.hpp): this program defines the C allocation
+// functions itself, so that every allocation of the process (the library's operator new, Asio's
+// aligned recycling allocator, OpenSSL's and the C library's own) is counted before glibc's
+// allocator (its __libc_* entry points) serves it. free and the other releases are not replaced:
+// glibc's free releases what the __libc_* functions allocated.
 
 #include "heap_count.hpp"
 
 #include <atomic>
-#include <cstdlib>
-#include <new>
+#include <cerrno>
+#include <cstddef>
+
+extern "C" {
+void* __libc_malloc(std::size_t size);
+void* __libc_calloc(std::size_t count, std::size_t size);
+void* __libc_realloc(void* p, std::size_t size);
+void* __libc_memalign(std::size_t alignment, std::size_t size);
+}
 
 namespace {
 
 // Relaxed: the workloads read it on the thread that allocated, after the work they measure.
 std::atomic<std::uint64_t> allocations{0};
 
-void* counted_allocation(std::size_t size) {
+void count() noexcept {
   allocations.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(size == 0 ? 1 : size);
-}
-
-void* counted_aligned_allocation(std::size_t size, std::align_val_t alignment) {
-  allocations.fetch_add(1, std::memory_order_relaxed);
-  const auto align = static_cast<std::size_t>(alignment);
-  // aligned_alloc wants a size that is a multiple of the alignment.
-  const std::size_t rounded = (size + align - 1) / align * align;
-  return std::aligned_alloc(align, rounded == 0 ? align : rounded);
 }
 
 }  // namespace
@@ -35,25 +36,43 @@ std::uint64_t heap_allocations() noexcept {
 
 }  // namespace redlock::bench
 
-void* operator new(std::size_t size) {
-  if (void* p = counted_allocation(size)) return p;
-  throw std::bad_alloc();
+extern "C" {
+
+void* malloc(std::size_t size) noexcept {
+  count();
+  return __libc_malloc(size);
 }
 
-void* operator new(std::size_t size, std::align_val_t alignment) {
-  if (void* p = counted_aligned_allocation(size, alignment)) return p;
-  throw std::bad_alloc();
+void* calloc(std::size_t count_of, std::size_t size) noexcept {
+  count();
+  return __libc_calloc(count_of, size);
 }
 
-void operator delete(void* p) noexcept {
-  std::free(p);
+// A resize counts as an allocation; a realloc(p, 0) that frees does too (rare, and never in the
+// measured loops).
+void* realloc(void* p, std::size_t size) noexcept {
+  count();
+  return __libc_realloc(p, size);
 }
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
+
+void* memalign(std::size_t alignment, std::size_t size) noexcept {
+  count();
+  return __libc_memalign(alignment, size);
 }
-void operator delete(void* p, std::align_val_t) noexcept {
-  std::free(p);
+
+void* aligned_alloc(std::size_t alignment, std::size_t size) noexcept {
+  count();
+  return __libc_memalign(alignment, size);
 }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
+
+int posix_memalign(void** out, std::size_t alignment, std::size_t size) noexcept {
+  // What glibc requires of the alignment: a power of two and a multiple of sizeof(void*).
+  if (alignment % sizeof(void*) != 0 || (alignment & (alignment - 1)) != 0) return EINVAL;
+  count();
+  void* p = __libc_memalign(alignment, size);
+  if (!p) return ENOMEM;
+  *out = p;
+  return 0;
 }
+
+}  // extern "C"

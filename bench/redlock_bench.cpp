@@ -70,6 +70,7 @@ constexpr std::string_view usage =
     "                     [--node-timeout-ms N]   (default 100; raise it under valgrind)\n"
     "                     [--release-channel NAME]   ('' turns release announcements off)\n"
     "                     [--fencing]   (latency and throughput acquire with fencing tokens)\n"
+    "                     [--leases N]   (renewal_scale holds N leases; default 10 000)\n"
     "                     [--observer none|counting|prometheus]   (client_options::observer:\n"
     "                      none, one that counts events, or redlock::prometheus_observer)\n"
     "                     [--table]   (then a readable table of the medians)\n";
@@ -132,6 +133,8 @@ settings parse(int argc, char** argv) {
       s.quick = true;
     } else if (arg == "--node-timeout-ms") {
       bench_client_options.node_timeout = std::chrono::milliseconds(parse_positive(arg, value()));
+    } else if (arg == "--leases") {
+      bench_renewal_leases = static_cast<std::size_t>(parse_positive(arg, value()));
     } else if (arg == "--fencing") {
       bench_fencing = true;
     } else if (arg == "--observer") {

@@ -30,7 +30,7 @@ struct lock_latency_state {
   int iteration = 0;
   std::size_t quorum = 0;
   std::vector<double> acquire_us, release_us;  // warm-up excluded; release only when it succeeded
-  // operator new calls during the measured (not warm-up) iterations, on every thread
+  // heap allocations during the measured (not warm-up) iterations, on every thread
   std::uint64_t allocations = 0;
 };
 
@@ -68,7 +68,7 @@ struct throughput_measure {
   double cpu = 0;                 // this process
   bool own_nodes = false;         // server_cpu is meaningful
   double server_cpu = 0;          // the redis-server children given as server_pids
-  std::uint64_t allocations = 0;  // operator new calls while the pairs ran
+  std::uint64_t allocations = 0;  // heap allocations while the pairs ran
 };
 
 // server_pids: our own nodes' processes, whose CPU time is measured too; empty with --nodes.

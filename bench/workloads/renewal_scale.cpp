@@ -41,7 +41,10 @@ struct renewal_sizes {
 
 // Quick mode keeps the TTL short so that every lease is renewed a few times within the hold.
 renewal_sizes renewal_sizes_for(bool quick) {
-  return quick ? renewal_sizes{500, 2'000ms, 3s, 256} : renewal_sizes{10'000, 10'000ms, 30s, 256};
+  renewal_sizes sizes =
+      quick ? renewal_sizes{500, 2'000ms, 3s, 256} : renewal_sizes{10'000, 10'000ms, 30s, 256};
+  if (bench_renewal_leases != 0) sizes.leases = bench_renewal_leases;
+  return sizes;
 }
 
 struct renewal_state {
@@ -239,7 +242,9 @@ run_result run_renewal_scale(const run_context& context) {
   st.server_pids = context.server_pids;
   asio::io_context io(1);
   drive(io, renewal_work(nodes, sizes, key_prefix("renewal_scale", run), st),
-        hang_limit + sizes.hold, fmt::format("renewal_scale run {}", run), [&] {
+        // Acquiring and releasing many leases takes time of its own: a second per thousand.
+        hang_limit + sizes.hold + std::chrono::seconds(sizes.leases / 1'000),
+        fmt::format("renewal_scale run {}", run), [&] {
           return fmt::format(
               "stage '{}', acquires started {}, acquired {}, released {}, lost {}, errors so far "
               "{}\n{}",
