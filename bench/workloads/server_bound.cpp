@@ -9,6 +9,7 @@
 #include <chrono>
 #include <string_view>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 #include <vector>
 
@@ -19,7 +20,11 @@ namespace rd = redlock::detail;
 
 class raw_socket {
  public:
-  explicit raw_socket(int fd) : fd_(fd) {}
+  // A reply that does not come within 10 s fails the read instead of hanging the bench.
+  explicit raw_socket(int fd) : fd_(fd) {
+    const timeval limit{.tv_sec = 10, .tv_usec = 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  }
   raw_socket(const raw_socket&) = delete;
   raw_socket& operator=(const raw_socket&) = delete;
   ~raw_socket() {
@@ -35,57 +40,67 @@ class raw_socket {
     return true;
   }
 
-  // Reads until `count` replies have come. Every reply these commands get is one line (+OK, $-1,
-  // :1, or an -error), so a reply is a line feed; `error` keeps the first error line.
+  // Reads until `count` more replies have come. Every reply these commands get is one line (+OK,
+  // $-1, :1, or an -error), so a reply is a line feed; `error` keeps the first error line. Lines
+  // read past `count` (the next batch's, already sent) are kept for the next call.
   bool read_lines(std::size_t count, std::string& error) {
-    while (count > 0) {
+    while (lines_ahead_ < count) {
       const auto n = ::recv(fd_, buffer_, sizeof buffer_, 0);
       if (n <= 0) {
-        error = "the server closed the connection or the read failed";
+        error = n == 0 ? "the server closed the connection"
+                       : "no reply within 10 s, or the read failed";
         return false;
       }
       for (long i = 0; i < n; ++i) {
         const char c = buffer_[i];
-        if (at_line_start_ && c == '-' && error.empty()) error_starts_ = true;
-        if (error_starts_) first_error_ += c;
+        if (at_line_start_ && c == '-' && first_error_.empty()) in_error_line_ = true;
+        if (in_error_line_ && c != '\r' && c != '\n') first_error_ += c;
         at_line_start_ = c == '\n';
         if (c == '\n') {
-          if (error_starts_) {
-            error = "the server answered " + first_error_;
-            error_starts_ = false;
-          }
-          --count;
+          in_error_line_ = false;
+          ++lines_ahead_;
         }
       }
     }
+    lines_ahead_ -= count;
+    if (!first_error_.empty()) error = "the server answered " + first_error_;
     return error.empty();
   }
 
  private:
   int fd_;
   char buffer_[64 * 1024];
+  std::size_t lines_ahead_ = 0;  // replies read but not yet asked for
   bool at_line_start_ = true;
-  bool error_starts_ = false;
+  bool in_error_line_ = false;
   std::string first_error_;
 };
 
-// Sends `commands` `depth` at a time, each batch in one write, and waits for a batch's replies
-// before the next: seconds taken, or a negative number on failure.
+// Sends `commands` in batches of `depth`, each in one write, and keeps the server busy as
+// redis-benchmark's many connections do: the next batch is sent before the replies to the last
+// one are read, so that the server never waits for the client. Seconds taken, or a negative number
+// on failure. (Two batches of these commands and their replies fit the sockets' buffers, so
+// neither side blocks the other.)
 double run_pipelined(raw_socket& socket, const std::vector<std::string>& commands,
                      std::size_t depth, std::string& error) {
-  std::string batch;
-  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> batches;
   for (std::size_t first = 0; first < commands.size(); first += depth) {
-    const std::size_t end = std::min(commands.size(), first + depth);
-    batch.clear();
-    for (std::size_t i = first; i < end; ++i)
+    std::string& batch = batches.emplace_back();
+    for (std::size_t i = first; i < std::min(commands.size(), first + depth); ++i)
       batch += commands[i];
-    if (!socket.send_all(batch)) {
+  }
+  const auto replies_in = [&](std::size_t batch) {
+    return std::min(depth, commands.size() - batch * depth);
+  };
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t batch = 0; batch < batches.size(); ++batch) {
+    if (!socket.send_all(batches[batch])) {
       error = "send failed";
       return -1;
     }
-    if (!socket.read_lines(end - first, error)) return -1;
+    if (batch > 0 && !socket.read_lines(replies_in(batch - 1), error)) return -1;
   }
+  if (!batches.empty() && !socket.read_lines(replies_in(batches.size() - 1), error)) return -1;
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 

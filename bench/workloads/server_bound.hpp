@@ -1,8 +1,9 @@
 // What one Redis server can do for the lock with no client logic in the way: the commands of an
 // acquire + release pair (a plain `SET key token NX PX ttl`, then the library's token-checked
-// release script by EVALSHA), pipelined on one blocking socket `depth` at a time, as
-// redis-benchmark -P drives a server. The lock's pairs/s on that node divided by this bound is how
-// close the client brings the server to its limit.
+// release script by EVALSHA), pipelined on one blocking socket in batches of `depth`, the next
+// batch always sent before the last one's replies are read, so that the server never waits: what
+// redis-benchmark -P with several connections drives a server to. The lock's pairs/s on that node
+// divided by this bound is how close the client brings the server to its limit.
 
 #ifndef REDLOCK_BENCH_WORKLOADS_SERVER_BOUND_HPP
 #define REDLOCK_BENCH_WORKLOADS_SERVER_BOUND_HPP
