@@ -9,6 +9,10 @@ measured loop, and the servers are other processes: what is counted is the clien
 those pairs, system calls excepted. Instruction counts do not move with the machine's load as
 wall-clock figures do; a rise above the baseline by more than its `tolerance` fails.
 
+It also runs `throughput` with `--observer prometheus` (client_options::observer set to
+redlock::prometheus_observer) and fails when that observer costs more than `observer_tolerance`
+(5 %) over no observer, both measured in the same run.
+
   bench/instructions.py --bench BUILD/bench/redlock_bench           check (exit 1 on a rise)
   bench/instructions.py --bench BUILD/bench/redlock_bench --update  write the measured figures
                                                                     as the new baseline
@@ -33,15 +37,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_BASELINE = os.path.join(HERE, "baseline.json")
 
 
-def measure(bench, workload, scratch):
-    out = os.path.join(scratch, f"callgrind.{workload}")
+def measure(bench, workload, scratch, observer="none"):
+    out = os.path.join(scratch, f"callgrind.{workload}.{observer}")
     command = [
         "valgrind", "--tool=callgrind", "--collect-atstart=no", f"--callgrind-out-file={out}",
-        bench, "--workload", workload, "--quick", "--runs", "1",
+        bench, "--workload", workload, "--quick", "--runs", "1", "--observer", observer,
         # valgrind runs the client some fifty times slower: no per-node deadline may trip.
         "--node-timeout-ms", "10000",
     ]
     run = subprocess.run(command, capture_output=True, text=True)
+    if run.returncode != 0 and "built without prometheus-cpp" in run.stderr:
+        return None, None
     if run.returncode != 0:
         sys.exit(f"instructions.py: {workload} failed under callgrind (exit {run.returncode}):\n"
                  f"{run.stderr[-4000:]}")
@@ -83,12 +89,15 @@ def main():
             per_pair, allocations = measure(args.bench, workload, scratch)
             measured[workload] = {"instructions_per_pair": round(per_pair),
                                   "allocations_per_pair": allocations}
+        with_prometheus, _ = measure(args.bench, "throughput", scratch, observer="prometheus")
 
     if args.update:
-        baseline = {"tolerance": 0.10}
+        baseline = {"tolerance": 0.10, "observer_tolerance": 0.05}
         if os.path.exists(args.baseline):
             with open(args.baseline) as f:
-                baseline["tolerance"] = json.load(f).get("tolerance", 0.10)
+                old = json.load(f)
+            for key in ("tolerance", "observer_tolerance"):
+                baseline[key] = old.get(key, baseline[key])
         baseline.update(measured)
         with open(args.baseline, "w") as f:
             json.dump(baseline, f, indent=2)
@@ -112,6 +121,17 @@ def main():
             failed = True
         print(f"{workload}: {now} client instructions per pair, baseline {before} "
               f"({ratio:.3f}x); {figures['allocations_per_pair']} allocations per pair: {verdict}")
+    if with_prometheus is None:
+        print("throughput with prometheus_observer: not measured (built without prometheus-cpp)")
+    else:
+        observer_limit = baseline.get("observer_tolerance", 0.05)
+        observer_ratio = with_prometheus / measured["throughput"]["instructions_per_pair"]
+        verdict = "ok"
+        if observer_ratio > 1 + observer_limit:
+            verdict = f"FAILED: the observer costs more than {observer_limit:.0%}"
+            failed = True
+        print(f"throughput with prometheus_observer: {round(with_prometheus)} client instructions "
+              f"per pair ({observer_ratio:.3f}x no observer): {verdict}")
     if failed:
         print("instructions.py: the client's cost per pair rose. If the rise is wanted, update "
               "bench/baseline.json (--update) in a commit of its own that says why.")
