@@ -68,6 +68,8 @@ def throughput_by_inflight(medians, out):
     fig, ax = plt.subplots(figsize=(6, 3.6))
     ax.plot([x for x, _ in points], [v for _, v in points], marker="o")
     ax.set_xscale("log", base=2)
+    ax.set_xticks([x for x, _ in points])
+    ax.set_xticklabels([str(x) for x, _ in points])
     ax.set_xlabel("acquire + release pairs in flight (one client)")
     ax.set_ylabel("pairs / s")
     ax.set_title(f"Throughput against work in flight, {curve['nodes']} nodes")
@@ -166,6 +168,11 @@ def renewal_cost(renewal, out):
     memory = cpu.twinx()
     memory.plot(leases, [r["per_lease_bytes"] for r in points], marker="s", color="#d62728")
     memory.set_ylabel("memory per lease, bytes", color="#d62728")
+    for r in points:
+        if r.get("leases_lost", 0) > 0:  # the renewals fell behind: say so on the curve
+            cpu.annotate(f"{r['leases_lost']:.0f} of {r['leases']:.0f}\nleases lost",
+                         (r["leases"], r["client_cpu_pct"]), textcoords="offset points",
+                         xytext=(-90, -10), fontsize=8, color="#1f77b4")
     cpu.set_title("What renewing many leases costs the client")
     cpu.grid(True, alpha=0.3)
     save(fig, out, "renewal_cost.png")
