@@ -24,17 +24,17 @@ this table for itself at the end. "Warm": a fresh clone whose sources ccache has
   format check (clang-format), links in the Markdown pages,
   no include cycle in src/                                     seconds     seconds
   release build                                                1.5 min     9 min
-  its whole suite (ctest), the docs (Doxygen)                  7 min       8 min
+  its whole suite (ctest), the docs (Doxygen)                  6.5 min     8 min
   benchmarks smoke-run and both demos                          under 1 min
-  client instructions per lock (callgrind; bench/baseline.json) under 1 min
-  ASan+UBSan build (what was not hidden) and its whole suite   7.5 min     17 min
+  client instructions per lock (callgrind; bench/baseline.json) 5 s
+  ASan+UBSan build (what was not hidden) and its whole suite   7 min       17 min
   ThreadSanitizer: builds not hidden, the threaded tests and
   the lock-core suites                                         1 min       2 min
   libFuzzer on the RESP parser                                 1 min
-  in all                                                       about 19 min  about 38 min
+  in all                                                       about 17 min  about 38 min
 
 Environment:
-  REDLOCK_SKIP_SANITIZE=1   only the checks and the release stage (10 minutes warm)
+  REDLOCK_SKIP_SANITIZE=1   only the checks and the release stage (9 minutes warm)
   REDLOCK_FUZZ_SECONDS=N    how long libFuzzer runs (default 60, one worker per core)
   REDLOCK_NO_CCACHE=1       compile without ccache (a cold build; by default ccache is used
                             when installed, and a rebuild of unchanged sources is cheap)
