@@ -71,6 +71,13 @@ def measure(bench, workload, scratch, observer="none"):
     return int(found.group(1)) / pairs, median.get("allocations_per_pair")
 
 
+def judge(ratio, limit, failure):
+    """The verdict on a ratio against 1 + limit, and whether it passed."""
+    if ratio > 1 + limit:
+        return f"FAILED: {failure} {limit:.0%}", False
+    return "ok", True
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bench", required=True, help="the redlock_bench program")
@@ -115,10 +122,8 @@ def main():
         now = figures["instructions_per_pair"]
         before = baseline[workload]["instructions_per_pair"]
         ratio = now / before
-        verdict = "ok"
-        if ratio > 1 + tolerance:
-            verdict = f"FAILED: more than {tolerance:.0%} above the baseline"
-            failed = True
+        verdict, passed = judge(ratio, tolerance, "more than the baseline +")
+        failed = failed or not passed
         print(f"{workload}: {now} client instructions per pair, baseline {before} "
               f"({ratio:.3f}x); {figures['allocations_per_pair']} allocations per pair: {verdict}")
     if with_prometheus is None:
@@ -126,10 +131,8 @@ def main():
     else:
         observer_limit = baseline.get("observer_tolerance", 0.05)
         observer_ratio = with_prometheus / measured["throughput"]["instructions_per_pair"]
-        verdict = "ok"
-        if observer_ratio > 1 + observer_limit:
-            verdict = f"FAILED: the observer costs more than {observer_limit:.0%}"
-            failed = True
+        verdict, passed = judge(observer_ratio, observer_limit, "the observer costs more than")
+        failed = failed or not passed
         print(f"throughput with prometheus_observer: {round(with_prometheus)} client instructions "
               f"per pair ({observer_ratio:.3f}x no observer): {verdict}")
     if failed:
