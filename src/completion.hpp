@@ -7,11 +7,31 @@
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
+#include <type_traits>
 #include <utility>
 
 namespace redlock::detail {
+
+// asio::post through `executor`, and through the io_context's own executor type when that is what
+// `executor` holds (not a strand, not a user's executor): a post through the type-erased executor
+// wraps the function once more and allocates twice, ignoring the function's associated allocator;
+// through the concrete one it allocates once, with that allocator.
+template <class Function>
+void post_through(const boost::asio::any_io_executor& executor, Function&& function) {
+  using plain = boost::asio::io_context::executor_type;
+  using tracked = decltype(boost::asio::prefer(std::declval<plain>(),
+                                               boost::asio::execution::outstanding_work.tracked));
+  if (const auto* io = executor.target<tracked>()) {
+    boost::asio::post(*io, std::forward<Function>(function));
+  } else if (const auto* io = executor.target<plain>()) {
+    boost::asio::post(*io, std::forward<Function>(function));
+  } else {
+    boost::asio::post(executor, std::forward<Function>(function));
+  }
+}
 
 // The caller's handler of one pending operation, completed exactly once.
 //
@@ -65,7 +85,7 @@ class completion {
     };
     if (io_work_) {
       auto work = std::move(io_work_);  // released once the handler has been handed over
-      boost::asio::post(work, std::move(invoke));
+      post_through(work, std::move(invoke));
     } else {
       // Through the I/O executor: any_completion_executor cannot be required to be non-blocking.
       boost::asio::post(io_executor_,
