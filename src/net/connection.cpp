@@ -56,13 +56,16 @@ connection::connection(executor_type executor, node_config node, connection_opti
             answer(req, ec, std::move(reply), how);
           },
           [this](std::string_view message) { log(log_level::warning, message); }),
-      writer_wakeup_(executor_),
+      link_watch_(executor_),
+      health_timer_(executor_),
       reconnect_timer_(executor_),
       drain_timer_(executor_),
       deadline_timer_(executor_),
       failures_(name_, options_.reconnect) {}
 
-connection::~connection() = default;
+connection::~connection() {
+  handler_memory_->drop_ref();
+}
 
 shared_payload connection::encode(std::span<const std::string_view> command) {
   auto payload = std::make_shared<std::string>();
@@ -85,7 +88,7 @@ void connection::close() {
   stop_signal_.emit(asio::cancellation_type::terminal);
   reconnect_timer_.cancel();
   drain_timer_.cancel();
-  writer_wakeup_.cancel();
+  end_link();
   transport_.close();
   mux_.close(asio::error::operation_aborted, "connection closed", lock_clock::now());
   stop_deadline_timer();
@@ -199,14 +202,6 @@ void connection::on_deadline_timer() {
 void connection::stop_deadline_timer() {
   deadline_armed_ = false;
   deadline_timer_.cancel();
-}
-
-void connection::wake_writer() {
-  // Once per turn at most: cancelling the timer takes the reactor's lock, and a fan-out calls this
-  // for every request.
-  if (!writer_waiting_) return;
-  writer_waiting_ = false;
-  writer_wakeup_.cancel();
 }
 
 void connection::log(log_level level, std::string_view message) const {

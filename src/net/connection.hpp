@@ -3,6 +3,7 @@
 
 #include "clock.hpp"
 #include "net/connection_options.hpp"
+#include "net/handler_memory.hpp"
 #include "net/handshake.hpp"
 #include "net/link_failures.hpp"
 #include "net/multiplexer.hpp"
@@ -183,7 +184,7 @@ class connection : public std::enable_shared_from_this<connection> {
   void arm_deadline_timer(std::chrono::steady_clock::time_point at);
   void on_deadline_timer();
   void stop_deadline_timer();
-  void link_lost(boost::system::error_code ec, std::string_view why);
+  // Has the writer take every queued request in a turn of its own (see serve_link).
   void wake_writer();
 
   // Keeps the connection alive for its run loop. Its destructor (the loop ended, or its frame was
@@ -212,9 +213,20 @@ class connection : public std::enable_shared_from_this<connection> {
   boost::system::error_code fail_connect(const handshake_verdict& verdict);
   boost::asio::awaitable<boost::system::error_code> read_reply(resp::value& out);
   boost::asio::awaitable<boost::system::error_code> read_more();
-  boost::asio::awaitable<boost::system::error_code> reader_loop();
-  boost::asio::awaitable<boost::system::error_code> writer_loop();
-  boost::asio::awaitable<boost::system::error_code> health_check_loop();
+  // Records a read's failure, or takes its `n` bytes at `data` into the parser.
+  boost::system::error_code absorb_read(boost::system::error_code read_error, const char* data,
+                                        std::size_t n);
+  // Serves a connected link until it breaks or the connection is closed (connection_loops.cpp).
+  boost::asio::awaitable<void> serve_link();
+  void end_link();
+  void op_done(unsigned finished);
+  void read_next();
+  void on_read(boost::system::error_code ec, const char* data, std::size_t n);
+  // Gives every buffered reply to the multiplexer; false when the link must end.
+  bool deliver_replies();
+  void write_turn();
+  void on_written(boost::system::error_code ec, std::size_t n, std::size_t batch);
+  void arm_health_check();
   void log(log_level level, std::string_view message) const;
 
   executor_type executor_;
@@ -230,9 +242,17 @@ class connection : public std::enable_shared_from_this<connection> {
   // Every request and every decision about them; this class only does the I/O.
   multiplexer mux_;
   std::string write_buffer_;
+  resp::value reply_;  // reused: its storage serves every reply
 
-  lock_timer writer_wakeup_;
-  bool writer_waiting_ = false;  // the writer waits on writer_wakeup_ and nobody has woken it
+  // The operations of the served link's handlers, reused (see handler_memory).
+  handler_memory* handler_memory_ = handler_memory::create();
+  // The served link (serve_link): whether it is up, how many of its handlers are pending, and
+  // whether the writer has a turn posted or a write on the wire.
+  bool link_up_ = false;
+  bool writing_ = false;
+  unsigned link_ops_ = 0;
+  lock_timer link_watch_;  // serve_link waits on it until the link is down and quiet
+  lock_timer health_timer_;
   lock_timer reconnect_timer_;
   lock_timer drain_timer_;
   lock_timer deadline_timer_;

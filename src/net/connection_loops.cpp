@@ -10,6 +10,7 @@
 #include "resp/encoder.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -57,11 +58,10 @@ asio::awaitable<void> connection::run(run_owner /*owner*/) {
         mux_.on_handshake_done(now);
         log(log_level::info, fmt::format("{}: connected", name_));
         if (options_.on_link) options_.on_link(true, error_code{});
-        auto outcome = co_await (reader_loop() || writer_loop() || health_check_loop());
+        co_await serve_link();
         if (state_ == state::closed) break;
         // Whatever broke the link, callers see one code: their request may or may not have run.
         request_error = error::connection_lost;
-        (void)outcome;
       }
 
       transport_.close();
@@ -168,95 +168,172 @@ asio::awaitable<error_code> connection::read_more() {
   }
   auto [read_error, n] =
       co_await transport_.async_read_some(asio::buffer(space.data(), space.size()), use_tuple);
+  co_return absorb_read(read_error, space.data(), n);
+}
+
+error_code connection::absorb_read(error_code read_error, const char* data, std::size_t n) {
   if (read_error) {
     failures_.record(read_error,
                      read_error == asio::error::eof
                          ? std::string("connection closed by the server")
                          : fmt::format("read failed: {}", transport_.describe(read_error)));
-    co_return read_error;
+    return read_error;
   }
-  if (state_ == state::connecting) handshake_.heard({space.data(), n});
+  if (state_ == state::connecting) handshake_.heard({data, n});
   parser_.commit(n);
   last_read_ = lock_clock::now();
-  co_return error_code{};
+  return error_code{};
 }
 
-asio::awaitable<error_code> connection::reader_loop() {
-  resp::value reply;  // reused: its storage serves every reply
-  for (;;) {
-    // Every complete reply already buffered is delivered before the next read, without a
-    // coroutine call per reply: one read typically brings a whole pipelined batch.
-    error_code ec;
-    while (parser_.next(reply, ec)) {
-      if (reply.kind == resp::type::push && !mux_.takes_push(reply)) {
-        if (options_.on_push) options_.on_push(reply);
-        continue;
-      }
-      if (!mux_.consume_reply(reply)) {
-        failures_.record(error::protocol_error,
-                         fmt::format("unsolicited reply {}", resp::to_debug_string(reply)));
-        co_return error::protocol_error;
-      }
-      // A NOSCRIPT re-send or a script reload was queued.
-      if (mux_.write_pending()) wake_writer();
-      if (draining_ && mux_.idle()) close();
-      // A sink answered inline may have closed us.
-      if (state_ != state::ready) co_return asio::error::operation_aborted;
-    }
-    if (ec) {
-      failures_.record(ec, parser_.error_message());
-      co_return ec;
-    }
-    if (auto read_error = co_await read_more()) co_return read_error;
+// Serving a link is done by plain completion handlers, not coroutines: a read, a write or a turn
+// of the writer is one handler invocation, where a coroutine resumption (and the cancellation
+// slots of a parallel group) cost several times as much on every request of every node.
+//
+// Invariant: link_ops_ counts the reader's pending read, the writer's pending write or posted
+// turn, and the health check's pending wait. serve_link() returns only once the link is down
+// (link_up_ false) and link_ops_ is zero, so no handler of this link is left when run() reconnects:
+// a TLS stream must not be replaced under a pending read, and a handler of an old link must never
+// act on a new one. Each handler holds the connection, so that an io_context destroyed with
+// handlers pending destroys them without touching a destroyed connection.
+asio::awaitable<void> connection::serve_link() {
+  link_up_ = true;
+  writing_ = false;
+  read_next();
+  arm_health_check();
+  // The kept cleanups and everything queued while connecting go out in the first turn.
+  wake_writer();
+  while (link_up_ || link_ops_ > 0) {
+    link_watch_.expires_at(steady_clock::time_point::max());
+    co_await link_watch_.async_wait(use_tuple);
+    // close() cancelled the wait (and ended the link): wait for the handlers still pending.
+    if (state_ != state::ready) end_link();
   }
 }
 
-asio::awaitable<error_code> connection::writer_loop() {
-  for (;;) {
-    const auto batch = mux_.prepare_write(write_buffer_, lock_clock::now());
-    if (batch == 0) {
-      // Requests issued during this turn cancel the wait; the writer resumes in a later turn and
-      // takes all of them in one write.
-      writer_wakeup_.expires_at(steady_clock::time_point::max());
-      writer_waiting_ = true;
-      co_await writer_wakeup_.async_wait(use_tuple);
-      writer_waiting_ = false;
-      auto cancelled = (co_await asio::this_coro::cancellation_state).cancelled();
-      if (cancelled != asio::cancellation_type::none || state_ != state::ready) {
-        co_return asio::error::operation_aborted;
-      }
+void connection::end_link() {
+  if (!link_up_) return;
+  link_up_ = false;
+  // Pending reads and writes complete with operation_aborted.
+  transport_.close();
+  health_timer_.cancel();
+  op_done(0);
+}
+
+void connection::op_done(unsigned finished) {
+  link_ops_ -= finished;
+  if (!link_up_ && link_ops_ == 0) link_watch_.cancel();
+}
+
+void connection::read_next() {
+  auto space = parser_.prepare(connection_read_chunk);
+  if (space.empty()) {
+    failures_.record(error::protocol_error, parser_.error_message());
+    return end_link();
+  }
+  ++link_ops_;
+  transport_.async_read_some(
+      asio::buffer(space.data(), space.size()),
+      asio::bind_allocator(handler_allocator<void>(*handler_memory_, handler_memory::use::read),
+                           [self = shared_from_this(), data = space.data()](
+                               error_code ec, std::size_t n) { self->on_read(ec, data, n); }));
+}
+
+void connection::on_read(error_code ec, const char* data, std::size_t n) {
+  op_done(1);
+  if (!link_up_) return;
+  if (absorb_read(ec, data, n) || !deliver_replies()) return end_link();
+  read_next();
+}
+
+bool connection::deliver_replies() {
+  // Every complete reply already buffered is delivered before the next read: one read typically
+  // brings a whole pipelined batch.
+  error_code ec;
+  while (parser_.next(reply_, ec)) {
+    if (reply_.kind == resp::type::push && !mux_.takes_push(reply_)) {
+      if (options_.on_push) options_.on_push(reply_);
       continue;
     }
-
-    auto [ec, n] = co_await transport_.async_write(asio::buffer(write_buffer_), use_tuple);
-    if (ec) {
-      if (state_ == state::ready) {
-        failures_.record(ec, fmt::format("write failed: {}", ec.message()));
-      }
-      co_return ec;
+    if (!mux_.consume_reply(reply_)) {
+      failures_.record(error::protocol_error,
+                       fmt::format("unsolicited reply {}", resp::to_debug_string(reply_)));
+      return false;
     }
-    mux_.commit_write(batch, n);
+    // A NOSCRIPT re-send or a script reload was queued.
+    if (mux_.write_pending()) wake_writer();
+    if (draining_ && mux_.idle()) close();
+    // A sink answered inline may have closed us.
+    if (state_ != state::ready) return false;
   }
+  if (ec) {
+    failures_.record(ec, parser_.error_message());
+    return false;
+  }
+  return true;
 }
 
-asio::awaitable<error_code> connection::health_check_loop() {
+void connection::wake_writer() {
+  // One turn at a time: requests issued while a turn is posted or a write is on the wire are
+  // taken by that turn or by the next one, which follows the write at once. So a fan-out that
+  // issues a request per node costs one post per connection, and a turn takes every request
+  // issued before it runs in one write.
+  if (!link_up_ || writing_) return;
+  writing_ = true;
+  ++link_ops_;
+  auto turn =
+      asio::bind_allocator(handler_allocator<void>(*handler_memory_, handler_memory::use::turn),
+                           [self = shared_from_this()] {
+                             self->op_done(1);
+                             self->write_turn();
+                           });
+  // With the turn's own memory when the executor is the io_context's (see post_through).
+  post_through(executor_, std::move(turn));
+}
+
+void connection::write_turn() {
+  if (!link_up_) return;
+  const auto batch = mux_.prepare_write(write_buffer_, lock_clock::now());
+  if (batch == 0) {
+    writing_ = false;
+    return;
+  }
+  ++link_ops_;
+  transport_.async_write(
+      asio::buffer(write_buffer_),
+      asio::bind_allocator(handler_allocator<void>(*handler_memory_, handler_memory::use::write),
+                           [self = shared_from_this(), batch](error_code ec, std::size_t n) {
+                             self->on_written(ec, n, batch);
+                           }));
+}
+
+void connection::on_written(error_code ec, std::size_t n, std::size_t batch) {
+  op_done(1);
+  if (!link_up_) return;
+  if (ec) {
+    failures_.record(ec, fmt::format("write failed: {}", ec.message()));
+    return end_link();
+  }
+  mux_.commit_write(batch, n);
+  write_turn();
+}
+
+void connection::arm_health_check() {
   const auto limit = options_.health_check_timeout;
-  lock_timer timer(executor_);
-  for (;;) {
-    if (limit <= std::chrono::milliseconds(0)) {
-      timer.expires_at(steady_clock::time_point::max());
-    } else {
-      timer.expires_after(std::max(limit / 4, std::chrono::milliseconds(10)));
-    }
-    auto [ec] = co_await timer.async_wait(use_tuple);
-    if (ec) co_return ec;
-    if (mux_.reply_overdue(last_read_, limit, lock_clock::now())) {
-      failures_.record(
+  if (!link_up_ || limit <= std::chrono::milliseconds(0)) return;
+  ++link_ops_;
+  health_timer_.expires_after(std::max(limit / 4, std::chrono::milliseconds(10)));
+  health_timer_.async_wait([self = shared_from_this()](error_code ec) {
+    self->op_done(1);
+    if (ec || !self->link_up_) return;
+    const auto limit = self->options_.health_check_timeout;
+    if (self->mux_.reply_overdue(self->last_read_, limit, lock_clock::now())) {
+      self->failures_.record(
           error::connection_lost,
           fmt::format("no reply for more than {} ms (server hung or stopped)", limit.count()));
-      co_return error::connection_lost;
+      return self->end_link();
     }
-  }
+    self->arm_health_check();
+  });
 }
 
 }  // namespace redlock::detail
