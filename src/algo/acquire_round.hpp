@@ -4,6 +4,7 @@
 #include "algo/node_answer.hpp"
 #include "algo/quorum.hpp"
 
+#include <boost/container/small_vector.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
@@ -103,7 +104,8 @@ class acquire_round {
   settings settings_;
   tally votes_;
   node_answers answers_;
-  std::vector<boost::system::error_code> failing_for_good_;
+  // By node, like answers_: no allocation per round for up to seven nodes.
+  boost::container::small_vector<boost::system::error_code, 7> failing_for_good_;
   bool not_independent_ = false;
   decision decision_;
 };
