@@ -54,7 +54,7 @@ class request_lanes {
   template <class Make>
   admission admit(lane_id lane, std::optional<route_id> route, Make&& make) {
     const ticket id = ++last_ticket_;
-    auto& l = lanes_[lane];
+    auto& l = lane_state_of(lane);
     const bool go = route && l.waiting == 0 && l.all_in_flight_on(*route);
     if (go) {
       l.entries.push_back(entry{id, state::in_flight, *route});
@@ -259,14 +259,36 @@ class request_lanes {
     dirty_.push_back(lane);
   }
 
-  // After a change to a lane: forgotten when empty, else looked at by the next next().
+  // After a change to a lane: forgotten when empty, else looked at by the next next(). A
+  // forgotten lane's map node is kept for the next lane to open (lane_state_of), so that a
+  // request to a lane of its own (most are: a slot, and nothing else in flight there) allocates
+  // nothing.
   typename lane_map::iterator touched(typename lane_map::iterator it) {
-    if (it->second.entries.empty()) return lanes_.erase(it);
-    if (it->second.waiting > 0) mark(it->first, it->second);
-    return std::next(it);
+    if (!it->second.entries.empty()) {
+      if (it->second.waiting > 0) mark(it->first, it->second);
+      return std::next(it);
+    }
+    if (spare_lanes_.size() >= max_spare_lanes) return lanes_.erase(it);
+    const auto next = std::next(it);
+    spare_lanes_.push_back(lanes_.extract(it));
+    return next;
   }
 
+  lane_state& lane_state_of(lane_id lane) {
+    if (const auto found = lanes_.find(lane); found != lanes_.end()) return found->second;
+    if (spare_lanes_.empty()) return lanes_.try_emplace(lane).first->second;
+    auto node = std::move(spare_lanes_.back());
+    spare_lanes_.pop_back();
+    node.key() = lane;
+    node.mapped() = lane_state{};
+    return lanes_.insert(std::move(node)).position->second;
+  }
+
+  // As many as requests in flight at once on distinct lanes need, within reason.
+  static constexpr std::size_t max_spare_lanes = 1024;
+
   lane_map lanes_;
+  std::vector<typename lane_map::node_type> spare_lanes_;
   std::unordered_map<ticket, Request> parked_;  // the requests of the entries not in flight
   std::vector<lane_id> dirty_;                  // lanes whose first waiting request may go
   ticket last_ticket_ = 0;

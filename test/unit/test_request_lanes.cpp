@@ -152,6 +152,30 @@ BOOST_AUTO_TEST_CASE(a_request_answered_on_its_old_route_releases_the_ones_behin
   BOOST_TEST(node.lanes.lanes() == 0u);
 }
 
+// A settled lane's storage serves the next lane that opens: nothing of the lane it served before
+// (waiting requests, their route) may carry over, whichever lane opens next.
+BOOST_AUTO_TEST_CASE(a_lane_opened_on_a_forgotten_lanes_storage_starts_empty) {
+  node_model node;
+  node.issue("SET-a", 7);
+  node.unsent("SET-a");  // lane 7 waits for new routes
+  node.issue("RELEASE-a", 7);
+  node.renew(7, 2);
+  node.answer("SET-a");
+  node.answer("RELEASE-a");
+  BOOST_TEST(node.lanes.lanes() == 0u);
+  // Lane 8 opens on lane 7's storage: its request goes at once on its own route.
+  node.issue("SET-b", 8);
+  BOOST_TEST(node.sent == (names{"SET-a@1", "SET-a@2", "RELEASE-a@2", "SET-b@1"}),
+             boost::test_tools::per_element());
+  // Lane 7 opens again, fresh: it does not wait for anything of before.
+  node.issue("SET-c", 7);
+  BOOST_TEST(node.sent.back() == "SET-c@2");
+  BOOST_TEST(node.lanes.waiting() == 0u);
+  node.answer("SET-b");
+  node.answer("SET-c");
+  BOOST_TEST(node.lanes.lanes() == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(lanes_do_not_wait_for_each_other) {
   node_model node;
   node.issue("SET-a", 7);
