@@ -24,20 +24,31 @@ const shared_payload& asking_command() {
   return command;
 }
 
+}  // namespace
+
 // One request sent to a shard master, ticket `id_` of its slot's lane: reads its reply for
 // redirections and refusals before the operation's sink sees it, and with replicas pairs it with
 // the WAIT sent behind it. `request_` holds what a resend needs; its sink is the operation's.
-class routed_request final : public reply_sink {
+//
+// Once its last reference is dropped it goes back to its router's spares (keep_spare), without
+// its router and its request, for the next request to reuse: most requests are routed this way.
+class cluster_router::routed_request final : public reply_sink {
  public:
-  using waiting_request = cluster_router::waiting_request;
-  using lane_ticket = cluster_router::lane_ticket;
-
   routed_request(std::shared_ptr<cluster_router> router, waiting_request request, lane_ticket id,
-                 cluster_endpoint sent_to)
-      : router_(std::move(router)),
-        request_(std::move(request)),
-        id_(id),
-        sent_to_(std::move(sent_to)) {}
+                 const cluster_endpoint& sent_to)
+      : router_(std::move(router)), request_(std::move(request)), id_(id), sent_to_(sent_to) {}
+
+  // A spare taken again: as constructed with these.
+  void reuse(std::shared_ptr<cluster_router> router, waiting_request request, lane_ticket id,
+             const cluster_endpoint& sent_to) {
+    router_ = std::move(router);
+    request_ = std::move(request);
+    id_ = id;
+    sent_to_ = sent_to;
+    done_ = false;
+    written_.reset();
+    waited_.reset();
+  }
 
   // `which`: 0 for the request, 1 for the WAIT sent behind it (replicas > 0).
   void on_reply(std::size_t which, error_code ec, const resp::value& reply) override {
@@ -80,7 +91,12 @@ class routed_request final : public reply_sink {
 
   void add_ref() noexcept override { ++refs_; }
   void drop_ref() noexcept override {
-    if (--refs_ == 0) delete this;
+    if (--refs_ != 0) return;
+    // The router is held until this is among its spares: the last reference to the router may
+    // go with it, and this with the router's spares, as the last thing done here.
+    auto router = std::move(router_);
+    request_ = {};  // the operation's sink and bytes are not kept
+    router->keep_spare(this);
   }
 
  private:
@@ -133,6 +149,8 @@ class routed_request final : public reply_sink {
   unsigned refs_ = 0;
 };
 
+namespace {
+
 // A request about no key sent to every master: answered once, when all have answered, with the
 // first failure or, when none failed, the last reply.
 class every_master final : public reply_sink {
@@ -170,6 +188,31 @@ class every_master final : public reply_sink {
 };
 
 }  // namespace
+
+cluster_router::~cluster_router() = default;
+
+void cluster_router::routed_request_deleter::operator()(routed_request* spare) const noexcept {
+  delete spare;
+}
+
+cluster_router::routed_request* cluster_router::make_routed(waiting_request request, lane_ticket id,
+                                                            const cluster_endpoint& sent_to) {
+  if (spare_routed_.empty())
+    return new routed_request(shared_from_this(), std::move(request), id, sent_to);
+  routed_request* spare = spare_routed_.back().release();
+  spare_routed_.pop_back();
+  spare->reuse(shared_from_this(), std::move(request), id, sent_to);
+  return spare;
+}
+
+void cluster_router::keep_spare(routed_request* spare) noexcept {
+  if (spare_routed_.size() >= max_spare_routed) return delete spare;
+  try {
+    spare_routed_.emplace_back(spare);
+  } catch (...) {
+    delete spare;  // emplace_back took no ownership
+  }
+}
 
 void cluster_router::exec(std::string_view key, payload_ref payload, const request_options& rules,
                           unsigned replicas, reply_sink& sink, std::size_t tag,
@@ -298,7 +341,7 @@ void cluster_router::route(std::uint16_t slot, lane_ticket id, std::uint64_t rou
   const auto replicas = request.replicas;
   const bool asking = request.asking.has_value();
   request.asking.reset();  // for this one attempt
-  sink_ref routed(new routed_request(shared_from_this(), std::move(request), id, target.at));
+  sink_ref routed(make_routed(std::move(request), id, target.at));
   if (asking) {
     // ASKING lets the next command on this connection into the importing slot; sent with the
     // request's own rules, so that both are skipped, written or kept together.

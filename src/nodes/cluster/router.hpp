@@ -87,6 +87,7 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
         slot_owner_(cluster_slot_count, no_master),
         lanes_(executor_),
         refresh_(executor_, min_refresh_interval) {}
+  ~cluster_router();
 
   // A request about `key` (empty: about no key) as lock_node::exec.
   void exec(std::string_view key, payload_ref payload, const request_options& rules,
@@ -137,6 +138,17 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
   }
 
  private:
+  // The sink of one routed request (router.cpp); spares are reused.
+  class routed_request;
+  struct routed_request_deleter {
+    void operator()(routed_request* spare) const noexcept;
+  };
+  routed_request* make_routed(waiting_request request, lane_ticket id,
+                              const cluster_endpoint& sent_to);
+  void keep_spare(routed_request* spare) noexcept;
+  // As many as requests in flight at once need, within reason.
+  static constexpr std::size_t max_spare_routed = 1024;
+
   // Requests about no key issued before the first topology wait in this lane, which no slot has.
   static constexpr std::uint32_t keyless_lane = cluster_slot_count;
 
@@ -232,6 +244,8 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
   paced_task refresh_;  // the topology's refresh (topology_refresh.cpp)
 
   error_code lasting_;  // why no topology can be read until a configuration changes
+  // Sinks of requests answered, for the next ones (routed_request).
+  std::vector<std::unique_ptr<routed_request, routed_request_deleter>> spare_routed_;
   std::vector<std::size_t> free_numbers_;  // of dropped links
   std::string last_error_;
   bool closing_ = false;
