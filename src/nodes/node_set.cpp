@@ -70,6 +70,7 @@ node_set::node_set(asio::any_io_executor executor, std::vector<node_config> node
   nodes_.reserve(nodes.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     has_cluster_node_ = has_cluster_node_ || nodes[i].kind == node_kind::cluster;
+    has_plain_node_ = has_plain_node_ || nodes[i].kind != node_kind::cluster;
     if (reporter) {
       connection_settings.on_link = [reporter, i](bool up, error_code why) {
         reporter->link(i, up, why);

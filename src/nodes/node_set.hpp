@@ -92,6 +92,8 @@ class node_set {
   const node_config& node(std::size_t i) const noexcept { return nodes_[i]->config(); }
   // Some node is a Redis Cluster: every key of one request must be in one hash slot.
   bool has_cluster_node() const noexcept { return has_cluster_node_; }
+  // Whether a node of another kind (standalone, sentinel-managed) is in the set.
+  bool has_plain_node() const noexcept { return has_plain_node_; }
 
   // Sends one request about `key` (its first key; every key of a request shares one hash slot;
   // empty for PING) to every node (or those marked in `only`) with `rules`;
@@ -158,6 +160,7 @@ class node_set {
   std::shared_ptr<peer_registry> peers_;
   std::vector<std::unique_ptr<lock_node>> nodes_;
   bool has_cluster_node_ = false;
+  bool has_plain_node_ = false;
 };
 
 }  // namespace redlock::detail

@@ -144,9 +144,13 @@ class gone_key_reporter final : public reply_sink {
 
 payload_by_node_kind encode_release(const node_set& nodes, const hold_keys& held,
                                     std::string_view token, std::string_view channel) {
-  payload_by_node_kind bytes{.plain = encode_hold_release(held, token, channel, false),
-                             .for_cluster = {}};
-  if (nodes.has_cluster_node() && !channel.empty()) {
+  payload_by_node_kind bytes;
+  // Cluster nodes announce on their shard's channel: their own bytes, and only theirs when every
+  // node is one (payload_by_node_kind::for_node never reads `plain` for them then).
+  const bool cluster_bytes = nodes.has_cluster_node() && !channel.empty();
+  if (!cluster_bytes || nodes.has_plain_node())
+    bytes.plain = encode_hold_release(held, token, channel, false);
+  if (cluster_bytes) {
     const auto shard_channel = in_slot(hash_slot(held.key), channel);
     bytes.for_cluster = encode_hold_release(held, token, shard_channel, true);
   }
