@@ -69,4 +69,8 @@ master_record sentinel_node::last_master_change() const {
   return router_->last_change();
 }
 
+bool sentinel_node::master_change_settled() const {
+  return router_->record_settled();
+}
+
 }  // namespace redlock::detail

@@ -80,6 +80,9 @@ class sentinel_node final : public lock_node {
   std::string master_address() const;
   // When it last changed, as far as the sentinels told.
   master_record last_master_change() const;
+  // Whether last_master_change() holds the sentinels' own account for the master named now (it
+  // is asked for beside the requests, and may come after their replies).
+  bool master_change_settled() const;
 
  private:
   std::shared_ptr<sentinel_router> router_;

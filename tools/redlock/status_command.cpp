@@ -20,10 +20,12 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <functional>
@@ -240,13 +242,31 @@ std::vector<node_answer> ask_every_node(const status_options& options,
     addresses.push_back(node.address());
   const auto peers = std::make_shared<detail::peer_registry>(std::move(addresses));
   std::size_t pending = 2 * nodes.size();
-  const auto answered = [&] {
-    // Each request has its deadline, so this is reached within the timeout; closing the
-    // connections then lets the io_context run out of work.
-    if (--pending == 0) {
-      for (const auto& node : lock_nodes)
-        node->close_when_idle(std::chrono::milliseconds(0));
+  // A sentinel node asks the sentinels since when they name its master beside the requests, and
+  // that answer may come after theirs: each link is described once every such account is in (or
+  // the timeout has passed), then the connections are closed, which lets the io_context run out
+  // of work.
+  asio::steady_timer settling(io);
+  const auto settle_by = std::chrono::steady_clock::now() + options.timeout;
+  std::function<void()> finish = [&] {
+    const bool unsettled = std::any_of(lock_nodes.begin(), lock_nodes.end(), [](const auto& node) {
+      const auto* sentinel = dynamic_cast<const detail::sentinel_node*>(node.get());
+      return sentinel != nullptr && !sentinel->master_address().empty() &&
+             !sentinel->master_change_settled();
+    });
+    if (unsettled && std::chrono::steady_clock::now() < settle_by) {
+      settling.expires_after(std::chrono::milliseconds(2));
+      settling.async_wait([&](error_code) { finish(); });
+      return;
     }
+    for (std::size_t i = 0; i < lock_nodes.size(); ++i)
+      answers[i].link = describe_link(*lock_nodes[i], key);
+    for (const auto& node : lock_nodes)
+      node->close_when_idle(std::chrono::milliseconds(0));
+  };
+  // Each request has its deadline, so the last answer comes within the timeout.
+  const auto answered = [&] {
+    if (--pending == 0) finish();
   };
   const std::string channel = client_options{}.release_channel;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
@@ -255,7 +275,6 @@ std::vector<node_answer> ask_every_node(const status_options& options,
          [&, i](error_code ec, const resp::value& reply) {
            answers[i].ec = ec;
            answers[i].reply = reply;
-           answers[i].link = describe_link(*lock_nodes[i], key);
            answered();
          });
     // ["redlock:released", N]: how many clients wait for some lock on this node. A cluster's

@@ -167,10 +167,11 @@ asio::awaitable<void> sentinel_router::learn_record(std::shared_ptr<connection> 
   const std::string_view command[] = {"SENTINEL", "MASTER", config_.sentinel_master};
   auto [ec, reply] = co_await link->async_exec(std::span<const std::string_view>(command), rules,
                                                asio::as_tuple(asio::use_awaitable));
-  if (ec || closing_ || master_at_ != master) co_return;  // moved on meanwhile: not its record
-  if (auto record = read_master_record(reply, master, lock_wall_now())) {
+  if (closing_ || master_at_ != master) co_return;  // moved on meanwhile: not its record
+  if (auto record = ec ? std::nullopt : read_master_record(reply, master, lock_wall_now())) {
     record_ = *record;
   }
+  record_settled_ = true;
 }
 
 bool sentinel_router::adopt(const cluster_endpoint& master) {
@@ -194,6 +195,7 @@ bool sentinel_router::adopt(const cluster_endpoint& master) {
   const bool first = !master_at_;
   master_at_ = master;
   record_ = master_record{.since = lock_wall_now(), .config_epoch = std::nullopt};
+  record_settled_ = false;  // until learn_record has the sentinels' answer
   if (settings_.logger) {
     call_logger(
         settings_.logger, executor_, log_level::info,

@@ -84,6 +84,9 @@ class sentinel_router : public std::enable_shared_from_this<sentinel_router> {
 
   std::string master_address() const { return master_at_ ? endpoint_text(*master_at_) : ""; }
   const master_record& last_change() const noexcept { return record_; }
+  // Whether last_change() is as the sentinels told it for the master named now (their answer to
+  // SENTINEL MASTER came, or could not come), rather than the moment this client adopted it.
+  bool record_settled() const noexcept { return record_settled_; }
   const node_config& config() const noexcept { return config_; }
 
   // The master may have moved (READONLY, a lost or refused link): ask again, soon. With
@@ -154,6 +157,7 @@ class sentinel_router : public std::enable_shared_from_this<sentinel_router> {
   std::uint64_t master_generation_ = 0;
   std::optional<cluster_endpoint> master_at_;
   master_record record_;
+  bool record_settled_ = false;  // record_settled()
   master_moved_fn on_moved_;
   struct release_wish {
     std::string channel;
