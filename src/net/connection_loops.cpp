@@ -11,9 +11,6 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_allocator.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -22,6 +19,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <span>
 #include <variant>
 
 namespace redlock::detail {
@@ -32,6 +30,14 @@ using std::chrono::steady_clock;
 using namespace asio::experimental::awaitable_operators;
 
 namespace {
+
+// Room in the parser's buffer for the next read; empty, with the failure recorded, when a reply
+// has outgrown the configured limit.
+std::span<char> read_space(resp::parser& parser, link_failures& failures) {
+  auto space = parser.prepare(connection_read_chunk);
+  if (space.empty()) failures.record(error::protocol_error, parser.error_message());
+  return space;
+}
 
 handshake_verdict tls_failure(error_code ec) {
   return {error::tls_handshake_failed,
@@ -161,11 +167,8 @@ asio::awaitable<error_code> connection::read_reply(resp::value& out) {
 }
 
 asio::awaitable<error_code> connection::read_more() {
-  auto space = parser_.prepare(connection_read_chunk);
-  if (space.empty()) {
-    failures_.record(error::protocol_error, parser_.error_message());
-    co_return error::protocol_error;
-  }
+  auto space = read_space(parser_, failures_);
+  if (space.empty()) co_return error::protocol_error;
   auto [read_error, n] =
       co_await transport_.async_read_some(asio::buffer(space.data(), space.size()), use_tuple);
   co_return absorb_read(read_error, space.data(), n);
@@ -225,11 +228,8 @@ void connection::op_done(unsigned finished) {
 }
 
 void connection::read_next() {
-  auto space = parser_.prepare(connection_read_chunk);
-  if (space.empty()) {
-    failures_.record(error::protocol_error, parser_.error_message());
-    return end_link();
-  }
+  auto space = read_space(parser_, failures_);
+  if (space.empty()) return end_link();
   ++link_ops_;
   transport_.async_read_some(
       asio::buffer(space.data(), space.size()),
