@@ -48,7 +48,7 @@ void prepare_for_lock(connection_options& settings) {
       &fenced_acquire_script(),  &fence_write_back_script(), &semaphore_acquire_script(),
       &rw_read_acquire_script(), &rw_write_acquire_script(), &rw_read_extend_script(),
       &rw_read_release_script(), &rw_write_release_script(), &multi_acquire_script(),
-      &multi_extend_script(),    &multi_release_script()};
+      &multi_extend_script(),    &multi_release_script(),    &batch_extend_script()};
   settings.permission_probes = permission_probes();
 }
 

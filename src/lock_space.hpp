@@ -18,6 +18,8 @@
 
 namespace redlock::detail {
 
+class extension_batch;
+
 // What every operation and lease of one client shares: the node set, the local queues and the
 // release announcements that feed them, the round-trip measure behind the waiting, and the
 // registry of what a shutdown ends (the lock_home part, all that a lease sees of it). The client
@@ -47,6 +49,10 @@ class lock_space : public lock_home, public std::enable_shared_from_this<lock_sp
     if (!announces_releases()) return true;
     return listener_ && listener_->settled(resource);
   }
+
+  // The renewals gathered in this turn of the executor, sent together at its end (ops/extend.cpp);
+  // null while none is gathered.
+  std::shared_ptr<extension_batch> gathering_renewals;
 
   // After close(), operations fail with operation_aborted; the connections close once the
   // requests queued on them are out (within `drain_bound`).

@@ -68,6 +68,17 @@ steady_clock::time_point renewal_due(steady_clock::time_point valid_until, milli
   return valid_until - ttl / 2;
 }
 
+milliseconds renewal_tick(milliseconds ttl) {
+  return std::clamp(ttl / 64, milliseconds(1), milliseconds(25));
+}
+
+steady_clock::time_point renewal_tick_start(steady_clock::time_point due, milliseconds ttl) {
+  const steady_clock::duration tick = renewal_tick(ttl);
+  auto into_tick = due.time_since_epoch() % tick;
+  if (into_tick < steady_clock::duration::zero()) into_tick += tick;  // before the epoch
+  return due - into_tick;
+}
+
 renewal plan_renewal(const extension_validity& validity, steady_clock::time_point now,
                      milliseconds lock_ttl, std::optional<steady_clock::time_point> max_hold_end,
                      double drift_factor) {

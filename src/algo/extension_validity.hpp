@@ -91,6 +91,15 @@ std::optional<steady_clock::time_point> renewal_retry_at(steady_clock::time_poin
 steady_clock::time_point renewal_due(steady_clock::time_point valid_until,
                                      std::chrono::milliseconds ttl);
 
+// The start of the renewal tick that `due` falls in, for a lock of `ttl`. Renewals of one client
+// that fall due within the same tick go out together, one request per node for all of them
+// (ops/extend.cpp): a client that holds many leases pays per tick, not per lease. A renewal moves
+// earlier to the tick's start, never later. The tick is a 64th of the TTL, within [1 ms, 25 ms],
+// counted from the clock's epoch so that every lease of the clock shares the ticks.
+std::chrono::milliseconds renewal_tick(std::chrono::milliseconds ttl);
+steady_clock::time_point renewal_tick_start(steady_clock::time_point due,
+                                            std::chrono::milliseconds ttl);
+
 // What a renewal sends, decided when it is due.
 //  - The TTL never shortens what is claimed, nor what an extension still in flight may give the
 //    key: ttl_covering(claimed()), and at least the lock's own TTL.

@@ -79,8 +79,13 @@ void lease_machine::schedule() {
     return;
   }
   // At acquire this is half of the TTL after the round started, less the round's duration and the
-  // drift allowance; after a long user extension, half a TTL before that one runs out.
-  next_renewal_ = renewal_due(validity_.valid_until(), settings_.ttl);
+  // drift allowance; after a long user extension, half a TTL before that one runs out. Moved
+  // earlier to the start of its tick, so that the client's renewals of that tick go out together.
+  next_renewal_ = renewal_due_now();
+}
+
+steady_clock::time_point lease_machine::renewal_due_now() const {
+  return renewal_tick_start(renewal_due(validity_.valid_until(), settings_.ttl), settings_.ttl);
 }
 
 void lease_machine::renew(steady_clock::time_point now) {
@@ -111,7 +116,7 @@ void lease_machine::send(std::chrono::milliseconds ttl, bool from_renewal,
     next_renewal_ = steady_clock::time_point::max();  // until it is decided
   } else if (settings_.auto_renew && !renewal_in_flight_ && !stopped_by_max_hold_) {
     // A shorter validity needs an earlier renewal; a longer one is planned when confirmed.
-    next_renewal_ = std::min(next_renewal_, renewal_due(validity_.valid_until(), settings_.ttl));
+    next_renewal_ = std::min(next_renewal_, renewal_due_now());
   }
   arm();
   ask({.what = lease_action::kind::send_extension,

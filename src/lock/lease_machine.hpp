@@ -103,6 +103,8 @@ class lease_machine {
   }
   // When the next renewal is due for the validity claimed now.
   void schedule();
+  // renewal_due for the validity claimed now, at the start of its tick (renewal_tick_start).
+  steady_clock::time_point renewal_due_now() const;
   void renew(steady_clock::time_point now);
   void send(std::chrono::milliseconds ttl, bool from_renewal, steady_clock::time_point now);
 

@@ -32,6 +32,7 @@ enum class lock_request : std::uint8_t {
   extend,
   read_extend,   // a read-write lock reader's extension (rw_read_extend_script); as extend
   multi_extend,  // a set's extension (multi_extend_script); as extend
+  batch_extend,  // many locks' renewals in one request (batch_extend_script); as extend
   ping,
   read  // inspection: the keys' values and PTTLs (client::async_inspect)
 };

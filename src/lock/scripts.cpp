@@ -218,6 +218,21 @@ const script& extend_script() {
   return lua;
 }
 
+// A key that cannot be read (another type) answers with its error in its place: the other keys'
+// renewals do not fail with it.
+const script& batch_extend_script() {
+  static const script lua(
+      "local extended = {} "
+      "for i = 1, #KEYS do "
+      "local held = redis.pcall('GET', KEYS[i]) "
+      "if type(held) == 'table' then extended[i] = held "
+      "elseif held == ARGV[2 * i - 1] then "
+      "extended[i] = redis.call('PEXPIRE', KEYS[i], ARGV[2 * i]) "
+      "else extended[i] = 0 end end "
+      "return extended");
+  return lua;
+}
+
 // A set of locks (client::async_acquire_all): every script below acts on all of its keys or on
 // none, so that on one node the set is either wholly ours or not ours. A lock key of the set is
 // the same key a single lock of that resource uses: a set and a lock of one of its resources
@@ -292,6 +307,11 @@ bool acquire_granted(const resp::value& reply) noexcept {
     return e.kind == resp::type::bulk_string && !e.text.empty() &&
            std::all_of(e.text.begin(), e.text.end(), [](char c) { return c >= '0' && c <= '9'; });
   });
+}
+
+bool some_key_extended(const resp::value& reply) noexcept {
+  return reply.kind == resp::type::array &&
+         std::any_of(reply.elements.begin(), reply.elements.end(), script_acted);
 }
 
 bool script_acted(const resp::value& reply) noexcept {

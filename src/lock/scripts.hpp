@@ -92,6 +92,11 @@ const script& rw_read_release_script();
 // KEYS[2] = mark, ARGV[1..4] as rw_read_release. A writer extends its key with extend_script.
 const script& rw_write_release_script();
 
+// batch_extend: the renewals of many locks at once, one request per node (ops/extend.cpp). For
+// each KEYS[i] that holds ARGV[2i - 1] (its token), sets its TTL to ARGV[2i] milliseconds. Returns
+// one answer per key, in order: 1 extended, 0 not ours (gone or another token), or the error that
+// reading it met (a key of another type). As extend_script without a second key, per key.
+const script& batch_extend_script();
 // A set of locks, one lease for several resources (client::async_acquire_all). Its keys are the
 // resources' own lock keys, KEYS[1..n] in the set's order; on one node multi_acquire and
 // multi_extend act on all of them or on none. A fenced set writes each resource's token back with
@@ -122,6 +127,8 @@ inline constexpr std::size_t max_set_size = 64;
 // token-checked script acted (1; 0 when the key was not ours).
 bool acquire_granted(const resp::value& reply) noexcept;
 bool script_acted(const resp::value& reply) noexcept;
+// The same for batch_extend's answers: whether it extended any of its keys.
+bool some_key_extended(const resp::value& reply) noexcept;
 
 // The script that releases a hold of `kind` (lock/hold_keys.hpp).
 const script& release_script_for(hold_kind kind);

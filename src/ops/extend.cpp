@@ -11,11 +11,13 @@
 #include "ops/vote.hpp"
 #include "text.hpp"
 
+#include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <span>
 #include <string_view>
+#include <vector>
 
 namespace redlock::detail {
 
@@ -39,6 +41,16 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
         id_(id),
         from_renewal_(from_renewal),
         caller_(std::move(caller)) {}
+
+  // The key, token and TTL this extension sends, for a batch (extension_batch).
+  const std::string& key() const noexcept { return state_->resource(); }
+  const std::string& token() const noexcept { return state_->token(); }
+  std::chrono::milliseconds ttl() const noexcept { return ttl_; }
+  // Whether its lease still holds: a batch does not send the extensions of leases released or
+  // lost while it gathered.
+  bool still_wanted() const noexcept { return state_->current() == lease_state::phase::held; }
+  // Joins a batch: the batch hands it each node's answer for its key as on_reply(tag + node).
+  std::size_t join_batch() { return open_ballot(); }
 
   void run() {
     const std::string ttl_text = std::to_string(ttl_.count());
@@ -110,6 +122,103 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
   std::string payload_;
 };
 
+}  // namespace
+
+// The renewals of many leases, gathered in one turn of the executor and sent as one
+// batch_extend_script request per node. Each lease keeps its own extend_op, which decides from its
+// own key's answers exactly as from a request of its own: a node's answer for the whole batch
+// (a timeout, a reset, NOSCRIPT, READONLY) is every member's answer.
+//
+// Only renewals of plain locks on nodes that are no cluster go in a batch: a cluster's keys live
+// in different hash slots, which one script cannot span. A batch of one is sent as that
+// extension's own request.
+//
+// Safety is the single extension's: the script compares each key with its token, and each
+// extension's validity counts from when its lease asked for it, which is no later than when the
+// batch is sent.
+class extension_batch final : public fan_out_sink,
+                              public std::enable_shared_from_this<extension_batch> {
+ public:
+  // Past this many keys the batch is sent at once and a new one gathers: a script blocks its
+  // server while it runs, and 256 keys keep that to a few hundred microseconds.
+  static constexpr std::size_t most_keys = 256;
+
+  explicit extension_batch(lock_space& space)
+      : fan_out_sink(space.nodes().size()), gathered_by_(space.weak_from_this()) {}
+
+  // Adds `op` to the batch the space gathers now, which is sent at the end of this turn of the
+  // executor or once it is full.
+  static void gather(lock_space& space, std::shared_ptr<extend_op> op) {
+    auto& gathering = space.gathering_renewals;
+    if (!gathering) {
+      gathering = std::make_shared<extension_batch>(space);
+      asio::post(space.executor(), [batch = gathering] { batch->send(); });
+    }
+    const std::size_t tag = op->join_batch();
+    gathering->members_.push_back({std::move(op), tag});
+    if (gathering->members_.size() == most_keys) gathering->send();
+  }
+
+ private:
+  struct member {
+    std::shared_ptr<extend_op> op;
+    std::size_t tag;  // the tag of its node 0 in its own ballot
+  };
+
+  void send() {
+    if (sent_) return;
+    sent_ = true;
+    // The space keeps the batch while it gathers, and the batch the space only once sent: a
+    // client destroyed before the batch is sent does not leave the two holding each other.
+    space_ = gathered_by_.lock();
+    if (!space_) return;
+    if (space_->gathering_renewals.get() == this) space_->gathering_renewals.reset();
+    std::erase_if(members_, [](const member& m) { return !m.op->still_wanted(); });
+    if (members_.empty()) return;
+    if (members_.size() == 1) return members_.front().op->run();
+    std::vector<std::string_view> keys;
+    std::vector<std::string> ttl_texts;
+    std::vector<std::string_view> args;
+    keys.reserve(members_.size());
+    ttl_texts.reserve(members_.size());
+    args.reserve(2 * members_.size());
+    for (const member& m : members_) {
+      keys.push_back(m.op->key());
+      ttl_texts.push_back(std::to_string(m.op->ttl().count()));
+      args.push_back(m.op->token());
+      args.push_back(ttl_texts.back());
+    }
+    payload_ = encode_evalsha(batch_extend_script(), keys, args);
+    space_->nodes().send(keys.front(), payload_, *this, open_ballot(),
+                         rules_of(lock_request::batch_extend));
+  }
+
+  std::shared_ptr<void> owner() override { return shared_from_this(); }
+
+  void on_answer(std::size_t node, error_code ec, const resp::value& reply) override {
+    // One answer per key, in the members' order; anything else is every member's answer.
+    const bool per_key =
+        !ec && reply.kind == resp::type::array && reply.elements.size() == members_.size();
+    for (std::size_t i = 0; i < members_.size(); ++i) {
+      members_[i].op->on_reply(members_[i].tag + node, ec, per_key ? reply.elements[i] : reply);
+    }
+  }
+
+  std::weak_ptr<lock_space> gathered_by_;
+  std::shared_ptr<lock_space> space_;  // from when it is sent
+  std::vector<member> members_;
+  std::string payload_;
+  bool sent_ = false;
+};
+
+namespace {
+
+// Whether a renewal of `lease` may go in a batch (extension_batch).
+bool batches(const lease_state& lease) {
+  return lease.kind() == hold_kind::lock && lease.companion_key().empty() &&
+         !space_of(lease).nodes().has_cluster_node();
+}
+
 void carry_out(lease_state& lease, std::shared_ptr<user_operation> caller) {
   while (const auto action = lease.renewal().next_action()) {
     switch (action->what) {
@@ -121,12 +230,17 @@ void carry_out(lease_state& lease, std::shared_ptr<user_operation> caller) {
                                     carry_out(self);
                                   });
         break;
-      case lease_action::kind::send_extension:
-        std::make_shared<extend_op>(lease.shared_from_this(), action->ttl, action->id,
-                                    action->from_renewal,
-                                    action->from_renewal ? nullptr : std::move(caller))
-            ->run();
+      case lease_action::kind::send_extension: {
+        auto op = std::make_shared<extend_op>(lease.shared_from_this(), action->ttl, action->id,
+                                              action->from_renewal,
+                                              action->from_renewal ? nullptr : std::move(caller));
+        if (action->from_renewal && batches(lease)) {
+          extension_batch::gather(space_of(lease), std::move(op));
+        } else {
+          op->run();
+        }
         break;
+      }
       case lease_action::kind::expire:
         lose(lease, lease.why_expired());
         break;

@@ -73,6 +73,8 @@ request_rules rules_of(lock_request kind) noexcept {
       return lock_write(rw_read_extend_script(), &script_acted);
     case lock_request::multi_extend:
       return lock_write(multi_extend_script(), &script_acted);
+    case lock_request::batch_extend:
+      return lock_write(batch_extend_script(), &some_key_extended);
   }
   return {};
 }

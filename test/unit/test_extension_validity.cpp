@@ -225,6 +225,22 @@ BOOST_AUTO_TEST_CASE(a_renewal_is_due_half_a_ttl_before_the_validity_runs_out) {
   BOOST_TEST(at(rd::renewal_due(granted_at + 1000ms, 1001ms)) == 500.0);  // half of 1001 ms: 500 ms
 }
 
+// Renewals falling due within one tick go out together: each moves to its tick's start, never
+// later, and the ticks are the clock's, whichever lease asks.
+BOOST_AUTO_TEST_CASE(a_renewal_moves_to_the_start_of_its_tick) {
+  BOOST_TEST(rd::renewal_tick(10s).count() == 25);  // a 64th is 156 ms: at most 25 ms
+  BOOST_TEST(rd::renewal_tick(640ms).count() == 10);
+  BOOST_TEST(rd::renewal_tick(20ms).count() == 1);  // at least 1 ms
+  const steady_clock::time_point epoch{};
+  BOOST_TEST((rd::renewal_tick_start(epoch + 1'000'024ms, 10s) == epoch + 1'000'000ms));
+  BOOST_TEST((rd::renewal_tick_start(epoch + 1'000'025ms, 10s) == epoch + 1'000'025ms));
+  BOOST_TEST((rd::renewal_tick_start(epoch + 1'000'025ms + 1ns, 10s) == epoch + 1'000'025ms));
+  BOOST_TEST((rd::renewal_tick_start(epoch - 1ms, 10s) == epoch - 25ms));
+  // Two leases whose renewals fall due 20 ms apart within a tick renew at the same instant.
+  BOOST_TEST((rd::renewal_tick_start(epoch + 50'001ms, 10s) ==
+              rd::renewal_tick_start(epoch + 50'021ms, 10s)));
+}
+
 BOOST_AUTO_TEST_CASE(a_renewal_sends_the_lock_ttl_when_that_covers_what_is_claimed) {
   const auto v = acquired();
   // 4898 ms claimed from now: 4951 ms would do, the lock's TTL is more.

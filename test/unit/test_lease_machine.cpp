@@ -68,11 +68,13 @@ BOOST_AUTO_TEST_CASE(renewal_is_due_at_half_life_and_confirmed_moves_the_validit
   machine.held(t0, valid_until);
   auto actions = actions_of(machine);
   BOOST_TEST(actions.size() == 1u);
-  // Armed for the renewal: half a TTL before the validity ends.
-  BOOST_TEST((armed_at(actions) == valid_until - 5s));
-  BOOST_TEST((machine.next_renewal() == valid_until - 5s));
+  // Armed for the renewal: half a TTL before the validity ends, at the start of its tick.
+  const auto due = renewal_tick_start(valid_until - 5s, 10s);
+  BOOST_TEST((due <= valid_until - 5s && due > valid_until - 5s - renewal_tick(10s)));
+  BOOST_TEST((armed_at(actions) == due));
+  BOOST_TEST((machine.next_renewal() == due));
 
-  auto now = valid_until - 5s;
+  auto now = due;
   machine.timer(now);
   actions = actions_of(machine);
   const auto extension = sent(actions);
@@ -88,7 +90,7 @@ BOOST_AUTO_TEST_CASE(renewal_is_due_at_half_life_and_confirmed_moves_the_validit
   machine.plan_after_extension(true, false, now);
   actions = actions_of(machine);
   BOOST_TEST((machine.validity().valid_until() > valid_until));
-  BOOST_TEST((armed_at(actions) == machine.validity().valid_until() - 5s));
+  BOOST_TEST((armed_at(actions) == renewal_tick_start(machine.validity().valid_until() - 5s, 10s)));
 }
 
 BOOST_AUTO_TEST_CASE(without_renewal_the_lease_expires_at_its_validity) {

@@ -11,6 +11,7 @@
 #include "support/lock_checks.hpp"
 #include "support/printing.hpp"
 #include "support/redis_fleet.hpp"
+#include "support/sync_client.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
@@ -19,6 +20,8 @@
 #include <array>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -32,6 +35,23 @@ using redlock::test::record;
 using redlock::test::settled_everywhere;
 using redlock::test::void_outcome;
 using redlock::test::warm_up;
+
+// Counts the outcomes the observer is told of (on the client's executor).
+class extension_counter final : public redlock::observer {
+ public:
+  void on_extend(const redlock::lease_event& event) override {
+    ++(event.error ? failed : confirmed);
+  }
+  void on_lost(const redlock::lease_event&) override { ++lost; }
+  std::size_t confirmed = 0;
+  std::size_t failed = 0;
+  std::size_t lost = 0;
+};
+
+// Scripts a node ran by their digest, failed ones included.
+long long evalsha_calls(std::uint16_t port) {
+  return redlock::test::info_counter(port, "commandstats", "cmdstat_evalsha:calls=");
+}
 
 }  // namespace
 
@@ -188,6 +208,135 @@ BOOST_FIXTURE_TEST_CASE(renewal_never_touches_a_foreign_key, redlock::test::five
       const auto value = nodes.get(i, "stolen");
       BOOST_TEST((!value || *value == ours), "node " << i << " holds " << value.value_or(""));
     }
+  });
+}
+
+// The renewals of a client's leases that fall due in one tick go out as one request per node
+// (a batch, ops/extend.cpp). Many leases renewed together: every one is kept, every node's copy
+// of every key is refreshed, and the nodes run far fewer scripts than there were renewals.
+BOOST_FIXTURE_TEST_CASE(renewals_of_many_leases_go_out_together, redlock::test::five_nodes) {
+  const auto counter = std::make_shared<extension_counter>();
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    auto options = fast_client_options(100ms);
+    options.observer = counter;
+    redlock::client locks(io.get_executor(), fleet.configs(), options);
+    const auto ttl = 500ms;
+    std::vector<redlock::lease> leases;
+    for (int i = 0; i < 40; ++i) {
+      auto [ec, lease] = co_await locks.async_acquire("together" + std::to_string(i), lock_for(ttl),
+                                                      tuple_awaitable);
+      BOOST_TEST_REQUIRE(!ec, ec.message());
+      leases.push_back(std::move(lease));
+    }
+    std::vector<long long> scripts_before;
+    for (std::size_t n = 0; n < 5; ++n)
+      scripts_before.push_back(evalsha_calls(fleet[n].port()));
+    const std::size_t confirmed_before = counter->confirmed;
+
+    bool always_held = true;
+    const auto until = steady_clock::now() + 3 * ttl;
+    while (steady_clock::now() < until) {
+      for (const auto& lease : leases)
+        always_held = always_held && lease.held();
+      co_await sleep_for(20ms);
+    }
+    BOOST_TEST(always_held);
+    BOOST_TEST(counter->lost == 0u);
+    const std::size_t renewals = counter->confirmed - confirmed_before;
+    // Renewal at half-life over three TTLs: about six per lease; ask for three.
+    BOOST_TEST(renewals >= 40u * 3, renewals << " renewals confirmed");
+    for (std::size_t n = 0; n < 5; ++n) {
+      const long long scripts = evalsha_calls(fleet[n].port()) - scripts_before[n];
+      BOOST_TEST_MESSAGE("node " << n << ": " << scripts << " scripts for " << renewals
+                                 << " renewals");
+      BOOST_TEST(scripts * 2 <= static_cast<long long>(renewals), "node " << n << ": " << scripts);
+      for (int i = 0; i < 40; ++i) {
+        const auto left = nodes.pttl(n, "together" + std::to_string(i));
+        BOOST_TEST((left > 0 && left <= ttl.count()), "node " << n << " key " << i << ": " << left);
+      }
+    }
+    for (auto& lease : leases) {
+      auto [release_ec] = co_await lease.async_release(tuple_awaitable);
+      BOOST_TEST(!release_ec, release_ec.message());
+    }
+    BOOST_TEST(co_await eventually([&] { return nodes.total_keys() == 0; }, 2000ms));
+  });
+}
+
+// One request renews many leases, but each lease is judged by its own key's answers: a lease
+// whose key someone else took on a majority is lost, a key that cannot be read on one node fails
+// only that lease's answer there, and neither key is touched.
+BOOST_FIXTURE_TEST_CASE(a_batched_renewal_judges_each_lease_by_its_own_key,
+                        redlock::test::five_nodes) {
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    redlock::client locks(io.get_executor(), fleet.configs(), fast_client_options(100ms));
+    const auto ttl = 500ms;
+    std::vector<redlock::lease> leases;
+    for (int i = 0; i < 10; ++i) {
+      const std::string key = "judged" + std::to_string(i);
+      auto [ec, lease] = co_await locks.async_acquire(key, lock_for(ttl), tuple_awaitable);
+      BOOST_TEST_REQUIRE(!ec, ec.message());
+      BOOST_TEST_REQUIRE(co_await settled_everywhere(nodes, key, lease.token()));
+      leases.push_back(std::move(lease));
+    }
+    void_outcome lost_taken;
+    leases[3].async_wait_lost(record(lost_taken));
+    for (std::size_t n = 0; n < 3; ++n)
+      nodes.set(n, "judged3", "someone else", 5000ms);
+    {
+      sync_client node(fleet[4].port());
+      node.command({"DEL", "judged5"});
+      node.command({"RPUSH", "judged5", "not a lock"});
+    }
+
+    const bool lost = co_await eventually([&] { return lost_taken.completions == 1; }, 2000ms);
+    BOOST_TEST_REQUIRE(lost, "the lease whose key was taken was not lost");
+    BOOST_TEST(lost_taken.ec == error::lock_lost, lost_taken.ec.message());
+    BOOST_TEST(leases[3].diagnostics().find("not ours") != std::string::npos,
+               leases[3].diagnostics());
+    co_await sleep_for(3 * ttl);
+    for (int i = 0; i < 10; ++i) {
+      if (i != 3) BOOST_TEST(leases[i].held(), "lease " << i << " lost");
+    }
+    for (std::size_t n = 0; n < 3; ++n) {
+      BOOST_TEST(nodes.get(n, "judged3").value_or("(none)") == "someone else");
+      BOOST_TEST(nodes.pttl(n, "judged3") > 3000, "node " << n << ": the taken key was touched");
+    }
+    sync_client node(fleet[4].port());
+    BOOST_TEST(node.command({"TYPE", "judged5"}).text == "list");
+    BOOST_TEST(node.command({"TTL", "judged5"}).integer == -1, "the list was given a TTL");
+    for (std::size_t n = 0; n < 4; ++n)
+      BOOST_TEST(nodes.get(n, "judged5").value_or("(none)") == leases[5].token());
+  });
+}
+
+// A batch answered NOSCRIPT by every node (the script cache flushed) fails every lease's renewal
+// once; the scripts are loaded again and the renewals tried again succeed while the leases are
+// still valid.
+BOOST_FIXTURE_TEST_CASE(batched_renewals_survive_a_flushed_script_cache,
+                        redlock::test::five_nodes) {
+  const auto counter = std::make_shared<extension_counter>();
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    auto options = fast_client_options(100ms);
+    options.observer = counter;
+    redlock::client locks(io.get_executor(), fleet.configs(), options);
+    const auto ttl = 600ms;
+    std::vector<redlock::lease> leases;
+    for (int i = 0; i < 10; ++i) {
+      auto [ec, lease] = co_await locks.async_acquire("flushed" + std::to_string(i), lock_for(ttl),
+                                                      tuple_awaitable);
+      BOOST_TEST_REQUIRE(!ec, ec.message());
+      leases.push_back(std::move(lease));
+    }
+    for (std::size_t n = 0; n < 5; ++n)
+      sync_client(fleet[n].port()).command({"SCRIPT", "FLUSH"});
+    const auto confirmed_before = counter->confirmed;
+    co_await sleep_for(3 * ttl);
+    for (int i = 0; i < 10; ++i)
+      BOOST_TEST(leases[i].held(), "lease " << i << " lost");
+    BOOST_TEST(counter->lost == 0u);
+    BOOST_TEST(counter->failed >= 1u, "no renewal met the flushed cache");
+    BOOST_TEST(counter->confirmed - confirmed_before >= 10u * 2);
   });
 }
 

@@ -199,7 +199,7 @@ class sequence_maker {
         &fenced_acquire_script(),  &fence_write_back_script(), &semaphore_acquire_script(),
         &rw_read_acquire_script(), &rw_write_acquire_script(), &rw_read_extend_script(),
         &rw_read_release_script(), &rw_write_release_script(), &multi_acquire_script(),
-        &multi_extend_script(),    &multi_release_script()};
+        &multi_extend_script(),    &multi_release_script(),    &batch_extend_script()};
     const script& s = *scripts[pick(std::size(scripts))];
     std::vector<std::string> keys;
     std::vector<std::string> args;
@@ -219,6 +219,12 @@ class sequence_maker {
     } else if (&s == &rw_write_release_script()) {
       keys = {"{w}:write", "{w}:mark"};
       args = {value(), "chan", "", "msg", pick(2) ? "markA" : ""};
+    } else if (&s == &batch_extend_script()) {
+      for (std::size_t n = 1 + pick(3); n > 0; --n) {
+        keys.push_back(key());
+        args.push_back(value());
+        args.push_back(ttl());
+      }
     } else {
       for (std::size_t n = 1 + pick(3); n > 0; --n)
         keys.push_back(key());
