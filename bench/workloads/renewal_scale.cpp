@@ -3,6 +3,7 @@
 #include "bench_support.hpp"
 #include "redlock/error.hpp"
 #include "redlock/lease.hpp"
+#include "redlock/observer.hpp"
 #include "support/async_test.hpp"
 #include "workloads/workloads.hpp"
 
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <fstream>
 #include <malloc.h>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -64,7 +66,8 @@ struct renewal_state {
   double server_cpu = 0;
   double rss_before = 0;
   double rss_hold = 0;
-  double script_calls = 0;  // all nodes together, during the hold
+  double script_calls = 0;     // all nodes together, during the hold
+  std::uint64_t renewals = 0;  // confirmed during the hold (the observer's count)
   std::uint64_t keys_left = 0;
   error_tally errors;
 };
@@ -97,12 +100,11 @@ double command_stat(std::string_view info, std::string_view stat, std::string_vi
   return static_cast<double>(value);
 }
 
-// Renewals are counted where they land: every extension runs the library's compare-and-PEXPIRE
-// script once on every node, and nothing else runs scripts during the hold (releases start only
-// after it). Executions that failed (NOSCRIPT, after which the connection resends the call as
-// EVAL) are left out so that the fallback is not counted twice. The client exposes no renewal
-// counter, and inferring renewals from valid_until() changes would mean polling 10 000 leases.
-// With --nodes shared by other clients their scripts are counted too.
+// The scripts the nodes ran: the renewals of one tick go out together, one script per node for
+// many leases, and nothing else runs scripts during the hold (releases start only after it).
+// Executions that failed (NOSCRIPT, after which the connection resends the call as EVAL) are left
+// out so that the fallback is not counted twice. With --nodes shared by other clients their
+// scripts are counted too.
 asio::awaitable<double> script_executions(connection_set& conns) {
   const std::string_view command[] = {"INFO", "commandstats"};
   double total = 0;
@@ -136,6 +138,16 @@ asio::awaitable<std::uint64_t> count_keys(connection_set& conns, const std::stri
   }
   co_return count;
 }
+
+// Counts the renewals a quorum confirmed (redlock::observer::on_extend); called on the client's
+// executor, which is this workload's one thread.
+class renewal_counter final : public redlock::observer {
+ public:
+  void on_extend(const redlock::lease_event& event) override {
+    if (!event.error) ++confirmed;
+  }
+  std::uint64_t confirmed = 0;
+};
 
 asio::awaitable<void> acquirer(redlock::client& client, const redlock::lock_options& options,
                                const std::string& prefix, std::vector<redlock::lease>& leases,
@@ -179,7 +191,10 @@ asio::awaitable<void> renewal_work(const std::vector<redlock::node_config>& node
   const auto ex = co_await asio::this_coro::executor;
   connection_set inspect(ex, nodes);
   {
-    redlock::client client(ex, nodes, bench_client_options);
+    const auto renewals = std::make_shared<renewal_counter>();
+    auto client_options = bench_client_options;
+    client_options.observer = renewals;
+    redlock::client client(ex, nodes, client_options);
     // Declared after the client: destroyed before it, while it can still release them.
     std::vector<redlock::lease> leases(sizes.leases);
     st.quorum = client.quorum();
@@ -201,6 +216,7 @@ asio::awaitable<void> renewal_work(const std::vector<redlock::node_config>& node
 
     st.stage = "holding";
     const double calls0 = co_await script_executions(inspect);
+    const std::uint64_t renewals0 = renewals->confirmed;
     const double cpu0 = cpu_seconds();
     const double server_cpu0 = cpu_seconds_of(st.server_pids);
     const auto hold0 = clock_type::now();
@@ -210,6 +226,7 @@ asio::awaitable<void> renewal_work(const std::vector<redlock::node_config>& node
     st.cpu = cpu_seconds() - cpu0;
     st.server_cpu = cpu_seconds_of(st.server_pids) - server_cpu0;
     st.rss_hold = rss_bytes();
+    st.renewals = renewals->confirmed - renewals0;
     st.script_calls = co_await script_executions(inspect) - calls0;
     for (const auto& lease : leases)
       st.not_held_at_end += lease.held() ? 0 : 1;
@@ -262,7 +279,8 @@ run_result run_renewal_scale(const run_context& context) {
       {"leases", acquired, 0},
       {"acquire_s", st.acquire_seconds, 2},
       {"release_s", st.release_seconds, 2},
-      {"renewals_per_s",
+      {"renewals_per_s", seconds > 0 ? static_cast<double>(st.renewals) / seconds : 0, 1},
+      {"scripts_per_node_s",
        seconds > 0 ? st.script_calls / static_cast<double>(nodes.size()) / seconds : 0, 1},
       {"client_cpu_pct", seconds > 0 ? 100 * st.cpu / seconds : 0, 2},
       {"rss_mb", st.rss_hold / (1024 * 1024), 1},

@@ -25,7 +25,25 @@ lease_state::lease_state(std::shared_ptr<lock_home> owner, std::string resource_
                 .drift_factor = home_->drift_factor()}) {}
 
 // A held state is released by ~lease before it can get here; the list hook unlinks itself.
-lease_state::~lease_state() = default;
+lease_state::~lease_state() {
+  renewal_timer_.disarm();
+}
+
+void lease_state::renewal_timer_entry::arm(steady_clock::time_point at, void (*due)(lease_state&)) {
+  call_ = due;
+  owner_.home_->timers().arm(*this, at);
+}
+
+void lease_state::renewal_timer_entry::disarm() noexcept {
+  owner_.home_->timers().disarm(*this);
+}
+
+void lease_state::renewal_timer_entry::due() {
+  // Armed only while the lease holds, and a held lease is destroyed on the executor, which is
+  // running this: the lease is alive. Kept so while `call_` may release or lose it.
+  const auto self = owner_.shared_from_this();
+  call_(owner_);
+}
 
 void lease_state::hold_set(std::vector<std::string> set) {
   kind_ = hold_kind::set;

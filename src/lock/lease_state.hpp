@@ -5,11 +5,11 @@
 #include "intrusive_list.hpp"
 #include "lock/hold_keys.hpp"
 #include "lock/lease_machine.hpp"
+#include "lock/lease_timers.hpp"
 #include "lock/local_queues.hpp"
 #include "lock/lock_home.hpp"
 #include "redlock/observer.hpp"
 #include "redlock/options.hpp"
-#include "wake_timer.hpp"
 
 #include <boost/system/error_code.hpp>
 
@@ -125,9 +125,22 @@ class lease_state : public list_hook, public std::enable_shared_from_this<lease_
   // Until when the lock is ours, the extensions that may still run, and the longest TTL any
   // request of this lease gave the key (how long a cleanup can matter).
   const extension_validity& validity() const noexcept { return renewal_.validity(); }
+  // The one timer the renewal's driver arms for the machine, one of its home's lease_timers.
+  class renewal_timer_entry final : public lease_timers::entry {
+   public:
+    explicit renewal_timer_entry(lease_state& owner) noexcept : owner_(owner) {}
+    // Calls `due(lease)` at `at` on the client's executor, unless armed again or disarmed before.
+    void arm(steady_clock::time_point at, void (*due)(lease_state&));
+    void disarm() noexcept;
+
+   private:
+    void due() override;
+    lease_state& owner_;
+    void (*call_)(lease_state&) = nullptr;
+  };
   // The renewal and expiry machine, and the one timer its driver arms for it.
   lease_machine& renewal() noexcept { return renewal_; }
-  wake_timer& renewal_timer() noexcept { return renewal_timer_; }
+  renewal_timer_entry& renewal_timer() noexcept { return renewal_timer_; }
   // The lease in this client's local queues while it holds.
   queue_holder local_hold;
   // An async_wait_lost that waits (finished with the loss, or when the lease stops holding), and
@@ -204,7 +217,7 @@ class lease_state : public list_hook, public std::enable_shared_from_this<lease_
   bool contended_ = false;
   std::atomic<std::size_t> granted_nodes_{0};
   lease_machine renewal_;
-  wake_timer renewal_timer_;
+  renewal_timer_entry renewal_timer_{*this};
   std::vector<std::shared_ptr<loss_waiter>> lost_waiters_;  // unfinished ones only
 };
 

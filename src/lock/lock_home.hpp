@@ -2,6 +2,7 @@
 #define REDLOCK_LOCK_LOCK_HOME_HPP
 
 #include "algo/wait_plan.hpp"
+#include "lock/lease_timers.hpp"
 #include "lock/local_queues.hpp"
 #include "lock/node_facts.hpp"
 #include "lock/operation_registry.hpp"
@@ -20,10 +21,10 @@ namespace redlock::detail {
 // What the lock's state and machines see of the client they belong to, and nothing of how it
 // reaches its nodes: the client's executor and options, its local queues, the registry that a
 // shutdown ends operations and leases through, the round-trip measure and random source behind
-// the waiting, whether it is closed, and the nodes as facts (node_facts). The lock space is the
-// one home of a client's leases and acquires (lock_space.hpp); they hold it as this, so that the
-// lock knows no node set, and a unit test can give them a home of its own. Lives on the client's
-// executor.
+// the waiting, the leases' timers, whether it is closed, and the nodes as facts (node_facts). The
+// lock space is the one home of a client's leases and acquires (lock_space.hpp); they hold it as
+// this, so that the lock knows no node set, and a unit test can give them a home of its own. Lives
+// on the client's executor.
 class lock_home : public operation_registry {
  public:
   const boost::asio::any_io_executor& executor() const noexcept { return executor_; }
@@ -34,6 +35,8 @@ class lock_home : public operation_registry {
   observer* watcher() const noexcept { return options_.observer.get(); }
   double drift_factor() const noexcept { return options_.drift_factor; }
   round_trip_average& round_trip() noexcept { return round_trip_; }
+  // The leases' renewal and expiry timers (lease_state::renewal_timer).
+  lease_timers& timers() noexcept { return timers_; }
   std::minstd_rand& random() noexcept { return random_; }
   void log(log_level level, std::string_view message) const {
     call_logger(options_.logger, executor_, level, message);
@@ -54,6 +57,7 @@ class lock_home : public operation_registry {
       : executor_(std::move(executor)),
         options_(std::move(options)),
         queues_(options_.release_channel, options_.drift_factor),
+        timers_(executor_),
         random_(random_seed) {}
   ~lock_home() = default;
 
@@ -64,6 +68,7 @@ class lock_home : public operation_registry {
   client_options options_;
   local_queues queues_;
   round_trip_average round_trip_;
+  lease_timers timers_;
   std::minstd_rand random_;
   bool closed_ = false;
 };

@@ -219,16 +219,17 @@ bool batches(const lease_state& lease) {
          !space_of(lease).nodes().has_cluster_node();
 }
 
+void renewal_timer_due(lease_state& lease) {
+  if (lease.current() != lease_state::phase::held) return;
+  lease.renewal().timer(lock_clock::now());
+  carry_out(lease);
+}
+
 void carry_out(lease_state& lease, std::shared_ptr<user_operation> caller) {
   while (const auto action = lease.renewal().next_action()) {
     switch (action->what) {
       case lease_action::kind::arm_timer:
-        lease.renewal_timer().arm(space_of(lease).executor(), action->at, lease.weak_from_this(),
-                                  [](lease_state& self) {
-                                    if (self.current() != lease_state::phase::held) return;
-                                    self.renewal().timer(lock_clock::now());
-                                    carry_out(self);
-                                  });
+        lease.renewal_timer().arm(action->at, &renewal_timer_due);
         break;
       case lease_action::kind::send_extension: {
         auto op = std::make_shared<extend_op>(lease.shared_from_this(), action->ttl, action->id,

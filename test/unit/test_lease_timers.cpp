@@ -1,0 +1,143 @@
+// The leases' timers on one timer of the clock: each entry is called once, in time order, at the
+// time it was last armed for, never once disarmed, and nothing is called after the set is gone.
+// The times are a few milliseconds ahead: the verdicts are about order and counts, not timing.
+
+#include "lock/lease_timers.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+using redlock::detail::lease_timers;
+using redlock::detail::lock_clock;
+
+class recording_entry final : public lease_timers::entry {
+ public:
+  recording_entry(std::string name, std::vector<std::string>& calls)
+      : name_(std::move(name)), calls_(calls) {}
+  std::function<void()> then;  // run inside due(), after the call is recorded
+
+ private:
+  void due() override {
+    calls_.push_back(name_);
+    if (then) then();
+  }
+  std::string name_;
+  std::vector<std::string>& calls_;
+};
+
+BOOST_AUTO_TEST_SUITE(lease_timer_set)
+
+BOOST_AUTO_TEST_CASE(entries_are_called_once_in_time_order_at_their_last_arming) {
+  boost::asio::io_context io;
+  std::vector<std::string> calls;
+  lease_timers timers(io.get_executor());
+  recording_entry a("a", calls), b("b", calls), c("c", calls), d("d", calls);
+  const auto now = lock_clock::now();
+  timers.arm(c, now + 30ms);
+  timers.arm(a, now + 10ms);
+  timers.arm(b, now + 20ms);
+  timers.arm(d, now + 5ms);
+  timers.arm(a, now + 40ms);  // armed again: later
+  timers.disarm(d);           // the earliest, which the clock's timer waits for: never called
+  BOOST_TEST(timers.armed() == 3u);
+  io.run();
+  BOOST_TEST((calls == std::vector<std::string>{"b", "c", "a"}));
+  BOOST_TEST(!a.armed());
+  BOOST_TEST(timers.armed() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(an_entry_armed_earlier_than_the_wait_is_called_first) {
+  boost::asio::io_context io;
+  std::vector<std::string> calls;
+  lease_timers timers(io.get_executor());
+  recording_entry late("late", calls), early("early", calls);
+  const auto now = lock_clock::now();
+  timers.arm(late, now + 30ms);
+  boost::asio::post(io, [&] { timers.arm(early, lock_clock::now() + 1ms); });
+  io.run();
+  BOOST_TEST((calls == std::vector<std::string>{"early", "late"}));
+}
+
+// A due() that arms entries again (a renewal arming the lease's next timer) or arms another: each
+// is called at its new time, one call per arming, and the set keeps waiting.
+BOOST_AUTO_TEST_CASE(entries_armed_while_called_are_called_again) {
+  boost::asio::io_context io;
+  std::vector<std::string> calls;
+  lease_timers timers(io.get_executor());
+  recording_entry a("a", calls), b("b", calls), past("past", calls);
+  int rounds = 0;
+  a.then = [&] {
+    if (++rounds < 3) timers.arm(a, lock_clock::now() + 2ms);
+    if (rounds == 1) timers.arm(past, lock_clock::now() - 1s);  // already due
+  };
+  timers.arm(a, lock_clock::now() + 1ms);
+  timers.arm(b, lock_clock::now() + 50ms);
+  io.run();
+  BOOST_TEST((calls == std::vector<std::string>{"a", "past", "a", "a", "b"}));
+}
+
+// Many entries due at one time are called in one turn of the executor, before anything posted
+// meanwhile: what lets the renewals of one tick go out together.
+BOOST_AUTO_TEST_CASE(entries_due_together_are_called_in_one_turn) {
+  boost::asio::io_context io;
+  std::vector<std::string> calls;
+  lease_timers timers(io.get_executor());
+  std::vector<std::unique_ptr<recording_entry>> entries;
+  const auto at = lock_clock::now() + 5ms;
+  for (int i = 0; i < 100; ++i) {
+    entries.push_back(std::make_unique<recording_entry>("e", calls));
+    entries.back()->then = [&] {
+      if (calls.size() == 1) boost::asio::post(io, [&] { calls.push_back("posted"); });
+    };
+    timers.arm(*entries.back(), at);
+  }
+  io.run();
+  BOOST_TEST_REQUIRE(calls.size() == 101u);
+  BOOST_TEST(calls.back() == "posted");
+}
+
+// The last entry disarmed: nothing is waited for, so the io_context runs out of work at once
+// instead of at the entry's time.
+BOOST_AUTO_TEST_CASE(disarming_the_last_entry_leaves_no_wait) {
+  boost::asio::io_context io;
+  std::vector<std::string> calls;
+  lease_timers timers(io.get_executor());
+  recording_entry a("a", calls), b("b", calls);
+  timers.arm(a, lock_clock::now() + 1h);
+  timers.arm(b, lock_clock::now() + 2h);
+  timers.disarm(a);
+  timers.disarm(b);
+  const auto start = lock_clock::now();
+  io.run();
+  BOOST_TEST((lock_clock::now() - start < 10min));
+  BOOST_TEST(calls.empty());
+}
+
+// The set destroyed with a wait pending (the client gone before its io_context): the wait
+// completes without touching it.
+BOOST_AUTO_TEST_CASE(a_wait_outliving_its_set_calls_nothing) {
+  boost::asio::io_context io;
+  std::vector<std::string> calls;
+  {
+    recording_entry a("a", calls);
+    lease_timers timers(io.get_executor());
+    timers.arm(a, lock_clock::now() + 1ms);
+    timers.disarm(a);
+  }
+  io.run();
+  BOOST_TEST(calls.empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
