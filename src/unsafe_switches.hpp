@@ -31,6 +31,8 @@ enum class known_defect : unsigned char {
   // A fenced reader of a read-write lock does not write its token back (found by the
   // simulation): a later writer may get the same token, and a store cannot refuse the reader.
   reader_fence_not_written_back,
+  // The renewals' script (batch_extend_script) extends a key whatever token it holds.
+  renewal_without_token,
 };
 
 #if defined(REDLOCK_TEST_HOOKS)
@@ -46,12 +48,22 @@ extern std::atomic<known_defect> defect_for_tests;
 inline bool has_defect(known_defect defect) noexcept {
   return defect_for_tests.load(std::memory_order_relaxed) == defect;
 }
+// Not 0: every renewal tick (renewal_tick) is this many milliseconds. Safe, not a defect: the
+// simulation widens the ticks so that the few leases of its histories often renew in one batch.
+// Set before any client is made, never outside tests.
+extern std::atomic<int> renewal_tick_ms_for_tests;
+inline int renewal_tick_override_ms() noexcept {
+  return renewal_tick_ms_for_tests.load(std::memory_order_relaxed);
+}
 #else
 constexpr bool skipping_fence_write_back() noexcept {
   return false;
 }
 constexpr bool has_defect(known_defect) noexcept {
   return false;
+}
+constexpr int renewal_tick_override_ms() noexcept {
+  return 0;
 }
 #endif
 

@@ -1,6 +1,7 @@
 #include "algo/extension_validity.hpp"
 
 #include "algo/validity.hpp"
+#include "unsafe_switches.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -69,6 +70,7 @@ steady_clock::time_point renewal_due(steady_clock::time_point valid_until, milli
 }
 
 milliseconds renewal_tick(milliseconds ttl) {
+  if (const int wide = renewal_tick_override_ms(); wide > 0) return milliseconds(wide);
   return std::clamp(ttl / 64, milliseconds(1), milliseconds(25));
 }
 

@@ -130,8 +130,8 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
 // (a timeout, a reset, NOSCRIPT, READONLY) is every member's answer.
 //
 // Only renewals of plain locks on nodes that are no cluster go in a batch: a cluster's keys live
-// in different hash slots, which one script cannot span. A batch of one is sent as that
-// extension's own request.
+// in different hash slots, which one script cannot span. A lone renewal goes as a batch of one:
+// every renewal of a plain lock runs the one script, which the simulation then checks as often.
 //
 // Safety is the single extension's: the script compares each key with its token, and each
 // extension's validity counts from when its lease asked for it, which is no later than when the
@@ -175,7 +175,6 @@ class extension_batch final : public fan_out_sink,
     if (space_->gathering_renewals.get() == this) space_->gathering_renewals.reset();
     std::erase_if(members_, [](const member& m) { return !m.op->still_wanted(); });
     if (members_.empty()) return;
-    if (members_.size() == 1) return members_.front().op->run();
     std::vector<std::string_view> keys;
     std::vector<std::string> ttl_texts;
     std::vector<std::string_view> args;

@@ -1,6 +1,7 @@
 #include "sim/runner.hpp"
 
 #include "algo/hash_slot.hpp"
+#include "lock/scripts.hpp"
 #include "redlock/client.hpp"
 #include "redlock/mutex.hpp"
 #include "redlock/rw_lock.hpp"
@@ -8,6 +9,7 @@
 #include "redlock/with_lock.hpp"
 #include "sim/runtime/network.hpp"
 #include "sim/runtime/sim_timer.hpp"
+#include "unsafe_switches.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -769,8 +771,10 @@ history& run::go(run_stats* stats) {
   if (stats) {
     stats->events = world_.events_run();
     stats->messages = net_.messages();
-    for (auto& node : net_.nodes())
+    for (auto& node : net_.nodes()) {
       stats->commands += node->server->commands_run();
+      stats->batched_renewals += node->server->evalsha_calls(detail::batch_extend_script().sha1());
+    }
     stats->virtual_seconds =
         std::chrono::duration<double>(world::now() - detail::lock_clock::epoch()).count();
   }
@@ -781,6 +785,7 @@ history& run::go(run_stats* stats) {
 
 history run_scenario(const scenario& s, const run_options& options, run_stats* stats) {
   history h;
+  detail::renewal_tick_ms_for_tests = static_cast<int>(s.renewal_tick_ms);
   {
     run r(s, options, h);
     r.go(stats);

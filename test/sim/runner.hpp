@@ -20,6 +20,7 @@ struct run_stats {
   std::uint64_t events = 0;
   std::uint64_t messages = 0;
   std::uint64_t commands = 0;
+  std::uint64_t batched_renewals = 0;  // batch_extend_script calls, summed over the nodes
   double virtual_seconds = 0;
 };
 

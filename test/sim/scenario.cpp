@@ -94,7 +94,9 @@ std::ostream& operator<<(std::ostream& os, const scenario& s) {
      << s.resources << " resources, node_timeout " << s.node_timeout_ms
      << " ms, delays <= " << s.delay_high_us << " us, late " << s.late_permille << "/1000 up to "
      << s.late_most_ms << " ms, reset after execute " << s.reset_after_execute_permille
-     << "/1000, network calm after " << s.network_calm_ms << " ms (0: never)\n";
+     << "/1000, network calm after " << s.network_calm_ms << " ms (0: never)";
+  if (s.renewal_tick_ms != 0) os << ", renewal ticks of " << s.renewal_tick_ms << " ms";
+  os << '\n';
   os << "node drift (ppm):";
   for (auto d : s.node_drift_ppm)
     os << ' ' << d;
@@ -122,7 +124,11 @@ rc::Gen<operation> operation_generator(const scenario_space& space) {
       gen::set(&operation::set_size, gen::inRange<std::uint32_t>(1, 4)),
       gen::set(&operation::permits, gen::inRange<std::uint32_t>(1, 4)),
       gen::set(&operation::ttl_ms, pick<std::uint32_t>({200, 500, 1000, 3000})),
-      gen::set(&operation::start_after_ms, gen::inRange<std::uint32_t>(0, 120)),
+      // Some start with the client's previous one: concurrent leases whose renewals fall due
+      // in one tick, and go out in one batch.
+      gen::set(&operation::start_after_ms,
+               gen::weightedOneOf<std::uint32_t>(
+                   {{1, gen::just<std::uint32_t>(0)}, {3, gen::inRange<std::uint32_t>(0, 120)}})),
       // Mostly short holds, some very short (a release that lands while a waiter's round is in
       // flight), a few long ones (renewals, waiters that give up).
       gen::set(&operation::hold_ms,
@@ -170,6 +176,24 @@ rc::Gen<scenario> scenario_generator(const scenario_space& space) {
     if (s.node_timeout_ms == 0) s.node_timeout_ms = 1;
     while (s.node_timeout_ms < 2 * round_trip_ms)
       s.node_timeout_ms *= 2;
+    // An operation that starts with its client's previous one, which runs concurrently, is
+    // that one's twin in TTL, renewal and hold: their renewals fall due in one tick and go out
+    // in one batch (ops/extend.cpp), which would otherwise happen by chance only.
+    const std::uint32_t clients = std::max<std::uint32_t>(1, s.clients);
+    for (std::size_t i = 1; i < s.operations.size(); ++i) {
+      operation& op = s.operations[i];
+      if (op.start_after_ms != 0) continue;
+      for (std::size_t j = i; j-- > 0;) {
+        const operation& before = s.operations[j];
+        if (before.client % clients != op.client % clients) continue;
+        if (before.concurrent) {
+          op.ttl_ms = before.ttl_ms;
+          op.auto_renew = before.auto_renew;
+          op.hold_ms = before.hold_ms;
+        }
+        break;
+      }
+    }
     return s;
   };
   return gen::map(
@@ -199,6 +223,8 @@ rc::Gen<scenario> scenario_generator(const scenario_space& space) {
           // Mostly network faults for a while, then calm, where liveness is judged again.
           gen::set(&scenario::network_calm_ms,
                    gen::weightedElement<std::uint32_t>({{1, 0}, {2, 5000}})),
+          gen::set(&scenario::renewal_tick_ms,
+                   gen::weightedElement<std::uint32_t>({{1, 0}, {1, 40}})),
           // The size bounds a container's length; the elements are drawn at the nominal size, where
           // rapidcheck's ranges are whole (it scales them down with the size).
           gen::set(&scenario::operations,

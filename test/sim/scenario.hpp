@@ -100,6 +100,9 @@ struct scenario {
   // Not 0: late messages and resets after execution stop at this instant, so that the rest of the
   // run can be judged for promptness (checkers.hpp, calm_from); 0: they go on to the end.
   std::uint32_t network_calm_ms = 0;
+  // Not 0: the library's renewal ticks are this long (renewal_tick_ms_for_tests), so that
+  // concurrent leases of a client renew in one batch far more often than by chance.
+  std::uint32_t renewal_tick_ms = 0;
   std::vector<operation> operations;
   std::vector<fault> faults;
 

@@ -328,6 +328,7 @@ resp::value model_server::execute(session* s, std::span<const std::string> args,
                                   std::int64_t now_us) {
   ++commands_run_;
   const std::string name = lower_case(args[0]);
+  if (name == "evalsha" && args.size() >= 2) ++evalsha_calls_[lower_case(args[1])];
   if (s && !s->resp3_ && (!s->channels_.empty() || !s->shard_channels_.empty()) &&
       name != "subscribe" && name != "unsubscribe" && name != "ssubscribe" &&
       name != "sunsubscribe" && name != "ping" && name != "quit") {

@@ -133,6 +133,12 @@ class model_server {
 
   // How many commands ran (scripts count once).
   std::uint64_t commands_run() const noexcept { return commands_run_; }
+  // How many EVALSHA calls named the script whose digest is `sha1`, run or refused (how often
+  // histories reach a script: the batched renewals, for one).
+  std::uint64_t evalsha_calls(std::string_view sha1) const {
+    const auto found = evalsha_calls_.find(sha1);
+    return found == evalsha_calls_.end() ? 0 : found->second;
+  }
 
  private:
   friend class session;
@@ -167,6 +173,7 @@ class model_server {
   std::list<session> sessions_;
   std::uint64_t next_id_ = 1;
   std::uint64_t commands_run_ = 0;
+  std::map<std::string, std::uint64_t, std::less<>> evalsha_calls_;
 };
 
 }  // namespace redlock::sim
