@@ -10,6 +10,7 @@
 #include "support/client_options.hpp"
 #include "support/history.hpp"
 #include "support/inspector.hpp"
+#include "support/lock_checks.hpp"
 #include "support/printing.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/strand_clients.hpp"
@@ -130,13 +131,19 @@ BOOST_AUTO_TEST_CASE(one_resource_held_elsewhere_refuses_the_set_and_leaves_no_k
     redlock::client rival(io.get_executor(), fleet.configs(), fast_client_options());
     auto [held_ec, b] = co_await rival.async_acquire("b", lock_for(10s), tuple_awaitable);
     BOOST_TEST_REQUIRE(!held_ec, held_ec.message());
+    // The acquire completes at a quorum; on a loaded machine the third node's reply may come past
+    // node_timeout and leave `b` on two nodes only. What matters is that the refused set leaves
+    // `b` where it was.
+    co_await settled_everywhere(nodes, "b", b.token());
+    const std::size_t b_holders = nodes.holding("b", b.token());
+    BOOST_TEST_REQUIRE(b_holders >= 2u);
     const strings abc = {"a", "b", "c"};
     auto [ec, none] = co_await locks.async_try_acquire_all(abc, lock_for(10s), tuple_awaitable);
     BOOST_TEST(ec == error::contended, ec.message() << ": " << none.diagnostics());
     BOOST_TEST(!none.held());
     BOOST_TEST(contains(none.diagnostics(), "\"a\", \"b\", \"c\""), none.diagnostics());
     BOOST_TEST(co_await eventually([&] { return keys_present(nodes, {"a", "c"}) == 0; }));
-    BOOST_TEST(co_await eventually([&] { return nodes.holding("b", b.token()) == 3u; }));
+    BOOST_TEST(nodes.holding("b", b.token()) == b_holders);
 
     // And a set held keeps single locks of its resources out.
     const strings cd = {"c", "d"};
