@@ -70,14 +70,67 @@ std::set<std::uint32_t> lost_between(const scenario& s, const history& h, const 
   return lost;
 }
 
+// The end of the validity `x` relied on at `at`: its latest claim then, or its first one when the
+// loss came during its acquire.
+std::optional<time_point> claimed_until(const hold& x, time_point at) {
+  if (x.claims.empty()) return std::nullopt;
+  const claim* latest = &x.claims.front();
+  for (const claim& c : x.claims) {
+    if (c.at <= at) latest = &c;
+  }
+  return latest->until;
+}
+
+// The nodes where `token`'s keys, seen at `at`, would live until `until` without being refreshed.
+// A node's clock may run up to the drift factor slow or fast; a key is given that much, and more,
+// so that a node counts as keeping the lease whenever it might.
+std::size_t nodes_keeping(const token_holders& holders, const std::string& token, time_point at,
+                          time_point until) {
+  const auto found = holders.find(token);
+  if (found == holders.end()) return 0;
+  // A set's keys on a node hold the lease there together: the one that ends first counts.
+  std::map<std::uint32_t, std::optional<std::int64_t>> shortest;
+  for (const token_holder& k : found->second) {
+    auto [it, fresh] = shortest.try_emplace(k.node, k.ms_left);
+    if (!fresh && k.ms_left && (!it->second || *k.ms_left < *it->second)) it->second = k.ms_left;
+  }
+  return static_cast<std::size_t>(
+      std::count_if(shortest.begin(), shortest.end(), [&](const auto& n) {
+        if (!n.second) return true;
+        const auto lives = std::chrono::milliseconds(*n.second * 102 / 100 + 2);
+        return at + lives >= until;
+      }));
+}
+
+// Whether loss `loss` (at once) turned the lease `x` from a lock into none: just before it, a
+// quorum of nodes held its token for as long as its holder relied on; just after, fewer did.
+bool loss_broke_lease(const scenario& s, const hold& x, const key_loss& loss) {
+  const auto until = claimed_until(x, loss.at);
+  if (!until || x.token.empty()) return false;
+  const std::size_t quorum = quorum_of(s);
+  return nodes_keeping(loss.holders_before, x.token, loss.at, *until) >= quorum &&
+         nodes_keeping(loss.holders_after, x.token, loss.at, *until) < quorum;
+}
+
 // Whether keys lost at once explain an overlap, which no client can prevent (Redlock assumes keys
-// are not lost before they expire): every node that granted both leases lost the earlier one's
-// key; or the earlier lease kept fewer than a quorum of grants that lost nothing, so that it was
-// no longer a lock at all (its holder learns so at its next renewal, which then frees the rest).
+// are not lost before they expire):
+// - every node that granted both leases lost the earlier one's key;
+// - or the earlier lease kept fewer than a quorum of grants that lost nothing;
+// - or a loss took the earlier lease below a quorum of the nodes that held its token for as long
+//   as its holder relied on. Its effective holders may be fewer than its grants: a grant whose
+//   reply came after the round had decided is not renewed, and that key runs out.
+// In each case the earlier lease was no longer a lock at all (its holder learns so at its next
+// renewal, which then frees the rest).
 bool excused_by_key_loss(const scenario& s, const history& h, const hold& earlier,
                          const hold& later) {
   const auto lost = lost_between(s, h, earlier, later, true);
   if (lost.empty()) return false;
+  for (const key_loss& loss : h.losses) {
+    if (loss.at_once && writes_from(s, earlier) <= loss.at && loss.at <= *later.acquired &&
+        loss_broke_lease(s, earlier, loss)) {
+      return true;
+    }
+  }
   std::vector<std::uint32_t> both;
   std::set_intersection(earlier.granted_by.begin(), earlier.granted_by.end(),
                         later.granted_by.begin(), later.granted_by.end(), std::back_inserter(both));

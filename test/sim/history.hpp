@@ -70,10 +70,23 @@ struct hold {
 // before its keys would have expired, which the Redlock algorithm does not survive (the Redis
 // spec's delayed restart exists for this); a delayed restart loses only the fencing counters,
 // which the lock's fencing assumes are persisted.
+//
+// For a loss at once, where each lease's token lived just before and just after it: a lease's
+// effective holders are not those that granted its acquire (a grant whose reply came late is not
+// renewed, and a key the lease did not renew runs out), so whether the loss broke the lease is
+// judged from these.
+struct token_holder {
+  std::uint32_t node = 0;
+  std::optional<std::int64_t> ms_left;  // on the node's clock; none: the key has no expiry
+};
+using token_holders = std::map<std::string, std::vector<token_holder>>;
+
 struct key_loss {
   std::uint32_t node = 0;
   time_point at;
   bool at_once = false;
+  token_holders holders_before;
+  token_holders holders_after;
 };
 
 struct history {

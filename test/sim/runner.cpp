@@ -118,6 +118,10 @@ class run {
       const std::function<void(std::uint32_t node, const std::string& key, stored_value& value,
                                std::int64_t now_ms)>& visit);
   std::set<std::uint32_t> nodes_holding(const std::string& token);
+  token_holders holders_of_tokens();
+  // A loss of node `index`'s keys, begun before they go and recorded once they are gone.
+  key_loss begin_loss(std::uint32_t index, bool at_once);
+  void record_loss(key_loss loss);
   void collect_settled();
   void collect_leftovers();
 
@@ -249,6 +253,9 @@ void run::set_up() {
 }
 
 void run::failover(std::uint32_t index, bool lagging) {
+  // The writes the replica had not received are lost, as by a restart that comes back at once.
+  std::optional<key_loss> loss;
+  if (lagging) loss = begin_loss(index, true);
   node_slot& slot = slots_[index];
   sim_node& promoted = *slot.replica;
   // A full resync: the promoted replica has what it had received, and no scripts.
@@ -260,8 +267,7 @@ void run::failover(std::uint32_t index, bool lagging) {
   slot.master = &promoted;
   slot.sentinel->server->switch_master(slot.master_name, promoted.host, promoted.port,
                                        slot.sentinel->now_us());
-  // The writes the replica had not received are lost, as by a restart that comes back at once.
-  if (lagging) h_.losses.push_back({index, world::now(), true});
+  if (loss) record_loss(std::move(*loss));
 }
 
 void run::reshard(std::uint32_t index, const std::string& name) {
@@ -287,6 +293,9 @@ void run::reshard(std::uint32_t index, const std::string& name) {
 }
 
 void run::shard_failover(std::uint32_t index, std::size_t shard, bool lagging) {
+  // The writes the replica had not received are lost, as by a restart that comes back at once.
+  std::optional<key_loss> loss;
+  if (lagging) loss = begin_loss(index, true);
   node_slot& slot = slots_[index];
   sim_node& former = *slot.shards[shard];
   ++shard_failovers_;
@@ -305,8 +314,7 @@ void run::shard_failover(std::uint32_t index, std::size_t shard, bool lagging) {
   if (shard == 0) slot.master = &promoted;
   note(fmt::format("shard {} of node {} failed over from {} to {}", shard, index, former.host,
                    promoted.host));
-  // The writes the replica had not received are lost, as by a restart that comes back at once.
-  if (lagging) h_.losses.push_back({index, world::now(), true});
+  if (loss) record_loss(std::move(*loss));
 }
 
 std::vector<sim_node*> run::data_servers(std::uint32_t index) const {
@@ -362,14 +370,17 @@ void run::schedule_faults() {
         case fault_kind::restart_delayed: {
           // The Redis spec's delayed restart: down for longer than any key could have lived.
           const auto longest = milliseconds(s_.longest_ttl_ms() * 102 / 100 + 50);
+          key_loss loss = begin_loss(f.node % nodes(), false);
           net_.restart_without_keys(node, std::max<duration>(how_long, longest));
-          h_.losses.push_back({f.node % nodes(), world::now(), false});
+          record_loss(std::move(loss));
           break;
         }
-        case fault_kind::restart_at_once:
+        case fault_kind::restart_at_once: {
+          key_loss loss = begin_loss(f.node % nodes(), true);
           net_.restart_without_keys(node, how_long);
-          h_.losses.push_back({f.node % nodes(), world::now(), true});
+          record_loss(std::move(loss));
           break;
+        }
         case fault_kind::partition:
           net_.partition(client, node, how_long);
           break;
@@ -697,6 +708,35 @@ std::set<std::uint32_t> run::nodes_holding(const std::string& token) {
       holding.insert(node);
   });
   return holding;
+}
+
+token_holders run::holders_of_tokens() {
+  token_holders holders;
+  for_each_live_key(
+      [&](std::uint32_t node, const std::string&, stored_value& v, std::int64_t now_ms) {
+        std::optional<std::int64_t> ms_left;
+        if (v.expires_at_ms) ms_left = *v.expires_at_ms - now_ms;
+        if (v.is_string()) {
+          holders[v.text()].push_back({node, ms_left});
+        } else {
+          for (const auto& [member, score] : v.zset().scores)
+            holders[member].push_back({node, ms_left});
+        }
+      });
+  return holders;
+}
+
+key_loss run::begin_loss(std::uint32_t index, bool at_once) {
+  key_loss loss{index, world::now(), at_once, {}, {}};
+  // Only a loss at once can break a lease that kept its quorum; a delayed restart is judged by
+  // the fencing checker alone, which needs no holders.
+  if (at_once) loss.holders_before = holders_of_tokens();
+  return loss;
+}
+
+void run::record_loss(key_loss loss) {
+  if (loss.at_once) loss.holders_after = holders_of_tokens();
+  h_.losses.push_back(std::move(loss));
 }
 
 void run::collect_settled() {
