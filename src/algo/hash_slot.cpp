@@ -1,37 +1,18 @@
 #include "algo/hash_slot.hpp"
 
+#include <boost/crc.hpp>
+
 #include <array>
 #include <charconv>
 #include <memory>
 
 namespace redlock::detail {
 
-namespace {
-
-// One table entry per leading byte: the CRC of that byte shifted through the polynomial eight
-// times. Built at compile time.
-constexpr std::array<std::uint16_t, 256> crc16_table = [] {
-  std::array<std::uint16_t, 256> table{};
-  for (unsigned byte = 0; byte < 256; ++byte) {
-    auto crc = static_cast<std::uint16_t>(byte << 8);
-    for (int bit = 0; bit < 8; ++bit) {
-      crc = (crc & 0x8000) != 0 ? static_cast<std::uint16_t>((crc << 1) ^ 0x1021)
-                                : static_cast<std::uint16_t>(crc << 1);
-    }
-    table[byte] = crc;
-  }
-  return table;
-}();
-
-}  // namespace
-
 std::uint16_t crc16_xmodem(std::string_view data) noexcept {
-  std::uint16_t crc = 0;
-  for (const char c : data) {
-    const auto byte = static_cast<unsigned char>(c);
-    crc = static_cast<std::uint16_t>((crc << 8) ^ crc16_table[((crc >> 8) ^ byte) & 0xff]);
-  }
-  return crc;
+  // Redis Cluster's CRC16: polynomial 0x1021, initial value 0, no reflection, no final xor.
+  boost::crc_optimal<16, 0x1021, 0, 0, false, false> crc;
+  crc.process_bytes(data.data(), data.size());
+  return crc.checksum();
 }
 
 std::string_view hash_tag_part(std::string_view key) noexcept {
