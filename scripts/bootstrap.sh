@@ -13,7 +13,7 @@ set -euo pipefail
 
 packages=(
   cmake make g++ pkg-config
-  libboost1.81-dev libboost-test1.81-dev libfmt-dev libssl-dev openssl
+  libboost1.81-dev libboost-test1.81-dev libfmt-dev libssl-dev openssl libcli11-dev
   redis-server redis-tools
   clang-14 libclang-rt-14-dev clang-format-14
   prometheus-cpp-dev

@@ -179,6 +179,25 @@ BOOST_AUTO_TEST_CASE(run_with_every_option) {
   BOOST_TEST(parse_run({"--fencing", "job", "--", "true"}).fencing);
 }
 
+BOOST_AUTO_TEST_CASE(an_option_given_twice_takes_its_last_value) {
+  const auto run = parse_run({"--ttl", "2s", "job", "--ttl=3s", "--", "true"});
+  BOOST_TEST(run.ttl.count() == 3000);
+  BOOST_TEST(parse_run({"-q", "--quiet", "job", "--", "true"}).quiet);
+}
+
+BOOST_AUTO_TEST_CASE(values_that_look_like_options_stay_values) {
+  // "-1s" after --grace is its (refused) value, not an option "-1s"; an empty value is a value.
+  check_usage_errors({
+      {{"run", "--grace", "-1s", "job", "--", "true"}, "--grace: \"-1s\" is negative"},
+      {{"run", "-q=1", "job", "--", "true"}, "-q takes no value"},
+      {{"run", "--ttl", "--", "true"}, "--ttl needs a value"},
+  });
+  const auto extend = parse_as<cli::extend_options>(
+      {"extend", "job", "--ttl", "1s", "--token", "-x", "--ttl", "2s"});
+  BOOST_TEST(extend.token == "-x");
+  BOOST_TEST(extend.ttl.count() == 2000);
+}
+
 BOOST_AUTO_TEST_CASE(zero_durations_where_zero_has_a_meaning) {
   BOOST_TEST(cli::parse_duration("0", true).count() == 0);
   BOOST_TEST(cli::parse_duration("0.0ms", true).count() == 0);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdint>
 #include <utility>
@@ -53,67 +54,15 @@ std::int64_t unit_in_ms(std::string_view unit) {
   return 0;
 }
 
-// Walks the arguments of one command, taking "--name value" and "--name=value" alike.
-class option_cursor {
- public:
-  explicit option_cursor(std::span<const std::string> args) : args_(args) {}
-
-  bool done() const noexcept { return next_ >= args_.size(); }
-
-  // Takes the next argument. For an option, name() is then its name without any "=value".
-  const std::string& take() {
-    const std::string& arg = args_[next_++];
-    name_ = arg;
-    inline_value_.reset();
-    if (arg.starts_with("--")) {
-      if (const auto eq = arg.find('='); eq != std::string::npos) {
-        name_ = std::string_view(arg).substr(0, eq);
-        inline_value_ = std::string_view(arg).substr(eq + 1);
-      }
-    }
-    return arg;
-  }
-
-  std::string_view name() const noexcept { return name_; }
-
-  std::string_view value() {
-    if (inline_value_) {
-      if (inline_value_->empty()) throw usage_error(fmt::format("{} needs a value", name_));
-      return *inline_value_;
-    }
-    if (done()) throw usage_error(fmt::format("{} needs a value", name_));
-    return args_[next_++];
-  }
-
-  void no_value() const {
-    if (inline_value_) throw usage_error(fmt::format("{} takes no value", name_));
-  }
-
-  // Everything after the current position, consumed.
-  std::span<const std::string> rest() {
-    auto tail = args_.subspan(next_);
-    next_ = args_.size();
-    return tail;
-  }
-
- private:
-  std::span<const std::string> args_;
-  std::size_t next_ = 0;
-  std::string_view name_;
-  std::optional<std::string_view> inline_value_;
-};
-
 bool is_option(const std::string& arg) noexcept {
   return arg.size() > 1 && arg.front() == '-';
 }
 
 // `minimum` and `why` are for options with a floor of their own above 1 ms; `zero_allowed` for
 // those where zero has a meaning of its own (--wait 0: one round; --grace 0: SIGKILL at once).
-std::chrono::milliseconds duration_option(option_cursor& cursor,
-                                          std::chrono::milliseconds minimum = {},
-                                          std::string_view why = {}, bool zero_allowed = false) {
-  const std::string name(cursor.name());
-  const auto text = cursor.value();
+std::chrono::milliseconds duration_value(std::string_view name, std::string_view text,
+                                         std::chrono::milliseconds minimum = {},
+                                         std::string_view why = {}, bool zero_allowed = false) {
   std::chrono::milliseconds result;
   try {
     result = parse_duration(text, zero_allowed);
@@ -127,48 +76,39 @@ std::chrono::milliseconds duration_option(option_cursor& cursor,
   return result;
 }
 
-// A process exit code as the shell sees it: 0..255, digits only (no sign, no spaces), since a
-// value the kernel would truncate (300 -> 44) would silently mean something else.
-int exit_code_option(option_cursor& cursor) {
-  const std::string name(cursor.name());
-  const auto text = cursor.value();
-  int value = 0;
-  bool valid = !text.empty() && text.size() <= 3;
+// Digits only, at most `longest` of them, from `lowest` to `highest`; nullopt otherwise. No sign,
+// spaces or fraction: "2.5" or "+2" must not be read as some other number than the one meant.
+std::optional<std::size_t> whole_number(std::string_view text, std::size_t longest,
+                                        std::size_t lowest, std::size_t highest) {
+  if (text.empty() || text.size() > longest) return std::nullopt;
+  std::size_t value = 0;
   for (const char c : text) {
-    if (!is_digit(c)) {
-      valid = false;
-      break;
-    }
-    value = value * 10 + (c - '0');
+    if (!is_digit(c)) return std::nullopt;
+    value = value * 10 + static_cast<std::size_t>(c - '0');
   }
-  if (!valid || value > 255) {
-    throw usage_error(fmt::format(
-        "{}: \"{}\" is not an exit code (expected a whole number from 0 to 255)", name, text));
-  }
+  if (value < lowest || value > highest) return std::nullopt;
   return value;
 }
 
-// --permits N: digits only, like an exit code, so that "2.5", "+2" or "2 " are refused rather than
-// read as some other number of concurrent commands than the one meant.
-std::size_t permits_option(option_cursor& cursor) {
-  const std::string name(cursor.name());
-  const auto text = cursor.value();
-  std::size_t value = 0;
-  // No longer text is a count in range, and the digits below then cannot overflow `value`.
-  bool valid = !text.empty() && text.size() <= 4;
-  for (const char c : text) {
-    if (!is_digit(c)) {
-      valid = false;
-      break;
-    }
-    value = value * 10 + static_cast<std::size_t>(c - '0');
+// A process exit code as the shell sees it, 0..255, since a value the kernel would truncate
+// (300 -> 44) would silently mean something else.
+int exit_code_value(std::string_view name, std::string_view text) {
+  const auto value = whole_number(text, 3, 0, 255);
+  if (!value) {
+    throw usage_error(fmt::format(
+        "{}: \"{}\" is not an exit code (expected a whole number from 0 to 255)", name, text));
   }
-  if (!valid || value < 1 || value > max_permits) {
+  return static_cast<int>(*value);
+}
+
+std::size_t permits_value(std::string_view name, std::string_view text) {
+  const auto value = whole_number(text, 4, 1, max_permits);
+  if (!value) {
     throw usage_error(
         fmt::format("{}: \"{}\" is not a number of permits (expected a whole number from 1 to {})",
                     name, text, max_permits));
   }
-  return value;
+  return *value;
 }
 
 [[noreturn]] void unknown_option(std::string_view name, std::string_view command) {
@@ -183,85 +123,179 @@ std::vector<node_config> choose_nodes(const std::optional<std::string>& flag,
   return parse_node_list(default_nodes, "the default node");
 }
 
-// Takes the option `name` when it is one of the --tls-* flags; false when it is not.
-bool take_tls_flag(option_cursor& cursor, std::string_view name, tls_flags& flags) {
-  const auto file = [&](std::optional<std::string>& into) {
-    const std::string_view value = cursor.value();
-    if (value.empty()) throw usage_error(fmt::format("{} needs a value", name));
-    into = std::string(value);
-  };
-  if (name == "--tls-ca") {
-    file(flags.ca_file);
-  } else if (name == "--tls-cert") {
-    file(flags.cert_file);
-  } else if (name == "--tls-key") {
-    file(flags.key_file);
-  } else if (name == "--tls-server-name") {
-    file(flags.server_name);
-  } else if (name == "--tls-insecure") {
-    cursor.no_value();
-    flags.insecure = true;
-  } else {
-    return false;
+// The options of one command, declared with CLI11, which binds them and finds the unknown ones.
+// Three rules of this tool's grammar are kept by a look at the words before CLI11 reads them,
+// because CLI11 reads them otherwise: "--name=" is a missing value (CLI11 would take the next
+// word), "--flag=value" is refused for every flag (CLI11 would read "yes" as true), and a value
+// may start with '-' ("--grace -1s" is a negative duration, not an option "-1s"). An option given
+// twice takes its last value.
+class command_options {
+ public:
+  explicit command_options(std::string_view command) : command_(command) {
+    app_.set_help_flag();  // -h and --help are a help_request, not CLI11's printout
+    app_.allow_extras();   // unknown options are reported by name, below
+    flag("-h,--help", help);
+    value("--nodes", [this](std::string_view text) { nodes = std::string(text); });
+    value("--tls-ca",
+          [this](std::string_view text) { tls.ca_file = file_value("--tls-ca", text); });
+    value("--tls-cert",
+          [this](std::string_view text) { tls.cert_file = file_value("--tls-cert", text); });
+    value("--tls-key",
+          [this](std::string_view text) { tls.key_file = file_value("--tls-key", text); });
+    value("--tls-server-name", [this](std::string_view text) {
+      tls.server_name = file_value("--tls-server-name", text);
+    });
+    flag("--tls-insecure", tls.insecure);
+    app_.add_option("RESOURCE", words);
   }
-  return true;
-}
 
-void check_resource(const std::optional<std::string>& resource, std::string_view usage) {
-  if (!resource) throw usage_error(fmt::format("missing RESOURCE (usage: {})", usage));
-  if (resource->empty()) throw usage_error("RESOURCE must not be empty");
-}
-
-// Takes -q/--quiet and --json, which every command that changes a lock has; false for others.
-bool take_output_flag(option_cursor& cursor, std::string_view name, bool& quiet, bool& json) {
-  if (name == "-q" || name == "--quiet") {
-    cursor.no_value();
-    quiet = true;
-  } else if (name == "--json") {
-    cursor.no_value();
-    json = true;
-  } else {
-    return false;
+  // "-q,--quiet": CLI11's list of a flag's names.
+  void flag(const std::string& names, bool& into) {
+    app_.add_flag(names, into)
+        ->disable_flag_override()
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    flag_names_.push_back(names);
   }
-  return true;
-}
 
-// Takes the option `name` when it is one that `run` and `acquire` share; false when it is not.
-// `ttl_floor` says why --ttl has its minimum for this command.
-bool take_lock_flag(option_cursor& cursor, std::string_view name, std::string_view ttl_floor,
-                    lock_request& options) {
-  if (take_output_flag(cursor, name, options.quiet, options.json)) return true;
-  if (name == "--fencing") {
-    cursor.no_value();
-    options.fencing = true;
-  } else if (name == "--ttl") {
-    options.ttl = duration_option(cursor, min_ttl, ttl_floor);
-  } else if (name == "--wait") {
-    options.wait = duration_option(cursor, {}, {}, true);
-  } else if (name == "--conflict-exit-code") {
-    options.conflict_exit_code = exit_code_option(cursor);
-  } else {
-    return false;
+  template <class Take>
+  void value(const std::string& name, Take take) {
+    app_.add_option_function<std::string>(name, [take](const std::string& text) { take(text); })
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+        ->allow_extra_args(false);
+    value_names_.push_back(name);
   }
-  return true;
-}
+
+  // -q/--quiet and --json, which every command that changes a lock has.
+  void output_flags(bool& quiet, bool& json) {
+    flag("-q,--quiet", quiet);
+    flag("--json", json);
+  }
+
+  // What `run` and `acquire` share; `ttl_floor` says why --ttl has its minimum there.
+  void lock_flags(lock_request& options, std::string_view ttl_floor) {
+    output_flags(options.quiet, options.json);
+    flag("--fencing", options.fencing);
+    value("--ttl", [&options, ttl_floor](std::string_view text) {
+      options.ttl = duration_value("--ttl", text, min_ttl, ttl_floor);
+    });
+    value("--wait", [&options](std::string_view text) {
+      options.wait = duration_value("--wait", text, {}, {}, true);
+    });
+    value("--conflict-exit-code", [&options](std::string_view text) {
+      options.conflict_exit_code = exit_code_value("--conflict-exit-code", text);
+    });
+  }
+
+  // --read and --write, which exclude each other.
+  void side_flags() {
+    flag("--read", read_);
+    flag("--write", write_);
+  }
+  std::optional<rw_side> side() const {
+    if (read_ && write_) throw usage_error("--read and --write exclude each other: give one");
+    if (read_) return rw_side::read;
+    if (write_) return rw_side::write;
+    return std::nullopt;
+  }
+
+  // Reads `args` (the words after the command and before any "--").
+  void parse(std::span<const std::string> args) {
+    std::vector<std::string> words;  // for CLI11: every value joined to its option by '='
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const std::string& arg = args[i];
+      const auto equals = is_option(arg) ? arg.find('=') : std::string::npos;
+      const std::string_view name = std::string_view(arg).substr(0, equals);
+      if (takes_value(name)) {
+        if (equals != std::string::npos) {
+          if (equals + 1 == arg.size()) throw usage_error(fmt::format("{} needs a value", name));
+          words.push_back(arg);
+        } else {
+          if (i + 1 == args.size()) throw usage_error(fmt::format("{} needs a value", name));
+          // Joined, so that a value starting with '-' stays a value; an empty one goes as its
+          // own word, which CLI11 takes as given ("--name=" would make it take the next word).
+          const std::string& given = args[++i];
+          if (given.empty()) {
+            words.push_back(arg);
+            words.push_back(given);
+          } else {
+            words.push_back(fmt::format("{}={}", name, given));
+          }
+        }
+      } else if (equals != std::string::npos && is_flag(name)) {
+        throw usage_error(fmt::format("{} takes no value", name));
+      } else {
+        words.push_back(arg);
+      }
+    }
+    // CLI11 reads a vector from its end.
+    std::reverse(words.begin(), words.end());
+    try {
+      app_.parse(words);
+    } catch (const CLI::ParseError& e) {
+      throw usage_error(fmt::format("redlock {}: {}", command_, e.what()));
+    }
+    if (help) return;
+    for (const std::string& extra : app_.remaining()) {
+      if (is_option(extra)) unknown_option(extra.substr(0, extra.find('=')), command_);
+    }
+  }
+
+  bool help = false;
+  std::optional<std::string> nodes;
+  tls_flags tls;
+  std::vector<std::string> words;  // the words that are no option, in order
+
+  // Nodes from --nodes, else REDLOCK_NODES, else the default, with the --tls-* flags applied.
+  std::vector<node_config> node_list(std::optional<std::string_view> env) const {
+    auto list = choose_nodes(nodes, env);
+    apply_tls_flags(tls, list);
+    return list;
+  }
+
+  // The one RESOURCE of a command that takes one.
+  std::string one_resource(std::string_view usage) const {
+    if (words.empty()) throw usage_error(fmt::format("missing RESOURCE (usage: {})", usage));
+    if (words.size() > 1) {
+      throw usage_error(
+          fmt::format("unexpected argument \"{}\": {} takes one RESOURCE", words[1], command_));
+    }
+    if (words.front().empty()) throw usage_error("RESOURCE must not be empty");
+    return words.front();
+  }
+
+ private:
+  static std::string file_value(std::string_view name, std::string_view text) {
+    if (text.empty()) throw usage_error(fmt::format("{} needs a value", name));
+    return std::string(text);
+  }
+
+  bool takes_value(std::string_view name) const {
+    return std::find(value_names_.begin(), value_names_.end(), name) != value_names_.end();
+  }
+  bool is_flag(std::string_view name) const {
+    return std::any_of(flag_names_.begin(), flag_names_.end(), [name](std::string_view names) {
+      for (std::size_t from = 0; from <= names.size();) {
+        const auto comma = std::min(names.find(',', from), names.size());
+        if (names.substr(from, comma - from) == name) return true;
+        from = comma + 1;
+      }
+      return false;
+    });
+  }
+
+  std::string_view command_;
+  CLI::App app_;
+  std::vector<std::string> value_names_;
+  std::vector<std::string> flag_names_;
+  bool read_ = false;
+  bool write_ = false;
+};
 
 // --token TOKEN: whatever the holder's client stored (this tool's are 40 hex digits, other
 // Redlock clients' may differ), so anything but an empty string.
-std::string token_option(option_cursor& cursor) {
-  std::string token(cursor.value());
-  if (token.empty()) throw usage_error("--token must not be empty");
-  return token;
-}
-
-// A word that is not an option: the one RESOURCE of `command`.
-void take_resource(const std::string& arg, std::optional<std::string>& resource,
-                   std::string_view command) {
-  if (resource) {
-    throw usage_error(
-        fmt::format("unexpected argument \"{}\": {} takes one RESOURCE", arg, command));
-  }
-  resource = arg;
+std::string token_value(std::string_view text) {
+  if (text.empty()) throw usage_error("--token must not be empty");
+  return std::string(text);
 }
 
 // The RESOURCEs of one run, in the order given, each once; at most max_run_resources, none
@@ -300,13 +334,6 @@ std::string quoted_words(const std::vector<std::string>& words) {
   return text;
 }
 
-// --read or --write, given as `name`; the other one given before is a usage error.
-void take_side(std::string_view name, std::optional<rw_side>& side) {
-  const rw_side given = name == "--read" ? rw_side::read : rw_side::write;
-  if (side && *side != given) throw usage_error("--read and --write exclude each other: give one");
-  side = given;
-}
-
 std::string_view side_flag(const std::optional<rw_side>& side) {
   return side && *side == rw_side::read ? "read" : "write";
 }
@@ -330,42 +357,24 @@ void check_lock_kind(const std::optional<rw_side>& side, const std::optional<std
 
 invocation parse_run(std::span<const std::string> args, std::optional<std::string_view> env) {
   run_options options;
-  tls_flags tls;
-  std::optional<std::string> nodes;
-  std::vector<std::string> resources;
-  bool separator = false;
-  option_cursor cursor(args);
-  while (!cursor.done()) {
-    const std::string& arg = cursor.take();
-    if (arg == "--") {
-      separator = true;
-      const auto command = cursor.rest();
-      options.command.assign(command.begin(), command.end());
-      break;
-    }
-    if (!is_option(arg)) {
-      resources.push_back(arg);
-      continue;
-    }
-    const auto name = cursor.name();
-    if (name == "-h" || name == "--help") return help_request{"run"};
-    if (take_lock_flag(cursor, name, run_ttl_floor, options)) continue;
-    if (name == "--nodes") {
-      nodes = std::string(cursor.value());
-    } else if (name == "--grace") {
-      options.grace = duration_option(cursor, {}, {}, true);
-    } else if (name == "--permits") {
-      options.permits = permits_option(cursor);
-    } else if (name == "--read" || name == "--write") {
-      cursor.no_value();
-      take_side(name, options.side);
-    } else if (!take_tls_flag(cursor, name, tls)) {
-      unknown_option(name, "run");
-    }
-  }
+  command_options line("run");
+  line.lock_flags(options, run_ttl_floor);
+  line.value("--grace", [&options](std::string_view text) {
+    options.grace = duration_value("--grace", text, {}, {}, true);
+  });
+  line.value("--permits", [&options](std::string_view text) {
+    options.permits = permits_value("--permits", text);
+  });
+  line.side_flags();
+  // Everything after the first "--" is COMMAND, options of its own included.
+  const auto separator = std::find(args.begin(), args.end(), "--");
+  line.parse(args.first(static_cast<std::size_t>(separator - args.begin())));
+  if (line.help) return help_request{"run"};
+  options.side = line.side();
   check_lock_kind(options.side, options.permits, {}, {});
+  const auto& resources = line.words;
   if (resources.empty()) throw usage_error(fmt::format("missing RESOURCE (usage: {})", run_usage));
-  if (!separator && resources.size() > 1) {
+  if (separator == args.end() && resources.size() > 1) {
     // The likeliest mistake: `redlock run job make all`, the "--" forgotten.
     throw usage_error(
         fmt::format("missing \"--\" before COMMAND: {} were all taken as RESOURCEs (usage: {})",
@@ -374,77 +383,46 @@ invocation parse_run(std::span<const std::string> args, std::optional<std::strin
   options.resources = distinct_resources(resources);
   check_lock_kind(options.side, options.permits, options.resources,
                   "several RESOURCEs are one lock over all of them");
-  if (!separator) {
+  if (separator == args.end()) {
     throw usage_error(
         fmt::format("missing \"--\" and COMMAND after RESOURCE (usage: {})", run_usage));
   }
+  options.command.assign(separator + 1, args.end());
   if (options.command.empty()) throw usage_error("missing COMMAND after \"--\"");
   options.resource = run_subject(options.resources);
-  options.nodes = choose_nodes(nodes, env);
-  apply_tls_flags(tls, options.nodes);
+  options.nodes = line.node_list(env);
   return options;
 }
 
 invocation parse_acquire(std::span<const std::string> args, std::optional<std::string_view> env) {
   acquire_options options;
-  tls_flags tls;
-  std::optional<std::string> nodes;
-  std::optional<std::string> resource;
-  option_cursor cursor(args);
-  while (!cursor.done()) {
-    const std::string& arg = cursor.take();
-    if (arg == "--") {
-      throw usage_error(
-          "acquire runs no COMMAND: it takes the lock and exits (to run COMMAND under the lock: "
-          "redlock run RESOURCE -- COMMAND)");
-    }
-    if (!is_option(arg)) {
-      take_resource(arg, resource, "acquire");
-      continue;
-    }
-    const auto name = cursor.name();
-    if (name == "-h" || name == "--help") return help_request{"acquire"};
-    if (take_lock_flag(cursor, name, unrenewed_ttl_floor, options)) continue;
-    if (name == "--nodes") {
-      nodes = std::string(cursor.value());
-    } else if (!take_tls_flag(cursor, name, tls)) {
-      unknown_option(name, "acquire");
-    }
+  command_options line("acquire");
+  line.lock_flags(options, unrenewed_ttl_floor);
+  const auto separator = std::find(args.begin(), args.end(), "--");
+  line.parse(args.first(static_cast<std::size_t>(separator - args.begin())));
+  if (line.help) return help_request{"acquire"};
+  if (separator != args.end()) {
+    throw usage_error(
+        "acquire runs no COMMAND: it takes the lock and exits (to run COMMAND under the lock: "
+        "redlock run RESOURCE -- COMMAND)");
   }
-  check_resource(resource, acquire_usage);
-  options.resource = std::move(*resource);
-  options.nodes = choose_nodes(nodes, env);
-  apply_tls_flags(tls, options.nodes);
+  options.resource = line.one_resource(acquire_usage);
+  options.nodes = line.node_list(env);
   return options;
 }
 
 invocation parse_extend(std::span<const std::string> args, std::optional<std::string_view> env) {
   extend_options options;
-  tls_flags tls;
-  std::optional<std::string> nodes;
-  std::optional<std::string> resource;
   std::optional<std::chrono::milliseconds> ttl;
-  option_cursor cursor(args);
-  while (!cursor.done()) {
-    const std::string& arg = cursor.take();
-    if (!is_option(arg)) {
-      take_resource(arg, resource, "extend");
-      continue;
-    }
-    const auto name = cursor.name();
-    if (name == "-h" || name == "--help") return help_request{"extend"};
-    if (take_output_flag(cursor, name, options.quiet, options.json)) continue;
-    if (name == "--token") {
-      options.token = token_option(cursor);
-    } else if (name == "--ttl") {
-      ttl = duration_option(cursor, min_ttl, unrenewed_ttl_floor);
-    } else if (name == "--nodes") {
-      nodes = std::string(cursor.value());
-    } else if (!take_tls_flag(cursor, name, tls)) {
-      unknown_option(name, "extend");
-    }
-  }
-  check_resource(resource, extend_usage);
+  command_options line("extend");
+  line.output_flags(options.quiet, options.json);
+  line.value("--token", [&options](std::string_view text) { options.token = token_value(text); });
+  line.value("--ttl", [&ttl](std::string_view text) {
+    ttl = duration_value("--ttl", text, min_ttl, unrenewed_ttl_floor);
+  });
+  line.parse(args);
+  if (line.help) return help_request{"extend"};
+  options.resource = line.one_resource(extend_usage);
   if (options.token.empty()) {
     throw usage_error(fmt::format(
         "missing --token TOKEN: the token `redlock acquire` printed (usage: {})", extend_usage));
@@ -454,42 +432,20 @@ invocation parse_extend(std::span<const std::string> args, std::optional<std::st
         "missing --ttl DURATION: the lock's new lifetime from now (usage: {})", extend_usage));
   }
   options.ttl = *ttl;
-  options.resource = std::move(*resource);
-  options.nodes = choose_nodes(nodes, env);
-  apply_tls_flags(tls, options.nodes);
+  options.nodes = line.node_list(env);
   return options;
 }
 
 invocation parse_release(std::span<const std::string> args, std::optional<std::string_view> env) {
   release_options options;
-  tls_flags tls;
-  std::optional<std::string> nodes;
-  std::optional<std::string> resource;
-  option_cursor cursor(args);
-  while (!cursor.done()) {
-    const std::string& arg = cursor.take();
-    if (!is_option(arg)) {
-      take_resource(arg, resource, "release");
-      continue;
-    }
-    const auto name = cursor.name();
-    if (name == "-h" || name == "--help") return help_request{"release"};
-    if (take_output_flag(cursor, name, options.quiet, options.json)) continue;
-    if (name == "--token") {
-      options.token = token_option(cursor);
-    } else if (name == "--force") {
-      cursor.no_value();
-      options.force = true;
-    } else if (name == "--yes") {
-      cursor.no_value();
-      options.yes = true;
-    } else if (name == "--nodes") {
-      nodes = std::string(cursor.value());
-    } else if (!take_tls_flag(cursor, name, tls)) {
-      unknown_option(name, "release");
-    }
-  }
-  check_resource(resource, release_usage);
+  command_options line("release");
+  line.output_flags(options.quiet, options.json);
+  line.value("--token", [&options](std::string_view text) { options.token = token_value(text); });
+  line.flag("--force", options.force);
+  line.flag("--yes", options.yes);
+  line.parse(args);
+  if (line.help) return help_request{"release"};
+  options.resource = line.one_resource(release_usage);
   if (options.force && !options.token.empty()) {
     throw usage_error(
         "--token and --force exclude each other: --token releases the lock of that holder, "
@@ -503,52 +459,33 @@ invocation parse_release(std::span<const std::string> args, std::optional<std::s
   if (options.yes && !options.force) {
     throw usage_error("--yes goes with --force: releasing by --token asks nothing");
   }
-  options.resource = std::move(*resource);
-  options.nodes = choose_nodes(nodes, env);
-  apply_tls_flags(tls, options.nodes);
+  options.nodes = line.node_list(env);
   return options;
 }
 
 invocation parse_status(std::span<const std::string> args, std::optional<std::string_view> env) {
   status_options options;
-  tls_flags tls;
-  std::optional<std::string> nodes;
-  std::vector<std::string> resources;
-  option_cursor cursor(args);
-  while (!cursor.done()) {
-    const std::string& arg = cursor.take();
-    if (!is_option(arg)) {
-      resources.push_back(arg);
-      continue;
-    }
-    const auto name = cursor.name();
-    if (name == "-h" || name == "--help") return help_request{"status"};
-    if (name == "--nodes") {
-      nodes = std::string(cursor.value());
-    } else if (name == "--timeout") {
-      options.timeout = duration_option(cursor);
-    } else if (name == "--permits") {
-      options.permits = permits_option(cursor);
-    } else if (name == "--read" || name == "--write") {
-      cursor.no_value();
-      take_side(name, options.side);
-    } else if (name == "--json") {
-      cursor.no_value();
-      options.json = true;
-    } else if (!take_tls_flag(cursor, name, tls)) {
-      unknown_option(name, "status");
-    }
-  }
+  command_options line("status");
+  line.value("--timeout", [&options](std::string_view text) {
+    options.timeout = duration_value("--timeout", text);
+  });
+  line.value("--permits", [&options](std::string_view text) {
+    options.permits = permits_value("--permits", text);
+  });
+  line.side_flags();
+  line.flag("--json", options.json);
+  line.parse(args);
+  if (line.help) return help_request{"status"};
+  options.side = line.side();
   check_lock_kind(options.side, options.permits, {}, {});
-  if (resources.empty()) {
+  if (line.words.empty()) {
     throw usage_error(fmt::format("missing RESOURCE (usage: {})", status_usage));
   }
-  options.resources = distinct_resources(resources);
+  options.resources = distinct_resources(line.words);
   check_lock_kind(options.side, options.permits, options.resources,
                   "several RESOURCEs are shown as locks and as the set of them");
   options.resource = run_subject(options.resources);
-  options.nodes = choose_nodes(nodes, env);
-  apply_tls_flags(tls, options.nodes);
+  options.nodes = line.node_list(env);
   return options;
 }
 
