@@ -6,6 +6,7 @@
 #include <boost/container/small_vector.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -97,7 +98,16 @@ class lease_machine {
   void ask(const lease_action& action) {
     if (!ended_) actions_.push_back(action);
   }
+  // Only the latest wake-up matters: one still waiting to be carried out is replaced, so that a
+  // renewal asks for two actions (send, then arm), which stay within actions_'s own storage, and
+  // arms the timer once.
   void arm() {
+    const auto pending = actions_.begin() + static_cast<std::ptrdiff_t>(head_);
+    actions_.erase(std::remove_if(pending, actions_.end(),
+                                  [](const lease_action& a) {
+                                    return a.what == lease_action::kind::arm_timer;
+                                  }),
+                   actions_.end());
     ask({.what = lease_action::kind::arm_timer,
          .at = std::min(next_renewal_, validity_.valid_until())});
   }

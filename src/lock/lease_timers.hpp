@@ -56,7 +56,11 @@ class lease_timers {
 
   // Calls `e.due()` at `at`, unless armed again or disarmed before.
   void arm(entry& e, steady_clock::time_point at) {
-    if (e.is_linked()) armed_.erase(armed_.iterator_to(e));
+    if (e.is_linked()) {
+      // Already waiting for that moment (a renewal's answer often keeps it): nothing moves.
+      if (e.at_ == at) return;
+      armed_.erase(armed_.iterator_to(e));
+    }
     e.at_ = at;
     armed_.insert(e);
     if (!firing_ && at < waiting_for_) wait_for(at);
