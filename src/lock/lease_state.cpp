@@ -47,11 +47,11 @@ void lease_state::renewal_timer_entry::due() {
 
 void lease_state::hold_set(std::vector<std::string> set) {
   kind_ = hold_kind::set;
-  resources_ = std::move(set);
+  own_details().resources = std::move(set);
 }
 
 void lease_state::extend_along(std::string key) {
-  companion_key_ = std::move(key);
+  own_details().companion_key = std::move(key);
 }
 
 void lease_state::use_token(std::string round_token) {
@@ -64,25 +64,26 @@ void lease_state::sets_key(std::string_view key) {
 
 void lease_state::hold_as_reader(std::string queue) {
   kind_ = hold_kind::reader;
-  queue_key_ = std::move(queue);
+  own_details().queue_key = std::move(queue);
 }
 
 void lease_state::hold_as_writer(std::string queue, std::string mark, std::string mark_token) {
   kind_ = hold_kind::writer;
-  queue_key_ = std::move(queue);
-  mark_key_ = std::move(mark);
-  mark_id_ = std::move(mark_token);
+  details& names = own_details();
+  names.queue_key = std::move(queue);
+  names.mark_key = std::move(mark);
+  names.mark_id = std::move(mark_token);
 }
 
 void lease_state::observe_as(std::string name) {
-  observed_name_ = std::move(name);
+  own_details().observed_name = std::move(name);
 }
 
 void lease_state::fencing_tokens_known(std::vector<std::uint64_t> tokens) {
   if (tokens.empty()) return;
   if (kind_ == hold_kind::set) {
     if (tokens.size() == 1) fencing_token_ = tokens.front();
-    fencing_tokens_ = std::move(tokens);
+    own_details().fencing_tokens = std::move(tokens);
   } else {
     fencing_token_ = tokens.front();
   }
@@ -107,20 +108,20 @@ void lease_state::report_to(observer& watcher, void (observer::*what)(const leas
   const auto held = acquired_at_ == steady_clock::time_point{} ? steady_clock::duration::zero()
                                                                : lock_clock::now() - acquired_at_;
   call_observer(watcher, home_->executor(), what,
-                lease_event{.resource = observed_name_.empty() ? resource_ : observed_name_,
+                lease_event{.resource = observed_name().empty() ? resource_ : observed_name(),
                             .error = ec,
                             .held = held});
 }
 
 std::string lease_state::subject() const {
-  if (kind_ == hold_kind::set) return quoted_set(resources_);
+  if (kind_ == hold_kind::set) return quoted_set(resources());
   return quoted_resource(resource_);
 }
 
 std::string lease_state::keys() const {
-  if (kind_ == hold_kind::set) return quoted_keys(resources_);
-  if (companion_key_.empty()) return quoted_keys({resource_});
-  return quoted_keys({resource_, companion_key_});
+  if (kind_ == hold_kind::set) return quoted_keys(resources());
+  if (companion_key().empty()) return quoted_keys({resource_});
+  return quoted_keys({resource_, companion_key()});
 }
 
 std::string lease_state::why_expired() const {
