@@ -1,18 +1,20 @@
 #include "help.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 #include <iterator>
 #include <string>
 #include <string_view>
-#include <utility>
 
 namespace redlock::cli {
 namespace {
 
-constexpr std::string_view overview = R"(
-redlock: a distributed lock over Redis (the Redlock algorithm) for scripts and cron jobs.
+// The overview, before the commands in `redlock --help`: the first line's summary, the usage
+// lines, what the tool is for, and examples.
+constexpr std::string_view summary_line =
+    "a distributed lock over Redis (the Redlock algorithm) for scripts and cron jobs";
 
-Usage:
+constexpr std::string_view usage_section = R"(
   redlock run [OPTIONS] RESOURCE [RESOURCE...] -- COMMAND [ARGS...]
   redlock run [OPTIONS] --permits N NAME -- COMMAND [ARGS...]
   redlock run [OPTIONS] --read|--write NAME -- COMMAND [ARGS...]
@@ -24,12 +26,22 @@ Usage:
   redlock release [OPTIONS] RESOURCE --force [--yes]
   redlock help [run|status|acquire|extend|release]  (also: redlock --help, redlock COMMAND --help)
   redlock --version
+)";
 
+constexpr std::string_view description_section = R"(
 run is the safe default: it renews the lock while COMMAND runs, releases it when COMMAND ends and
 stops COMMAND when the lock is lost. acquire, extend and release are for a script whose steps
 cannot be one COMMAND: the lock acquire leaves is renewed by nobody, so a script that takes longer
 than its TTL loses it without being told, and one that dies leaves it held until the TTL ends.
+)";
 
+constexpr std::string_view examples_section = R"(
+  export REDLOCK_NODES=redis://redis-a:6379,redis://redis-b:6379,redis://redis-c:6379
+  redlock run --ttl 30s --wait 10s nightly-report -- ./make_report.sh --full
+  redlock run --wait 0 --conflict-exit-code 0 nightly-report -- ./make_report.sh
+  redlock status nightly-report
+  redlock run --permits 4 --wait 10m exports -- ./export.sh
+  redlock run account:17 account:42 -- ./transfer.sh
 )";
 
 constexpr std::string_view run_section = R"(
@@ -311,7 +323,7 @@ redlock release [OPTIONS] RESOURCE --force [--yes]
   (as status does), then releases each distinct token found there by that token, so that a
   holder that takes the lock between the look and the release is never deleted. A key that is
   not a lock (a value of another type) is named and left alone. Before anything is deleted it
-  asks on the terminal
+  asks on the terminal:
     release RESOURCE held by 1a2b3c4d on 3 of 5 nodes? [y/N]
   and goes on only on y or yes; --yes skips the question. When stdin is not a terminal, --force
   needs --yes (else exit 2, and nothing is deleted). Every forced release writes one line to
@@ -336,7 +348,8 @@ redlock release [OPTIONS] RESOURCE --force [--yes]
 
 )";
 
-constexpr std::string_view common_section = R"(
+// The parts every command's help ends with, each starting with its heading line.
+constexpr std::string_view node_urls_section = R"(
 Node URLs (--nodes, REDLOCK_NODES), each one Redlock node; a lock is held on a majority of them:
   redis://[[user]:password@]host[:port][/db]
       a Redis master (port 6379 by default)
@@ -348,14 +361,17 @@ Node URLs (--nodes, REDLOCK_NODES), each one Redlock node; a lock is held on a m
       a whole Redis Cluster as one node: host:port and the seeds are members to ask for its
       topology, and each key goes to the master of its hash slot
   redis+sentinel://[[user]:password@]host[:port][/db]?master=NAME[&seed=host:port...]
-      [&sentinel_user=U&sentinel_password=P]
       the master that the sentinels (host:port and the seeds, port 26379 by default) name NAME,
-      followed when they fail over; user and password log in to the master
+      followed when they fail over; user and password log in to the master, and
+      &sentinel_user=U&sentinel_password=P, when given, to the sentinels
   rediss+cluster://..., rediss+sentinel://...
       the same over TLS, with the parameters of rediss://
   Each also takes ?wait_replicas=N (unix:// too): a node's vote counts only once N replicas
   have the write (WAIT). A URL of the wrong kind (a cluster member as redis://, a sentinel as
   redis://, a plain server as redis+sentinel://) is reported as a misconfigured node.
+)";
+
+constexpr std::string_view tls_section = R"(
 TLS options (every command), for every rediss:// node; what a node's URL sets itself wins:
   --tls-ca FILE           trusted CA certificates, PEM (default: the system's CA store)
   --tls-cert FILE         client certificate chain, PEM, for servers that require one
@@ -364,9 +380,15 @@ TLS options (every command), for every rediss:// node; what a node's URL sets it
   --tls-insecure          do not verify the server (anyone in the path can read and change the
                           traffic); a warning is printed on every connect
 
+)";
+
+constexpr std::string_view durations_section = R"(
 Durations: 500ms, 30s, 2m, 1h, or a bare number of seconds (1.5 = 1500ms); at least 1ms,
 at most 7 days.
 
+)";
+
+constexpr std::string_view environment_section = R"(
 Environment:
   REDLOCK_NODES   comma-separated node URLs (see above), used when --nodes is not given
                   (e.g. redis://redis-a:6379,redis://redis-b:6379,redis://redis-c:6379).
@@ -380,6 +402,9 @@ Environment:
   REDLOCK_PERMIT  with --permits N: the number of the permit held, 0..N-1 (e.g. to pick one of
                   N connection slots or output files).
 
+)";
+
+constexpr std::string_view exit_codes_section = R"(
 Exit codes:
   0..255       run: COMMAND's own exit code; 128+N if COMMAND was killed by signal N
                (status: 0 when a quorum of nodes answered, whatever the lock's state;
@@ -404,27 +429,54 @@ Exit codes:
                nothing ran, nothing is held)
 )";
 
+// Each raw string above starts on the line after its opening quote, for readability here.
+constexpr std::string_view body(std::string_view raw) {
+  return raw.substr(1);
+}
+
+constexpr command_help command_sections[] = {
+    {"run", body(run_section)},         {"status", body(status_section)},
+    {"acquire", body(acquire_section)}, {"extend", body(extend_section)},
+    {"release", body(release_section)},
+};
+
+constexpr help_parts all_parts{
+    .summary = summary_line,
+    .synopsis = body(usage_section),
+    .description = body(description_section),
+    .examples = body(examples_section),
+    .commands = command_sections,
+    .node_urls = body(node_urls_section),
+    .tls_options = body(tls_section),
+    .durations = body(durations_section),
+    .environment = body(environment_section),
+    .exit_codes = body(exit_codes_section),
+};
+
 }  // namespace
 
+const help_parts& help_contents() noexcept {
+  return all_parts;
+}
+
 std::string help_text(std::string_view topic) {
-  // Each section's raw string starts on the line after its opening quote, for readability here.
   std::string text;
-  auto add = [&text](std::string_view section) { text.append(section.substr(1)); };
-  const std::pair<std::string_view, std::string_view> sections[] = {
-      {"run", run_section},       {"status", status_section},   {"acquire", acquire_section},
-      {"extend", extend_section}, {"release", release_section},
-  };
   const auto* const one =
-      std::find_if(std::begin(sections), std::end(sections),
-                   [topic](const auto& section) { return section.first == topic; });
-  if (one != std::end(sections)) {
-    add(one->second);
+      std::find_if(std::begin(command_sections), std::end(command_sections),
+                   [topic](const command_help& command) { return command.name == topic; });
+  if (one != std::end(command_sections)) {
+    text.append(one->text);
   } else {
-    add(overview);
-    for (const auto& section : sections)
-      add(section.second);
+    text.append("redlock: ").append(all_parts.summary).append(".\n\nUsage:\n");
+    text.append(all_parts.synopsis).append("\n");
+    text.append(all_parts.description).append("\nExamples:\n");
+    text.append(all_parts.examples).append("\n");
+    for (const auto& command : command_sections)
+      text.append(command.text);
   }
-  add(common_section);
+  for (const auto part : {all_parts.node_urls, all_parts.tls_options, all_parts.durations,
+                          all_parts.environment, all_parts.exit_codes})
+    text.append(part);
   return text;
 }
 
