@@ -1,9 +1,13 @@
 #include "redlock/arguments.hpp"
+#include "redlock/help.hpp"
+#include "redlock/version.hpp"
 #include "support/text_contains.hpp"
 
 #include <boost/test/unit_test.hpp>
+#include <boost/version.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <stdexcept>
@@ -371,6 +375,19 @@ BOOST_AUTO_TEST_CASE(help_and_version) {
   BOOST_TEST(std::get<cli::help_request>(parse({"help", "status"})).topic == "status");
   BOOST_TEST(std::get<cli::help_request>(parse({"--help"})).topic.empty());
   BOOST_TEST(std::holds_alternative<cli::version_request>(parse({"--version"})));
+}
+
+// What a bug report needs: the tool's and the library's versions, the Boost it was compiled
+// with, and the OpenSSL it runs, without OpenSSL's release date.
+BOOST_AUTO_TEST_CASE(version_names_the_library_boost_and_openssl) {
+  std::string boost = BOOST_LIB_VERSION;  // "1_81"
+  std::replace(boost.begin(), boost.end(), '_', '.');
+  const auto text = cli::version_text("OpenSSL 3.0.17 1 Jul 2025");
+  BOOST_TEST(text.starts_with(fmt::format("redlock {0} (redlock-asio {0}, Boost {1}.",
+                                          REDLOCK_VERSION_STRING, boost)),
+             text);
+  BOOST_TEST(text.ends_with(", OpenSSL 3.0.17)\n"), text);
+  BOOST_TEST(cli::version_text("OpenSSL").ends_with(", OpenSSL)\n"));
 }
 
 BOOST_AUTO_TEST_CASE(usage_errors_name_the_culprit) {

@@ -4,6 +4,7 @@
 #include "cli/tool_fixture.hpp"
 #include "cli/tool_process.hpp"
 #include "redlock/exit_codes.hpp"
+#include "redlock/version.hpp"
 #include "support/async_test.hpp"
 #include "support/inspector.hpp"
 #include "support/redis_cluster.hpp"
@@ -13,6 +14,7 @@
 #include "support/test_pki.hpp"
 
 #include <boost/test/unit_test.hpp>
+#include <boost/version.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -28,6 +30,7 @@
 #include <fstream>
 #include <memory>
 #include <netinet/in.h>
+#include <openssl/crypto.h>
 #include <pwd.h>
 #include <signal.h>
 #include <span>
@@ -1666,6 +1669,28 @@ BOOST_AUTO_TEST_CASE(run_and_status_on_a_sentinel_group) {
   // Whole seconds: the switch is no earlier than the second the failover was asked in.
   BOOST_TEST((master_since_in(after) >= failover_start - 1s), after);
   BOOST_TEST((master_since_in(after) <= std::chrono::system_clock::now() + 1s), after);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The built tool's --version, which needs no node: the OpenSSL it names is the one it runs, the
+// system's, which this test process runs too.
+BOOST_AUTO_TEST_SUITE(tool_version)
+
+BOOST_AUTO_TEST_CASE(version_names_the_library_boost_and_the_openssl_it_runs) {
+  scratch_dir scratch;
+  const auto result = run_tool({"--version"}, {}, scratch.path());
+  BOOST_TEST(result.exit_code == 0, result.err);
+  BOOST_TEST(result.err.empty(), result.err);
+  std::string boost = BOOST_LIB_VERSION;  // "1_81"
+  std::replace(boost.begin(), boost.end(), '_', '.');
+  BOOST_TEST(result.out.starts_with(fmt::format("redlock {0} (redlock-asio {0}, Boost {1}.",
+                                                REDLOCK_VERSION_STRING, boost)),
+             result.out);
+  // "OpenSSL 3.0.17 1 Jul 2025": the name and the version, not the date.
+  const std::string_view runs = OpenSSL_version(OPENSSL_VERSION);
+  const auto openssl = runs.substr(0, runs.find(' ', runs.find(' ') + 1));
+  BOOST_TEST(result.out.ends_with(fmt::format(", {})\n", openssl)), result.out);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,5 +1,10 @@
 #include "help.hpp"
 
+#include "redlock/version.hpp"
+
+#include <boost/version.hpp>
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <initializer_list>
 #include <iterator>
@@ -478,6 +483,17 @@ std::string help_text(std::string_view topic) {
                           all_parts.environment, all_parts.exit_codes})
     text.append(part);
   return text;
+}
+
+std::string version_text(std::string_view openssl_version) {
+  // OpenSSL_version(OPENSSL_VERSION) reads "OpenSSL 3.0.17 1 Jul 2025": the date is left out.
+  std::string_view openssl = openssl_version;
+  if (const auto name_end = openssl.find(' '); name_end != std::string_view::npos) {
+    openssl = openssl.substr(0, openssl.find(' ', name_end + 1));
+  }
+  return fmt::format("redlock {} (redlock-asio {}, Boost {}.{}.{}, {})\n", REDLOCK_VERSION_STRING,
+                     REDLOCK_VERSION_STRING, BOOST_VERSION / 100000, BOOST_VERSION / 100 % 1000,
+                     BOOST_VERSION % 100, openssl);
 }
 
 }  // namespace redlock::cli

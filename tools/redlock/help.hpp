@@ -45,6 +45,10 @@ const help_parts& help_contents() noexcept;
 // exit codes, which are the part scripts depend on.
 std::string help_text(std::string_view topic);
 
+// `redlock --version`: the tool's version, then the library's, Boost's and OpenSSL's it was built
+// with, OpenSSL's being what the process runs (`openssl_version`, as OpenSSL_version() says it).
+std::string version_text(std::string_view openssl_version);
+
 }  // namespace redlock::cli
 
 #endif

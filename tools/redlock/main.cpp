@@ -6,7 +6,6 @@
 #include "child_process.hpp"
 #include "exit_codes.hpp"
 #include "help.hpp"
-#include "redlock/version.hpp"
 #include "run_command.hpp"
 #include "status_command.hpp"
 #include "token_commands.hpp"
@@ -16,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <openssl/crypto.h>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,7 +41,7 @@ int main(int argc, char* argv[]) {
             fmt::print("{}", cli::help_text(request.topic));
             return 0;
           } else if constexpr (std::is_same_v<request_type, cli::version_request>) {
-            fmt::print("redlock {}\n", REDLOCK_VERSION_STRING);
+            fmt::print("{}", cli::version_text(OpenSSL_version(OPENSSL_VERSION)));
             return 0;
           } else if constexpr (std::is_same_v<request_type, cli::run_options>) {
             return cli::run_command(request, inherited);
