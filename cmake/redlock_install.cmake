@@ -9,7 +9,9 @@
 #   lib/cmake/redlock/                 redlockConfig.cmake, redlockConfigVersion.cmake,
 #                                      redlockTargets*.cmake (namespace redlock::)
 #   lib/pkgconfig/redlock.pc           for builds that do not use CMake
-# The command-line tool installs itself from tools/.
+# all in the install component redlock_dev (the package libredlock-asio-dev,
+# cmake/redlock_packaging.cmake). The command-line tool installs itself from tools/, in the
+# component redlock_tools.
 
 include(CMakePackageConfigHelpers)
 
@@ -25,23 +27,25 @@ if(BUILD_SHARED_LIBS AND NOT DEFINED CMAKE_INSTALL_RPATH
 endif()
 
 install(TARGETS redlock EXPORT redlockTargets
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT redlock_dev
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT redlock_dev
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT redlock_dev)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/redlock
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT redlock_dev
   FILES_MATCHING PATTERN "*.hpp")
-install(EXPORT redlockTargets NAMESPACE redlock:: DESTINATION ${redlock_config_dir})
+install(EXPORT redlockTargets NAMESPACE redlock:: DESTINATION ${redlock_config_dir}
+  COMPONENT redlock_dev)
 
 # The component `prometheus` (redlock::prometheus) has an export set of its own, which
 # redlockConfig.cmake imports only when asked for it: a consumer that does not use metrics needs
 # no prometheus-cpp.
 if(REDLOCK_HAS_PROMETHEUS)
   install(TARGETS redlock_prometheus EXPORT redlockPrometheusTargets
-    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-  install(EXPORT redlockPrometheusTargets NAMESPACE redlock:: DESTINATION ${redlock_config_dir})
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT redlock_dev
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT redlock_dev
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT redlock_dev)
+  install(EXPORT redlockPrometheusTargets NAMESPACE redlock:: DESTINATION ${redlock_config_dir}
+    COMPONENT redlock_dev)
   export(EXPORT redlockPrometheusTargets NAMESPACE redlock::
     FILE ${PROJECT_BINARY_DIR}/redlockPrometheusTargets.cmake)
 endif()
@@ -53,6 +57,23 @@ if(redlock_library_type STREQUAL "STATIC_LIBRARY")
   set(REDLOCK_NEEDS_PRIVATE_DEPS ON)
 else()
   set(REDLOCK_NEEDS_PRIVATE_DEPS OFF)
+endif()
+
+# An install that strips (cmake --install --strip, and cpack for the Debian packages) strips the
+# programs and shared libraries, but leaves a static library's debugging information, most of
+# its size: drop that too, keeping every symbol a link needs, as Debian's dh_strip does.
+if(redlock_library_type STREQUAL "STATIC_LIBRARY" AND CMAKE_STRIP)
+  set(redlock_archives $<TARGET_FILE_NAME:redlock>)
+  if(REDLOCK_HAS_PROMETHEUS)
+    list(APPEND redlock_archives $<TARGET_FILE_NAME:redlock_prometheus>)
+  endif()
+  foreach(archive IN LISTS redlock_archives)
+    install(CODE "if(CMAKE_INSTALL_DO_STRIP)
+      execute_process(COMMAND \"${CMAKE_STRIP}\" --strip-debug --enable-deterministic-archives
+        \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/${archive}\"
+        COMMAND_ERROR_IS_FATAL ANY)
+    endif()" COMPONENT redlock_dev)
+  endforeach()
 endif()
 
 # A 0.x project may break its API with any minor release (0.1 -> 0.2), so only the same major.minor
@@ -67,7 +88,7 @@ configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/redlockConfig.cmake.in
   INSTALL_DESTINATION ${redlock_config_dir})
 install(FILES ${redlock_package_dir}/redlockConfig.cmake
               ${redlock_package_dir}/redlockConfigVersion.cmake
-  DESTINATION ${redlock_config_dir})
+  DESTINATION ${redlock_config_dir} COMPONENT redlock_dev)
 
 # The build tree is a package too: -Dredlock_DIR=<this build directory> finds these files, and the
 # targets they import point at the library and headers in place.
@@ -108,4 +129,4 @@ configure_file(${CMAKE_CURRENT_LIST_DIR}/redlock.pc.in ${redlock_package_dir}/re
 file(GENERATE OUTPUT ${redlock_package_dir}/$<CONFIG>/redlock.pc
   INPUT ${redlock_package_dir}/redlock.pc.in)
 install(FILES ${redlock_package_dir}/$<CONFIG>/redlock.pc
-  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT redlock_dev)
