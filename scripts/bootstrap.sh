@@ -2,8 +2,8 @@
 # Installs what building and testing redlock-asio needs (prometheus-cpp for the metrics component
 # redlock::prometheus among it; Lua 5.1 and rapidcheck for the simulation, test/sim), with apt-get,
 # and only what is missing; and ccache and lld, with which scripts/test.sh skips recompiling what
-# has not changed (also in another clone of the repository) and links faster; groff-base, with
-# which ctest checks the manual page.
+# has not changed (also in another clone of the repository) and links faster; dpkg-dev, lintian
+# and groff-base for the Debian packages and the manual page (scripts/check_packages.sh, ctest).
 # Safe to run any number of times: when everything is present it changes nothing.
 #
 #   scripts/bootstrap.sh           what building and testing need (valgrind among it: the suite
@@ -22,7 +22,7 @@ packages=(
   python3
   ccache lld
   valgrind
-  groff-base
+  dpkg-dev lintian groff-base
 )
 for option in "$@"; do
   case "$option" in

@@ -2,9 +2,10 @@
 # Builds redlock-asio and checks it, failing on the first problem: the formatting of every C++
 # file (clang-format), the links of the Markdown pages, include cycles in src/, the API reference
 # (Doxygen, warnings as errors), the whole test suite on a normal optimized build and on an
-# ASan+UBSan build, the threaded tests under ThreadSanitizer, and the RESP parser under libFuzzer
-# (clang) for a bounded time. Installs missing dependencies first. Each stage's build runs, at low
-# priority, while the previous stage's tests run (they leave about half of the cores idle).
+# ASan+UBSan build, the Debian packages of the optimized build (cpack, lintian), the threaded
+# tests under ThreadSanitizer, and the RESP parser under libFuzzer (clang) for a bounded time.
+# Installs missing dependencies first. Each stage's build runs, at low priority, while the
+# previous stage's tests run (they leave about half of the cores idle).
 #
 #   scripts/test.sh            everything (about 20 minutes on two cores, ccache warm)
 #   REDLOCK_SKIP_SANITIZE=1 scripts/test.sh    format check and the normal build only (quick runs)
@@ -27,6 +28,7 @@ this table for itself at the end. "Warm": a fresh clone whose sources ccache has
   its whole suite (ctest), the docs (Doxygen)                  6.5 min     8 min
   benchmarks smoke-run and both demos                          under 1 min
   client instructions per lock (callgrind; bench/baseline.json) 5 s
+  Debian packages: cpack, a consumer of them, lintian          1 min
   ASan+UBSan build (what was not hidden) and its whole suite   7 min       17 min
   ThreadSanitizer: builds not hidden, the threaded tests and
   the lock-core suites                                         1 min       2 min
@@ -180,6 +182,9 @@ servers_of_this_run() {
 # Debug information as line tables only (-g1): what backtraces and sanitizer reports print, at a
 # fifth less compile time and a much smaller link than full -g.
 release_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
+# Its Debian packages put the libraries where Debian's multiarch layout has them
+# (lib/x86_64-linux-gnu), as lintian asks; an install elsewhere (--prefix) uses the same subfolder.
+release_flags+=("-DCMAKE_INSTALL_LIBDIR=lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)")
 sanitize_flags=(-DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1
   -DREDLOCK_SANITIZE=address,undefined -DREDLOCK_BUILD_BENCH=OFF)
 tsan_dir=build/tsan
@@ -281,6 +286,10 @@ echo "== demo on a Redis Cluster of its own"
 REDLOCK_DEMO_BUILD="$root/build/release" scripts/demo.sh --cluster --no-build >/dev/null
 stage "client instructions per lock (callgrind, against bench/baseline.json)"
 bench/instructions.py --bench build/release/bench/redlock_bench
+# The Debian packages of the release tree, unpacked into a directory of their own (nothing is
+# installed): a consumer builds and runs against them, and lintian finds no error.
+stage "Debian packages (cpack): a consumer of the unpacked packages, lintian"
+scripts/check_packages.sh build/release
 
 if [ "$sanitize" = 1 ]; then
   # Stage 2: the suite under ASan+UBSan; the ThreadSanitizer and fuzz builds meanwhile.

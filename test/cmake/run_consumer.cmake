@@ -7,6 +7,9 @@
 #   MODE=build_tree        builds the consumer with redlock_DIR=<outer build directory>
 #   MODE=add_subdirectory  builds the consumer with add_subdirectory(<redlock source tree>), as a
 #                          shared library (the two modes above cover the default static one)
+#   MODE=unpacked          as find_package, with PREFIX an install that is there already: the
+#                          Debian packages unpacked into a directory (scripts/check_packages.sh),
+#                          whose files must work from wherever they were unpacked
 #
 # Each mode then runs the consumer against a port where no Redis listens (it must fail quickly),
 # with a bad node list (it must refuse it), and, when the outer build has the redis_nodes launcher,
@@ -18,7 +21,7 @@
 # VERSION, INCLUDEDIR, LIBDIR, BINDIR (GNUInstallDirs, relative),
 # PKG_CONFIG, REDIS_NODES and CLI_NAME (empty when the outer build has no such target), PROMETHEUS
 # (ON when the outer build has the component redlock::prometheus: the consumer then asks for it
-# and builds consumer_metrics too).
+# and builds consumer_metrics too), PREFIX (MODE=unpacked only).
 cmake_minimum_required(VERSION 3.25)
 
 foreach(required MODE SOURCE_DIR BINARY_DIR WORK_DIR GENERATOR CXX_COMPILER VERSION)
@@ -26,7 +29,7 @@ foreach(required MODE SOURCE_DIR BINARY_DIR WORK_DIR GENERATOR CXX_COMPILER VERS
     message(FATAL_ERROR "run_consumer.cmake: -D${required}=... is missing")
   endif()
 endforeach()
-if(NOT MODE MATCHES "^(find_package|build_tree|add_subdirectory)$")
+if(NOT MODE MATCHES "^(find_package|build_tree|add_subdirectory|unpacked)$")
   message(FATAL_ERROR "run_consumer.cmake: unknown MODE \"${MODE}\"")
 endif()
 
@@ -45,6 +48,12 @@ file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 set(consumer_build ${WORK_DIR}/consumer-build)
 set(prefix ${WORK_DIR}/prefix)
+if(MODE STREQUAL "unpacked")
+  if(NOT IS_DIRECTORY "${PREFIX}")
+    message(FATAL_ERROR "run_consumer.cmake: MODE=unpacked needs -DPREFIX=<a directory>")
+  endif()
+  set(prefix ${PREFIX})
+endif()
 
 set(configure_args
   -S ${CMAKE_CURRENT_LIST_DIR}/consumer -B ${consumer_build} -G ${GENERATOR}
@@ -62,7 +71,7 @@ if(CXX_COMPILER_LAUNCHER)
   list(APPEND configure_args -DCMAKE_CXX_COMPILER_LAUNCHER=${CXX_COMPILER_LAUNCHER})
 endif()
 
-if(MODE STREQUAL "find_package")
+if(MODE MATCHES "^(find_package|unpacked)$")
   foreach(dir INCLUDEDIR LIBDIR BINDIR)
     if(IS_ABSOLUTE "${${dir}}")
       # An absolute install directory ignores --prefix: installing would write outside WORK_DIR.
@@ -71,11 +80,13 @@ if(MODE STREQUAL "find_package")
     endif()
   endforeach()
 
-  set(install_args --install ${BINARY_DIR} --prefix ${prefix})
-  if(CONFIG)
-    list(APPEND install_args --config ${CONFIG})
+  if(MODE STREQUAL "find_package")
+    set(install_args --install ${BINARY_DIR} --prefix ${prefix})
+    if(CONFIG)
+      list(APPEND install_args --config ${CONFIG})
+    endif()
+    run_step("install the outer build into ${prefix}" ${CMAKE_COMMAND} ${install_args})
   endif()
-  run_step("install the outer build into ${prefix}" ${CMAKE_COMMAND} ${install_args})
 
   # What an install holds: the headers, the library, the package files, the CLI and, from the
   # tools, anything under share/. Never a test, a benchmark or a helper library.
@@ -168,16 +179,19 @@ if(MODE STREQUAL "find_package")
     ${WORK_DIR}/consumer_pkg_config --nodes redis://127.0.0.1:1 --expect refused)
 
   # A program built with other Asio settings than the library would corrupt memory at run time
-  # (redlock/config.hpp): it must fail to link instead, naming the setting.
-  message(STATUS "link a consumer built with BOOST_ASIO_NO_DEPRECATED (must fail)")
-  execute_process(
-    COMMAND ${CXX_COMPILER} -std=c++20 -DBOOST_ASIO_NO_DEPRECATED ${extra_flags}
-            ${CMAKE_CURRENT_LIST_DIR}/consumer/main.cpp ${pc_args}
-            -o ${WORK_DIR}/consumer_no_deprecated
-    RESULT_VARIABLE code OUTPUT_VARIABLE link_output ERROR_VARIABLE link_output)
-  if(code EQUAL 0 OR NOT link_output MATCHES "built_with_BOOST_ASIO_NO_DEPRECATED")
-    message(FATAL_ERROR "a consumer built with BOOST_ASIO_NO_DEPRECATED: exit ${code}, expected a "
-                        "link failure naming the setting; output:\n${link_output}")
+  # (redlock/config.hpp): it must fail to link instead, naming the setting. (The library of a
+  # package is the same archive: checked once, here.)
+  if(MODE STREQUAL "find_package")
+    message(STATUS "link a consumer built with BOOST_ASIO_NO_DEPRECATED (must fail)")
+    execute_process(
+      COMMAND ${CXX_COMPILER} -std=c++20 -DBOOST_ASIO_NO_DEPRECATED ${extra_flags}
+              ${CMAKE_CURRENT_LIST_DIR}/consumer/main.cpp ${pc_args}
+              -o ${WORK_DIR}/consumer_no_deprecated
+      RESULT_VARIABLE code OUTPUT_VARIABLE link_output ERROR_VARIABLE link_output)
+    if(code EQUAL 0 OR NOT link_output MATCHES "built_with_BOOST_ASIO_NO_DEPRECATED")
+      message(FATAL_ERROR "a consumer built with BOOST_ASIO_NO_DEPRECATED: exit ${code}, expected "
+                          "a link failure naming the setting; output:\n${link_output}")
+    endif()
   endif()
 
   list(APPEND configure_args -DCMAKE_PREFIX_PATH=${prefix} "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}")
