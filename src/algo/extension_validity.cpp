@@ -61,8 +61,14 @@ std::optional<steady_clock::time_point> renewal_retry_at(steady_clock::time_poin
                                                          milliseconds ttl,
                                                          steady_clock::time_point valid_until) {
   const auto retry = now + renewal_retry_delay(ttl);
-  if (retry < valid_until) return retry;
-  return std::nullopt;
+  if (retry >= valid_until) return std::nullopt;
+  // On a tick, as a first renewal is, so that the retries of the leases whose renewals failed
+  // together go out together too. Unaligned, a client with many leases that met one slow moment
+  // sent each retry as a request of its own: many more requests, more of them late, more
+  // retries, until every lease was lost.
+  auto on_tick = renewal_tick_start(retry, ttl);
+  if (on_tick <= now) on_tick += renewal_tick(ttl);  // a tick longer than the delay (tests)
+  return on_tick < valid_until ? on_tick : retry;
 }
 
 steady_clock::time_point renewal_due(steady_clock::time_point valid_until, milliseconds ttl) {

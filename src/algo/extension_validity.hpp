@@ -79,8 +79,9 @@ std::chrono::milliseconds ttl_covering(steady_clock::time_point until, steady_cl
 // [10 ms, 500 ms].
 steady_clock::duration renewal_retry_delay(std::chrono::milliseconds ttl);
 
-// When the retry of a failed renewal is due: renewal_retry_delay after `now`, unless that is not
-// before `valid_until` (then never: the lease is reported lost at valid_until instead).
+// When the retry of a failed renewal is due: renewal_retry_delay after `now`, moved earlier to the
+// start of its tick (renewal_tick_start) as long as that is after `now`; never when the delay
+// does not end before `valid_until` (the lease is reported lost at valid_until instead).
 std::optional<steady_clock::time_point> renewal_retry_at(steady_clock::time_point now,
                                                          std::chrono::milliseconds ttl,
                                                          steady_clock::time_point valid_until);

@@ -215,7 +215,8 @@ BOOST_AUTO_TEST_CASE(a_failed_renewal_is_retried_after_a_tenth_of_the_ttl_within
 BOOST_AUTO_TEST_CASE(a_renewal_retry_is_planned_only_before_the_validity_runs_out) {
   const auto retry = rd::renewal_retry_at(granted_at, 1s, granted_at + 101ms);
   BOOST_TEST_REQUIRE(retry.has_value());
-  BOOST_TEST(at(*retry) == 100.0);
+  // 100 ms later, at the start of its 15 ms tick (the epoch's hour is 240 000 ticks).
+  BOOST_TEST(at(*retry) == 90.0);
   BOOST_TEST(!rd::renewal_retry_at(granted_at, 1s, granted_at + 100ms).has_value());
   BOOST_TEST(!rd::renewal_retry_at(granted_at, 1s, granted_at + 50ms).has_value());
 }
@@ -239,6 +240,23 @@ BOOST_AUTO_TEST_CASE(a_renewal_moves_to_the_start_of_its_tick) {
   // Two leases whose renewals fall due 20 ms apart within a tick renew at the same instant.
   BOOST_TEST((rd::renewal_tick_start(epoch + 50'001ms, 10s) ==
               rd::renewal_tick_start(epoch + 50'021ms, 10s)));
+}
+
+// Retries of renewals that failed within one tick go out together, as first renewals do.
+BOOST_AUTO_TEST_CASE(a_renewal_retry_moves_to_the_start_of_its_tick) {
+  const auto first = rd::renewal_retry_at(granted_at + 1ms, 10s, granted_at + 5s);
+  const auto second = rd::renewal_retry_at(granted_at + 20ms, 10s, granted_at + 5s);
+  BOOST_TEST_REQUIRE((first && second));
+  BOOST_TEST((*first == *second));
+  BOOST_TEST(at(*first) == 500.0);  // 500 ms after 1 ms, at the start of its 25 ms tick
+  // Never at or before now, even when the tick is longer than the delay.
+  const auto soon = rd::renewal_retry_at(granted_at + 1ms, 100ms, granted_at + 1s);
+  BOOST_TEST_REQUIRE(soon.has_value());
+  BOOST_TEST(at(*soon) > 1.0);
+  // Not past the validity for the sake of a tick: the retry then keeps its own moment.
+  const auto late = rd::renewal_retry_at(granted_at + 80ms, 1s, granted_at + 181ms);
+  BOOST_TEST_REQUIRE(late.has_value());
+  BOOST_TEST(at(*late) <= 180.0);
 }
 
 BOOST_AUTO_TEST_CASE(a_renewal_sends_the_lock_ttl_when_that_covers_what_is_claimed) {
