@@ -159,6 +159,14 @@ class extension_batch final : public fan_out_sink,
     if (gathering->members_.size() == most_keys) gathering->send();
   }
 
+  // Sends the batch the space gathers now, if any. Called before any other extension goes out:
+  // a lease's machine counts on its extensions applying on each node in the order it asked for
+  // them (the last one applied sets the key's TTL), and a renewal gathered earlier in this turn
+  // would otherwise reach the nodes after a user's extension asked for later, and shorten it.
+  static void send_gathered(lock_space& space) {
+    if (const auto gathering = space.gathering_renewals) gathering->send();
+  }
+
  private:
   struct member {
     std::shared_ptr<extend_op> op;
@@ -237,6 +245,7 @@ void carry_out(lease_state& lease, std::shared_ptr<user_operation> caller) {
         if (action->from_renewal && batches(lease)) {
           extension_batch::gather(space_of(lease), std::move(op));
         } else {
+          extension_batch::send_gathered(space_of(lease));
           op->run();
         }
         break;
