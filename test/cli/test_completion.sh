@@ -66,8 +66,11 @@ for command in $commands; do
     continue
   fi
   expected="$options"
-  # run's options end with "--", before COMMAND.
-  if "$tool" help "$command" | grep -q "^redlock $command .* -- COMMAND"; then
+  # run's options end with "--", before COMMAND. The help is read whole before grep looks at it:
+  # `tool | grep -q` under pipefail fails whenever grep stops reading first and the tool is then
+  # killed by SIGPIPE, which a busy machine makes likely.
+  help_text="$("$tool" help "$command")"
+  if grep -q "^redlock $command .* -- COMMAND" <<<"$help_text"; then
     expected="$(printf '%s\n%s\n' "$options" -- | sort -u)"
   fi
   expect_set "redlock $command -<TAB>" "$expected" "$(complete_line redlock "$command" -)"
@@ -93,7 +96,8 @@ for command in $commands; do
   for option in $options; do
     args=("$command" "$option")
     grep -qE -- "^$option [A-Z]" <<<"$(help_option_values "$tool" "$command")" && args+=(1)
-    if "$tool" "${args[@]}" 2>&1 | grep -q "unknown option"; then
+    said="$("$tool" "${args[@]}" 2>&1 || true)"
+    if grep -q "unknown option" <<<"$said"; then
       fail "redlock help $command lists $option, which redlock $command does not take"
     fi
   done
