@@ -55,10 +55,12 @@ class completion {
   // Otherwise its own executor is asked for (type-erased, which allocates) and kept busy.
   completion(handler_type&& handler, const boost::asio::any_io_executor& io_executor,
              bool on_io_executor = false)
-      : io_executor_(io_executor), handler_(std::move(handler)) {
+      : handler_(std::move(handler)), on_io_executor_(on_io_executor) {
     if (on_io_executor) {
-      io_work_ = boost::asio::prefer(io_executor, boost::asio::execution::outstanding_work.tracked);
+      io_executor_ =
+          boost::asio::prefer(io_executor, boost::asio::execution::outstanding_work.tracked);
     } else {
+      io_executor_ = io_executor;
       handler_executor_ =
           boost::asio::prefer(boost::asio::get_associated_executor(handler_, io_executor),
                               boost::asio::execution::outstanding_work.tracked);
@@ -83,8 +85,8 @@ class completion {
       if (slot.is_connected()) slot.clear();
       std::move(handler)(std::move(args)...);
     };
-    if (io_work_) {
-      auto work = std::move(io_work_);  // released once the handler has been handed over
+    if (on_io_executor_) {
+      auto work = std::move(io_executor_);  // released once the handler has been handed over
       post_through(work, std::move(invoke));
     } else {
       // Through the I/O executor: any_completion_executor cannot be required to be non-blocking.
@@ -94,10 +96,13 @@ class completion {
   }
 
  private:
+  // With on_io_executor_, the I/O executor keeps the work of the pending handler (tracked), and
+  // handler_executor_ stays empty; otherwise the handler's own executor does. One executor fewer
+  // per pending operation: 56 bytes, which a client holding 100 000 watched leases pays for each.
   boost::asio::any_io_executor io_executor_;
-  boost::asio::any_io_executor io_work_;  // set when the handler runs on io_executor_
-  boost::asio::any_completion_executor handler_executor_;  // otherwise: the handler's own
+  boost::asio::any_completion_executor handler_executor_;
   handler_type handler_;
+  bool on_io_executor_;
   bool done_ = false;
 };
 

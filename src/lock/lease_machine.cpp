@@ -119,9 +119,9 @@ void lease_machine::send(std::chrono::milliseconds ttl, bool from_renewal,
     next_renewal_ = std::min(next_renewal_, renewal_due_now());
   }
   arm();
-  ask({.what = lease_action::kind::send_extension,
-       .ttl = ttl,
+  ask({.ttl = ttl,
        .id = sent.id,
+       .what = lease_action::kind::send_extension,
        .from_renewal = from_renewal});
 }
 

@@ -90,7 +90,7 @@ void lease_state::fencing_tokens_known(std::vector<std::uint64_t> tokens) {
 }
 
 void lease_state::held_with(const held_round& round) {
-  diagnostics_.clear();
+  if (details_) details_->diagnostics.clear();
   contended_ = round.contended;
   granted_nodes_ = round.granted_nodes;
   current_ = phase::held;
@@ -100,7 +100,8 @@ void lease_state::held_with(const held_round& round) {
 }
 
 void lease_state::diagnose(std::string why) {
-  diagnostics_ = std::move(why);
+  if (why.empty() && !details_) return;  // nothing written yet, nothing to clear
+  own_details().diagnostics = std::move(why);
 }
 
 void lease_state::report_to(observer& watcher, void (observer::*what)(const lease_event&),
@@ -149,7 +150,9 @@ void lease_state::wait_for_loss(std::shared_ptr<loss_waiter> waiter) {
 }
 
 void lease_state::stop_waiting_for_loss(const loss_waiter* waiter) {
-  std::erase_if(lost_waiters_, [waiter](const auto& each) { return each.get() == waiter; });
+  lost_waiters_.erase(std::remove_if(lost_waiters_.begin(), lost_waiters_.end(),
+                                     [waiter](const auto& each) { return each.get() == waiter; }),
+                      lost_waiters_.end());
 }
 
 local_queues::lease_release lease_state::release_decision() {
