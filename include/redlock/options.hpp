@@ -63,6 +63,11 @@ struct client_options {
   /// waiting out the deadline again, so a round that cannot win without it frees its keys on the
   /// other nodes at once. Releases are still sent. The node is asked again as soon as the late
   /// replies arrive.
+  ///
+  /// Auto-renewal is the exception: a renewal waits for each node's answer for as long as its
+  /// lease is still valid (at least node_timeout), since a late confirmation is as safe as a
+  /// prompt one until then. A loaded server or machine then slows renewals down instead of making
+  /// them fail until leases are lost. A user's lease::async_extend keeps node_timeout.
   std::chrono::milliseconds node_timeout{100};
 
   /// Bound on TCP connect plus the AUTH/SELECT/CLIENT SETNAME handshake.

@@ -109,7 +109,7 @@ std::shared_ptr<release_announcements> node_set::listen_for_releases(
 
 request_options node_set::options_of(const request_rules& rules) const noexcept {
   request_options per_node;
-  per_node.timeout = options_.node_timeout;
+  per_node.timeout = std::max(options_.node_timeout, rules.wait_at_least);
   per_node.eval_fallback = rules.eval_fallback;
   per_node.noscript_is_final = rules.noscript_is_final;
   per_node.skip_if_unresponsive = rules.skip_if_unresponsive;

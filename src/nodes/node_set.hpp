@@ -27,7 +27,7 @@
 namespace redlock::detail {
 
 // What one request runs on a node besides its bytes, as the operation that sends it knows it
-// (request_options without the deadline, which is the client's node_timeout for every request).
+// (request_options; the deadline is the client's node_timeout unless `wait_at_least` is longer).
 struct request_rules {
   // The payload is an EVALSHA of this script: after NOSCRIPT it is resent as EVAL, unless
   // `noscript_is_final` makes the NOSCRIPT the answer (request_options).
@@ -43,6 +43,9 @@ struct request_rules {
   // A cleanup that must reach the node even when nobody waits for it, kept for a node that is
   // down for this long at most (request_options::deliver_for); zero: an ordinary request.
   std::chrono::milliseconds deliver_for{0};
+  // Each node's answer is waited for this long when that is longer than node_timeout: a renewal
+  // waits while its lease lasts (its answer counts until then). Zero: node_timeout.
+  std::chrono::milliseconds wait_at_least{0};
 };
 
 // One request's bytes for each kind of node: `for_cluster` for a Redis Cluster node when not

@@ -52,6 +52,20 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
   // Joins a batch: the batch hands it each node's answer for its key as on_reply(tag + node).
   std::size_t join_batch() { return open_ballot(); }
 
+  // How long each node's answer is waited for beyond node_timeout (request_rules::wait_at_least).
+  // A renewal waits while its lease is valid: a confirmation counts until then
+  // (extension_validity::confirm), and its validity counts from when it was sent, so a late answer
+  // is as safe as a prompt one. On a loaded machine or server, answers that take longer than
+  // node_timeout would otherwise fail renewal after renewal (each retry queues behind the same
+  // backlog) until leases that every node still holds are lost. A user's extension keeps
+  // node_timeout: its caller hears of a node that does not answer as soon as it did before.
+  std::chrono::milliseconds wait_at_least() const {
+    if (!from_renewal_) return std::chrono::milliseconds(0);
+    const auto left = state_->renewal().validity().valid_until() - lock_clock::now();
+    return std::chrono::ceil<std::chrono::milliseconds>(
+        std::max(left, lock_clock::duration::zero()));
+  }
+
   void run() {
     const std::string ttl_text = std::to_string(ttl_.count());
     const std::string_view args[] = {state_->token(), ttl_text};
@@ -61,7 +75,7 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
                                                state_->resources().end());
       payload_ = encode_evalsha(multi_extend_script(), keys, args);
       return space_of(*state_).nodes().send(state_->resource(), payload_, *this, open_ballot(),
-                                            rules_of(lock_request::multi_extend));
+                                            waiting(rules_of(lock_request::multi_extend)));
     }
     const std::string_view keys[] = {state_->resource(), state_->companion_key()};
     const auto used_keys = std::span(keys, state_->companion_key().empty() ? 1 : 2);
@@ -70,11 +84,16 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
     payload_ = encode_evalsha(reader ? rw_read_extend_script() : extend_script(), used_keys, args);
     space_of(*state_).nodes().send(
         state_->resource(), payload_, *this, open_ballot(),
-        rules_of(reader ? lock_request::read_extend : lock_request::extend));
+        waiting(rules_of(reader ? lock_request::read_extend : lock_request::extend)));
   }
 
  private:
   std::shared_ptr<void> owner() override { return shared_from_this(); }
+
+  request_rules waiting(request_rules rules) const {
+    rules.wait_at_least = wait_at_least();
+    return rules;
+  }
 
   node_answer::kind classify(error_code ec, const resp::value& reply,
                              std::string& detail) override {
@@ -189,15 +208,18 @@ class extension_batch final : public fan_out_sink,
     keys.reserve(members_.size());
     ttl_texts.reserve(members_.size());
     args.reserve(2 * members_.size());
+    // The batch waits as long as its longest-lived member would alone: a member whose lease runs
+    // out sooner is lost by its own timer, and its late answer changes nothing.
+    auto rules = rules_of(lock_request::batch_extend);
     for (const member& m : members_) {
       keys.push_back(m.op->key());
       ttl_texts.push_back(std::to_string(m.op->ttl().count()));
       args.push_back(m.op->token());
       args.push_back(ttl_texts.back());
+      rules.wait_at_least = std::max(rules.wait_at_least, m.op->wait_at_least());
     }
     payload_ = encode_evalsha(batch_extend_script(), keys, args);
-    space_->nodes().send(keys.front(), payload_, *this, open_ballot(),
-                         rules_of(lock_request::batch_extend));
+    space_->nodes().send(keys.front(), payload_, *this, open_ballot(), rules);
   }
 
   std::shared_ptr<void> owner() override { return shared_from_this(); }

@@ -8,9 +8,11 @@
 #include "support/chaos_proxy.hpp"
 #include "support/client_options.hpp"
 #include "support/exclusion_verdict.hpp"
+#include "support/extension_counter.hpp"
 #include "support/five_nodes.hpp"
 #include "support/history.hpp"
 #include "support/inspector.hpp"
+#include "support/lock_checks.hpp"
 #include "support/lock_recorder.hpp"
 #include "support/lock_workload.hpp"
 #include "support/printing.hpp"
@@ -100,6 +102,54 @@ BOOST_FIXTURE_TEST_CASE(renewal_racing_expiry, redlock::test::five_nodes) {
   });
   const auto result = redlock::test::judge_exclusion(log);
   BOOST_TEST(result.ok(), result.describe());
+}
+
+// Every node answers later than node_timeout (100 ms each way against a 50 ms deadline), as a
+// loaded server or machine does, for several TTLs. Each renewal waits for the answers while its
+// lease is valid, so the lease is renewed, never lost; a renewal that gave up at node_timeout
+// would fail and be retried into the same delay until the lease ran out. A user's extension
+// still gives up at node_timeout.
+BOOST_AUTO_TEST_CASE(renewal_outlasts_answers_slower_than_node_timeout) {
+  proxied_fleet net;
+  inspector nodes{net.fleet};
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    const auto outcomes = std::make_shared<redlock::test::extension_counter>();
+    auto options = fast_client_options(50ms);
+    options.observer = outcomes;
+    redlock::client locks(io.get_executor(), net.configs(), options);
+    co_await redlock::test::warm_up(locks);  // no connect within the acquire's 50 ms deadline
+    const auto ttl = 1500ms;
+    auto [ec, lease] = co_await locks.async_acquire("slow", lock_for(ttl), tuple_awaitable);
+    BOOST_TEST_REQUIRE(!ec, ec.message());
+    for (auto& proxy : net.proxies)
+      proxy->set_latency(100ms);
+
+    bool always_held = true;
+    const auto until = steady_clock::now() + 3 * ttl;
+    while (steady_clock::now() < until) {
+      always_held = always_held && lease.held();
+      co_await sleep_for(20ms);
+    }
+    BOOST_TEST(always_held);
+    BOOST_TEST(outcomes->lost == 0u);
+    BOOST_TEST(outcomes->failed == 0u);
+    // Renewal at half-life for three TTLs: about five; ask for three.
+    BOOST_TEST(outcomes->confirmed >= 3u);
+    // A node whose grant came after the deadline holds no key to renew; a quorum does.
+    BOOST_TEST(nodes.holding("slow", lease.token()) >= 3u);
+
+    const auto asked = steady_clock::now();
+    auto [extend_ec] = co_await lease.async_extend(ttl, tuple_awaitable);
+    BOOST_TEST(extend_ec == error::no_quorum, extend_ec.message());
+    BOOST_TEST(ms_since(asked) < 1000);
+    BOOST_TEST(lease.held());
+
+    for (auto& proxy : net.proxies)
+      proxy->set_latency(0ms);
+    auto [release_ec] = co_await lease.async_release(tuple_awaitable);
+    BOOST_TEST(!release_ec, release_ec.message());
+    BOOST_TEST(co_await eventually([&] { return nodes.present("slow") == 0; }, 2s));
+  });
 }
 
 // Scenario 4: connections broken in the middle of a pipeline on one node while 200 acquires are

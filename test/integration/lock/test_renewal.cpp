@@ -6,6 +6,7 @@
 #include "redlock/redlock.hpp"
 #include "support/async_test.hpp"
 #include "support/client_options.hpp"
+#include "support/extension_counter.hpp"
 #include "support/five_nodes.hpp"
 #include "support/inspector.hpp"
 #include "support/lock_checks.hpp"
@@ -28,6 +29,7 @@
 
 namespace {
 
+using redlock::test::extension_counter;
 using redlock::test::ms_between;
 
 using redlock::test::gone_everywhere;
@@ -35,18 +37,6 @@ using redlock::test::record;
 using redlock::test::settled_everywhere;
 using redlock::test::void_outcome;
 using redlock::test::warm_up;
-
-// Counts the outcomes the observer is told of (on the client's executor).
-class extension_counter final : public redlock::observer {
- public:
-  void on_extend(const redlock::lease_event& event) override {
-    ++(event.error ? failed : confirmed);
-  }
-  void on_lost(const redlock::lease_event&) override { ++lost; }
-  std::size_t confirmed = 0;
-  std::size_t failed = 0;
-  std::size_t lost = 0;
-};
 
 // Scripts a node ran by their digest, failed ones included.
 long long evalsha_calls(std::uint16_t port) {
