@@ -143,6 +143,23 @@ bool excused_by_key_loss(const scenario& s, const history& h, const hold& earlie
   return static_cast<std::size_t>(kept) < quorum_of(s);
 }
 
+// The nodes that granted `x`: those holding its token when its acquire completed, and those that
+// held it when they lost their keys during its acquire. A node that granted, then lost everything
+// before the acquire completed, may still be among the quorum that decided the round (its answer
+// was on its way), and its counter is gone with its keys.
+std::set<std::uint32_t> granted_including_lost(const scenario& s, const history& h, const hold& x) {
+  std::set<std::uint32_t> granted = x.granted_by;
+  for (const key_loss& loss : h.losses) {
+    if (loss.at < writes_from(s, x) || *x.acquired < loss.at) continue;
+    const auto held = loss.holders_before.find(x.token);
+    if (held == loss.holders_before.end()) continue;
+    if (std::any_of(held->second.begin(), held->second.end(),
+                    [&](const token_holder& k) { return k.node == loss.node; }))
+      granted.insert(loss.node);
+  }
+  return granted;
+}
+
 // Whether the later lease's token may fairly be no higher than the earlier one's because nodes
 // lost their fencing counters (a restart without persistence, a failover to a lagging replica)
 // between the two acquires. A token is the highest counter of the quorum that decided the round,
@@ -153,7 +170,8 @@ bool fencing_excused(const scenario& s, const history& h, const hold& earlier, c
   const auto lost = lost_between(s, h, earlier, later, false);
   if (lost.empty()) return false;
   const std::size_t quorum = quorum_of(s);
-  const std::vector<std::uint32_t> a(earlier.granted_by.begin(), earlier.granted_by.end());
+  const auto earlier_grants = granted_including_lost(s, h, earlier);
+  const std::vector<std::uint32_t> a(earlier_grants.begin(), earlier_grants.end());
   const std::vector<std::uint32_t> b(later.granted_by.begin(), later.granted_by.end());
   if (a.size() < quorum || b.size() < quorum) return true;  // grants the history did not see
   for (unsigned mask_a = 0; mask_a < (1u << a.size()); ++mask_a) {

@@ -728,9 +728,10 @@ token_holders run::holders_of_tokens() {
 
 key_loss run::begin_loss(std::uint32_t index, bool at_once) {
   key_loss loss{index, world::now(), at_once, {}, {}};
-  // Only a loss at once can break a lease that kept its quorum; a delayed restart is judged by
-  // the fencing checker alone, which needs no holders.
-  if (at_once) loss.holders_before = holders_of_tokens();
+  // Who held what just before: the fencing checker counts a node that granted a lease and lost
+  // its keys before that acquire completed among the lease's grants. Only a loss at once can
+  // break a lease that kept its quorum, so only it needs the holders after (record_loss).
+  loss.holders_before = holders_of_tokens();
   return loss;
 }
 
