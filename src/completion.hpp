@@ -1,11 +1,14 @@
 #ifndef REDLOCK_COMPLETION_HPP
 #define REDLOCK_COMPLETION_HPP
 
+#include "block_cache.hpp"
+
 #include <boost/asio/any_completion_executor.hpp>
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -85,13 +88,16 @@ class completion {
       if (slot.is_connected()) slot.clear();
       std::move(handler)(std::move(args)...);
     };
+    // The posted function's memory comes from the block cache: Asio's own recycling keeps two
+    // blocks per thread, too few with many operations completing in one turn.
+    auto recycled = boost::asio::bind_allocator(cached_allocator<void>(), std::move(invoke));
     if (on_io_executor_) {
       auto work = std::move(io_executor_);  // released once the handler has been handed over
-      post_through(work, std::move(invoke));
+      post_through(work, std::move(recycled));
     } else {
       // Through the I/O executor: any_completion_executor cannot be required to be non-blocking.
       boost::asio::post(io_executor_,
-                        boost::asio::bind_executor(handler_executor_, std::move(invoke)));
+                        boost::asio::bind_executor(handler_executor_, std::move(recycled)));
     }
   }
 

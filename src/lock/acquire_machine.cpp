@@ -1,5 +1,6 @@
 #include "lock/acquire_machine.hpp"
 
+#include "block_cache.hpp"
 #include "config/options_check.hpp"
 #include "token.hpp"
 #include "unsafe_switches.hpp"
@@ -22,7 +23,8 @@ acquire_machine::acquire_machine(const std::shared_ptr<lock_home>& home,
       nodes_(home->nodes_known()),
       lasting_now_(nodes_.size()),
       strategy_(std::move(strategy)),
-      lease_(std::make_shared<lease_state>(home, std::move(resource), options)),
+      lease_(std::allocate_shared<lease_state>(cached_allocator<lease_state>(), home,
+                                               std::move(resource), options)),
       self_(self),
       announcements_(announcements),
       single_round_(single_round),

@@ -1,4 +1,5 @@
 #include "algo/replies.hpp"
+#include "block_cache.hpp"
 #include "lock/lease_state.hpp"
 #include "lock/scripts.hpp"
 #include "ops/lock_requests.hpp"
@@ -70,7 +71,8 @@ class release_op final : public operation_vote {
 
 void initiate_release(const std::shared_ptr<lease_state>& state, void_caller caller) {
   if (!state) return complete_without_state(std::move(caller.handler), error::not_held);
-  auto op = std::make_shared<release_op>(state, std::move(caller));
+  auto op =
+      std::allocate_shared<release_op>(cached_allocator<release_op>(), state, std::move(caller));
   const auto refuse = [&](error_code ec) {
     state->report(&observer::on_release, ec);
     op->finish(ec);

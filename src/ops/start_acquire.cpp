@@ -1,5 +1,6 @@
 #include "ops/start_acquire.hpp"
 
+#include "block_cache.hpp"
 #include "lock/lock_rounds.hpp"
 #include "lock/rw_rounds.hpp"
 #include "lock/set_rounds.hpp"
@@ -9,12 +10,23 @@
 
 namespace redlock::detail {
 
+namespace {
+
+// An acquire's driver lives for one acquire: its memory is recycled (block_cache.hpp).
+template <class... Args>
+std::shared_ptr<acquire_driver> make_driver(Args&&... args) {
+  return std::allocate_shared<acquire_driver>(cached_allocator<acquire_driver>(),
+                                              std::forward<Args>(args)...);
+}
+
+}  // namespace
+
 void start_acquire(const std::shared_ptr<lock_space>& space, std::string resource,
                    const lock_options& options, bool single_round,
                    caller_handler<acquire_signature> caller) {
   auto rounds = std::make_unique<lock_rounds>(resource);
-  std::make_shared<acquire_driver>(space, std::move(rounds), std::move(resource), options,
-                                   single_round, std::move(caller))
+  make_driver(space, std::move(rounds), std::move(resource), options, single_round,
+              std::move(caller))
       ->start();
 }
 
@@ -24,8 +36,7 @@ void start_acquire_rw(const std::shared_ptr<lock_space>& space, std::string name
   auto rounds = std::make_unique<rw_rounds>(
       std::move(name), write ? rw_rounds::side::write : rw_rounds::side::read, make_lock_token());
   std::string key = rounds->round_key();
-  std::make_shared<acquire_driver>(space, std::move(rounds), std::move(key), options, single_round,
-                                   std::move(caller))
+  make_driver(space, std::move(rounds), std::move(key), options, single_round, std::move(caller))
       ->start();
 }
 
@@ -39,8 +50,8 @@ void start_acquire_all(const std::shared_ptr<lock_space>& space, std::vector<std
   if (set.size() == 1)
     return start_acquire(space, std::move(set.front()), options, single_round, std::move(caller));
   std::string first = set.empty() ? std::string() : set.front();
-  auto op = std::make_shared<acquire_driver>(space, std::move(rounds), std::move(first), options,
-                                             single_round, std::move(caller));
+  auto op = make_driver(space, std::move(rounds), std::move(first), options, single_round,
+                        std::move(caller));
   op->lease().hold_set(std::move(set));
   op->start();
 }
@@ -51,8 +62,8 @@ void start_acquire_permit(const std::shared_ptr<lock_space>& space, std::string 
   auto rounds = std::make_unique<slot_rounds>(std::move(name), permits, single_round);
   std::string first_slot = rounds->first_slot_key();
   std::string permits_record = rounds->permits_key();
-  auto op = std::make_shared<acquire_driver>(space, std::move(rounds), std::move(first_slot),
-                                             options, single_round, std::move(caller));
+  auto op = make_driver(space, std::move(rounds), std::move(first_slot), options, single_round,
+                        std::move(caller));
   // Extended with every slot lease, so that it lives as long as the permits are held.
   op->lease().extend_along(std::move(permits_record));
   op->start();
