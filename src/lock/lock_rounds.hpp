@@ -50,8 +50,8 @@ class lock_rounds final : public ttl_watching_rounds {
  private:
   std::string resource_;
   // The first round's SET key token NX PX ttl. Requests of later rounds may still be queued with a
-  // view of it: it is written once.
-  std::string plain_set_;
+  // view of it: it is written once. Its buffer is recycled like the strategy (block_cache.hpp).
+  std::basic_string<char, std::char_traits<char>, cached_allocator<char>> plain_set_;
 };
 
 }  // namespace redlock::detail

@@ -3,6 +3,7 @@
 
 #include "algo/node_answer.hpp"
 #include "algo/replies.hpp"
+#include "block_cache.hpp"
 #include "lock/hold_keys.hpp"
 #include "lock/lock_request.hpp"
 #include "lock/node_facts.hpp"
@@ -36,6 +37,13 @@ struct resource_queue;
 class round_strategy {
  public:
   virtual ~round_strategy() = default;
+
+  // A strategy lives for one acquire: its memory is recycled (block_cache.hpp). The virtual
+  // destructor gives the sized delete the size of the kind that was made.
+  static void* operator new(std::size_t bytes) { return cached_allocate(bytes); }
+  static void operator delete(void* block, std::size_t bytes) noexcept {
+    cached_deallocate(block, bytes);
+  }
 
   // The local queue (local_queues) the acquire waits in.
   virtual const std::string& queue_key() const = 0;

@@ -40,6 +40,18 @@ std::size_t encoded_size(std::span<const std::string_view> args) noexcept {
   return size;
 }
 
+char* write_command(char* out, std::span<const std::string_view> args) noexcept {
+  char* p = put_header(out, '*', args.size());
+  for (const std::string_view arg : args) {
+    p = put_header(p, '$', arg.size());
+    if (!arg.empty()) std::memcpy(p, arg.data(), arg.size());
+    p += arg.size();
+    *p++ = '\r';
+    *p++ = '\n';
+  }
+  return p;
+}
+
 void encode_command(std::string& out, std::span<const std::string_view> args) {
   const std::size_t old_size = out.size();
   const std::size_t add = encoded_size(args);
@@ -49,17 +61,8 @@ void encode_command(std::string& out, std::span<const std::string_view> args) {
   if (out.capacity() < needed)
     out.reserve(needed > 2 * out.capacity() ? needed : 2 * out.capacity());
   out.resize(needed);
-
-  char* p = out.data() + old_size;
-  p = put_header(p, '*', args.size());
-  for (const std::string_view arg : args) {
-    p = put_header(p, '$', arg.size());
-    if (!arg.empty()) std::memcpy(p, arg.data(), arg.size());
-    p += arg.size();
-    *p++ = '\r';
-    *p++ = '\n';
-  }
-  assert(p == out.data() + out.size());
+  [[maybe_unused]] const char* end = write_command(out.data() + old_size, args);
+  assert(end == out.data() + out.size());
 }
 
 }  // namespace redlock::resp

@@ -20,6 +20,18 @@ inline void encode_command(std::string& out, std::initializer_list<std::string_v
 // Exact number of bytes encode_command appends, so callers can reserve once.
 std::size_t encoded_size(std::span<const std::string_view> args) noexcept;
 
+// Writes the command at `out`, which has room for encoded_size(args) bytes; returns its end.
+char* write_command(char* out, std::span<const std::string_view> args) noexcept;
+
+// The command alone in `out` (its previous bytes replaced), for a string of another allocator.
+template <class Allocator>
+void encode_command_into(std::basic_string<char, std::char_traits<char>, Allocator>& out,
+                         std::initializer_list<std::string_view> args) {
+  const std::span<const std::string_view> command(args.begin(), args.size());
+  out.resize(encoded_size(command));
+  write_command(out.data(), command);
+}
+
 }  // namespace redlock::resp
 
 #endif
