@@ -2,6 +2,7 @@
 #define REDLOCK_NODES_NODE_SET_HPP
 
 #include "algo/node_answer.hpp"
+#include "block_cache.hpp"
 #include "log.hpp"
 #include "net/connection.hpp"
 #include "nodes/cluster/topology.hpp"
@@ -51,10 +52,12 @@ struct request_rules {
 // One request's bytes for each kind of node: `for_cluster` for a Redis Cluster node when not
 // empty (a release announced with SPUBLISH on its shard's channel), `plain` for every other.
 struct payload_by_node_kind {
-  std::string plain;
-  std::string for_cluster;
+  // Made for one release and dropped with it: the buffers are recycled (block_cache.hpp).
+  using bytes = std::basic_string<char, std::char_traits<char>, cached_allocator<char>>;
+  bytes plain;
+  bytes for_cluster;
 
-  const std::string& for_node(const node_config& node) const noexcept {
+  std::string_view for_node(const node_config& node) const noexcept {
     return node.kind == node_kind::cluster && !for_cluster.empty() ? for_cluster : plain;
   }
 };

@@ -93,24 +93,25 @@ namespace {
 
 // The release of `held` for one node: its announcement on `channel`, sharded (SPUBLISH) for a
 // cluster node.
-std::string encode_hold_release(const hold_keys& held, std::string_view token,
-                                std::string_view channel, bool sharded) {
+payload_by_node_kind::bytes encode_hold_release(const hold_keys& held, std::string_view token,
+                                                std::string_view channel, bool sharded) {
   const std::string_view scope = sharded ? "shard" : "";
   switch (held.kind) {
     case hold_kind::reader: {
       const std::string_view keys[] = {held.key};
       const std::string_view args[] = {token, channel, scope, held.message};
-      return encode_evalsha(rw_read_release_script(), keys, args);
+      return encode_evalsha_as<payload_by_node_kind::bytes>(rw_read_release_script(), keys, args);
     }
     case hold_kind::writer: {
       const std::string_view keys[] = {held.key, held.mark};
       const std::string_view args[] = {token, channel, scope, held.message, held.mark_id};
-      return encode_evalsha(rw_write_release_script(), keys, args);
+      return encode_evalsha_as<payload_by_node_kind::bytes>(rw_write_release_script(), keys, args);
     }
     case hold_kind::set: {
       std::vector<std::string_view> keys(held.keys.begin(), held.keys.end());
       const std::string_view args[] = {token, channel, scope};
-      return encode_evalsha(multi_release_script(), keys, std::span(args, sharded ? 3 : 2));
+      return encode_evalsha_as<payload_by_node_kind::bytes>(multi_release_script(), keys,
+                                                            std::span(args, sharded ? 3 : 2));
     }
     case hold_kind::lock:
       break;
@@ -118,7 +119,8 @@ std::string encode_hold_release(const hold_keys& held, std::string_view token,
   const std::string_view keys[] = {held.key};
   const std::string_view args[] = {token, channel, scope};
   // Without a scope when there is none: the bytes every standalone release has always had.
-  return encode_evalsha(release_script(), keys, std::span(args, sharded ? 3 : 2));
+  return encode_evalsha_as<payload_by_node_kind::bytes>(release_script(), keys,
+                                                        std::span(args, sharded ? 3 : 2));
 }
 
 // The sink of a best-effort release whose answers someone needs: a node that deleted our key, or
@@ -164,10 +166,11 @@ void release_best_effort(node_set& nodes, const hold_keys& held, std::string_vie
                          const std::vector<bool>* only, key_gone on_gone) {
   auto bytes = encode_release(nodes, held, token, channel);
   // Shared by the requests: nobody else owns these bytes.
-  const auto plain = std::make_shared<const std::string>(std::move(bytes.plain));
-  const auto for_cluster = bytes.for_cluster.empty()
-                               ? plain
-                               : std::make_shared<const std::string>(std::move(bytes.for_cluster));
+  const auto plain = std::make_shared<const std::string>(bytes.plain.begin(), bytes.plain.end());
+  const auto for_cluster =
+      bytes.for_cluster.empty()
+          ? plain
+          : std::make_shared<const std::string>(bytes.for_cluster.begin(), bytes.for_cluster.end());
   // Held across the sending, so that it is freed also when no request was sent.
   sink_ref reporter(on_gone ? new gone_key_reporter(std::move(on_gone)) : nullptr);
   reply_sink& sink = reporter ? *reporter.get() : ignore_replies();

@@ -29,8 +29,12 @@ std::string sha1_hex(std::string_view data) {
 
 script::script(std::string source) : source_(std::move(source)), sha1_(sha1_hex(source_)) {}
 
-std::string encode_evalsha(const script& s, std::span<const std::string_view> keys,
-                           std::span<const std::string_view> args) {
+namespace {
+
+// Calls `use` with the command "EVALSHA sha numkeys keys... args...", as a span of its words.
+template <class Use>
+auto with_evalsha_command(const script& s, std::span<const std::string_view> keys,
+                          std::span<const std::string_view> args, Use&& use) {
   const std::string numkeys = std::to_string(keys.size());
   // The library's scripts take a few arguments: build the command on the stack then.
   std::array<std::string_view, 16> small;
@@ -47,9 +51,28 @@ std::string encode_evalsha(const script& s, std::span<const std::string_view> ke
   std::copy(keys.begin(), keys.end(), command.begin() + 3);
   std::copy(args.begin(), args.end(),
             command.begin() + 3 + static_cast<std::ptrdiff_t>(keys.size()));
-  std::string payload;
-  resp::encode_command(payload, command);
-  return payload;
+  return use(std::span<const std::string_view>(command));
+}
+
+}  // namespace
+
+std::size_t evalsha_size(const script& s, std::span<const std::string_view> keys,
+                         std::span<const std::string_view> args) {
+  return with_evalsha_command(s, keys, args, [](std::span<const std::string_view> command) {
+    return resp::encoded_size(command);
+  });
+}
+
+void write_evalsha(char* out, const script& s, std::span<const std::string_view> keys,
+                   std::span<const std::string_view> args) {
+  with_evalsha_command(s, keys, args, [out](std::span<const std::string_view> command) {
+    resp::write_command(out, command);
+  });
+}
+
+std::string encode_evalsha(const script& s, std::span<const std::string_view> keys,
+                           std::span<const std::string_view> args) {
+  return encode_evalsha_as<std::string>(s, keys, args);
 }
 
 namespace {
