@@ -8,7 +8,8 @@
 //
 // A lock_transport does for a connection what net/transport.hpp's class does, with its interface:
 // made from an executor and a node_config; connect (an awaitable, cancellable through its
-// cancellation slot); async_write / async_read_some with any completion token; close, is_open,
+// cancellation slot); write_now (what the stream takes without waiting, or would_block);
+// async_write / async_read_some with any completion token; close, is_open,
 // peer, verified_name, stage_text, describe; and the static tls_reason, is_tls_error and
 // is_tls_protocol_error.
 

@@ -224,7 +224,10 @@ class connection : public std::enable_shared_from_this<connection> {
   void on_read(boost::system::error_code ec, const char* data, std::size_t n);
   // Gives every buffered reply to the multiplexer; false when the link must end.
   bool deliver_replies();
+  // Writes every queued request, batch after batch, until none is left or one must wait for the
+  // socket; ends the turn (writing_ false) only when nothing is left.
   void write_turn();
+  // A batch of `batch` requests has been written (`n` bytes), or failed with `ec`.
   void on_written(boost::system::error_code ec, std::size_t n, std::size_t batch);
   void arm_health_check();
   void log(log_level level, std::string_view message) const;

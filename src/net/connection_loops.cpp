@@ -291,23 +291,35 @@ void connection::wake_writer() {
 }
 
 void connection::write_turn() {
-  if (!link_up_) return;
-  const auto batch = mux_.prepare_write(write_buffer_, lock_clock::now());
-  if (batch == 0) {
-    writing_ = false;
+  // A batch goes straight to the socket when the kernel takes it whole, as it nearly always does:
+  // no pending write, no completion to post and dispatch. Only what the kernel leaves (a full
+  // send buffer) or a TLS stream waits in an async_write. Either way one batch is on the wire at
+  // a time, and requests issued meanwhile join the next one.
+  while (link_up_) {
+    const auto batch = mux_.prepare_write(write_buffer_, lock_clock::now());
+    if (batch == 0) break;
+    error_code ec;
+    const std::size_t written = transport_.write_now(asio::buffer(write_buffer_), ec);
+    if (written == write_buffer_.size()) {
+      mux_.commit_write(batch, written);
+      continue;
+    }
+    if (ec && ec != asio::error::would_block) return on_written(ec, written, batch);
+    ++link_ops_;
+    transport_.async_write(
+        asio::buffer(write_buffer_) + written,
+        asio::bind_allocator(
+            handler_allocator<void>(*handler_memory_, handler_memory::use::write),
+            [self = shared_from_this(), batch, written](error_code ec, std::size_t n) {
+              self->op_done(1);
+              self->on_written(ec, written + n, batch);
+            }));
     return;
   }
-  ++link_ops_;
-  transport_.async_write(
-      asio::buffer(write_buffer_),
-      asio::bind_allocator(handler_allocator<void>(*handler_memory_, handler_memory::use::write),
-                           [self = shared_from_this(), batch](error_code ec, std::size_t n) {
-                             self->on_written(ec, n, batch);
-                           }));
+  writing_ = false;
 }
 
 void connection::on_written(error_code ec, std::size_t n, std::size_t batch) {
-  op_done(1);
   if (!link_up_) return;
   if (ec) {
     failures_.record(ec, fmt::format("write failed: {}", ec.message()));

@@ -67,10 +67,35 @@ std::string transport::tls_reason(const error_code& ec) {
 asio::awaitable<connect_failure> transport::connect(std::string_view& stage) {
   close();
   verified_name_.clear();
-  if (!node_.unix_path.empty()) co_return co_await connect_local(stage);
   if (node_.tls.enabled) co_return co_await connect_tls(stage);
-  auto& socket = stream_.emplace<tcp_socket>(executor_);
-  co_return co_await connect_tcp(socket, stage);
+  // (Not a conditional expression with a co_await in each branch: GCC 12 destroys its result
+  // twice.)
+  connect_failure failure;
+  if (node_.unix_path.empty()) {
+    failure = co_await connect_tcp(stream_.emplace<tcp_socket>(executor_), stage);
+  } else {
+    failure = co_await connect_local(stage);
+  }
+  if (failure) co_return failure;
+  // write_now() must never block the event loop. Asynchronous operations do not depend on it.
+  error_code mode_error;
+  visit_stream([&](auto& stream) { stream.lowest_layer().non_blocking(true, mode_error); });
+  if (mode_error) {
+    co_return connect_failure{
+        mode_error, fmt::format("cannot make the socket non-blocking: {}", mode_error.message())};
+  }
+  co_return connect_failure{};
+}
+
+std::size_t transport::write_now(asio::const_buffer bytes, error_code& ec) {
+  return visit_stream([&](auto& stream) -> std::size_t {
+    if constexpr (requires { stream.next_layer(); }) {
+      ec = asio::error::would_block;
+      return 0;
+    } else {
+      return stream.write_some(bytes, ec);
+    }
+  });
 }
 
 asio::awaitable<connect_failure> transport::connect_tcp(tcp_socket& socket,

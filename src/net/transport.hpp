@@ -62,6 +62,13 @@ class transport {
     });
   }
 
+  // Writes what the kernel takes at once, without waiting, over plain TCP and Unix sockets
+  // (which connect() leaves in non-blocking mode): the bytes written, possibly fewer than
+  // `bytes`, or 0 with `ec` set. `ec` is would_block when nothing can be written now, and always
+  // for TLS, whose records are written only by async_write. Must not be called while an
+  // async_write is pending.
+  std::size_t write_now(boost::asio::const_buffer bytes, boost::system::error_code& ec);
+
   // Reads what is available, at least one byte. Completion: void(error_code, std::size_t).
   template <class CompletionToken>
   auto async_read_some(boost::asio::mutable_buffer into, CompletionToken&& token) {

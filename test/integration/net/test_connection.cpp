@@ -217,6 +217,60 @@ BOOST_AUTO_TEST_CASE(requests_of_one_turn_share_one_write) {
   });
 }
 
+// A batch goes to the socket directly while the kernel takes it whole. Against a paused server
+// the socket buffers fill: what is left of a batch then waits for the socket, and the requests
+// issued meanwhile follow it. Every byte must arrive once and in order.
+BOOST_AUTO_TEST_CASE(batches_larger_than_the_socket_buffers_arrive_whole_and_in_order) {
+  redis_server server;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    auto conn = make_connection(io, server.config());
+    co_await exec(conn, command("PING"));
+
+    // 32 MiB: more than loopback's send and receive buffers hold together.
+    constexpr int count = 128;
+    constexpr std::size_t value_size = 256 * 1024;
+    const auto value_of = [&](int i) {
+      std::string value(value_size, static_cast<char>('a' + i % 26));
+      value.replace(0, 8, fmt::format("{:08}", i));
+      return value;
+    };
+    server.pause();
+    int done = 0;
+    int wrong = 0;
+    for (int i = 0; i < count; ++i) {
+      const std::string key = fmt::format("big:{}", i);
+      const std::string value = value_of(i);
+      const std::string_view args[] = {"SET", key, value};
+      conn->async_exec(args, rd::request_options{30000ms}, [&](error_code ec, resp::value reply) {
+        ++done;
+        wrong += (ec || reply.text != "OK") ? 1 : 0;
+      });
+      // A few small requests between the large ones, written in the same batches or after.
+      if (i % 16 == 0) {
+        conn->async_exec({"ECHO", std::to_string(i)}, rd::request_options{30000ms},
+                         [&, i](error_code ec, resp::value reply) {
+                           ++done;
+                           wrong += (ec || reply.text != std::to_string(i)) ? 1 : 0;
+                         });
+      }
+    }
+    // Let the connection fill the buffers and wait for the socket before the server reads.
+    co_await sleep_for(200ms);
+    BOOST_TEST(done == 0);
+    server.resume();
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return done == count + count / 16; }, 30000ms));
+    BOOST_TEST(wrong == 0);
+    BOOST_TEST(conn->stats().connects == 1u);
+
+    redlock::test::sync_client inspect(server.port());
+    for (int i : {0, 1, 63, 127}) {
+      const auto key = fmt::format("big:{}", i);
+      BOOST_TEST(inspect.command({"GET", key}).text == value_of(i), "value of " << key);
+    }
+    conn->close();
+  });
+}
+
 BOOST_AUTO_TEST_CASE(cancel_before_write_never_sends) {
   redis_server server;
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {

@@ -14,6 +14,7 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/buffer.hpp>
+#include <boost/asio/error.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <memory>
@@ -45,6 +46,14 @@ class sim_transport {
               io_handler(std::move(handler)));
         },
         token);
+  }
+
+  // A simulated socket never takes a write at once: every batch goes through async_write, the
+  // path a real connection takes when the kernel's send buffer is full or the link is TLS, so
+  // the seed's scheduling of each write's completion stays part of every history.
+  std::size_t write_now(boost::asio::const_buffer, boost::system::error_code& ec) {
+    ec = boost::asio::error::would_block;
+    return 0;
   }
 
   template <class CompletionToken>
