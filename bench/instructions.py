@@ -47,7 +47,7 @@ def measure(bench, workload, scratch, observer="none"):
     ]
     run = subprocess.run(command, capture_output=True, text=True)
     if run.returncode != 0 and "built without prometheus-cpp" in run.stderr:
-        return None, None
+        return None, None, None
     if run.returncode != 0:
         sys.exit(f"instructions.py: {workload} failed under callgrind (exit {run.returncode}):\n"
                  f"{run.stderr[-4000:]}")
@@ -68,7 +68,8 @@ def measure(bench, workload, scratch, observer="none"):
     found = re.search(r"^(?:totals|summary): (\d+)", text, re.MULTILINE)
     if not found:
         sys.exit(f"instructions.py: no instruction total in {out}")
-    return int(found.group(1)) / pairs, median.get("allocations_per_pair")
+    return (int(found.group(1)) / pairs, median.get("allocations_per_pair"),
+            median.get("steady_allocations_per_pair"))
 
 
 def judge(ratio, limit, failure):
@@ -93,10 +94,12 @@ def main():
     measured = {}
     with tempfile.TemporaryDirectory(prefix="redlock-instructions-") as scratch:
         for workload in WORKLOADS:
-            per_pair, allocations = measure(args.bench, workload, scratch)
+            per_pair, allocations, steady = measure(args.bench, workload, scratch)
             measured[workload] = {"instructions_per_pair": round(per_pair),
                                   "allocations_per_pair": allocations}
-        with_prometheus, _ = measure(args.bench, "throughput", scratch, observer="prometheus")
+            if steady is not None:
+                measured[workload]["steady_allocations_per_pair"] = steady
+        with_prometheus, _, _ = measure(args.bench, "throughput", scratch, observer="prometheus")
 
     if args.update:
         baseline = {"tolerance": 0.10, "observer_tolerance": 0.05}
@@ -125,7 +128,10 @@ def main():
         verdict, passed = judge(ratio, tolerance, "more than the baseline +")
         failed = failed or not passed
         print(f"{workload}: {now} client instructions per pair, baseline {before} "
-              f"({ratio:.3f}x); {figures['allocations_per_pair']} allocations per pair: {verdict}")
+              f"({ratio:.3f}x); {figures['allocations_per_pair']} allocations per pair"
+              + (f" ({figures['steady_allocations_per_pair']} in the second half)"
+                 if "steady_allocations_per_pair" in figures else "")
+              + f": {verdict}")
     if with_prometheus is None:
         print("throughput with prometheus_observer: not measured (built without prometheus-cpp)")
     else:

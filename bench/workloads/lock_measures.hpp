@@ -69,6 +69,9 @@ struct throughput_measure {
   bool own_nodes = false;         // server_cpu is meaningful
   double server_cpu = 0;          // the redis-server children given as server_pids
   std::uint64_t allocations = 0;  // heap allocations while the pairs ran
+  // Heap allocations while the second half of the pairs ran: the steady state, once the
+  // connections' request pools and queues have grown to what `inflight` needs.
+  std::uint64_t steady_allocations = 0;
 };
 
 // server_pids: our own nodes' processes, whose CPU time is measured too; empty with --nodes.
@@ -78,7 +81,8 @@ throughput_measure measure_throughput(const std::vector<redlock::node_config>& n
                                       std::string prefix, std::string_view what,
                                       error_tally& errors, const std::string& label = {});
 
-// pairs_per_s, client_cpu_us_per_pair and allocations_per_pair, and with own nodes
+// pairs_per_s, client_cpu_us_per_pair, allocations_per_pair and steady_allocations_per_pair (the
+// second half's), and with own nodes
 // server_cpu_us_per_pair and client_share_of_cpu; each named name + after.
 std::vector<figure> throughput_figures(const throughput_measure& m, std::string_view after);
 

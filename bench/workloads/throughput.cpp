@@ -34,6 +34,7 @@ struct throughput_state {
   std::string stage = "starting";
   std::uint64_t issued = 0;
   std::uint64_t completed = 0;
+  std::uint64_t allocations_at_half = 0;  // heap_allocations() when half the pairs had completed
   throughput_measure m{};
 };
 
@@ -42,16 +43,16 @@ asio::awaitable<void> throughput_worker(redlock::client& client,
                                         const std::string& prefix, std::uint64_t pairs,
                                         throughput_state& st) {
   while (st.issued < pairs) {
-    const std::string key = prefix + std::to_string(st.issued++);
-    auto [ec, lease] =
-        co_await client.async_try_acquire(key, options, asio::as_tuple(asio::use_awaitable));
+    std::string key = prefix + std::to_string(st.issued++);
+    auto [ec, lease] = co_await client.async_try_acquire(std::move(key), options,
+                                                         asio::as_tuple(asio::use_awaitable));
     if (ec) {
       st.errors.add(st.label + "try_acquire", ec, lease.diagnostics());
     } else {
       auto [release_ec] = co_await lease.async_release(asio::as_tuple(asio::use_awaitable));
       if (release_ec) st.errors.add(st.label + "release", release_ec, lease.diagnostics());
     }
-    ++st.completed;
+    if (++st.completed == pairs / 2) st.allocations_at_half = heap_allocations();
   }
 }
 
@@ -79,7 +80,9 @@ asio::awaitable<void> throughput_work(const std::vector<redlock::node_config>& n
   st.m.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
   st.m.cpu = cpu_seconds() - cpu0;
   st.m.server_cpu = cpu_seconds_of(server_pids) - server_cpu0;
-  st.m.allocations = heap_allocations() - allocations0;
+  const std::uint64_t allocations1 = heap_allocations();
+  st.m.allocations = allocations1 - allocations0;
+  st.m.steady_allocations = allocations1 - st.allocations_at_half;
   st.stage = "destroying the client";
 }
 
@@ -108,6 +111,8 @@ std::vector<figure> throughput_figures(const throughput_measure& m, std::string_
       {name("pairs_per_s"), m.seconds > 0 ? pairs / m.seconds : 0, 0},
       {name("client_cpu_us_per_pair"), m.cpu * 1e6 / pairs, 2},
       {name("allocations_per_pair"), static_cast<double>(m.allocations) / pairs, 2},
+      {name("steady_allocations_per_pair"),
+       static_cast<double>(m.steady_allocations) / static_cast<double>(m.pairs - m.pairs / 2), 2},
   };
   if (m.own_nodes) {
     // Our own nodes only: with --nodes their processes are not ours to measure.
