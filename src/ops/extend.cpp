@@ -3,6 +3,7 @@
 #include "algo/extension_validity.hpp"
 #include "algo/replies.hpp"
 #include "algo/validity.hpp"
+#include "block_cache.hpp"
 #include "clock.hpp"
 #include "lock/lease_state.hpp"
 #include "lock/scripts.hpp"
@@ -261,9 +262,10 @@ void carry_out(lease_state& lease, std::shared_ptr<user_operation> caller) {
         lease.renewal_timer().arm(action->at, &renewal_timer_due);
         break;
       case lease_action::kind::send_extension: {
-        auto op = std::make_shared<extend_op>(lease.shared_from_this(), action->ttl, action->id,
-                                              action->from_renewal,
-                                              action->from_renewal ? nullptr : std::move(caller));
+        // One per renewal of every lease: its memory is recycled (block_cache.hpp).
+        auto op = std::allocate_shared<extend_op>(
+            cached_allocator<extend_op>(), lease.shared_from_this(), action->ttl, action->id,
+            action->from_renewal, action->from_renewal ? nullptr : std::move(caller));
         if (action->from_renewal && batches(lease)) {
           extension_batch::gather(space_of(lease), std::move(op));
         } else {
