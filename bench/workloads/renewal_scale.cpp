@@ -220,8 +220,11 @@ asio::awaitable<void> renewal_work(const std::vector<redlock::node_config>& node
     const double cpu0 = cpu_seconds();
     const double server_cpu0 = cpu_seconds_of(st.server_pids);
     const auto hold0 = clock_type::now();
+    // Under callgrind: the client's instructions for the renewals of the hold.
+    start_counting_instructions();
     asio::steady_timer hold(ex, sizes.hold);
     co_await hold.async_wait(asio::use_awaitable);
+    stop_counting_instructions();
     st.hold_seconds = std::chrono::duration<double>(clock_type::now() - hold0).count();
     st.cpu = cpu_seconds() - cpu0;
     st.server_cpu = cpu_seconds_of(st.server_pids) - server_cpu0;
@@ -279,6 +282,7 @@ run_result run_renewal_scale(const run_context& context) {
       {"leases", acquired, 0},
       {"acquire_s", st.acquire_seconds, 2},
       {"release_s", st.release_seconds, 2},
+      {"renewals", static_cast<double>(st.renewals), 0},
       {"renewals_per_s", seconds > 0 ? static_cast<double>(st.renewals) / seconds : 0, 1},
       {"scripts_per_node_s",
        seconds > 0 ? st.script_calls / static_cast<double>(nodes.size()) / seconds : 0, 1},
