@@ -7,6 +7,8 @@
 //   --keep-going                  reports every failing seed (unshrunk) instead of stopping
 //   --faults N, --no-network-faults   at most N injected faults a history (0: none); no late
 //                                 messages or resets after execution
+//   --socket-writes MODE          what client sockets take at once in every run (async: nothing,
+//                                 whole, mixed) instead of what each seed chooses
 //   --defect NAME                 runs a library with a known defect brought back
 //                                 (src/unsafe_switches.hpp); with --expect-failure the run passes
 //                                 when some seed fails, and says after how many seeds
@@ -59,10 +61,27 @@ struct outcome {
   std::size_t operations = 0;
 };
 
+// --socket-writes: every run's socket mode instead of each seed's own.
+std::optional<socket_writes> forced_writes;
+
+const std::pair<std::string_view, socket_writes> write_modes[] = {
+    {"async", socket_writes::async_only},
+    {"whole", socket_writes::whole},
+    {"mixed", socket_writes::mixed},
+};
+
+std::string forced_writes_argument() {
+  if (!forced_writes) return "";
+  for (const auto& [name, mode] : write_modes)
+    if (mode == *forced_writes) return fmt::format(" --socket-writes {}", name);
+  return "";
+}
+
 outcome run_one(const scenario& s, bool trace, history* keep = nullptr) {
   outcome out;
   run_options options;
   options.trace = trace;
+  options.writes = forced_writes;
   history h = run_scenario(s, options, &out.stats);
   out.problems = check_all(s, h);
   out.operations = s.operations.size();
@@ -139,8 +158,9 @@ int report_failure(const scenario_space& space, std::uint64_t seed,
   std::cout << fmt::format("shrunk to {} operations and {} faults:\n",
                            shrunk->value().operations.size(), shrunk->value().faults.size());
   print_history(shrunk->value(), h, again.problems);
-  std::cout << fmt::format("replay: redlock_sim --replay {}{}\n", seed,
-                           path.empty() ? "" : " --path " + path_text(path));
+  std::cout << fmt::format("replay: redlock_sim --replay {}{}{}\n", seed,
+                           path.empty() ? "" : " --path " + path_text(path),
+                           forced_writes_argument());
   return 1;
 }
 
@@ -157,6 +177,7 @@ int usage() {
       << "usage: redlock_sim --seeds A..B | --seconds N | --replay SEED [--path I,J,...]\n"
          "       [--no-shrink] [--operations N] [--faults N] [--no-network-faults] [--quiet]\n"
          "       [--defect NAME [--expect-failure]] [--keep-going]\n"
+         "       [--socket-writes async|whole|mixed]\n"
          "defects:";
   for (const auto& [name, defect] : defects)
     std::cerr << ' ' << name;
@@ -201,6 +222,12 @@ int main(int argc, char** argv) {
         space.most_faults = static_cast<std::uint32_t>(std::stoul(argv[++i]));
       } else if (arg == "--no-network-faults") {
         space.network_faults = false;
+      } else if (arg == "--socket-writes" && has_value) {
+        const std::string_view wanted = argv[++i];
+        const auto* found = std::find_if(std::begin(write_modes), std::end(write_modes),
+                                         [&](const auto& m) { return m.first == wanted; });
+        if (found == std::end(write_modes)) return usage();
+        forced_writes = found->second;
       } else if (arg == "--quiet") {
         quiet = true;
       } else if (arg == "--keep-going") {

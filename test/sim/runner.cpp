@@ -56,7 +56,23 @@ std::uint32_t semaphore_permits(std::uint32_t i) {
   return i + 1;
 }
 
+socket_writes socket_writes_for(std::uint64_t seed) {
+  // Its own draw, apart from the world's generator and the mixed mode's.
+  std::mt19937_64 draw(seed ^ 0x5a0c4e7d2b91f36dULL);
+  switch (draw() % 4) {
+    case 0:
+      return socket_writes::async_only;
+    case 1:
+      return socket_writes::whole;
+    default:
+      return socket_writes::mixed;
+  }
+}
+
 namespace {
+
+// Salts the mixed mode's generator, so that its draws are not the world's.
+constexpr std::uint64_t socket_draws_salt = 0x3c6ef372fe94f82bULL;
 
 constexpr auto as_tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 
@@ -175,6 +191,9 @@ void run::set_up() {
   net_.profile().late_chance = s_.late_permille / 1000.0;
   net_.profile().late_most = milliseconds(s_.late_most_ms);
   net_.profile().reset_after_execute_chance = s_.reset_after_execute_permille / 1000.0;
+  net_.profile().writes = options_.writes.value_or(socket_writes_for(s_.seed));
+  net_.seed_socket_writes(s_.seed ^ socket_draws_salt);
+  note(fmt::format("client sockets take {}", to_string(net_.profile().writes)));
   if (s_.network_calm_ms != 0) {
     world_.at(detail::lock_clock::epoch() + milliseconds(s_.network_calm_ms), [this] {
       net_.profile().late_chance = 0;

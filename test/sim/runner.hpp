@@ -6,15 +6,24 @@
 // every lease is released and the TTLs run out. Returns the history the checkers judge.
 
 #include "sim/history.hpp"
+#include "sim/runtime/network.hpp"
 #include "sim/scenario.hpp"
 
 #include <cstdint>
+#include <optional>
 
 namespace redlock::sim {
 
 struct run_options {
   bool trace = false;  // keep every event's line in history::events
+  // What the client sockets take at once (network.hpp); unset: the seed decides
+  // (socket_writes_for).
+  std::optional<socket_writes> writes;
 };
+
+// The seed's socket_writes mode: a quarter of the seeds write only asynchronously (every history
+// as it was before the library wrote directly), a quarter whole batches at once, half by chance.
+socket_writes socket_writes_for(std::uint64_t seed);
 
 struct run_stats {
   std::uint64_t events = 0;

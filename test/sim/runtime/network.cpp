@@ -28,6 +28,18 @@ void post_completion(world& w, const asio::any_io_executor& executor, Handler ha
 
 }  // namespace
 
+std::string_view to_string(socket_writes mode) noexcept {
+  switch (mode) {
+    case socket_writes::async_only:
+      return "nothing at once: every batch is an async_write";
+    case socket_writes::whole:
+      return "every batch whole at once";
+    case socket_writes::mixed:
+      return "each batch whole, in part or not at once, by chance";
+  }
+  return "?";
+}
+
 std::int64_t sim_node::now_us() const noexcept {
   const auto elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
                            world::now() - detail::lock_clock::epoch())
@@ -152,13 +164,59 @@ void network::write(const std::shared_ptr<link>& l, std::string bytes,
     return post_completion(world_, executor, std::move(handler),
                            error_code(asio::error::broken_pipe), std::size_t{0});
   }
+  send_to_server(l, std::move(bytes));
+  post_completion(world_, executor, std::move(handler), error_code{}, n);
+}
+
+std::size_t network::write_now(const std::shared_ptr<link>& l, asio::const_buffer bytes,
+                               error_code& ec) {
+  if (!l || l->client_closed) {
+    ec = asio::error::bad_descriptor;
+    return 0;
+  }
+  if (l->reset) {
+    ec = asio::error::broken_pipe;
+    return 0;
+  }
+  std::size_t taken = 0;
+  switch (profile_.writes) {
+    case socket_writes::async_only:
+      break;
+    case socket_writes::whole:
+      taken = bytes.size();
+      break;
+    case socket_writes::mixed:
+      // Half the batches whole, a quarter in part (at least a byte, at most all but one), a
+      // quarter not at all.
+      switch (socket_random_() % 4) {
+        case 0:
+        case 1:
+          taken = bytes.size();
+          break;
+        case 2:
+          if (bytes.size() > 1) taken = 1 + socket_random_() % (bytes.size() - 1);
+          break;
+        default:
+          break;
+      }
+      break;
+  }
+  if (taken == 0) {
+    ec = asio::error::would_block;
+    return 0;
+  }
+  ec = {};
+  send_to_server(l, std::string(static_cast<const char*>(bytes.data()), taken));
+  return taken;
+}
+
+void network::send_to_server(const std::shared_ptr<link>& l, std::string bytes) {
   ++messages_;
   const time_point when = std::max(world::now() + one_way_delay(), l->last_to_server);
   l->last_to_server = when;
   world_.at(when, [this, l, bytes = std::move(bytes)]() mutable {
     deliver_to_server(l, std::optional<std::string>(std::move(bytes)));
   });
-  post_completion(world_, executor, std::move(handler), error_code{}, n);
 }
 
 void network::deliver_to_server(const std::shared_ptr<link>& l, std::optional<std::string> bytes) {

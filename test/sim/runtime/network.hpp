@@ -23,8 +23,10 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace redlock::sim {
@@ -50,6 +52,16 @@ struct sim_node {
   bool paused() const noexcept { return paused_until > world::now(); }
 };
 
+// What a client's socket takes without waiting (sim_transport::write_now). A real socket takes a
+// whole batch at once while its send buffer has room, part of it when the buffer fills, and none
+// when it is full (or the link is TLS); each path completes a write differently in the library.
+enum class socket_writes {
+  async_only,  // never at once: every batch goes through async_write
+  whole,       // always the whole batch at once
+  mixed,       // each batch by chance: whole, a part (the rest asynchronously), or none
+};
+std::string_view to_string(socket_writes mode) noexcept;
+
 // How messages travel, as the seed chose for a run.
 struct network_profile {
   // One-way delay of an ordinary message, uniform in [low, high].
@@ -60,6 +72,7 @@ struct network_profile {
   duration late_most = std::chrono::milliseconds(0);
   // The chance that a request is executed and then its link reset before the reply leaves.
   double reset_after_execute_chance = 0.0;
+  socket_writes writes = socket_writes::async_only;
 };
 
 class network {
@@ -92,6 +105,9 @@ class network {
 
   // Counters for a run's report.
   std::uint64_t messages() const noexcept { return messages_; }
+  // The draws of socket_writes::mixed come from their own generator, so that a run whose writes
+  // are all asynchronous draws exactly what it drew before the mode existed.
+  void seed_socket_writes(std::uint64_t seed) { socket_random_.seed(seed); }
 
   // --- the transports' side ---
   // Each takes the executor its completion is posted to: the handler's associated executor (or
@@ -108,6 +124,11 @@ class network {
                const boost::asio::any_io_executor& executor, connect_handler handler);
   void write(const std::shared_ptr<link>& l, std::string bytes,
              const boost::asio::any_io_executor& executor, io_handler handler);
+  // What the socket takes at once, as the profile's `writes` says: the bytes taken are on their
+  // way, as an async_write's; 0 with would_block when it takes none; 0 with an error, at once, on
+  // a closed or reset link.
+  std::size_t write_now(const std::shared_ptr<link>& l, boost::asio::const_buffer bytes,
+                        boost::system::error_code& ec);
   void read(const std::shared_ptr<link>& l, boost::asio::mutable_buffer into,
             const boost::asio::any_io_executor& executor, io_handler handler);
   // The client closes its end: pending reads end with operation_aborted; the server sees the
@@ -117,6 +138,8 @@ class network {
  private:
   duration one_way_delay();
   time_point partition_end(std::size_t client, const sim_node& node) const;
+  // Puts bytes the client wrote on their way to the server, behind what is already on the way.
+  void send_to_server(const std::shared_ptr<link>& l, std::string bytes);
   // `bytes` empty: the client's FIN.
   void deliver_to_server(const std::shared_ptr<link>& l, std::optional<std::string> bytes);
   void run_on_server(const std::shared_ptr<link>& l, std::optional<std::string> bytes);
@@ -133,6 +156,7 @@ class network {
   // (client, node) → until when they cannot reach each other.
   std::map<std::pair<std::size_t, const sim_node*>, time_point> partitions_;
   std::uint64_t messages_ = 0;
+  std::mt19937_64 socket_random_;
   network* previous_ = nullptr;
 };
 

@@ -48,12 +48,10 @@ class sim_transport {
         token);
   }
 
-  // A simulated socket never takes a write at once: every batch goes through async_write, the
-  // path a real connection takes when the kernel's send buffer is full or the link is TLS, so
-  // the seed's scheduling of each write's completion stays part of every history.
-  std::size_t write_now(boost::asio::const_buffer, boost::system::error_code& ec) {
-    ec = boost::asio::error::would_block;
-    return 0;
+  // What the simulated socket takes at once: the run's socket_writes mode decides (network.hpp),
+  // so that the seeds cover the direct write, the partial one and the asynchronous one.
+  std::size_t write_now(boost::asio::const_buffer bytes, boost::system::error_code& ec) {
+    return network::current().write_now(link(), bytes, ec);
   }
 
   template <class CompletionToken>
