@@ -127,16 +127,28 @@ bool parser::next(value& v, boost::system::error_code& ec) {
   }
   ec.clear();
   for (;;) {
-    // Cleared, not replaced: keeps the strings' and the vector's storage.
-    v.kind = type::null;
-    v.text.clear();
-    v.format.clear();
-    v.integer = 0;
-    v.number = 0.0;
-    v.elements.clear();
+    // An element of an open aggregate is parsed where it will stay, at the end of the aggregate's
+    // vector, not built aside and moved in: a reply of many elements (a batch of renewals) moved
+    // each one once more. A step that produces no element takes its place back. The place stays
+    // valid across the step even when the step opens an aggregate: stack_ may reallocate, but the
+    // frames' element vectors keep their storage when they are moved.
+    const std::size_t owner = stack_.size();  // 1 + the frame the element goes to; 0: top level
+    value* into = &v;
+    if (owner == 0) {
+      // Cleared, not replaced: keeps the strings' and the vector's storage.
+      v.kind = type::null;
+      v.text.clear();
+      v.format.clear();
+      v.integer = 0;
+      v.number = 0.0;
+      v.elements.clear();
+    } else {
+      into = &stack_[owner - 1].aggregate.elements.emplace_back();
+    }
     // The value a new top-level reply will fill. Its elements and text are charged as they come.
     if (reply_memory_ == 0) reply_memory_ = sizeof(value);
-    const step result = parse_element(v);
+    const step result = parse_element(*into);
+    if (owner != 0 && result != step::produced) stack_[owner - 1].aggregate.elements.pop_back();
     switch (result) {
       // Offsets are not rewound here even when everything is consumed: a span from prepare()
       // may be outstanding (a pending socket read) and must stay where commit() expects it.
@@ -164,21 +176,26 @@ bool parser::next(value& v, boost::system::error_code& ec) {
       return false;
     }
     if (result != step::produced) continue;
-    // Hand the value up through every aggregate it completes. A finished attribute is dropped:
-    // it annotates the value that follows it and is not an element of its parent.
-    for (;;) {
+    if (owner == 0) {
+      reply_bytes_ = 0;
+      reply_memory_ = 0;
+      return true;
+    }
+    // The element is in its aggregate. Close every aggregate it completes, handing each up to its
+    // parent. A finished attribute is dropped: it annotates the value that follows it and is not
+    // an element of its parent (nor took a place in it).
+    while (--stack_.back().remaining == 0) {
+      const bool attribute = stack_.back().attribute;
+      value done = std::move(stack_.back().aggregate);
+      stack_.pop_back();
+      if (attribute) break;
       if (stack_.empty()) {
+        v = std::move(done);
         reply_bytes_ = 0;
         reply_memory_ = 0;
         return true;
       }
-      frame& top = stack_.back();
-      top.aggregate.elements.push_back(std::move(v));
-      if (--top.remaining != 0) break;
-      const bool attribute = top.attribute;
-      v = std::move(top.aggregate);
-      stack_.pop_back();
-      if (attribute) break;
+      stack_.back().aggregate.elements.push_back(std::move(done));
     }
   }
 }
