@@ -25,15 +25,25 @@ cluster_node::~cluster_node() {
   unsubscribe_releases();
 }
 
+namespace {
+
+std::optional<std::uint16_t> slot_of(const lock_node::request& what) noexcept {
+  if (what.key.empty()) return std::nullopt;
+  return what.slot ? *what.slot : hash_slot(what.key);
+}
+
+}  // namespace
+
 void cluster_node::exec(const request& what, std::string_view payload, reply_sink& sink,
                         std::size_t tag, steady_clock::time_point now) {
-  router_->exec(what.key, payload_ref::borrowed(payload), what.rules, what.replicas, sink, tag,
+  router_->exec(slot_of(what), payload_ref::borrowed(payload), what.rules, what.replicas, sink, tag,
                 now);
 }
 
 void cluster_node::exec(const request& what, const shared_payload& payload, reply_sink& sink,
                         std::size_t tag, steady_clock::time_point now) {
-  router_->exec(what.key, payload_ref::shared(payload), what.rules, what.replicas, sink, tag, now);
+  router_->exec(slot_of(what), payload_ref::shared(payload), what.rules, what.replicas, sink, tag,
+                now);
 }
 
 error_code cluster_node::permanent_failure() const noexcept {

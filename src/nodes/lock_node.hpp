@@ -65,11 +65,15 @@ class lock_node {
   // `key`: the request's first key; every key of one request shares its hash slot. Empty for a
   // request about no key (PING), which a node of several servers sends to each and answers once:
   // success when every one of them succeeded. `replicas`: not 0 for a write that counts only once
-  // that many replicas have it (node_config::wait_replicas; see replica_wait.hpp).
+  // that many replicas have it (node_config::wait_replicas; see replica_wait.hpp). `slot`: the
+  // key's hash slot when the sender computed it, which must then be hash_slot(key); a cluster node
+  // routes by it instead of hashing the key again (node_set hashes once per fan-out, not once per
+  // cluster node).
   struct request {
     std::string_view key;
     const request_options& rules;
     unsigned replicas = 0;
+    std::optional<std::uint16_t> slot{};
   };
   virtual void exec(const request& what, std::string_view payload, reply_sink& sink,
                     std::size_t tag, std::chrono::steady_clock::time_point now) = 0;

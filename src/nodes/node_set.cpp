@@ -1,5 +1,6 @@
 #include "nodes/node_set.hpp"
 
+#include "algo/hash_slot.hpp"
 #include "call_observer.hpp"
 #include "clock.hpp"
 #include "config/options_check.hpp"
@@ -12,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <span>
 
 namespace redlock::detail {
@@ -119,16 +121,21 @@ request_options node_set::options_of(const request_rules& rules) const noexcept 
 }
 
 template <typename PayloadFor>
-void node_set::send_each(std::string_view key, const PayloadFor& payload_for, reply_sink& sink,
-                         std::size_t first_tag, const request_rules& rules,
-                         const std::vector<bool>* only) {
+void node_set::send_each(std::string_view key, std::optional<std::uint16_t> known_slot,
+                         const PayloadFor& payload_for, reply_sink& sink, std::size_t first_tag,
+                         const request_rules& rules, const std::vector<bool>* only) {
   const auto per_node = options_of(rules);
   const auto now = lock_clock::now();
+  // Hashed once for every cluster node of the fan-out, if the caller had not.
+  std::optional<std::uint16_t> slot;
+  if (has_cluster_node_ && !key.empty()) slot = known_slot ? *known_slot : hash_slot(key);
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (only && !(*only)[i]) continue;
     auto& node = *nodes_[i];
-    const lock_node::request what{
-        .key = key, .rules = per_node, .replicas = rules.writes ? node.config().wait_replicas : 0u};
+    const lock_node::request what{.key = key,
+                                  .rules = per_node,
+                                  .replicas = rules.writes ? node.config().wait_replicas : 0u,
+                                  .slot = slot};
     node.exec(what, payload_for(node.config()), sink, first_tag + i, now);
   }
 }
@@ -137,22 +144,25 @@ void node_set::send(std::string_view key, std::string_view payload, reply_sink& 
                     std::size_t first_tag, const request_rules& rules,
                     const std::vector<bool>* only) {
   send_each(
-      key, [payload](const node_config&) { return payload; }, sink, first_tag, rules, only);
+      key, std::nullopt, [payload](const node_config&) { return payload; }, sink, first_tag, rules,
+      only);
 }
 
 void node_set::send(std::string_view key, const shared_payload& payload, reply_sink& sink,
                     std::size_t first_tag, const request_rules& rules,
                     const std::vector<bool>* only) {
   send_each(
-      key, [&payload](const node_config&) -> const shared_payload& { return payload; }, sink,
-      first_tag, rules, only);
+      key, std::nullopt,
+      [&payload](const node_config&) -> const shared_payload& { return payload; }, sink, first_tag,
+      rules, only);
 }
 
 void node_set::send(std::string_view key, const payload_by_node_kind& payload, reply_sink& sink,
                     std::size_t first_tag, const request_rules& rules,
                     const std::vector<bool>* only) {
   send_each(
-      key, [&payload](const node_config& node) { return std::string_view(payload.for_node(node)); },
+      key, payload.slot,
+      [&payload](const node_config& node) { return std::string_view(payload.for_node(node)); },
       sink, first_tag, rules, only);
 }
 
@@ -160,7 +170,7 @@ void node_set::send(std::string_view key, const shared_payload& plain,
                     const shared_payload& for_cluster, reply_sink& sink, std::size_t first_tag,
                     const request_rules& rules, const std::vector<bool>* only) {
   send_each(
-      key,
+      key, std::nullopt,
       [&](const node_config& node) -> const shared_payload& {
         return node.kind == node_kind::cluster ? for_cluster : plain;
       },

@@ -56,6 +56,9 @@ struct payload_by_node_kind {
   using bytes = std::basic_string<char, std::char_traits<char>, cached_allocator<char>>;
   bytes plain;
   bytes for_cluster;
+  // The key's hash slot when the cluster bytes needed it (their channel is the slot's): the
+  // cluster nodes route by it, without hashing the key again.
+  std::optional<std::uint16_t> slot;
 
   std::string_view for_node(const node_config& node) const noexcept {
     return node.kind == node_kind::cluster && !for_cluster.empty() ? for_cluster : plain;
@@ -156,10 +159,12 @@ class node_set {
 
  private:
   request_options options_of(const request_rules& rules) const noexcept;
-  // Sends payload_for(node) to each node (or those in `only`).
+  // Sends payload_for(node) to each node (or those in `only`); `known_slot`, when set, is
+  // hash_slot(key), which the caller computed already.
   template <typename PayloadFor>
-  void send_each(std::string_view key, const PayloadFor& payload_for, reply_sink& sink,
-                 std::size_t first_tag, const request_rules& rules, const std::vector<bool>* only);
+  void send_each(std::string_view key, std::optional<std::uint16_t> known_slot,
+                 const PayloadFor& payload_for, reply_sink& sink, std::size_t first_tag,
+                 const request_rules& rules, const std::vector<bool>* only);
 
   boost::asio::any_io_executor executor_;
   client_options options_;

@@ -155,7 +155,8 @@ payload_by_node_kind encode_release(const node_set& nodes, const hold_keys& held
   if (!cluster_bytes || nodes.has_plain_node())
     bytes.plain = encode_hold_release(held, token, channel, false);
   if (cluster_bytes) {
-    const auto shard_channel = in_slot(hash_slot(held.key), channel);
+    bytes.slot = hash_slot(held.key);
+    const auto shard_channel = in_slot(*bytes.slot, channel);
     bytes.for_cluster = encode_hold_release(held, token, shard_channel, true);
   }
   return bytes;

@@ -214,16 +214,14 @@ void cluster_router::keep_spare(routed_request* spare) noexcept {
   }
 }
 
-void cluster_router::exec(std::string_view key, payload_ref payload, const request_options& rules,
-                          unsigned replicas, reply_sink& sink, std::size_t tag,
-                          steady_clock::time_point now) {
+void cluster_router::exec(std::optional<std::uint16_t> slot, payload_ref payload,
+                          const request_options& rules, unsigned replicas, reply_sink& sink,
+                          std::size_t tag, steady_clock::time_point now) {
   if (closing_) {
     return fail_later(sink_ref(&sink), tag, asio::error::operation_aborted,
                       fmt::format("{}: the client is shutting down", config_.address()));
   }
-  if (known_ && key.empty()) return send_everywhere(payload, rules, sink, tag, now);
-  const std::optional<std::uint16_t> slot =
-      key.empty() ? std::nullopt : std::optional(hash_slot(key));
+  if (known_ && !slot) return send_everywhere(payload, rules, sink, tag, now);
   std::optional<std::uint64_t> route_now;  // none before the first topology: it waits for one
   if (known_) {
     if (slot_owner_[*slot] == no_master) {

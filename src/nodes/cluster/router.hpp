@@ -89,8 +89,8 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
         refresh_(executor_, min_refresh_interval) {}
   ~cluster_router();
 
-  // A request about `key` (empty: about no key) as lock_node::exec.
-  void exec(std::string_view key, payload_ref payload, const request_options& rules,
+  // A request about a key of hash slot `slot` (nullopt: about no key) as lock_node::exec.
+  void exec(std::optional<std::uint16_t> slot, payload_ref payload, const request_options& rules,
             unsigned replicas, reply_sink& sink, std::size_t tag, steady_clock::time_point now);
 
   error_code permanent_failure() const noexcept { return known_ ? error_code{} : lasting_; }
