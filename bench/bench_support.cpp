@@ -105,7 +105,7 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// User + system CPU seconds of this process (the redis-server children are not included).
+// Under callgrind (run with --collect-atstart=no), what runs between these two is counted.
 void start_counting_instructions() noexcept {
 #if REDLOCK_BENCH_HAS_CALLGRIND
   CALLGRIND_TOGGLE_COLLECT;
@@ -118,6 +118,7 @@ void stop_counting_instructions() noexcept {
 #endif
 }
 
+// User + system CPU seconds of this process (the redis-server children are not included).
 double cpu_seconds() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
