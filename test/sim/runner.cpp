@@ -299,6 +299,12 @@ void run::reshard(std::uint32_t index, const std::string& name) {
   // The keys go with their slot at once (a migration without its ASK phase).
   sim_node& source = *slot.shards[from];
   sim_node& target = *slot.shards[to];
+  // A migration needs its source. A source that is down (killed, to come back without its keys
+  // once they could all have expired) hands its slot over as an operator reassigns the slots of a
+  // dead master: without the keys, which are lost at that moment, as by a restart that comes back
+  // at once. The delayed restart no longer keeps them from being taken again (seed 451701).
+  std::optional<key_loss> loss;
+  if (!source.up) loss = begin_loss(index, true);
   const auto now_ms = source.now_us() / 1000;
   auto& keys = source.server->keys();
   for (const auto& key : keys.live_keys(now_ms)) {
@@ -308,7 +314,9 @@ void run::reshard(std::uint32_t index, const std::string& name) {
   }
   slot.cluster->move_slot(hash, to);
   source.server->slot_moved_away(hash);
-  note(fmt::format("slot {} (of {}) moved from {} to {}", hash, name, source.host, target.host));
+  note(fmt::format("slot {} (of {}) moved from {} to {}{}", hash, name, source.host, target.host,
+                   loss ? ", without its keys: the source is down" : ""));
+  if (loss) record_loss(std::move(*loss));
 }
 
 void run::shard_failover(std::uint32_t index, std::size_t shard, bool lagging) {
