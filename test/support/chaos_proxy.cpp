@@ -1,6 +1,7 @@
 #include "support/chaos_proxy.hpp"
 
 #include "support/async_test.hpp"
+#include "support/free_port.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/buffer.hpp>
@@ -353,9 +354,25 @@ struct chaos_proxy::state {
         work(io.get_executor()),
         acceptor(io),
         placeholder(io),
-        port(listen(0)) {}
+        port(listen_on_reserved_port()) {}
 
-  // Opens the listener on `on` (0: any free port) and returns the port.
+  // The proxy holds its port itself from then on (listener or placeholder), but it must not start
+  // on a port that another test's server is between a kill and a restart on: see reserved_port.
+  std::uint16_t listen_on_reserved_port() {
+    constexpr int attempts = 5;
+    for (int attempt = 1;; ++attempt) {
+      reservation = reserved_port::pick();
+      try {
+        return listen(reservation.number());
+      } catch (const boost::system::system_error&) {
+        boost::system::error_code ignored;
+        acceptor.close(ignored);
+        if (attempt == attempts) throw;  // taken outside the tests each time
+      }
+    }
+  }
+
+  // Opens the listener on `on` and returns the port.
   std::uint16_t listen(std::uint16_t on) {
     acceptor.open(tcp::v4());
     acceptor.set_option(reuse_port());
@@ -472,6 +489,7 @@ struct chaos_proxy::state {
   asio::executor_work_guard<asio::io_context::executor_type> work;
   tcp::acceptor acceptor;
   tcp::socket placeholder;  // holds the port while down
+  reserved_port reservation;
   const std::uint16_t port;
   std::atomic<bool> down{false};
   std::uint64_t listen_generation = 0;

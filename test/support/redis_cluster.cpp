@@ -100,11 +100,11 @@ redis_server_options server_options(const redis_cluster_options& options) {
 // range, which is where free ports come from. redis_server retries its own port when it is taken;
 // a taken bus port makes it fail, and then another bus port is tried.
 std::unique_ptr<redis_server> start_server(const redis_server_options& base,
-                                           std::uint16_t& bus_port) {
+                                           reserved_port& bus_port) {
   for (int attempt = 1;; ++attempt) {
-    bus_port = pick_free_port();
+    bus_port = reserved_port::pick();
     redis_server_options options = base;
-    options.extra_args.push_back(fmt::format("--cluster-port {}", bus_port));
+    options.extra_args.push_back(fmt::format("--cluster-port {}", bus_port.number()));
     try {
       return std::make_unique<redis_server>(std::move(options));
     } catch (const std::runtime_error& e) {
@@ -123,7 +123,7 @@ std::unique_ptr<redis_server> start_server(const redis_server_options& base,
 struct redis_cluster::node {
   std::unique_ptr<redis_server> server;
   std::string id;
-  std::uint16_t bus_port = 0;
+  reserved_port bus_port;  // held while the node lives, so that a restart finds it free
   std::size_t shard = 0;
   bool paused = false;
 };
@@ -234,7 +234,7 @@ std::uint16_t redis_cluster::tls_port(std::size_t n) const {
 }
 
 std::uint16_t redis_cluster::bus_port(std::size_t n) const {
-  return at(n).bus_port;
+  return at(n).bus_port.number();
 }
 
 pid_t redis_cluster::pid(std::size_t n) const {

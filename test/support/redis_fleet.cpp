@@ -156,12 +156,8 @@ redis_server::redis_server(redis_server_options options)
       {
         // Sockets belong to the namespace of the thread that creates them.
         const netns::guard inside(options_.network_namespace);
-        port_ = pick_free_port();
-        if (options_.tls) {
-          do {
-            tls_port_ = pick_free_port();
-          } while (tls_port_ == port_);
-        }
+        port_ = reserved_port::pick();
+        if (options_.tls) tls_port_ = reserved_port::pick();
       }
       if (spawn_and_wait_ready() == start_result::ready) return;
       if (attempt == max_port_attempts) {
@@ -192,7 +188,7 @@ std::filesystem::path redis_server::config_path() const {
 node_config redis_server::config() const {
   node_config config;
   config.host = options_.bind_address.empty() ? "127.0.0.1" : options_.bind_address;
-  config.port = port_;
+  config.port = port_.number();
   config.password = options_.password;
   return config;
 }
@@ -201,7 +197,7 @@ node_config redis_server::tls_config(const std::string& ca_file, const std::stri
   if (!options_.tls) throw std::logic_error("redis_server: tls_config() of a server without TLS");
   node_config config;
   config.host = host;
-  config.port = tls_port_;
+  config.port = tls_port_.number();
   config.password = options_.password;
   config.tls.enabled = true;
   config.tls.ca_file = ca_file;
@@ -242,7 +238,8 @@ void redis_server::start() {
     // A server stopped behind our back (SHUTDOWN, a crash) is reaped here rather than refused.
     int status = 0;
     if (wait_for(pid_, status, WNOHANG) == 0) {
-      throw std::logic_error(fmt::format("redis_server: already running on port {}", port_));
+      throw std::logic_error(
+          fmt::format("redis_server: already running on port {}", port_.number()));
     }
     pid_ = -1;
     paused_ = false;
@@ -250,9 +247,9 @@ void redis_server::start() {
   const auto give_up = clock::now() + same_port_retry_for;
   while (spawn_and_wait_ready() == start_result::port_busy) {
     if (clock::now() >= give_up) {
-      throw std::runtime_error(
-          fmt::format("redis_server: port {} stayed busy for {} ms; last log lines:\n{}", port_,
-                      std::chrono::milliseconds(same_port_retry_for).count(), log_tail()));
+      throw std::runtime_error(fmt::format(
+          "redis_server: port {} stayed busy for {} ms; last log lines:\n{}", port_.number(),
+          std::chrono::milliseconds(same_port_retry_for).count(), log_tail()));
     }
     std::this_thread::sleep_for(same_port_retry_interval);
   }
@@ -277,8 +274,8 @@ void redis_server::pause() {
   }
   if (!WIFSTOPPED(status)) {
     pid_ = -1;  // it died instead, and has been reaped
-    throw std::runtime_error(fmt::format("redis_server: port {} {} instead of stopping", port_,
-                                         describe_wait_status(status)));
+    throw std::runtime_error(fmt::format("redis_server: port {} {} instead of stopping",
+                                         port_.number(), describe_wait_status(status)));
   }
   paused_ = true;
 }
@@ -308,7 +305,7 @@ pid_t redis_server::spawn() const {
   static const std::filesystem::path executable = find_redis_server();
 
   const std::pair<const char*, std::string> settings[] = {
-      {"--port", std::to_string(port_)},
+      {"--port", std::to_string(port_.number())},
       {"--save", ""},  // no RDB snapshots: a restarted server starts empty
       {"--appendonly", "no"},
       {"--daemonize", "no"},  // stay our child, so that waitpid works
@@ -344,9 +341,10 @@ pid_t redis_server::spawn() const {
   if (options_.tls) {
     const auto& tls = *options_.tls;
     for (std::string word :
-         {std::string("--tls-port"), std::to_string(tls_port_), std::string("--tls-cert-file"),
-          tls.cert_file, std::string("--tls-key-file"), tls.key_file,
-          std::string("--tls-ca-cert-file"), tls.ca_file, std::string("--tls-auth-clients"),
+         {std::string("--tls-port"), std::to_string(tls_port_.number()),
+          std::string("--tls-cert-file"), tls.cert_file, std::string("--tls-key-file"),
+          tls.key_file, std::string("--tls-ca-cert-file"), tls.ca_file,
+          std::string("--tls-auth-clients"),
           std::string(tls.require_client_certificate ? "yes" : "no")}) {
       args.push_back(std::move(word));
     }
@@ -457,13 +455,14 @@ redis_server::start_result redis_server::spawn_and_wait_ready() {
         return start_result::port_busy;
       }
       throw std::runtime_error(fmt::format("redis_server: port {}: redis-server {}; log:\n{}",
-                                           port_, describe_wait_status(status), log_tail()));
+                                           port_.number(), describe_wait_status(status),
+                                           log_tail()));
     }
 
     // Any reply means the server has finished starting; NOAUTH only says the default user has a
     // password (set by --requirepass or an ACL rule), which is checked below.
     try {
-      sync_client probe(port_, {}, {}, std::chrono::seconds(1));
+      sync_client probe(port_.number(), {}, {}, std::chrono::seconds(1));
       const resp::value reply = probe.command({"PING"});
       if (!reply.is_error() || reply.text.starts_with("NOAUTH")) break;
       last_error = fmt::format("PING answered {}", reply.text);
@@ -473,26 +472,48 @@ redis_server::start_result redis_server::spawn_and_wait_ready() {
 
     if (clock::now() >= deadline) {
       kill9();
-      throw std::runtime_error(
-          fmt::format("redis_server: port {}: no answer to PING within {} s ({}); log:\n{}", port_,
-                      std::chrono::seconds(ready_timeout).count(), last_error, log_tail()));
+      throw std::runtime_error(fmt::format(
+          "redis_server: port {}: no answer to PING within {} s ({}); log:\n{}", port_.number(),
+          std::chrono::seconds(ready_timeout).count(), last_error, log_tail()));
     }
     std::this_thread::sleep_for(ready_poll_interval);
   }
 
   if (!options_.password.empty()) {
     try {
-      sync_client authenticated(port_, options_.password);
+      sync_client authenticated(port_.number(), options_.password);
       const resp::value reply = authenticated.command({"PING"});
       if (reply.is_error()) throw std::runtime_error(reply.text);
     } catch (const std::runtime_error& e) {
       kill9();
       throw std::runtime_error(
           fmt::format("redis_server: port {}: the configured password does not work ({}); log:\n{}",
-                      port_, e.what(), log_tail()));
+                      port_.number(), e.what(), log_tail()));
     }
   }
+  if (!answered_by_child()) {
+    // Another process's server holds the port, so ours cannot bind it and would exit shortly.
+    kill9();
+    return start_result::port_busy;
+  }
   return start_result::ready;
+}
+
+bool redis_server::answered_by_child() const {
+  std::string info;
+  try {
+    sync_client owner(port_.number(), options_.password);
+    const resp::value reply = owner.command({"INFO", "server"});
+    // A user without INFO (an ACL rule) cannot tell; the port reservation is the main defence.
+    if (reply.is_error()) return true;
+    info = reply.text;
+  } catch (const std::runtime_error&) {
+    return false;  // it answered PING a moment ago; gone now, so it was not a stable server of ours
+  }
+  constexpr std::string_view field = "process_id:";
+  const auto at = info.find(field);
+  if (at == std::string::npos) return true;
+  return std::strtol(info.c_str() + at + field.size(), nullptr, 10) == pid_;
 }
 
 redis_fleet::redis_fleet(std::size_t count, const redis_server_options& options) {

@@ -2,6 +2,7 @@
 #define REDLOCK_TEST_SUPPORT_REDIS_FLEET_HPP
 
 #include "redlock/node_config.hpp"
+#include "support/free_port.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -66,8 +67,8 @@ class redis_server {
   redis_server(const redis_server&) = delete;
   redis_server& operator=(const redis_server&) = delete;
 
-  std::uint16_t port() const noexcept { return port_; }
-  std::uint16_t tls_port() const noexcept { return tls_port_; }  // 0 without options.tls
+  std::uint16_t port() const noexcept { return port_.number(); }
+  std::uint16_t tls_port() const noexcept { return tls_port_.number(); }  // 0 without options.tls
   std::filesystem::path unix_path() const { return dir_ / "redis.sock"; }
   // "sentinel.conf" with options.sentinel, else "redis.conf", in the server's directory; there
   // only with options.config_file.
@@ -102,12 +103,17 @@ class redis_server {
   // child exited because the port was taken (the caller picks another port or waits); throws on
   // any other failure, with the log tail in the message.
   start_result spawn_and_wait_ready();
+  // Whether the server answering on port() is our child (INFO server's process_id): a server of
+  // another process there would answer our readiness check while our child fails to bind.
+  bool answered_by_child() const;
   pid_t spawn() const;
 
   redis_server_options options_;
   std::filesystem::path dir_;
-  std::uint16_t port_ = 0;
-  std::uint16_t tls_port_ = 0;
+  // Reserved for the server's whole life, so that no other test process takes them while the
+  // server is down between kill9() and start().
+  reserved_port port_;
+  reserved_port tls_port_;
   pid_t pid_ = -1;
   bool paused_ = false;  // stopped by pause(); its stop report has been collected by waitpid
 };

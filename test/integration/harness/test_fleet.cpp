@@ -1,4 +1,5 @@
 #include "integration/prelude.hpp"
+#include "support/free_port.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
 
@@ -10,12 +11,15 @@
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <signal.h>
 #include <span>
+#include <spawn.h>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <sys/wait.h>
 #include <thread>
 #include <vector>
 
@@ -188,6 +192,101 @@ BOOST_AUTO_TEST_CASE(start_gives_up_on_a_port_that_stays_busy) {
   BOOST_TEST(!server.running());
 
   blocker.close();
+  server.start();
+  BOOST_TEST(server.running());
+}
+
+// A redis-server that no fixture knows of (another test process's, say), listening on `port`;
+// killed and reaped by the destructor.
+class foreign_server {
+ public:
+  explicit foreign_server(std::uint16_t port) {
+    const std::string port_text = std::to_string(port);
+    const char* argv[] = {"redis-server", "--port", port_text.c_str(), "--bind", "127.0.0.1",
+                          "--save",       "",       "--appendonly",    "no",     "--logfile",
+                          "/dev/null",    nullptr};
+    if (::posix_spawnp(&pid_, "redis-server", nullptr, nullptr, const_cast<char**>(argv),
+                       environ) != 0) {
+      pid_ = -1;
+      BOOST_FAIL("cannot spawn redis-server");
+    }
+    const auto give_up = std::chrono::steady_clock::now() + 10s;
+    for (;;) {
+      try {
+        if (is_pong(sync_client(port).command({"PING"}))) return;
+      } catch (const std::runtime_error&) {
+      }
+      BOOST_TEST_REQUIRE((std::chrono::steady_clock::now() < give_up));
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  foreign_server(const foreign_server&) = delete;
+  foreign_server& operator=(const foreign_server&) = delete;
+  ~foreign_server() { stop(); }
+
+  void stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+long long process_id_of(std::uint16_t port) {
+  const value info = sync_client(port).command({"INFO", "server"});
+  const auto at = info.text.find("process_id:");
+  BOOST_TEST_REQUIRE(at != std::string::npos);
+  return std::stoll(info.text.substr(at + 11));
+}
+
+// Another process's server on the port answers PING before our child has failed to bind it: it
+// must not be taken for ours (the fixture would then act on another test's keys while its own
+// server is dead), so start() treats the port as busy.
+BOOST_AUTO_TEST_CASE(a_foreign_server_on_the_port_is_not_taken_for_ours) {
+  redis_server server;
+  const std::uint16_t port = server.port();
+  server.kill9();
+  {
+    foreign_server other(port);
+    const std::string message = runtime_error_of([&] { server.start(); });
+    BOOST_TEST(message.find("port " + std::to_string(port) + " stayed busy") != std::string::npos,
+               message);
+    BOOST_TEST(!server.running());
+  }
+  server.start();
+  BOOST_TEST(process_id_of(port) == server.pid());
+}
+
+// A reserved port is not handed out again while its reservation lives, in this process or any
+// other (flock(2) locks of two open files exclude each other whichever processes hold them), and
+// is free again once it ends.
+BOOST_AUTO_TEST_CASE(a_reserved_port_is_not_reserved_twice) {
+  auto first = redlock::test::reserved_port::pick();
+  BOOST_TEST_REQUIRE(first.number() != 0);
+  BOOST_TEST(!redlock::test::reserved_port::reserve(first.number()));
+  std::set<std::uint16_t> seen{first.number()};
+  std::vector<redlock::test::reserved_port> more;
+  for (int i = 0; i < 50; ++i) {
+    more.push_back(redlock::test::reserved_port::pick());
+    BOOST_TEST(seen.insert(more.back().number()).second,
+               "port " << more.back().number() << " twice");
+  }
+  const std::uint16_t number = first.number();
+  first = {};
+  auto again = redlock::test::reserved_port::reserve(number);
+  BOOST_TEST_REQUIRE(again.has_value());
+  BOOST_TEST(again->number() == number);
+}
+
+// A server's ports stay reserved while it is down, so that no other test picks them.
+BOOST_AUTO_TEST_CASE(a_killed_servers_port_stays_reserved) {
+  redis_server server;
+  server.kill9();
+  BOOST_TEST(!redlock::test::reserved_port::reserve(server.port()));
   server.start();
   BOOST_TEST(server.running());
 }
