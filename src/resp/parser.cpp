@@ -206,6 +206,24 @@ parser::step parser::parse_element(value& out) {
 
   const char* const base = buffer_.data();
   const char type_byte = base[read_pos_];
+  // The replies a lock gets most, whole in the buffer: a script's ":0" / ":1" (each key of a batch
+  // of renewals is one) and SET's "+OK". They skip the line scan and the number parser; what they
+  // produce and consume is exactly what the general path below would.
+  if (end_ - read_pos_ >= 4 && base[read_pos_ + 2] == '\r' && base[read_pos_ + 3] == '\n' &&
+      type_byte == ':' && is_digit(base[read_pos_ + 1])) {
+    out.kind = type::integer;
+    out.integer = base[read_pos_ + 1] - '0';
+    consume(4);
+    return step::produced;
+  }
+  if (end_ - read_pos_ >= 5 && type_byte == '+' &&
+      std::memcmp(base + read_pos_ + 1, "OK\r\n", 4) == 0) {
+    out.kind = type::simple_string;
+    out.text.assign("OK", 2);
+    reply_memory_ += 2;
+    consume(5);
+    return step::produced;
+  }
   switch (type_byte) {
     case '+':
     case '-':

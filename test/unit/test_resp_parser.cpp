@@ -181,6 +181,13 @@ std::vector<valid_case> valid_cases() {
        "-ERR unknown command 'foo'\r\n",
        {error_reply("ERR unknown command 'foo'")}},
       {"integer zero", ":0\r\n", {integer(0)}},
+      // The one-digit integers and "+OK" take a shortcut (parser.cpp); their neighbours do not.
+      {"one-digit integers and their neighbours",
+       "*5\r\n:1\r\n:9\r\n:10\r\n:-1\r\n:+1\r\n",
+       {array({integer(1), integer(9), integer(10), integer(-1), integer(1)})}},
+      {"OK and strings like it",
+       "*5\r\n+OK\r\n+OKAY\r\n+O\r\n+ok\r\n+OK \r\n",
+       {array({simple("OK"), simple("OKAY"), simple("O"), simple("ok"), simple("OK ")})}},
       {"negative integer", ":-42\r\n", {integer(-42)}},
       {"explicit plus integer", ":+7\r\n", {integer(7)}},
       {"int64 max", ":9223372036854775807\r\n", {integer(INT64_MAX)}},
@@ -326,6 +333,9 @@ std::vector<bad_case> malformed_cases() {
       {"streamed chunk", ";4\r\nabcd\r\n", "streamed aggregates are unsupported"},
       {"streamed end", ".\r\n", "streamed aggregates are unsupported"},
       {"error after valid replies", "+OK\r\n:1\r\n:x\r\n+never\r\n", "bad integer"},
+      {"one digit without LF", ":1\rX", "CR not followed by LF"},
+      {"OK without LF", "+OK\rX\r\n", "CR not followed by LF"},
+      {"non-digit in a one-character integer", ":x\r\n", "bad integer"},
   };
 }
 
