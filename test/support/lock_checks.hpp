@@ -10,14 +10,18 @@
 #include "support/async_test.hpp"
 #include "support/inspector.hpp"
 #include "support/reach.hpp"
+#include "support/sync_client.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/system/error_code.hpp>
 #include <boost/test/unit_test.hpp>
+#include <fmt/format.h>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace redlock::test {
 
@@ -54,6 +58,62 @@ inline boost::asio::awaitable<bool> gone_everywhere(inspector& nodes, std::strin
 inline boost::asio::awaitable<bool> no_keys_anywhere(inspector& nodes) {
   co_return co_await eventually([&] { return nodes.total_keys() == 0; },
                                 std::chrono::milliseconds(2000));
+}
+
+// After a workload under faults, while its clients live and their io_context runs: waits until
+// none of `keys` is left on any server at `ports`, and returns a complaint for each key that went
+// only when its TTL ran out, has no TTL, or is still there after `limit` (empty: all released).
+// The last releases complete on a quorum's answers; the other nodes' DELs may still be on their
+// way, and a release kept for a node whose link broke goes out after the reconnect. Each must come
+// before the key would have expired: a key the library forgot to release goes only at its TTL.
+// Choose `limit` longer than the TTL, so that expiry, not the clock, decides (a key gone within
+// the last few milliseconds of its TTL counts as expired).
+inline boost::asio::awaitable<std::vector<std::string>> keys_not_released(
+    std::vector<std::uint16_t> ports, std::vector<std::string> keys,
+    std::chrono::milliseconds limit) {
+  using clock = std::chrono::steady_clock;
+  struct sighting {
+    std::size_t node;
+    std::string key;
+    clock::time_point asked_at;  // the key expires no sooner than asked_at + pttl
+    long long pttl;
+  };
+  std::vector<std::string> complaints;
+  std::vector<sighting> present;
+  for (std::size_t node = 0; node < ports.size(); ++node) {
+    sync_client c(ports[node]);
+    for (const auto& key : keys) {
+      const auto asked_at = clock::now();
+      const long long pttl = c.command({"PTTL", key}).integer;
+      if (pttl == -1)
+        complaints.push_back(fmt::format("{} left on node {} without a TTL", key, node));
+      if (pttl >= 0) present.push_back({node, key, asked_at, pttl});
+    }
+  }
+  const auto give_up = clock::now() + limit;
+  while (!present.empty()) {
+    co_await sleep_for(std::chrono::milliseconds(2));
+    const bool last_look = clock::now() >= give_up;
+    std::erase_if(present, [&](sighting& seen) {
+      const auto asked_at = clock::now();
+      const long long pttl = sync_client(ports[seen.node]).command({"PTTL", seen.key}).integer;
+      if (pttl >= 0) {
+        seen.asked_at = asked_at;
+        seen.pttl = pttl;
+        if (last_look) {
+          complaints.push_back(
+              fmt::format("{} left on node {}, pttl {} ms", seen.key, seen.node, pttl));
+        }
+        return last_look;
+      }
+      if (clock::now() >= seen.asked_at + std::chrono::milliseconds(seen.pttl)) {
+        complaints.push_back(
+            fmt::format("{} on node {} went only when its TTL ran out", seen.key, seen.node));
+      }
+      return true;
+    });
+  }
+  co_return complaints;
 }
 
 // Remembers how an acquire completed, and how often (it must be exactly once).

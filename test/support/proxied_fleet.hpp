@@ -63,6 +63,14 @@ struct proxied_fleet {
     return out;
   }
 
+  // The servers' own ports, behind the proxies: for checks that must not meet the faults.
+  std::vector<std::uint16_t> ports() {
+    std::vector<std::uint16_t> out;
+    for (std::size_t i = 0; i < fleet.size(); ++i)
+      out.push_back(fleet[i].port());
+    return out;
+  }
+
   // Node i answers about i x `step` after a request is written: half of it on the way there,
   // half on the way back, so requests reach the slow nodes late (node 4: 2 x step) and their
   // replies are late too.

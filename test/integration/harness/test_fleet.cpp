@@ -1,8 +1,11 @@
 #include "integration/prelude.hpp"
 #include "support/free_port.hpp"
+#include "support/lock_checks.hpp"
 #include "support/redis_fleet.hpp"
 #include "support/sync_client.hpp"
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address_v4.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -468,6 +471,33 @@ BOOST_AUTO_TEST_CASE(fleet_destructor_stops_all) {
       BOOST_TEST(probe_errno(pid) == ESRCH);
     }
   }
+}
+
+// The leftover check of the safety suites (support/lock_checks.hpp) tells a key that was deleted
+// while it still had time from one that its TTL removed, and from one with no TTL at all.
+BOOST_AUTO_TEST_CASE(keys_not_released_tells_a_release_from_an_expiry) {
+  redis_fleet servers(2);
+  sync_client first(servers[0].port());
+  sync_client second(servers[1].port());
+  first.command({"SET", "leaked", "t", "PX", "300"});
+  first.command({"SET", "kept", "t"});
+  second.command({"SET", "released", "t", "PX", "5000"});
+  const std::vector<std::uint16_t> ports = {servers[0].port(), servers[1].port()};
+  const std::vector<std::string> keys = {"leaked", "released", "kept"};
+  std::vector<std::string> complaints;
+  redlock::test::run_async([&](boost::asio::io_context& io) -> boost::asio::awaitable<void> {
+    boost::asio::co_spawn(
+        io,
+        [&]() -> boost::asio::awaitable<void> {
+          co_await redlock::test::sleep_for(100ms);
+          second.command({"DEL", "released"});
+        },
+        boost::asio::detached);
+    complaints = co_await redlock::test::keys_not_released(ports, keys, 1s);
+  });
+  const std::vector<std::string> expected = {"kept left on node 0 without a TTL",
+                                             "leaked on node 0 went only when its TTL ran out"};
+  BOOST_TEST(complaints == expected, boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
