@@ -831,9 +831,14 @@ history& run::go(run_stats* stats) {
       std::max(h_.faults_end, world::now()) + milliseconds(s_.longest_ttl_ms() * 2 + 2000);
   world_.run_until([] { return false; }, quiet_until);
   collect_leftovers();
-  // Each client is destroyed on its own event loop, as a program would.
+  // Each client is destroyed on its own event loop, as a program would. A workload that never
+  // finished (the checkers report it) still has operations waiting: the destruction completes
+  // them, and its script must start no further operation on the destroyed client.
   for (std::size_t c = 0; c < clients_.size(); ++c) {
-    asio::post(world_.processes()[c]->context, [this, c] { clients_[c].reset(); });
+    asio::post(world_.processes()[c]->context, [this, c] {
+      shut_down_[c] = true;
+      clients_[c].reset();
+    });
   }
   world_.run_until([] { return false; }, world::now() + std::chrono::seconds(1));
   if (stats) {
