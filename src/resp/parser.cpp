@@ -1,6 +1,7 @@
 #include "resp/parser.hpp"
 
 #include "redlock/error.hpp"
+#include "resp/number_syntax.hpp"
 #include "resp/peer_text.hpp"
 
 #include <algorithm>
@@ -22,47 +23,11 @@ using peer_text::size_word;
 
 namespace {
 
-// The strict number syntax of RESP lines: kept here, where the compiler weighs them against the
-// parser's hot path.
-enum class int_status { ok, empty, bad, overflow };
-
-bool is_digit(char c) noexcept {
-  return c >= '0' && c <= '9';
-}
-
-// Strict decimal int64: an optional sign ('+' only when allowed) followed by at least one digit
-// and nothing else. std::from_chars alone would accept a leading '-' before nothing and stop
-// quietly at junk, so both are checked here.
-int_status parse_int64(std::string_view s, bool allow_plus, std::int64_t& out) noexcept {
-  if (s.empty()) return int_status::empty;
-  const char* first = s.data();
-  const char* const last = first + s.size();
-  const char* digits = first;
-  if (*first == '-') {
-    ++digits;
-  } else if (allow_plus && *first == '+') {
-    first = ++digits;  // std::from_chars takes no '+'
-  }
-  if (digits == last || !is_digit(*digits)) return int_status::bad;
-  const auto [ptr, ec] = std::from_chars(first, last, out);
-  if (ec == std::errc::result_out_of_range) return int_status::overflow;
-  if (ec != std::errc{} || ptr != last) return int_status::bad;
-  return int_status::ok;
-}
-
-bool parse_double(std::string_view s, double& out) noexcept {
-  // RESP3 allows an explicit '+', which std::from_chars does not.
-  if (s.size() > 1 && s[0] == '+' && s[1] != '-' && s[1] != '+') s.remove_prefix(1);
-  if (s.empty()) return false;
-  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc{} && ptr == s.data() + s.size();
-}
-
-bool valid_big_number(std::string_view s) noexcept {
-  if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
-  if (s.empty()) return false;
-  return std::all_of(s.begin(), s.end(), is_digit);
-}
+using number_syntax::int_status;
+using number_syntax::is_digit;
+using number_syntax::parse_double;
+using number_syntax::parse_int64;
+using number_syntax::valid_big_number;
 
 // A declared size is a claim by the peer, not a fact: never reserve more than this up front.
 constexpr std::size_t k_max_reserve = 1024;
