@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -80,8 +81,12 @@ inline boost::asio::awaitable<std::vector<std::string>> keys_not_released(
   };
   std::vector<std::string> complaints;
   std::vector<sighting> present;
+  // One connection per server for the whole wait (the polls below ask every 2 ms).
+  std::vector<std::unique_ptr<sync_client>> servers;
+  for (const auto port : ports)
+    servers.push_back(std::make_unique<sync_client>(port));
   for (std::size_t node = 0; node < ports.size(); ++node) {
-    sync_client c(ports[node]);
+    sync_client& c = *servers[node];
     for (const auto& key : keys) {
       const auto asked_at = clock::now();
       const long long pttl = c.command({"PTTL", key}).integer;
@@ -96,7 +101,7 @@ inline boost::asio::awaitable<std::vector<std::string>> keys_not_released(
     const bool last_look = clock::now() >= give_up;
     std::erase_if(present, [&](sighting& seen) {
       const auto asked_at = clock::now();
-      const long long pttl = sync_client(ports[seen.node]).command({"PTTL", seen.key}).integer;
+      const long long pttl = servers[seen.node]->command({"PTTL", seen.key}).integer;
       if (pttl >= 0) {
         seen.asked_at = asked_at;
         seen.pttl = pttl;
