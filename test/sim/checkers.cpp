@@ -70,15 +70,20 @@ std::set<std::uint32_t> lost_between(const scenario& s, const history& h, const 
   return lost;
 }
 
-// The end of the validity `x` relied on at `at`: its latest claim then, or its first one when the
-// loss came during its acquire.
-std::optional<time_point> claimed_until(const hold& x, time_point at) {
-  if (x.claims.empty()) return std::nullopt;
+// The ends of the validity `x` relied on from `at` on: its latest claim then (or its first one
+// when the loss came during its acquire), and every later claim. A later claim may rest on
+// extensions confirmed before `at` that its holder read only afterwards.
+std::vector<time_point> claimed_from(const hold& x, time_point at) {
+  std::vector<time_point> ends;
+  if (x.claims.empty()) return ends;
   const claim* latest = &x.claims.front();
   for (const claim& c : x.claims) {
     if (c.at <= at) latest = &c;
   }
-  return latest->until;
+  for (const claim& c : x.claims) {
+    if (&c == latest || at < c.at) ends.push_back(c.until);
+  }
+  return ends;
 }
 
 // The nodes where `token`'s keys, seen at `at`, would live until `until` without being refreshed.
@@ -103,13 +108,17 @@ std::size_t nodes_keeping(const token_holders& holders, const std::string& token
 }
 
 // Whether loss `loss` (at once) turned the lease `x` from a lock into none: just before it, a
-// quorum of nodes held its token for as long as its holder relied on; just after, fewer did.
+// quorum of nodes held its token for as long as its holder relied on (then or later), just after,
+// fewer did. Only a validity the keys already covered before the loss can pass the first test, so
+// a later claim counts only when it rests on extensions that ran before the loss.
 bool loss_broke_lease(const scenario& s, const hold& x, const key_loss& loss) {
-  const auto until = claimed_until(x, loss.at);
-  if (!until || x.token.empty()) return false;
+  if (x.token.empty()) return false;
   const std::size_t quorum = quorum_of(s);
-  return nodes_keeping(loss.holders_before, x.token, loss.at, *until) >= quorum &&
-         nodes_keeping(loss.holders_after, x.token, loss.at, *until) < quorum;
+  const auto ends = claimed_from(x, loss.at);
+  return std::any_of(ends.begin(), ends.end(), [&](time_point until) {
+    return nodes_keeping(loss.holders_before, x.token, loss.at, until) >= quorum &&
+           nodes_keeping(loss.holders_after, x.token, loss.at, until) < quorum;
+  });
 }
 
 // Whether keys lost at once explain an overlap, which no client can prevent (Redlock assumes keys
