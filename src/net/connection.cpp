@@ -153,7 +153,10 @@ void connection::start_request(request_ptr req, request_options options,
 
 void connection::answer(request& req, error_code ec, resp::value&& reply, delivery how) {
   // A cluster node given as redis://: the command did not run, its key's slot is elsewhere.
-  if (options_.refuse_cluster_redirects && !ec && replace_cluster_redirect(reply, name_, node_))
+  // Only an error reply can be a redirect: the kind is tested here, before the call, since nearly
+  // every reply is not one.
+  if (options_.refuse_cluster_redirects && !ec && reply.kind == resp::type::simple_error &&
+      replace_cluster_redirect(reply, name_, node_))
     ec = error::wrong_node_kind;
   if (req.sink) {
     const auto sink = std::move(req.sink);

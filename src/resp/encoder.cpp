@@ -23,9 +23,17 @@ constexpr std::size_t decimal_digits(std::size_t n) noexcept {
 // Writes "<prefix><n>\r\n" at p; the caller has sized the buffer with encoded_size().
 char* put_header(char* p, char prefix, std::size_t n) noexcept {
   *p++ = prefix;
-  // 20 digits hold any 64-bit size; the buffer was sized for exactly decimal_digits(n).
-  const auto result = std::to_chars(p, p + 20, n);
-  p = result.ptr;
+  // A command's lengths are nearly all below 100 (its name, a key, a token, a SHA-1, a TTL): one
+  // or two digits are written directly, saving to_chars' setup on every argument.
+  if (n < 10) {
+    *p++ = static_cast<char>('0' + n);
+  } else if (n < 100) {
+    *p++ = static_cast<char>('0' + n / 10);
+    *p++ = static_cast<char>('0' + n % 10);
+  } else {
+    // 20 digits hold any 64-bit size; the buffer was sized for exactly decimal_digits(n).
+    p = std::to_chars(p, p + 20, n).ptr;
+  }
   *p++ = '\r';
   *p++ = '\n';
   return p;

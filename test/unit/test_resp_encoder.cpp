@@ -115,6 +115,8 @@ BOOST_AUTO_TEST_CASE(encoded_size_matches) {
       const std::string arg(n, 'a');
       const std::vector<std::string_view> args{"SET", arg};
       BOOST_TEST(resp::encoded_size(args) == encode(args).size());
+      BOOST_TEST(encode(args) ==
+                 "*2\r\n$3\r\nSET\r\n$" + std::to_string(n) + "\r\n" + arg + "\r\n");
     }
   }
   for (const std::size_t count : {9u, 10u, 11u, 100u, 1000u}) {
