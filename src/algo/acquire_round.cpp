@@ -1,5 +1,6 @@
 #include "algo/acquire_round.hpp"
 
+#include "algo/replies.hpp"
 #include "algo/validity.hpp"
 #include "redlock/error.hpp"
 
@@ -26,11 +27,37 @@ acquire_round::step acquire_round::answer(std::size_t node, node_answer&& given,
     return decided_before ? step::decided_before : step::undecided;
   }
   answer = std::move(given);
-  count(votes_, answer.what);
+  return counted(answer.what, decided_before, now);
+}
+
+acquire_round::step acquire_round::answer(std::size_t node, node_answer::kind what, error_code ec,
+                                          const resp::value& reply, std::string&& detail,
+                                          steady_clock::time_point now) {
+  node_answer& answer = answers_[node];
+  const bool decided_before = decided();
+  if (answer.what != node_answer::kind::pending || what == node_answer::kind::pending) {
+    return decided_before ? step::decided_before : step::undecided;
+  }
+  fill_answer(answer, what, ec, reply, std::move(detail));
+  return counted(what, decided_before, now);
+}
+
+acquire_round::step acquire_round::counted(node_answer::kind what, bool decided_before,
+                                           steady_clock::time_point now) {
+  count(votes_, what);
   if (decided_before) return step::decided_before;
   if (!votes_.yes_quorum() && !votes_.yes_quorum_impossible()) return step::undecided;
   decide(now);
   return step::decided_now;
+}
+
+bool acquire_round::decides_with(std::size_t node, node_answer::kind what) const noexcept {
+  if (decided() || answers_[node].what != node_answer::kind::pending ||
+      what == node_answer::kind::pending)
+    return false;
+  tally after = votes_;
+  count(after, what);
+  return after.yes_quorum() || after.yes_quorum_impossible();
 }
 
 acquire_round::step acquire_round::granted(std::size_t node, steady_clock::time_point now) {

@@ -3,6 +3,7 @@
 
 #include "algo/node_answer.hpp"
 #include "algo/quorum.hpp"
+#include "resp/value.hpp"
 
 #include <boost/container/small_vector.hpp>
 #include <boost/system/error_code.hpp>
@@ -11,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace redlock::detail {
@@ -75,6 +77,9 @@ class acquire_round {
 
   // Node `node` answered at `now`. A node's second answer in a round is ignored.
   step answer(std::size_t node, node_answer&& given, steady_clock::time_point now);
+  // The same for a node's reply, read by fill_answer into the round's own answer for the node.
+  step answer(std::size_t node, node_answer::kind what, boost::system::error_code ec,
+              const resp::value& reply, std::string&& detail, steady_clock::time_point now);
   step granted(std::size_t node, steady_clock::time_point now);
   // SET NX answered null: another owner holds the key there.
   step refused(std::size_t node, steady_clock::time_point now);
@@ -86,6 +91,9 @@ class acquire_round {
   // node's connection fails with for good (empty: none), and that two nodes reached one server.
   void set_failing_for_good(std::size_t node, boost::system::error_code code);
   void set_nodes_not_independent() noexcept { not_independent_ = true; }
+  // Whether node `node`'s answer `what` would decide the round: only that decision reads the
+  // facts above, so a caller need not gather them for an answer that decides nothing.
+  bool decides_with(std::size_t node, node_answer::kind what) const noexcept;
 
   const decision& result() const noexcept { return decision_; }
   bool decided() const noexcept { return decision_.decided(); }
@@ -99,6 +107,9 @@ class acquire_round {
 
  private:
   void decide(steady_clock::time_point now);
+  // Counts the answer `what` just stored for a node that had none, and decides the round if that
+  // makes its outcome certain.
+  step counted(node_answer::kind what, bool decided_before, steady_clock::time_point now);
   boost::system::error_code lasting_failure() const;
 
   settings settings_;

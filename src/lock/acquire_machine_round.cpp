@@ -71,17 +71,18 @@ void acquire_machine::answer(std::size_t node, error_code ec, const resp::value&
     answer.detail = fmt::format("a grant with {} fencing counters for a set of {} resources",
                                 answer.counters.size(), fences_.size());
   }
-  // Any answer may decide the round, and the decision reads what is known of the nodes then.
   if (!round_->decided()) {
-    nodes().permanent_failures(lasting_now_);
-    for (std::size_t i = 0; i < lasting_now_.size(); ++i)
-      round_->set_failing_for_good(i, lasting_now_[i]);
-    if (!nodes().duplicate_nodes().empty()) round_->set_nodes_not_independent();
+    // The decision reads what is known of the nodes then: gathered for the answer that decides.
+    if (round_->decides_with(node, answer.what)) {
+      nodes().permanent_failures(lasting_now_);
+      for (std::size_t i = 0; i < lasting_now_.size(); ++i)
+        round_->set_failing_for_good(i, lasting_now_[i]);
+      if (!nodes().duplicate_nodes().empty()) round_->set_nodes_not_independent();
+    }
     strategy_->record(node, answer, now);
     if (!fences_.empty() && answer.what == node_answer::kind::yes) note_fences(node, answer);
   }
-  switch (
-      round_->answer(node, make_answer(answer.what, ec, reply, std::move(answer.detail)), now)) {
+  switch (round_->answer(node, answer.what, ec, reply, std::move(answer.detail), now)) {
     case acquire_round::step::decided_now:
       return decided(now);
     case acquire_round::step::decided_before:

@@ -2,6 +2,7 @@
 // cleans, and whether the acquire may try again. No sockets, no clock but the one it is given.
 
 #include "algo/acquire_round.hpp"
+#include "algo/replies.hpp"
 #include "algo/validity.hpp"
 #include "support/printing.hpp"
 #include "unit/instants.hpp"
@@ -317,6 +318,48 @@ BOOST_AUTO_TEST_CASE(a_second_answer_from_one_node_is_ignored) {
   BOOST_TEST((feed(round, 1, 'R', t0) == step::undecided));
   BOOST_TEST((feed(round, 1, 'G', t0) == step::undecided));
   BOOST_TEST(round.votes().no_count() == 1u);
+}
+
+// decides_with foretells exactly the answers that decide: the caller gathers the nodes' lasting
+// failures only for those, and the decision reads them.
+BOOST_AUTO_TEST_CASE(decides_with_names_the_deciding_answer) {
+  using kind = rd::node_answer::kind;
+  auto round = make_round(3);
+  BOOST_TEST(!round.decides_with(0, kind::yes));  // one grant of three
+  BOOST_TEST(!round.decides_with(0, kind::pending));
+  feed(round, 0, 'G', t0);
+  BOOST_TEST(!round.decides_with(0, kind::yes));  // node 0 has answered
+  BOOST_TEST(round.decides_with(1, kind::yes));   // a quorum of grants
+  BOOST_TEST(!round.decides_with(1, kind::no));   // node 2 may still grant
+  feed(round, 1, 'R', t0);
+  BOOST_TEST(round.decides_with(2, kind::no));      // no quorum can grant any more
+  BOOST_TEST(round.decides_with(2, kind::failed));  // nor after a failure
+  round.set_failing_for_good(1, make_error_code(error::auth_failed));
+  round.set_failing_for_good(2, make_error_code(error::auth_failed));
+  BOOST_TEST((feed(round, 2, 'F', t0) == step::decided_now));
+  BOOST_TEST(round.result().what == outcome::failing_for_good);
+  BOOST_TEST(!round.decides_with(2, kind::yes));  // decided
+}
+
+// A reply read into the round's own answer counts as the same answer built and moved in.
+BOOST_AUTO_TEST_CASE(a_reply_read_in_place_is_the_same_answer) {
+  using kind = rd::node_answer::kind;
+  redlock::resp::value odd;
+  odd.kind = redlock::resp::type::integer;
+  odd.integer = 7;
+  auto in_place = make_round(3);
+  auto moved = make_round(3);
+  BOOST_TEST((in_place.answer(0, kind::failed, {}, odd, "unexpected reply 7", t0) ==
+              moved.answer(0, rd::make_answer(kind::failed, {}, odd, "unexpected reply 7"), t0)));
+  const auto& a = in_place.answers()[0];
+  const auto& b = moved.answers()[0];
+  BOOST_TEST((a.what == b.what));
+  BOOST_TEST(a.detail == b.detail);
+  BOOST_TEST((a.failure == b.failure));
+  BOOST_TEST(a.unsent == b.unsent);
+  // A node's second answer is ignored on either path.
+  BOOST_TEST((in_place.answer(0, kind::yes, {}, odd, "", t0) == step::undecided));
+  BOOST_TEST(in_place.votes().yes_count() == 0u);
 }
 
 // What an acquire cancelled in the middle of a round releases.
