@@ -184,7 +184,10 @@ parser::step parser::parse_element(value& out) {
   if (end_ - read_pos_ >= 5 && type_byte == '+' &&
       std::memcmp(base + read_pos_ + 1, "OK\r\n", 4) == 0) {
     out.kind = type::simple_string;
-    out.text.assign("OK", 2);
+    // `out` is fresh or cleared (next()), its text empty with room inline: two appends are cheaper
+    // than assign()'s general replace.
+    out.text.push_back('O');
+    out.text.push_back('K');
     reply_memory_ += 2;
     consume(5);
     return step::produced;

@@ -6,6 +6,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <array>
 #include <chrono>
 #include <set>
 #include <string>
@@ -129,6 +130,21 @@ BOOST_AUTO_TEST_CASE(tokens_are_160_bit_hex_and_unique) {
     BOOST_TEST_REQUIRE(token.size() == 40u);
     BOOST_TEST_REQUIRE(token.find_first_not_of("0123456789abcdef") == std::string::npos);
     BOOST_TEST_REQUIRE(seen.insert(token).second);
+  }
+  // Every digit, high nibble and low, about equally often: 160 random bits, all of them shown.
+  std::array<std::array<int, 16>, 2> counts{};
+  for (const std::string& token : seen) {
+    for (std::size_t i = 0; i < token.size(); ++i) {
+      const char c = token[i];
+      ++counts[i % 2][static_cast<std::size_t>(c <= '9' ? c - '0' : c - 'a' + 10)];
+    }
+  }
+  const int expected = 20000 * 20 / 16;  // per digit and nibble position
+  for (const auto& by_digit : counts) {
+    for (const int n : by_digit) {
+      BOOST_TEST(n > expected * 9 / 10);
+      BOOST_TEST(n < expected * 11 / 10);
+    }
   }
 }
 
