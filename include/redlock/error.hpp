@@ -30,7 +30,10 @@ enum class error {
   lock_lost,         ///< a held lease could not be kept (renewal failed, key gone or foreign)
   not_held,          ///< release/extend of a lease that is no longer ours
   // Node-level outcomes.
-  protocol_error,     ///< the server sent bytes that are not valid RESP, or exceed a parser limit
+  /// the server sent bytes that are not valid RESP, or exceed a parser limit, or a reply (not an
+  /// error) of a shape the command sent cannot have: a server running other scripts, a proxy that
+  /// pairs replies with the wrong requests
+  protocol_error,
   server_error,       ///< the server answered with an error reply where none was expected
   not_connected,      ///< the node is down and reconnecting; the request was not sent
   connection_lost,    ///< the connection broke while the request waited for its reply
@@ -55,7 +58,8 @@ enum class error {
 enum class condition {
   /// A node is set up so that the lock cannot work with it, and retrying will not change that until
   /// someone fixes the configuration: error::auth_failed, select_failed, permission_denied,
-  /// protocol_error (the server does not speak RESP, or sent what the client refuses to parse),
+  /// protocol_error (the server does not speak RESP, sent what the client refuses to parse, or
+  /// answered a lock script with a reply it cannot give),
   /// tls_handshake_failed, certificate_rejected and wrong_node_kind.
   /// An acquire fails with one of these at once, without retrying, when such nodes alone make a
   /// quorum impossible; the message names them.

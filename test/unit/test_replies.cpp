@@ -263,9 +263,18 @@ BOOST_AUTO_TEST_CASE(a_request_that_never_reached_its_node_is_unsent) {
   const auto late =
       rd::make_answer(failed, make_error_code(error::request_timeout), null_reply, "late");
   BOOST_TEST(!late.unsent);
-  // A reply the server gave that no form accepts: a server error.
+  // A reply that is no error but of a shape no form accepts: a lasting protocol error, which ends
+  // an acquire that such nodes leave without a quorum. An error reply is the server's own, and
+  // may pass (OOM, LOADING): a server error.
   const auto odd = rd::make_answer(failed, {}, integer(7), "unexpected reply 7");
-  BOOST_TEST((odd.failure == error::server_error));
+  BOOST_TEST((odd.failure == error::protocol_error));
+  BOOST_TEST((odd.failure == redlock::condition::node_failure));
+  redlock::resp::value oom;
+  oom.kind = redlock::resp::type::simple_error;
+  oom.text = "OOM command not allowed when used memory > 'maxmemory'.";
+  const auto refused = rd::make_answer(failed, {}, oom, oom.text);
+  BOOST_TEST((refused.failure == error::server_error));
+  BOOST_TEST((refused.failure != redlock::condition::node_failure));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

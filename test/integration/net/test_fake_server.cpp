@@ -809,6 +809,37 @@ BOOST_AUTO_TEST_CASE(client_reports_no_quorum_naming_the_failed_nodes) {
   fleet[0].resume();
 }
 
+// Replies of a shape the lock's command cannot have (an integer for SET) are no passing trouble:
+// the server runs other code, or something pairs replies with the wrong requests. When such nodes
+// leave no quorum, an acquire that could wait 30 s ends at once with protocol_error (a node
+// failure) naming them, instead of retrying until its wait runs out; what its round set on the
+// real nodes is released.
+BOOST_AUTO_TEST_CASE(replies_a_lock_cannot_get_end_the_wait_when_they_leave_no_quorum) {
+  redlock::test::redis_fleet fleet(2);
+  fake_node bad0(lock_node(fake::wrong_type_for_set()));
+  fake_node bad1(lock_node(fake::wrong_type_for_set()));
+  fake_node bad2(lock_node(fake::wrong_type_for_set()));
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    const std::vector<redlock::node_config> nodes = {
+        fleet[0].config(), bad0.config(), fleet[1].config(), bad1.config(), bad2.config()};
+    redlock::client client(io.get_executor(), nodes, fault_client_options());
+    auto options = test_lock();
+    options.wait = 30s;
+    const auto started = std::chrono::steady_clock::now();
+    auto [ec, lease] = co_await client.async_acquire("odd-majority", options, tuple_awaitable);
+    BOOST_TEST(ec == error::protocol_error, ec.message());
+    BOOST_TEST((ec == redlock::condition::node_failure));
+    BOOST_TEST(!lease.held());
+    // Generous: the point is that it does not wait out its 30 s.
+    BOOST_TEST((std::chrono::steady_clock::now() - started < 15s));
+    const auto& why = lease.diagnostics();
+    for (const fake_node* bad : {&bad0, &bad1, &bad2})
+      BOOST_TEST(contains(why, bad->config().address()), why);
+    BOOST_TEST(contains(why, "unexpected reply"), why);
+    BOOST_TEST(co_await eventually([&] { return no_keys(fleet); }, 5000ms, 20ms));
+  });
+}
+
 // A ping right after construction opens the connections, and each node has node_timeout to
 // answer, the connect included: a handshake slower than that fails the first ping (long before
 // connect_timeout), while the connects go on, so that a ping after them succeeds. Pinging again
