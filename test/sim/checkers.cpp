@@ -1,11 +1,14 @@
 #include "sim/checkers.hpp"
 
+#include "redlock/error.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <map>
 #include <set>
+#include <utility>
 
 namespace redlock::sim {
 
@@ -370,6 +373,24 @@ std::vector<std::string> check_completions(const history& h) {
   return problems;
 }
 
+std::vector<std::string> check_outcomes(const history& h) {
+  std::vector<std::string> problems;
+  const auto failed_for_good = [](const boost::system::error_code& ec) {
+    return ec && ec == condition::node_failure;
+  };
+  for (std::size_t i = 0; i < h.holds.size(); ++i) {
+    const hold& x = h.holds[i];
+    for (const auto& [what, ec] :
+         {std::pair{"acquire", x.acquire_error}, std::pair{"release", x.release_error},
+          std::pair{"extension", x.extend_error}}) {
+      if (!failed_for_good(ec)) continue;
+      problems.push_back(fmt::format("outcomes: {}'s {} failed with a node failure: {}",
+                                     describe(h, i), what, ec.message()));
+    }
+  }
+  return problems;
+}
+
 bool fault_free(const scenario& s) {
   return s.faults.empty() && s.late_permille == 0 && s.reset_after_execute_permille == 0;
 }
@@ -510,8 +531,9 @@ std::vector<std::string> check_liveness(const scenario& s, const history& h) {
 
 std::vector<std::string> check_all(const scenario& s, const history& h) {
   std::vector<std::string> problems;
-  for (auto&& part : {check_exclusion(s, h), check_fencing(s, h), check_sets(h),
-                      check_completions(h), check_leftovers(s, h), check_liveness(s, h)}) {
+  for (auto&& part :
+       {check_exclusion(s, h), check_fencing(s, h), check_sets(h), check_completions(h),
+        check_outcomes(h), check_leftovers(s, h), check_liveness(s, h)}) {
     problems.insert(problems.end(), part.begin(), part.end());
   }
   return problems;

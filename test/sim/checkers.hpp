@@ -13,6 +13,9 @@
 //    validity is refused).
 //  - sets: a set's keys on one node all hold its token or none does.
 //  - completions: every handler completed exactly once, every operation ended.
+//  - outcomes: no operation failed with a node failure (condition::node_failure). The model nodes
+//    answer as Redis does and are set up right, so such a failure means that the library misread
+//    a reply, or that a script answered what it cannot (a careless edit of its source).
 //  - leftovers: no lock key is left once every lease is released and the TTLs have passed; and in
 //    a run without faults, none but those of leases whose release failed is left a moment after
 //    the workload ended (a released lease, a failed or cancelled round, a writer's mark: gone).
@@ -37,6 +40,7 @@ std::vector<std::string> check_exclusion(const scenario& s, const history& h);
 std::vector<std::string> check_fencing(const scenario& s, const history& h);
 std::vector<std::string> check_sets(const history& h);
 std::vector<std::string> check_completions(const history& h);
+std::vector<std::string> check_outcomes(const history& h);
 std::vector<std::string> check_leftovers(const scenario& s, const history& h);
 std::vector<std::string> check_liveness(const scenario& s, const history& h);
 

@@ -33,13 +33,6 @@ using asio::awaitable;
 using boost::system::error_code;
 using std::chrono::milliseconds;
 
-std::string at_text(time_point t) {
-  const auto us =
-      std::chrono::duration_cast<std::chrono::microseconds>(t - detail::lock_clock::epoch())
-          .count();
-  return fmt::format("{}.{:03}", us / 1000, us % 1000);
-}
-
 std::string resource_name(op_kind kind, std::uint32_t i) {
   switch (kind) {
     case op_kind::semaphore:
