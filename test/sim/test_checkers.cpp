@@ -42,20 +42,18 @@ BOOST_AUTO_TEST_SUITE(sim_checkers)
 BOOST_AUTO_TEST_CASE(a_node_failure_is_reported_a_lock_level_failure_is_not) {
   sim::history h;
   h.workload_finished = true;
-  auto contended = finished_hold(sim::op_kind::lock, "r0");
-  contended.acquire_error = make_error_code(error::contended);
-  h.holds.push_back(contended);
-  auto waited = finished_hold(sim::op_kind::mutex, "r0");
-  waited.acquire_error = make_error_code(error::wait_timeout);
-  h.holds.push_back(waited);
+  const auto add = [&h](const char* resource, error acquire, error release) {
+    auto x = finished_hold(sim::op_kind::lock, resource);
+    if (acquire != error{}) x.acquire_error = make_error_code(acquire);
+    if (release != error{}) x.release_error = make_error_code(release);
+    h.holds.push_back(x);
+  };
+  add("r0", error::contended, error{});
+  add("r0", error::wait_timeout, error::not_held);
   BOOST_TEST(sim::check_outcomes(h).empty());
 
-  auto odd = finished_hold(sim::op_kind::lock, "r1");
-  odd.acquire_error = make_error_code(error::protocol_error);
-  h.holds.push_back(odd);
-  auto denied = finished_hold(sim::op_kind::lock, "r2");
-  denied.release_error = make_error_code(error::permission_denied);
-  h.holds.push_back(denied);
+  add("r1", error::protocol_error, error{});
+  add("r2", error{}, error::permission_denied);
   const auto problems = sim::check_outcomes(h);
   BOOST_TEST_REQUIRE(problems.size() == 2u);
   BOOST_TEST(problems[0].find("acquire failed with a node failure") != std::string::npos,
