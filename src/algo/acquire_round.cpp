@@ -21,24 +21,19 @@ acquire_round::acquire_round(const settings& round)
 
 acquire_round::step acquire_round::answer(std::size_t node, node_answer&& given,
                                           steady_clock::time_point now) {
-  node_answer& answer = answers_[node];
   const bool decided_before = decided();
-  if (answer.what != node_answer::kind::pending || given.what == node_answer::kind::pending) {
+  if (!first_answer(node, given.what))
     return decided_before ? step::decided_before : step::undecided;
-  }
-  answer = std::move(given);
-  return counted(answer.what, decided_before, now);
+  answers_[node] = std::move(given);
+  return counted(answers_[node].what, decided_before, now);
 }
 
 acquire_round::step acquire_round::answer(std::size_t node, node_answer::kind what, error_code ec,
                                           const resp::value& reply, std::string&& detail,
                                           steady_clock::time_point now) {
-  node_answer& answer = answers_[node];
   const bool decided_before = decided();
-  if (answer.what != node_answer::kind::pending || what == node_answer::kind::pending) {
-    return decided_before ? step::decided_before : step::undecided;
-  }
-  fill_answer(answer, what, ec, reply, std::move(detail));
+  if (!first_answer(node, what)) return decided_before ? step::decided_before : step::undecided;
+  fill_answer(answers_[node], what, ec, reply, std::move(detail));
   return counted(what, decided_before, now);
 }
 
@@ -46,18 +41,24 @@ acquire_round::step acquire_round::counted(node_answer::kind what, bool decided_
                                            steady_clock::time_point now) {
   count(votes_, what);
   if (decided_before) return step::decided_before;
-  if (!votes_.yes_quorum() && !votes_.yes_quorum_impossible()) return step::undecided;
+  if (!certain(votes_)) return step::undecided;
   decide(now);
   return step::decided_now;
 }
 
+bool acquire_round::first_answer(std::size_t node, node_answer::kind what) const noexcept {
+  return answers_[node].what == node_answer::kind::pending && what != node_answer::kind::pending;
+}
+
+bool acquire_round::certain(const tally& votes) noexcept {
+  return votes.yes_quorum() || votes.yes_quorum_impossible();
+}
+
 bool acquire_round::decides_with(std::size_t node, node_answer::kind what) const noexcept {
-  if (decided() || answers_[node].what != node_answer::kind::pending ||
-      what == node_answer::kind::pending)
-    return false;
+  if (decided() || !first_answer(node, what)) return false;
   tally after = votes_;
   count(after, what);
-  return after.yes_quorum() || after.yes_quorum_impossible();
+  return certain(after);
 }
 
 acquire_round::step acquire_round::granted(std::size_t node, steady_clock::time_point now) {

@@ -110,6 +110,10 @@ class acquire_round {
   // Counts the answer `what` just stored for a node that had none, and decides the round if that
   // makes its outcome certain.
   step counted(node_answer::kind what, bool decided_before, steady_clock::time_point now);
+  // Whether `what` is node `node`'s first answer in the round (a second one is ignored).
+  bool first_answer(std::size_t node, node_answer::kind what) const noexcept;
+  // Whether these votes make the round's outcome certain: a quorum granted, or none can.
+  static bool certain(const tally& votes) noexcept;
   boost::system::error_code lasting_failure() const;
 
   settings settings_;

@@ -375,15 +375,12 @@ std::vector<std::string> check_completions(const history& h) {
 
 std::vector<std::string> check_outcomes(const history& h) {
   std::vector<std::string> problems;
-  const auto failed_for_good = [](const boost::system::error_code& ec) {
-    return ec && ec == condition::node_failure;
-  };
   for (std::size_t i = 0; i < h.holds.size(); ++i) {
     const hold& x = h.holds[i];
     for (const auto& [what, ec] :
          {std::pair{"acquire", x.acquire_error}, std::pair{"release", x.release_error},
           std::pair{"extension", x.extend_error}}) {
-      if (!failed_for_good(ec)) continue;
+      if (ec != condition::node_failure) continue;
       problems.push_back(fmt::format("outcomes: {}'s {} failed with a node failure: {}",
                                      describe(h, i), what, ec.message()));
     }
