@@ -105,13 +105,13 @@ void connection::close_when_idle(std::chrono::milliseconds bound) {
   });
 }
 
-void connection::exec_direct(std::string_view payload, request_options options, reply_sink& sink,
-                             std::size_t tag, steady_clock::time_point now) {
+void connection::exec_direct(std::string_view payload, const request_options& options,
+                             reply_sink& sink, std::size_t tag, steady_clock::time_point now) {
   start_request(mux_.make_request(payload, sink, tag), options, now);
 }
 
-void connection::exec_direct(shared_payload payload, request_options options, reply_sink& sink,
-                             std::size_t tag, steady_clock::time_point now) {
+void connection::exec_direct(shared_payload payload, const request_options& options,
+                             reply_sink& sink, std::size_t tag, steady_clock::time_point now) {
   start_request(mux_.make_request(std::move(payload), sink, tag), options, now);
 }
 
@@ -129,7 +129,7 @@ void connection::start_request(shared_payload payload, request_options options,
   start_request(std::move(req), options, lock_clock::now());
 }
 
-void connection::start_request(request_ptr req, request_options options,
+void connection::start_request(request_ptr req, const request_options& options,
                                steady_clock::time_point now) {
   // Never answer inside the initiating function: failures here are posted.
   if (state_ == state::closed) {

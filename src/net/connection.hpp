@@ -119,11 +119,11 @@ class connection : public std::enable_shared_from_this<connection> {
   // alive until then, so a sink that owns the bytes is enough; a request that must outlive its
   // answer copies them then). `now` is lock_clock::now(), read once by the caller for a whole
   // fan-out.
-  void exec_direct(std::string_view payload, request_options options, reply_sink& sink,
+  void exec_direct(std::string_view payload, const request_options& options, reply_sink& sink,
                    std::size_t tag, std::chrono::steady_clock::time_point now);
   // The same with bytes each request keeps alive by itself, for a caller that cannot keep them
   // unchanged until every reply is in.
-  void exec_direct(shared_payload payload, request_options options, reply_sink& sink,
+  void exec_direct(shared_payload payload, const request_options& options, reply_sink& sink,
                    std::size_t tag, std::chrono::steady_clock::time_point now);
 
   // Opens the connection now instead of at the first request. Idempotent.
@@ -175,7 +175,7 @@ class connection : public std::enable_shared_from_this<connection> {
   static shared_payload encode(std::span<const std::string_view> command);
 
   void start_request(shared_payload payload, request_options options, handler_type handler);
-  void start_request(request_ptr req, request_options options,
+  void start_request(request_ptr req, const request_options& options,
                      std::chrono::steady_clock::time_point now);
   // Gives a request's caller or sink its one outcome (multiplexer::answer_fn).
   void answer(request& req, boost::system::error_code ec, resp::value&& reply, delivery how);

@@ -5,7 +5,6 @@
 #include "resp/script.hpp"
 
 #include <boost/asio/error.hpp>
-#include <boost/container/small_vector.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -51,13 +50,14 @@ class multiplexer::request_pool {
     return request_ptr(req);
   }
 
-  // The last reference is gone. Whatever the request still holds (an unanswered caller's handler
-  // when the connection is destroyed, a sink reference) is released here.
+  // Its owner dropped it. Whatever the request still holds (an unanswered caller's handler when
+  // the connection is destroyed, a sink reference) is released here.
   void put(request* req) noexcept {
+    req->deadline_hook::unlink();
+    // Most requests come here holding nothing: answered, their sink reference was handed over
+    // with the answer, and a library request's bytes are borrowed.
+    if (req->owned || req->caller || req->sink) release_holdings(*req);
     req->payload = {};
-    req->owned.reset();
-    req->caller.reset();
-    req->sink.reset();
     req->tag = 0;
     req->eval_fallback = nullptr;
     req->noscript_is_final = false;
@@ -71,6 +71,20 @@ class multiplexer::request_pool {
     req->keep_until = time_point::max();
     req->awaited_past_deadline = false;
     req->reloads = nullptr;
+    if (spare_.size() < spare_.capacity()) {
+      spare_.push_back(req);
+    } else {
+      keep_spare(req);
+    }
+  }
+
+ private:
+  [[gnu::noinline]] static void release_holdings(request& req) noexcept {
+    req.owned.reset();
+    req.caller.reset();
+    req.sink.reset();
+  }
+  [[gnu::noinline]] void keep_spare(request* req) noexcept {
     if (spare_.size() >= max_spare) {
       delete req;
       return;
@@ -82,17 +96,27 @@ class multiplexer::request_pool {
     }
   }
 
- private:
   static constexpr std::size_t max_spare = 4096;
   std::vector<request*> spare_;
 };
 
-void multiplexer::request_ptr::add_ref(request* req) noexcept {
-  if (req) ++req->refs;
+void multiplexer::request_ptr::to_pool(request* req) noexcept {
+  req->pool->put(req);
 }
 
-void multiplexer::request_ptr::drop_ref(request* req) noexcept {
-  if (req && --req->refs == 0) req->pool->put(req);
+multiplexer::request_ptr multiplexer::take_front(request_list& list) noexcept {
+  request_ptr req(&list.front());
+  list.pop_front();
+  return req;
+}
+
+void multiplexer::drop_list(request_list& list) noexcept {
+  // One at a time, newest first: releasing a request's handler or sink may call back into the
+  // multiplexer, which must find every list consistent.
+  while (!list.empty()) {
+    request_ptr req(&list.back());
+    list.pop_back();
+  }
 }
 
 multiplexer::multiplexer(std::string name, std::size_t max_pending_cleanups, answer_fn answer,
@@ -103,7 +127,12 @@ multiplexer::multiplexer(std::string name, std::size_t max_pending_cleanups, ans
       warn_(std::move(warn)),
       pool_(std::make_unique<request_pool>()) {}
 
-multiplexer::~multiplexer() = default;
+multiplexer::~multiplexer() {
+  deadlines_.clear();
+  drop_list(in_flight_);
+  drop_list(queued_);
+  drop_list(kept_cleanups_);
+}
 
 multiplexer::request_ptr multiplexer::make_request() {
   return pool_->make(++last_request_id_);
@@ -151,9 +180,9 @@ bool multiplexer::add(request_ptr req, const request_options& options, time_poin
   }
   if (options.timeout > std::chrono::milliseconds(0)) {
     req->deadline = now + options.timeout;
-    track_deadline(req);
+    track_deadline(*req);
   }
-  queued_.push_back(std::move(req));
+  queued_.push_back(req.release());
   return true;
 }
 
@@ -179,20 +208,20 @@ void multiplexer::fail_while_down(request_ptr req, const request_options& option
 
 void multiplexer::cancel(std::uint64_t id, asio::cancellation_type type) {
   using ct = asio::cancellation_type;
-  auto has_id = [id](const request_ptr& r) { return r->id == id; };
+  auto has_id = [id](const request& r) { return r.id == id; };
   auto found = std::find_if(queued_.begin(), queued_.end(), has_id);
   if (found == queued_.end()) {
     found = std::find_if(in_flight_.begin(), in_flight_.end(), has_id);
     if (found == in_flight_.end()) return;  // answered and gone
   }
-  request_ptr req = *found;
+  request& req = *found;
   // Posted: we are inside the caller's cancellation slot, and completing clears that slot, which
-  // would destroy the very handler that is running.
-  if (!req->written) {
-    answer_failure(*req, asio::error::operation_aborted, "cancelled before it was sent",
+  // would destroy the very handler that is running. So the request stays where it is.
+  if (!req.written) {
+    answer_failure(req, asio::error::operation_aborted, "cancelled before it was sent",
                    delivery::post);
   } else if ((type & (ct::terminal | ct::partial)) != ct::none) {
-    answer_failure(*req, asio::error::operation_aborted,
+    answer_failure(req, asio::error::operation_aborted,
                    "cancelled after it was sent (it may have executed; its reply will be dropped)",
                    delivery::post);
   }
@@ -203,8 +232,7 @@ std::size_t multiplexer::prepare_write(std::string& out, time_point now) {
   std::size_t batch = 0;
   queued_ahead_ = 0;  // everything queued is taken now
   while (!queued_.empty()) {
-    auto req = std::move(queued_.front());
-    queued_.pop_front();
+    auto req = take_front(queued_);
     if (!req->wanted()) continue;
     if (now >= req->keep_until) {  // a kept cleanup whose key has expired meanwhile
       ++stats_.cleanups_dropped;
@@ -219,7 +247,7 @@ std::size_t multiplexer::prepare_write(std::string& out, time_point now) {
     req->written_at = now;
     // In flight before the write completes: a reply cannot precede its request, and if the write
     // fails these are failed with the link.
-    in_flight_.push_back(std::move(req));
+    in_flight_.push_back(req.release());
     ++batch;
   }
   if (batch > 0) ever_written_ = true;
@@ -233,7 +261,7 @@ void multiplexer::commit_write(std::size_t requests, std::size_t bytes) noexcept
 }
 
 bool multiplexer::takes_push(const resp::value& push) const noexcept {
-  if (in_flight_.empty() || !in_flight_.front()->reply_is_push || push.elements.empty())
+  if (in_flight_.empty() || !in_flight_.front().reply_is_push || push.elements.empty())
     return false;
   const auto& kind = push.elements.front().text;
   return kind == "ssubscribe" || kind == "subscribe";
@@ -244,8 +272,7 @@ bool multiplexer::consume_reply(resp::value& reply) {
   // they hand pushes to their own handler before this.
   if (reply.kind == resp::type::push && !takes_push(reply)) return true;
   if (in_flight_.empty()) return false;
-  auto req = std::move(in_flight_.front());
-  in_flight_.pop_front();
+  auto req = take_front(in_flight_);
   ++stats_.replies;
   if (req->awaited_past_deadline) {
     req->awaited_past_deadline = false;
@@ -276,6 +303,17 @@ bool multiplexer::consume_reply(resp::value& reply) {
   // Done: no fallback and no further delivery can be needed, so the bytes need not be kept.
   req->eval_fallback = nullptr;
   req->deliver_for = std::chrono::milliseconds(0);
+  if (req->sink && reply.kind != resp::type::simple_error && req->reloads == nullptr) {
+    // Nearly every reply: one of the library's own requests answered by the node. Its sink reads
+    // it right here, with the request back in the pool first (the sink may issue the next ones).
+    // Only an error reply may need the issuer's review (answer_fn: a cluster redirect).
+    req->answered = true;
+    const sink_ref sink = std::move(req->sink);
+    const std::size_t tag = req->tag;
+    req.reset();
+    sink->on_reply(tag, {}, reply);
+    return true;
+  }
   answer(*req, {}, std::move(reply), delivery::dispatch);
   return true;
 }
@@ -283,61 +321,44 @@ bool multiplexer::consume_reply(resp::value& reply) {
 // Deadlines are kept in one list sorted by time, watched by the connection's one timer: a timer
 // per request would cost a heap insertion, a lock and often a timerfd update for every request.
 // Requests usually share one timeout, so a new deadline almost always goes at the back.
-void multiplexer::track_deadline(const request_ptr& req) {
-  if (deadlines_.empty() || deadlines_.back()->deadline <= req->deadline) {
-    deadlines_.push_back(req);
-  } else {
-    auto later =
-        std::upper_bound(deadlines_.begin(), deadlines_.end(), req->deadline,
-                         [](time_point t, const request_ptr& r) { return t < r->deadline; });
-    deadlines_.insert(later, req);
-  }
+void multiplexer::track_deadline(request& req) {
+  auto later = deadlines_.end();
+  while (later != deadlines_.begin() && std::prev(later)->deadline > req.deadline)
+    --later;
+  deadlines_.insert(later, req);
 }
 
 void multiplexer::expire_deadlines(time_point now, std::string_view connect_stage) {
-  // Everything due is taken out before anyone is answered: a sink answered here may issue
-  // requests at once (a failed round's cleanup), and the timer the connection arms for those must
-  // still cover the requests already waiting (next_deadline() sees only what is left).
-  boost::container::small_vector<request_ptr, 8> due;
-  while (!deadlines_.empty()) {
-    request_ptr& front = deadlines_.front();
-    if (!front->answered) {
-      if (front->deadline > now) break;
-      due.push_back(std::move(front));
-    }
+  // One at a time, earliest first, each taken out of the list before it is answered. A sink
+  // answered here may issue requests (a failed round's cleanup), or close the connection, which
+  // answers and frees the rest: so nothing is held across an answer, and the list is read anew.
+  while (!deadlines_.empty() && deadlines_.front().deadline <= now) {
+    request& req = deadlines_.front();
     deadlines_.pop_front();
-  }
-  for (auto& req : due) {
-    if (req->answered) continue;  // the link failed meanwhile, from an earlier answer
-    if (req->written) {
-      req->awaited_past_deadline = true;
+    if (req.written) {
+      req.awaited_past_deadline = true;
       ++timed_out_in_flight_;
     } else if (connecting_) {
       timed_out_while_connecting_ = true;
       stalled_while_ = connect_stage;
     }
     std::string why;
-    if (req->written) {
-      why = fmt::format("no reply within {} ms (sent; it may still execute)", req->timeout.count());
+    if (req.written) {
+      why = fmt::format("no reply within {} ms (sent; it may still execute)", req.timeout.count());
     } else if (connecting_) {
-      why = fmt::format("not sent within {} ms: still {}", req->timeout.count(), connect_stage);
+      why = fmt::format("not sent within {} ms: still {}", req.timeout.count(), connect_stage);
     } else {
-      why = fmt::format("not sent within {} ms: queued behind earlier requests",
-                        req->timeout.count());
+      why =
+          fmt::format("not sent within {} ms: queued behind earlier requests", req.timeout.count());
     }
-    answer_failure(*req, error::request_timeout, why, delivery::dispatch);
+    answer_failure(req, error::request_timeout, why, delivery::dispatch);
   }
-}
-
-void multiplexer::drop_answered_deadlines() noexcept {
-  while (!deadlines_.empty() && deadlines_.front()->answered)
-    deadlines_.pop_front();
 }
 
 void multiplexer::answer(request& req, error_code ec, resp::value&& reply, delivery how) {
   if (req.answered) return;
   req.answered = true;
-  drop_answered_deadlines();
+  req.deadline_hook::unlink();
   if (req.written ? !req.may_resend() : !req.wanted()) {
     // Never to be written (again): the bytes are not needed, and may belong to the sink.
     req.payload = {};

@@ -5,12 +5,12 @@
 #include "resp/value.hpp"
 
 #include <boost/asio/cancellation_type.hpp>
+#include <boost/intrusive/list.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -154,32 +154,52 @@ class multiplexer {
   class request_pool;
   struct request;
 
-  // Shared ownership of a pooled request, intrusive and not atomic: only the multiplexer's
-  // containers (queued, in flight, kept, deadlines) own requests, and all on one executor. The
-  // cancellation handler of a caller's request holds its id instead.
+  // Sole ownership of a pooled request, handed from one place to the next: the issuer, then the
+  // multiplexer's list of queued, in-flight or kept requests (which hold their members by
+  // intrusive links and own them), then whoever takes it out to answer or drop it. Dropping the
+  // owner returns the request to the pool. The cancellation handler of a caller's request holds
+  // its id instead.
   class request_ptr {
    public:
     request_ptr() noexcept = default;
-    explicit request_ptr(request* req) noexcept : req_(req) { add_ref(req_); }
-    request_ptr(const request_ptr& other) noexcept : request_ptr(other.req_) {}
+    explicit request_ptr(request* req) noexcept : req_(req) {}
     request_ptr(request_ptr&& other) noexcept : req_(std::exchange(other.req_, nullptr)) {}
-    request_ptr& operator=(request_ptr other) noexcept {
-      std::swap(req_, other.req_);
+    request_ptr& operator=(request_ptr&& other) noexcept {
+      reset(std::exchange(other.req_, nullptr));
       return *this;
     }
-    ~request_ptr() { drop_ref(std::exchange(req_, nullptr)); }
+    request_ptr(const request_ptr&) = delete;
+    request_ptr& operator=(const request_ptr&) = delete;
+    ~request_ptr() { reset(); }
 
     request* get() const noexcept { return req_; }
     request* operator->() const noexcept { return req_; }
     request& operator*() const noexcept { return *req_; }
+    // Gives up ownership, to a list that holds the request from now on.
+    request& release() noexcept { return *std::exchange(req_, nullptr); }
+    // Inline: most owners are empty by the time they go (moved along), and must cost nothing.
+    void reset(request* req = nullptr) noexcept {
+      if (auto* old = std::exchange(req_, req)) to_pool(old);
+    }
 
    private:
-    static void add_ref(request* req) noexcept;
-    static void drop_ref(request* req) noexcept;
+    static void to_pool(request* req) noexcept;
     request* req_ = nullptr;
   };
 
-  struct request {
+  // A request is linked into at most one of the lists of queued, in-flight or kept requests (its
+  // owner), and, while it waits with a deadline and has not been answered, into the deadline list
+  // too (which owns nothing; the link goes when the request is answered or pooled).
+  struct queue_tag;
+  struct deadline_tag;
+  using queue_hook =
+      boost::intrusive::list_base_hook<boost::intrusive::tag<queue_tag>,
+                                       boost::intrusive::link_mode<boost::intrusive::safe_link>>;
+  using deadline_hook =
+      boost::intrusive::list_base_hook<boost::intrusive::tag<deadline_tag>,
+                                       boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
+
+  struct request : queue_hook, deadline_hook {
     explicit request(request_pool& owner) noexcept : pool(&owner) {}
 
     // Filled by whoever issues the request (the connection).
@@ -200,7 +220,6 @@ class multiplexer {
 
     // The multiplexer's own bookkeeping.
     request_pool* pool;
-    unsigned refs = 0;
     std::uint64_t id = 0;  // unique per multiplexer; a caller's cancellation handler finds it by id
     const script* eval_fallback = nullptr;
     bool noscript_is_final = false;
@@ -238,7 +257,9 @@ class multiplexer {
   // Gives the request's caller or sink (never both, never neither) its one outcome. A caller gets
   // `reply` moved into it; a sink only reads it. A sink run inline may call back into the
   // multiplexer (issue requests, close the connection): it is called with every container in a
-  // consistent state.
+  // consistent state. A node's reply that is not an error, to a sink's request, the multiplexer
+  // hands to the sink itself (consume_reply); everything else (a caller's, a failure, an error
+  // reply the issuer may have to look at) goes through answer_fn.
   using answer_fn = std::function<void(request& req, boost::system::error_code ec,
                                        resp::value&& reply, delivery how)>;
   using warn_fn = std::function<void(std::string_view message)>;
@@ -308,7 +329,7 @@ class multiplexer {
   // armed no later than this, and re-armed after each expire_deadlines and add, fires no deadline
   // late.
   time_point next_deadline() const noexcept {
-    return deadlines_.empty() ? time_point::max() : deadlines_.front()->deadline;
+    return deadlines_.empty() ? time_point::max() : deadlines_.front().deadline;
   }
 
   // Lifecycle of the link, as the connection sees it.
@@ -359,8 +380,7 @@ class multiplexer {
 
  private:
   void apply(request& req, const request_options& options) const noexcept;
-  void track_deadline(const request_ptr& req);
-  void drop_answered_deadlines() noexcept;
+  void track_deadline(request& req);
   void answer(request& req, boost::system::error_code ec, resp::value&& reply, delivery how);
   void answer_failure(request& req, boost::system::error_code ec, std::string_view why,
                       delivery how);
@@ -374,6 +394,14 @@ class multiplexer {
   void queue_ahead(request_ptr req);
   void reload_script(const script& lua);
 
+  using request_list = boost::intrusive::list<request, boost::intrusive::base_hook<queue_hook>>;
+  using deadline_list = boost::intrusive::list<request, boost::intrusive::base_hook<deadline_hook>,
+                                               boost::intrusive::constant_time_size<false>>;
+  // Takes the first request out of `list`, with its ownership.
+  static request_ptr take_front(request_list& list) noexcept;
+  // Returns every request of `list` to the pool, last first, unanswered.
+  static void drop_list(request_list& list) noexcept;
+
   std::string name_;
   std::size_t max_pending_cleanups_;
   answer_fn answer_;
@@ -383,19 +411,19 @@ class multiplexer {
   std::unique_ptr<request_pool> pool_;
 
   // Requests not yet written, in the order they are to be written. One answered here (cancelled,
-  // timed out) stays until the writer skips it, so removal is O(1); a cleanup is written anyway.
-  // The first `queued_ahead_` were put there by queue_ahead().
-  std::deque<request_ptr> queued_;
+  // timed out) stays until the writer skips it; a cleanup is written anyway. The first
+  // `queued_ahead_` were put there by queue_ahead().
+  request_list queued_;
   std::size_t queued_ahead_ = 0;
   // Requests written and waiting for their reply, oldest first. Every reply belongs to the front
   // one, even if that one was already answered (then the reply is dropped).
-  std::deque<request_ptr> in_flight_;
+  request_list in_flight_;
   // Cleanups failed by a broken link or issued while the node was down, oldest first: written
   // right after the next handshake, before anything else.
-  std::deque<request_ptr> kept_cleanups_;
-  // Requests with a deadline, earliest first; answered ones are dropped from the front as soon as
-  // they are answered, so the front is always one still waiting.
-  std::deque<request_ptr> deadlines_;
+  request_list kept_cleanups_;
+  // Unanswered requests with a deadline, earliest first: a request leaves it when it is answered,
+  // so the front is always one still waiting.
+  deadline_list deadlines_;
   // Scripts whose SCRIPT LOAD (after a NOSCRIPT) is queued or in flight on this link.
   std::vector<const script*> reloading_;
 

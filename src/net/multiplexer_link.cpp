@@ -41,17 +41,18 @@ void multiplexer::close(error_code ec, std::string_view why, time_point now) {
 void multiplexer::fail_all(error_code ec, std::string_view why, bool keep_cleanups,
                            time_point now) {
   // Moved out first: answers are posted, but a failing request must not see itself re-queued.
-  auto queued = std::move(queued_);
-  auto in_flight = std::move(in_flight_);
-  queued_.clear();
-  in_flight_.clear();
+  request_list queued;
+  request_list in_flight;
+  queued.swap(queued_);
+  in_flight.swap(in_flight_);
   queued_ahead_ = 0;
   timed_out_in_flight_ = 0;  // their replies will never come
   deadlines_.clear();
   reloading_.clear();
   // Oldest first, so that kept cleanups stay in the order they were issued.
   for (auto* requests : {&in_flight, &queued}) {
-    for (auto& req : *requests) {
+    while (!requests->empty()) {
+      auto req = take_front(*requests);
       answer_failure(*req, ec, why, delivery::post);
       if (req->cleanup()) {
         if (keep_cleanups) {
@@ -64,7 +65,7 @@ void multiplexer::fail_all(error_code ec, std::string_view why, bool keep_cleanu
   }
   if (!keep_cleanups) {
     stats_.cleanups_dropped += kept_cleanups_.size();
-    kept_cleanups_.clear();
+    drop_list(kept_cleanups_);
   }
 }
 
@@ -73,16 +74,12 @@ void multiplexer::drop_all() noexcept {
   // at once instead of queueing; one at a time, since that may call back into this object.
   closed_ = true;
   connecting_ = false;
-  while (!deadlines_.empty())
-    deadlines_.pop_back();
-  while (!in_flight_.empty())
-    in_flight_.pop_back();
+  deadlines_.clear();
+  drop_list(in_flight_);
   timed_out_in_flight_ = 0;
-  while (!queued_.empty())
-    queued_.pop_back();
+  drop_list(queued_);
   queued_ahead_ = 0;
-  while (!kept_cleanups_.empty())
-    kept_cleanups_.pop_back();
+  drop_list(kept_cleanups_);
 }
 
 // A cleanup that could not be delivered on this link waits for the next one. Delivered or not,
@@ -97,7 +94,7 @@ void multiplexer::keep_cleanup(request_ptr req, time_point now) {
   req->written = false;
   req->awaited_past_deadline = false;
   if (kept_cleanups_.size() >= max_pending_cleanups_) {
-    if (!kept_cleanups_.empty()) kept_cleanups_.pop_front();
+    if (!kept_cleanups_.empty()) take_front(kept_cleanups_).reset();  // the oldest goes
     ++stats_.cleanups_dropped;
     if (stats_.cleanups_dropped % 1000 == 1 && warn_) {
       warn_(
@@ -107,7 +104,7 @@ void multiplexer::keep_cleanup(request_ptr req, time_point now) {
     }
     if (max_pending_cleanups_ == 0) return;
   }
-  kept_cleanups_.push_back(std::move(req));
+  kept_cleanups_.push_back(req.release());
   ++stats_.cleanups_kept;
 }
 
@@ -115,19 +112,19 @@ void multiplexer::keep_cleanup(request_ptr req, time_point now) {
 // after them, and on each node a release must run no earlier than its place in that order.
 void multiplexer::requeue_kept_cleanups(time_point now) {
   if (kept_cleanups_.empty()) return;
-  auto kept = std::move(kept_cleanups_);
-  kept_cleanups_.clear();
-  std::erase_if(kept, [&](const request_ptr& req) {
-    const bool expired = now >= req->keep_until;
-    if (expired) ++stats_.cleanups_dropped;
-    return expired;
-  });
-  queued_.insert(queued_.begin(), std::make_move_iterator(kept.begin()),
-                 std::make_move_iterator(kept.end()));
+  request_list kept;
+  kept.swap(kept_cleanups_);
+  kept.remove_and_dispose_if([&](const request& req) { return now >= req.keep_until; },
+                             [&](request* expired) {
+                               ++stats_.cleanups_dropped;
+                               request_ptr dropped(expired);
+                             });
+  queued_.splice(queued_.begin(), kept);
 }
 
 void multiplexer::queue_ahead(request_ptr req) {
-  queued_.insert(queued_.begin() + static_cast<std::ptrdiff_t>(queued_ahead_), std::move(req));
+  queued_.insert(std::next(queued_.begin(), static_cast<std::ptrdiff_t>(queued_ahead_)),
+                 req.release());
   ++queued_ahead_;
 }
 
@@ -146,7 +143,7 @@ void multiplexer::reload_script(const script& lua) {
 bool multiplexer::reply_overdue(time_point last_read, std::chrono::milliseconds limit,
                                 time_point now) const noexcept {
   if (in_flight_.empty()) return false;
-  const auto waiting_since = std::max(last_read, in_flight_.front()->written_at);
+  const auto waiting_since = std::max(last_read, in_flight_.front().written_at);
   return now - waiting_since > limit;
 }
 }  // namespace redlock::detail
