@@ -183,7 +183,7 @@ class multiplexer {
     }
 
    private:
-    static void to_pool(request* req) noexcept;
+    [[gnu::noinline]] static void to_pool(request* req) noexcept;
     request* req_ = nullptr;
   };
 
