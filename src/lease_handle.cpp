@@ -49,13 +49,11 @@ lease& lease::operator=(lease&& other) noexcept {
   return *this;
 }
 
-lease::~lease() {
+void lease::abandon_if_held() noexcept {
   // Any thread may get here. Only the phase is read before the hop to the client's executor (an
   // atomic, and one that never returns to `held`); the client and its executor are fixed at
   // construction. Then inline when already on the executor (the usual case), else posted.
-  if (!state_ || state_->current(std::memory_order_acquire) != detail::lease_state::phase::held) {
-    return;
-  }
+  if (state_->current(std::memory_order_acquire) != detail::lease_state::phase::held) return;
   try {
     const auto& executor = state_->home()->executor();
     boost::asio::dispatch(executor, [state = std::move(state_)] { detail::abandon(state); });

@@ -68,7 +68,10 @@ class REDLOCK_API lease {
   lease& operator=(lease&& other) noexcept;
   lease(const lease&) = delete;
   lease& operator=(const lease&) = delete;
-  ~lease();
+  // Inline: an empty lease (moved along, released) goes at no cost.
+  ~lease() {
+    if (state_) abandon_if_held();
+  }
 
   /// The client's executor; a default-constructed lease has none (empty executor).
   executor_type get_executor() const noexcept;
@@ -220,6 +223,8 @@ class REDLOCK_API lease {
  private:
   friend struct detail::lease_access;
   explicit lease(std::shared_ptr<detail::lease_state> state) noexcept : state_(std::move(state)) {}
+  // The destructor's work for a lease that may still hold its lock.
+  void abandon_if_held() noexcept;
 
   std::shared_ptr<detail::lease_state> state_;
 };
