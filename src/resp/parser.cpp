@@ -34,7 +34,10 @@ constexpr std::size_t k_max_reserve = 1024;
 
 }  // namespace
 
-parser::parser(parser_limits limits) : limits_(limits) {}
+parser::parser(parser_limits limits)
+    : limits_(limits),
+      common_replies_within_limits_(limits.max_reply_size >= 5 &&
+                                    limits.max_reply_memory >= sizeof(value) + 2) {}
 
 bool parser::failed() const noexcept {
   return failed_;
@@ -79,6 +82,30 @@ void parser::consume(std::size_t n) noexcept {
   scanned_ = 0;
 }
 
+// The replies a lock gets most, whole in the buffer: a script's ":0" / ":1" (each key of a batch
+// of renewals is one) and SET's "+OK". They skip the line scan and the number parser; what they
+// produce and consume is exactly what parse_element's general path would. `out` is fresh or
+// cleared: its text is empty with room inline, so two appends are cheaper than assign().
+bool parser::take_common_reply(value& out) noexcept {
+  const char* const at = buffer_.data() + read_pos_;
+  const std::size_t left = end_ - read_pos_;
+  if (left >= 4 && at[0] == ':' && is_digit(at[1]) && at[2] == '\r' && at[3] == '\n') {
+    out.kind = type::integer;
+    out.integer = at[1] - '0';
+    consume(4);
+    return true;
+  }
+  if (left >= 5 && at[0] == '+' && std::memcmp(at + 1, "OK\r\n", 4) == 0) {
+    out.kind = type::simple_string;
+    out.text.push_back('O');
+    out.text.push_back('K');
+    reply_memory_ += 2;
+    consume(5);
+    return true;
+  }
+  return false;
+}
+
 std::optional<value> parser::next(boost::system::error_code& ec) {
   value v;
   if (next(v, ec)) return std::optional<value>(std::move(v));
@@ -91,6 +118,21 @@ bool parser::next(value& v, boost::system::error_code& ec) {
     return false;
   }
   ec.clear();
+  if (stack_.empty() && !payload_pending_ && reply_bytes_ == 0 && common_replies_within_limits_) {
+    // A whole reply of the commonest kinds, with none of the general path's bookkeeping: nothing
+    // of it was read before, it fits every limit, and it leaves nothing open.
+    v.kind = type::null;
+    v.text.clear();
+    v.format.clear();
+    v.integer = 0;
+    v.number = 0.0;
+    v.elements.clear();
+    if (take_common_reply(v)) {
+      reply_bytes_ = 0;
+      reply_memory_ = 0;
+      return true;
+    }
+  }
   for (;;) {
     // An element of an open aggregate is parsed where it will stay, at the end of the aggregate's
     // vector, not built aside and moved in: a reply of many elements (a batch of renewals) moved
@@ -169,29 +211,9 @@ parser::step parser::parse_element(value& out) {
   if (payload_pending_) return take_payload(out);
   if (read_pos_ == end_) return step::need_more;
 
+  if (take_common_reply(out)) return step::produced;
   const char* const base = buffer_.data();
   const char type_byte = base[read_pos_];
-  // The replies a lock gets most, whole in the buffer: a script's ":0" / ":1" (each key of a batch
-  // of renewals is one) and SET's "+OK". They skip the line scan and the number parser; what they
-  // produce and consume is exactly what the general path below would.
-  if (end_ - read_pos_ >= 4 && base[read_pos_ + 2] == '\r' && base[read_pos_ + 3] == '\n' &&
-      type_byte == ':' && is_digit(base[read_pos_ + 1])) {
-    out.kind = type::integer;
-    out.integer = base[read_pos_ + 1] - '0';
-    consume(4);
-    return step::produced;
-  }
-  if (end_ - read_pos_ >= 5 && type_byte == '+' &&
-      std::memcmp(base + read_pos_ + 1, "OK\r\n", 4) == 0) {
-    out.kind = type::simple_string;
-    // `out` is fresh or cleared (next()), its text empty with room inline: two appends are cheaper
-    // than assign()'s general replace.
-    out.text.push_back('O');
-    out.text.push_back('K');
-    reply_memory_ += 2;
-    consume(5);
-    return step::produced;
-  }
   switch (type_byte) {
     case '+':
     case '-':

@@ -78,6 +78,7 @@ class parser {
   };
   enum class step { need_more, produced, pushed, skipped, failed };
 
+  bool take_common_reply(value& out) noexcept;
   step parse_element(value& out);
   step take_payload(value& out);
   step fail(std::string message);
@@ -85,6 +86,8 @@ class parser {
   void reallocate(std::size_t new_capacity);
 
   parser_limits limits_;
+  // Whether "+OK" and ":<digit>" at the top level fit the limits (next()'s shortcut).
+  bool common_replies_within_limits_;
   // The members below belong to the implementation (parser.cpp) and may change freely.
   // The buffer never shrinks below this; below it, reallocating costs more than it saves.
   static constexpr std::size_t shrink_floor = 1024 * 1024;
