@@ -399,6 +399,11 @@ std::vector<limit_case> limit_cases() {
        with(&parser_limits::max_line_length, 10), "line longer than 10 bytes"},
       {"reply size across many small elements", "*1000\r\n" + repeat_text(":1\r\n", 1000),
        with(&parser_limits::max_reply_size, 100), "resp: reply of 103+ bytes exceeds limit 100"},
+      // The shortcut for the commonest replies must not step around the limits.
+      {"a bare +OK over a tiny reply limit", "+OK\r\n", with(&parser_limits::max_reply_size, 4),
+       "resp: reply of 5+ bytes exceeds limit 4"},
+      {"a bare :1 over a tiny memory limit", ":1\r\n",
+       with(&parser_limits::max_reply_memory, sizeof(value) - 1), "bytes of memory"},
       {"reply size counts skipped attributes",
        "|1\r\n+a\r\n$20\r\n" + std::string(20, 'x') + "\r\n+OK\r\n",
        with(&parser_limits::max_reply_size, 20), "exceeds limit 20"},
