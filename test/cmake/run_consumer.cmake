@@ -240,7 +240,7 @@ if(MODE STREQUAL "add_subdirectory")
     if(NOT code EQUAL 0)
       message(FATAL_ERROR "nm -D ${library_file} failed (${code})")
     endif()
-    foreach(wanted "redlock::client::client" "redlock::lease::~lease" "redlock::error_category"
+    foreach(wanted "redlock::client::client" "redlock::lease::get_executor" "redlock::error_category"
                    "redlock::node_config::from_url" "redlock::detail::initiate_acquire")
       string(FIND "${exported}" "${wanted}" at)
       if(at EQUAL -1)
