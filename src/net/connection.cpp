@@ -142,12 +142,13 @@ void connection::start_request(request_ptr req, const request_options& options,
                          failures_.last_cause(), now);
     return;
   }
+  const bool library_request = static_cast<bool>(req->sink);
   if (!mux_.add(std::move(req), options, now)) return;
   watch_deadlines();
   if (state_ == state::idle) {
     start();
   } else if (state_ == state::ready) {
-    wake_writer();
+    wake_writer(library_request ? turn::now_if_idle : turn::posted);
   }
 }
 
