@@ -29,47 +29,6 @@ std::string sha1_hex(std::string_view data) {
 
 script::script(std::string source) : source_(std::move(source)), sha1_(sha1_hex(source_)) {}
 
-namespace {
-
-// Calls `use` with the command "EVALSHA sha numkeys keys... args...", as a span of its words.
-template <class Use>
-auto with_evalsha_command(const script& s, std::span<const std::string_view> keys,
-                          std::span<const std::string_view> args, Use&& use) {
-  const std::string numkeys = std::to_string(keys.size());
-  // The library's scripts take a few arguments: build the command on the stack then.
-  std::array<std::string_view, 16> small;
-  std::vector<std::string_view> large;
-  const std::size_t count = 3 + keys.size() + args.size();
-  std::span<std::string_view> command(small.data(), count <= small.size() ? count : 0);
-  if (count > small.size()) {
-    large.resize(count);
-    command = large;
-  }
-  command[0] = "EVALSHA";
-  command[1] = s.sha1();
-  command[2] = numkeys;
-  std::copy(keys.begin(), keys.end(), command.begin() + 3);
-  std::copy(args.begin(), args.end(),
-            command.begin() + 3 + static_cast<std::ptrdiff_t>(keys.size()));
-  return use(std::span<const std::string_view>(command));
-}
-
-}  // namespace
-
-std::size_t evalsha_size(const script& s, std::span<const std::string_view> keys,
-                         std::span<const std::string_view> args) {
-  return with_evalsha_command(s, keys, args, [](std::span<const std::string_view> command) {
-    return resp::encoded_size(command);
-  });
-}
-
-void write_evalsha(char* out, const script& s, std::span<const std::string_view> keys,
-                   std::span<const std::string_view> args) {
-  with_evalsha_command(s, keys, args, [out](std::span<const std::string_view> command) {
-    resp::write_command(out, command);
-  });
-}
-
 std::string encode_evalsha(const script& s, std::span<const std::string_view> keys,
                            std::span<const std::string_view> args) {
   return encode_evalsha_as<std::string>(s, keys, args);

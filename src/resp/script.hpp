@@ -1,10 +1,16 @@
 #ifndef REDLOCK_RESP_SCRIPT_HPP
 #define REDLOCK_RESP_SCRIPT_HPP
 
+#include "resp/encoder.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
 #include <cstddef>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace redlock::detail {
 
@@ -24,23 +30,46 @@ class script {
   std::string sha1_;
 };
 
-// "EVALSHA sha numkeys keys... args..." encoded.
-std::string encode_evalsha(const script& s, std::span<const std::string_view> keys,
-                           std::span<const std::string_view> args);
-// Its size, and the same bytes written at `out`, which has room for that many.
-std::size_t evalsha_size(const script& s, std::span<const std::string_view> keys,
-                         std::span<const std::string_view> args);
-void write_evalsha(char* out, const script& s, std::span<const std::string_view> keys,
-                   std::span<const std::string_view> args);
-// The same, in a string of another allocator.
+// Calls `use` with the command "EVALSHA sha numkeys keys... args...", as a span of its words:
+// built on the stack for the library's scripts, which take a few arguments.
+template <class Use>
+auto with_evalsha_words(const script& s, std::span<const std::string_view> keys,
+                        std::span<const std::string_view> args, Use&& use) {
+  std::array<char, 20> numkeys_digits;
+  const auto numkeys_end = std::to_chars(numkeys_digits.data(),
+                                         numkeys_digits.data() + numkeys_digits.size(), keys.size())
+                               .ptr;
+  std::array<std::string_view, 16> small;
+  std::vector<std::string_view> large;
+  const std::size_t count = 3 + keys.size() + args.size();
+  std::span<std::string_view> command(small.data(), count <= small.size() ? count : 0);
+  if (count > small.size()) {
+    large.resize(count);
+    command = large;
+  }
+  command[0] = "EVALSHA";
+  command[1] = s.sha1();
+  command[2] = std::string_view(numkeys_digits.data(),
+                                static_cast<std::size_t>(numkeys_end - numkeys_digits.data()));
+  std::copy(keys.begin(), keys.end(), command.begin() + 3);
+  std::copy(args.begin(), args.end(),
+            command.begin() + 3 + static_cast<std::ptrdiff_t>(keys.size()));
+  return use(std::span<const std::string_view>(command));
+}
+
+// "EVALSHA sha numkeys keys... args..." encoded, in a string of any allocator.
 template <class String>
 String encode_evalsha_as(const script& s, std::span<const std::string_view> keys,
                          std::span<const std::string_view> args) {
   String out;
-  out.resize(evalsha_size(s, keys, args));
-  write_evalsha(out.data(), s, keys, args);
+  with_evalsha_words(s, keys, args, [&out](std::span<const std::string_view> command) {
+    out.resize(resp::encoded_size(command));
+    resp::write_command(out.data(), command);
+  });
   return out;
 }
+std::string encode_evalsha(const script& s, std::span<const std::string_view> keys,
+                           std::span<const std::string_view> args);
 // The same call as EVAL with the full source, rebuilt from an encode_evalsha payload.
 std::string evalsha_to_eval(const script& s, std::string_view evalsha_payload);
 
