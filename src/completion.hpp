@@ -22,17 +22,30 @@ namespace redlock::detail {
 // `executor` holds (not a strand, not a user's executor): a post through the type-erased executor
 // wraps the function once more and allocates twice, ignoring the function's associated allocator;
 // through the concrete one it allocates once, with that allocator.
+//
+// Through the io_context's executor the function is queued as it is, not wrapped in the work
+// dispatcher of asio::post (which tracks outstanding work for the function's associated executor
+// and dispatches it once more when it runs): the function runs on that io_context, its associated
+// executor is that io_context's (or none), and the queued operation itself keeps run() from
+// returning until it has run.
 template <class Function>
 void post_through(const boost::asio::any_io_executor& executor, Function&& function) {
-  using plain = boost::asio::io_context::executor_type;
-  using tracked = decltype(boost::asio::prefer(std::declval<plain>(),
-                                               boost::asio::execution::outstanding_work.tracked));
+  namespace asio = boost::asio;
+  using plain = asio::io_context::executor_type;
+  using tracked =
+      decltype(asio::prefer(std::declval<plain>(), asio::execution::outstanding_work.tracked));
+  const auto queue_on = [&function](const auto& io) {
+    asio::prefer(asio::require(io, asio::execution::blocking.never),
+                 asio::execution::outstanding_work.untracked,
+                 asio::execution::allocator(asio::get_associated_allocator(function)))
+        .execute(std::forward<Function>(function));
+  };
   if (const auto* io = executor.target<tracked>()) {
-    boost::asio::post(*io, std::forward<Function>(function));
+    queue_on(*io);
   } else if (const auto* io = executor.target<plain>()) {
-    boost::asio::post(*io, std::forward<Function>(function));
+    queue_on(*io);
   } else {
-    boost::asio::post(executor, std::forward<Function>(function));
+    asio::post(executor, std::forward<Function>(function));
   }
 }
 
