@@ -127,7 +127,7 @@ class connection : public std::enable_shared_from_this<connection> {
                    std::size_t tag, std::chrono::steady_clock::time_point now);
 
   // Opens the connection now instead of at the first request. Idempotent.
-  void start();
+  [[gnu::noinline]] void start();
 
   // Fails every queued and in-flight request with operation_aborted, closes the socket and stops
   // reconnecting. Later requests fail with operation_aborted. Idempotent.
@@ -181,7 +181,7 @@ class connection : public std::enable_shared_from_this<connection> {
   void answer(request& req, boost::system::error_code ec, resp::value&& reply, delivery how);
   // Keeps the deadline timer armed no later than the multiplexer's earliest deadline.
   void watch_deadlines();
-  void arm_deadline_timer(std::chrono::steady_clock::time_point at);
+  [[gnu::noinline]] void arm_deadline_timer(std::chrono::steady_clock::time_point at);
   void on_deadline_timer();
   void stop_deadline_timer();
   // Has the writer take every queued request in a turn of its own (see serve_link).
@@ -221,7 +221,7 @@ class connection : public std::enable_shared_from_this<connection> {
                                         std::size_t n);
   // Serves a connected link until it breaks or the connection is closed (connection_loops.cpp).
   boost::asio::awaitable<void> serve_link();
-  void end_link();
+  [[gnu::noinline]] void end_link();
   void op_done(unsigned finished);
   void read_next();
   void on_read(boost::system::error_code ec, const char* data, std::size_t n);
@@ -232,7 +232,9 @@ class connection : public std::enable_shared_from_this<connection> {
   // socket; ends the turn (writing_ false) only when nothing is left.
   void write_turn();
   // A batch of `batch` requests has been written (`n` bytes), or failed with `ec`.
-  void on_written(boost::system::error_code ec, std::size_t n, std::size_t batch);
+  // What the kernel did not take of a batch, written asynchronously.
+  [[gnu::noinline]] void write_rest(std::size_t written, std::size_t batch);
+  [[gnu::noinline]] void on_written(boost::system::error_code ec, std::size_t n, std::size_t batch);
   void arm_health_check();
   void log(log_level level, std::string_view message) const;
 

@@ -323,18 +323,21 @@ void connection::write_turn() {
       continue;
     }
     if (ec && ec != asio::error::would_block) return on_written(ec, written, batch);
-    ++link_ops_;
-    transport_.async_write(
-        asio::buffer(write_buffer_) + written,
-        asio::bind_allocator(
-            handler_allocator<void>(*handler_memory_, handler_memory::use::write),
-            [self = shared_from_this(), batch, written](error_code ec, std::size_t n) {
-              self->op_done(1);
-              self->on_written(ec, written + n, batch);
-            }));
-    return;
+    return write_rest(written, batch);
   }
   writing_ = false;
+}
+
+void connection::write_rest(std::size_t written, std::size_t batch) {
+  ++link_ops_;
+  transport_.async_write(
+      asio::buffer(write_buffer_) + written,
+      asio::bind_allocator(
+          handler_allocator<void>(*handler_memory_, handler_memory::use::write),
+          [self = shared_from_this(), batch, written](error_code ec, std::size_t n) {
+            self->op_done(1);
+            self->on_written(ec, written + n, batch);
+          }));
 }
 
 void connection::on_written(error_code ec, std::size_t n, std::size_t batch) {

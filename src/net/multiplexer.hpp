@@ -289,15 +289,16 @@ class multiplexer {
   // Fails a request unsent (posted), as the connection can take none now: the node is down, or
   // the connection closed. While the node is down a cleanup is kept for the next handshake; once
   // closed, nothing is kept.
-  void fail_unsent(request_ptr req, const request_options& options, boost::system::error_code ec,
-                   std::string_view why, time_point now);
+  [[gnu::noinline]] void fail_unsent(request_ptr req, const request_options& options,
+                                     boost::system::error_code ec, std::string_view why,
+                                     time_point now);
   // fail_unsent while the node is down between connect attempts. The code tells the caller whether
   // waiting can help: `permanent_failure` when the last connect failed in a way that retrying will
   // not fix (connection::permanent_failure), else error::not_connected. The text carries the last
   // failure's cause (`last_cause`, without the node's name) either way.
-  void fail_while_down(request_ptr req, const request_options& options,
-                       boost::system::error_code permanent_failure, std::string_view last_cause,
-                       time_point now);
+  [[gnu::noinline]] void fail_while_down(request_ptr req, const request_options& options,
+                                         boost::system::error_code permanent_failure,
+                                         std::string_view last_cause, time_point now);
 
   // The caller of request `id` cancelled it (from its cancellation slot; answers are posted).
   void cancel(std::uint64_t id, boost::asio::cancellation_type type);
@@ -384,17 +385,17 @@ class multiplexer {
   void apply(request& req, const request_options& options) const noexcept;
   void track_deadline(request& req);
   void answer(request& req, boost::system::error_code ec, resp::value&& reply, delivery how);
-  void answer_failure(request& req, boost::system::error_code ec, std::string_view why,
-                      delivery how);
+  [[gnu::noinline]] void answer_failure(request& req, boost::system::error_code ec,
+                                        std::string_view why, delivery how);
   // The link is gone: every request still queued or in flight gets `ec` (posted: this runs inside
   // the loops); with `keep_cleanups`, cleanups are kept for the next link, else dropped.
   void fail_all(boost::system::error_code ec, std::string_view why, bool keep_cleanups,
                 time_point now);
-  void keep_cleanup(request_ptr req, time_point now);
+  [[gnu::noinline]] void keep_cleanup(request_ptr req, time_point now);
   void requeue_kept_cleanups(time_point now);
   // Queues `req` ahead of every request not yet written, behind earlier ones queued this way.
   void queue_ahead(request_ptr req);
-  void reload_script(const script& lua);
+  [[gnu::noinline]] void reload_script(const script& lua);
 
   using request_list = boost::intrusive::list<request, boost::intrusive::base_hook<queue_hook>>;
   using deadline_list = boost::intrusive::list<request, boost::intrusive::base_hook<deadline_hook>,
