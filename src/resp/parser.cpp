@@ -86,7 +86,7 @@ void parser::consume(std::size_t n) noexcept {
 // of renewals is one) and SET's "+OK". They skip the line scan and the number parser; what they
 // produce and consume is exactly what parse_element's general path would. `out` is fresh or
 // cleared: its text is empty with room inline, so two appends are cheaper than assign().
-bool parser::take_common_reply(value& out) noexcept {
+inline bool parser::take_common_reply(value& out) noexcept {
   const char* const at = buffer_.data() + read_pos_;
   const std::size_t left = end_ - read_pos_;
   if (left >= 4 && at[0] == ':' && is_digit(at[1]) && at[2] == '\r' && at[3] == '\n') {

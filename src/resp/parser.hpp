@@ -78,7 +78,7 @@ class parser {
   };
   enum class step { need_more, produced, pushed, skipped, failed };
 
-  bool take_common_reply(value& out) noexcept;
+  [[gnu::always_inline]] bool take_common_reply(value& out) noexcept;
   step parse_element(value& out);
   step take_payload(value& out);
   step fail(std::string message);
