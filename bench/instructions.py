@@ -11,9 +11,9 @@ wall-clock figures do; a rise above the baseline by more than its `tolerance` fa
 
 It also runs `throughput` with `--observer prometheus` (client_options::observer set to
 redlock::prometheus_observer) and fails when that observer costs more than `observer_tolerance`
-(5 %) over no observer, both measured in the same run, twice each and interleaved: at 256 in
-flight a run's count moves by about 1 % with how the replies happened to batch, and the observer's
-share is a few per cent, so the ratio is taken between the means of two runs each.
+(5 %) over no observer, both measured in the same run, three times each and interleaved: at 256
+in flight a run's count moves by about 1 % with how the replies happened to batch, and the
+observer's share is a few per cent, so the ratio is taken between the means of three runs each.
 
   bench/instructions.py --bench BUILD/bench/redlock_bench           check (exit 1 on a rise)
   bench/instructions.py --bench BUILD/bench/redlock_bench --update  write the measured figures
@@ -35,6 +35,8 @@ WORKLOADS = {
     "latency": "iterations",
     "throughput": "pairs",
 }
+# Runs of `throughput` with and without the observer whose means are compared.
+OBSERVER_RUNS = 3
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_BASELINE = os.path.join(HERE, "baseline.json")
 
@@ -104,10 +106,12 @@ def main():
         with_prometheus, _, _ = measure(args.bench, "throughput", scratch, observer="prometheus")
         without_observer = measured["throughput"]["instructions_per_pair"]
         if with_prometheus is not None:
-            again_without, _, _ = measure(args.bench, "throughput", scratch)
-            again_with, _, _ = measure(args.bench, "throughput", scratch, observer="prometheus")
-            without_observer = (without_observer + again_without) / 2
-            with_prometheus = (with_prometheus + again_with) / 2
+            withouts, withs = [without_observer], [with_prometheus]
+            for _ in range(OBSERVER_RUNS - 1):
+                withouts.append(measure(args.bench, "throughput", scratch)[0])
+                withs.append(measure(args.bench, "throughput", scratch, observer="prometheus")[0])
+            without_observer = sum(withouts) / len(withouts)
+            with_prometheus = sum(withs) / len(withs)
 
     if args.update:
         baseline = {"tolerance": 0.10, "observer_tolerance": 0.05}
@@ -149,7 +153,7 @@ def main():
         failed = failed or not passed
         print(f"throughput with prometheus_observer: {round(with_prometheus)} client instructions "
               f"per pair ({observer_ratio:.3f}x no observer, {round(without_observer)}; means of "
-              f"two runs each): {verdict}")
+              f"{OBSERVER_RUNS} runs each): {verdict}")
     if failed:
         print("instructions.py: the client's cost per pair rose. If the rise is wanted, update "
               "bench/baseline.json (--update) in a commit of its own that says why.")
