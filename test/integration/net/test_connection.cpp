@@ -217,50 +217,6 @@ BOOST_AUTO_TEST_CASE(requests_of_one_turn_share_one_write) {
   });
 }
 
-// One of the library's own requests on an idle link goes to the socket inside exec_direct, with no
-// turn posted; one issued right behind it in the same handler, and those a sink issues while a
-// batch of replies is delivered, wait for a turn and share its write.
-BOOST_AUTO_TEST_CASE(a_library_request_on_an_idle_link_is_written_at_once) {
-  redis_server server;
-  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    auto conn = make_connection(io, server.config());
-    co_await exec(conn, command("PING"));
-    static const std::string ping = command("PING");
-    const rd::request_options deadline{5000ms};
-    recording_sink sink;
-
-    auto writes = conn->stats().writes;
-    conn->exec_direct(ping, deadline, sink, 0, steady_clock::now());
-    BOOST_TEST(conn->stats().writes == writes + 1);  // written before exec_direct returned
-    conn->exec_direct(ping, deadline, sink, 1, steady_clock::now());
-    conn->exec_direct(ping, deadline, sink, 2, steady_clock::now());
-    BOOST_TEST(conn->stats().writes == writes + 1);  // in flight: these wait for the turn
-    BOOST_TEST_REQUIRE(co_await eventually([&] { return sink.answers.size() == 3u; }));
-    BOOST_TEST(conn->stats().writes == writes + 2);
-    for (const auto& [tag, answer] : sink.answers)
-      BOOST_TEST(!answer.ec, "request " << tag << ": " << answer.ec.message());
-
-    // Three replies in one read; each one's sink issues a request. They leave in one write once
-    // the batch is delivered, not the first at once and the rest behind it.
-    recording_sink chained;
-    sink.answers.clear();
-    sink.then = [&](std::size_t tag) {
-      conn->exec_direct(ping, deadline, chained, tag, steady_clock::now());
-    };
-    server.pause();
-    conn->exec_direct(ping, deadline, sink, 0, steady_clock::now());
-    conn->exec_direct(ping, deadline, sink, 1, steady_clock::now());
-    conn->exec_direct(ping, deadline, sink, 2, steady_clock::now());
-    BOOST_TEST_REQUIRE(co_await eventually([&] { return conn->stats().requests_written >= 7u; }));
-    co_await sleep_for(50ms);  // the three are on the wire, the server is paused
-    writes = conn->stats().writes;
-    server.resume();
-    BOOST_TEST_REQUIRE(co_await eventually([&] { return chained.answers.size() == 3u; }));
-    BOOST_TEST(conn->stats().writes == writes + 1);
-    conn->close();
-  });
-}
-
 // A batch goes to the socket directly while the kernel takes it whole. Against a paused server
 // the socket buffers fill: what is left of a batch then waits for the socket, and the requests
 // issued meanwhile follow it. Every byte must arrive once and in order.
