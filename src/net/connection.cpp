@@ -106,9 +106,9 @@ void connection::close_when_idle(std::chrono::milliseconds bound) {
 }
 
 // Every lock operation comes through here once per node. Flattened: issuing, queueing, the
-// deadline and, on an idle link, the write are one function, not a chain of eight calls; the
-// rare paths (a closed or down link, a failure, a connect, a partial write) are kept out of line
-// where they are declared.
+// deadline and waking the writer are one function, not a chain of calls; the rare paths (a
+// closed or down link, a failure, a connect, the deadline timer) are kept out of line where they
+// are declared.
 [[gnu::flatten]] void connection::exec_direct(std::string_view payload,
                                               const request_options& options, reply_sink& sink,
                                               std::size_t tag, steady_clock::time_point now) {
@@ -147,13 +147,12 @@ void connection::start_request(request_ptr req, const request_options& options,
                          failures_.last_cause(), now);
     return;
   }
-  const bool library_request = static_cast<bool>(req->sink);
   if (!mux_.add(std::move(req), options, now)) return;
   watch_deadlines();
   if (state_ == state::idle) {
     start();
   } else if (state_ == state::ready) {
-    wake_writer(library_request ? turn::now_if_idle : turn::posted);
+    wake_writer();
   }
 }
 

@@ -185,10 +185,7 @@ class connection : public std::enable_shared_from_this<connection> {
   void on_deadline_timer();
   void stop_deadline_timer();
   // Has the writer take every queued request in a turn of its own (see serve_link).
-  // How a writer's turn starts: always posted, or, for one of the library's own requests, at once
-  // when the link is idle (wake_writer says when that is).
-  enum class turn : bool { posted, now_if_idle };
-  void wake_writer(turn how = turn::posted);
+  void wake_writer();
 
   // Keeps the connection alive for its run loop. Its destructor (the loop ended, or its frame was
   // destroyed with the io_context) drops every request that is left: a request holds its sink, the
@@ -227,7 +224,6 @@ class connection : public std::enable_shared_from_this<connection> {
   void on_read(boost::system::error_code ec, const char* data, std::size_t n);
   // Gives every buffered reply to the multiplexer; false when the link must end.
   bool deliver_replies();
-  bool deliver_buffered_replies();
   // Writes every queued request, batch after batch, until none is left or one must wait for the
   // socket; ends the turn (writing_ false) only when nothing is left.
   void write_turn();
@@ -259,7 +255,6 @@ class connection : public std::enable_shared_from_this<connection> {
   // whether the writer has a turn posted or a write on the wire.
   bool link_up_ = false;
   bool writing_ = false;
-  bool delivering_ = false;  // deliver_replies is running: requests issued now wait for its end
   unsigned link_ops_ = 0;
   lock_timer link_watch_;  // serve_link waits on it until the link is down and quiet
   lock_timer health_timer_;

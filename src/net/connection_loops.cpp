@@ -247,14 +247,7 @@ void connection::on_read(error_code ec, const char* data, std::size_t n) {
 
 bool connection::deliver_replies() {
   // Every complete reply already buffered is delivered before the next read: one read typically
-  // brings a whole pipelined batch, and the requests its sinks issue go out together after it.
-  delivering_ = true;
-  const bool delivered = deliver_buffered_replies();
-  delivering_ = false;
-  return delivered;
-}
-
-bool connection::deliver_buffered_replies() {
+  // brings a whole pipelined batch.
   error_code ec;
   while (parser_.next(reply_, ec)) {
     if (reply_.kind == resp::type::push && !mux_.takes_push(reply_)) {
@@ -279,24 +272,13 @@ bool connection::deliver_buffered_replies() {
   return true;
 }
 
-void connection::wake_writer(turn how) {
+void connection::wake_writer() {
   // One turn at a time: requests issued while a turn is posted or a write is on the wire are
   // taken by that turn or by the next one, which follows the write at once. So a fan-out that
   // issues a request per node costs one post per connection, and a turn takes every request
   // issued before it runs in one write.
   if (!link_up_ || writing_) return;
   writing_ = true;
-  if (how == turn::now_if_idle && !delivering_ && mux_.nothing_in_flight()) {
-    // One of the library's own requests on an idle link, as a caller that waits for each lock
-    // before the next one sees it: no reply is pending whose sink could add to this write, so it
-    // goes now, without a post and a turn. A request issued right behind it in the same handler
-    // finds it in flight and takes the posted turn; requests issued while replies are delivered
-    // wait for the end of that batch. A caller's request (async_exec) is always posted: requests
-    // of one turn share one write, and one cancelled in the turn it was issued is never sent.
-    // The write answers nobody inline: a failure ends the link, and its requests fail when run()
-    // sees that.
-    return write_turn();
-  }
   ++link_ops_;
   auto turn =
       asio::bind_allocator(handler_allocator<void>(*handler_memory_, handler_memory::use::turn),

@@ -311,8 +311,6 @@ class multiplexer {
   void commit_write(std::size_t requests, std::size_t bytes) noexcept;
   // Whether a prepare_write would find queued requests (possibly only ones it skips).
   bool write_pending() const noexcept { return !queued_.empty(); }
-  // No written request waits for its reply.
-  bool nothing_in_flight() const noexcept { return in_flight_.empty(); }
 
   // A parsed reply: it belongs to the oldest written request (a RESP3 push belongs to none and is
   // ignored, unless it confirms a request_options::reply_is_push request: takes_push). False:
