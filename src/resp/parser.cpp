@@ -32,6 +32,17 @@ using number_syntax::valid_big_number;
 // A declared size is a claim by the peer, not a fact: never reserve more than this up front.
 constexpr std::size_t k_max_reserve = 1024;
 
+// A top-level reply's value, emptied for the next one: cleared, not replaced, so that its strings
+// and its vector keep their storage.
+void reset_reusing_storage(value& v) noexcept {
+  v.kind = type::null;
+  v.text.clear();
+  v.format.clear();
+  v.integer = 0;
+  v.number = 0.0;
+  v.elements.clear();
+}
+
 }  // namespace
 
 parser::parser(parser_limits limits)
@@ -121,12 +132,7 @@ bool parser::next(value& v, boost::system::error_code& ec) {
   if (stack_.empty() && !payload_pending_ && reply_bytes_ == 0 && common_replies_within_limits_) {
     // A whole reply of the commonest kinds, with none of the general path's bookkeeping: nothing
     // of it was read before, it fits every limit, and it leaves nothing open.
-    v.kind = type::null;
-    v.text.clear();
-    v.format.clear();
-    v.integer = 0;
-    v.number = 0.0;
-    v.elements.clear();
+    reset_reusing_storage(v);
     if (take_common_reply(v)) {
       reply_bytes_ = 0;
       reply_memory_ = 0;
@@ -142,13 +148,7 @@ bool parser::next(value& v, boost::system::error_code& ec) {
     const std::size_t owner = stack_.size();  // 1 + the frame the element goes to; 0: top level
     value* into = &v;
     if (owner == 0) {
-      // Cleared, not replaced: keeps the strings' and the vector's storage.
-      v.kind = type::null;
-      v.text.clear();
-      v.format.clear();
-      v.integer = 0;
-      v.number = 0.0;
-      v.elements.clear();
+      reset_reusing_storage(v);
     } else {
       into = &stack_[owner - 1].aggregate.elements.emplace_back();
     }
