@@ -15,38 +15,41 @@ local_queues::local_queues(std::string release_channel, double drift_factor)
   spare_queues_.reserve(1024);
 }
 
+steady_clock::time_point local_queues::lazy_now::get() {
+  if (!now_) now_ = lock_clock::now();
+  return *now_;
+}
+
 resource_queue* local_queues::find(const std::string& resource) {
   auto found = queues_.find(resource);
   return found == queues_.end() ? nullptr : &found->second;
 }
 
 resource_queue& local_queues::queue_for(const std::string& resource) {
-  if (auto* existing = find(resource)) return *existing;
   if (spare_queues_.empty()) return queues_.try_emplace(resource).first->second;
-  auto node = std::move(spare_queues_.back());
-  spare_queues_.pop_back();
-  node.key() = resource;
-  // A fresh queue but for the vectors' storage: nothing of the resource it served before (its
-  // hand-offs in a row above all) may carry over.
-  resource_queue& queue = node.mapped();
-  auto slot_holders = std::move(queue.slot_holders);
-  auto readers = std::move(queue.readers);
-  auto waiters = std::move(queue.waiters);
-  slot_holders.clear();
-  readers.clear();
-  waiters.clear();
-  queue = resource_queue{};
-  queue.slot_holders = std::move(slot_holders);
-  queue.readers = std::move(readers);
-  queue.waiters = std::move(waiters);
-  return queues_.insert(std::move(node)).position->second;
+  // One lookup: a spare node, named, is inserted unless the resource has a queue already, and
+  // then goes back to the spares. Spares were emptied when they were forgotten.
+  auto& spare = spare_queues_.back();
+  spare.key() = resource;
+  auto placed = queues_.insert(std::move(spare));
+  if (placed.inserted) {
+    spare_queues_.pop_back();
+  } else {
+    spare = std::move(placed.node);
+  }
+  return placed.position->second;
 }
 
 void local_queues::forget_if_idle(const std::string& resource) {
   auto found = queues_.find(resource);
   if (found == queues_.end() || !found->second.idle()) return;
+  if (spare_queues_.size() == spare_queues_.capacity()) {
+    queues_.erase(found);
+    return;
+  }
   auto node = queues_.extract(found);
-  if (spare_queues_.size() < spare_queues_.capacity()) spare_queues_.push_back(std::move(node));
+  node.mapped().empty_for_reuse();
+  spare_queues_.push_back(std::move(node));
 }
 
 resource_queue* local_queues::waiting_for(std::string_view resource) {
@@ -81,7 +84,10 @@ local_queues::lease_release local_queues::release_of(queue_holder& state,
     for (const resource_queue* other : state.more_queues_)
       taken_by(*other);
   }
-  const auto now = lock_clock::now();
+  // The clock is read only where the decision uses it: for a waiter that will compete, or for a
+  // contended release to remember (announced_lately).
+  const bool timed = holder && (waiting || (facts.contended && !release_channel_.empty()));
+  const auto now = timed ? lock_clock::now() : steady_clock::time_point{};
   const handoff decision =
       decide_handoff({.holder = holder,
                       .waiting = waiting,
@@ -250,7 +256,7 @@ void local_queues::leave(queued_acquire& waiter, std::span<const std::string> ke
 
 bool local_queues::waiter_goes_first(const resource_queue& queue) const {
   ++evaluation_;
-  const auto now = lock_clock::now();
+  lazy_now now;
   return std::any_of(queue.waiters.begin(), queue.waiters.end(),
                      [&](const auto& waiter) { return !yields(*waiter, nullptr, now); });
 }
@@ -269,14 +275,15 @@ void local_queues::claim_expired(queued_acquire& waiter) {
 
 bool local_queues::may_start(const queued_acquire& waiter, const queue_holder* leaving) const {
   ++evaluation_;
-  return may_start_now(waiter, leaving, lock_clock::now());
+  lazy_now now;
+  return may_start_now(waiter, leaving, now);
 }
 
 // Each acquire ahead of `waiter` in a queue joined before it, or went ahead of it: so the
 // recursion through yields() only ever looks at acquires earlier in one order, and ends. The memo
 // makes each acquire's answer count once per evaluation, however many sets share it.
 bool local_queues::may_start_now(const queued_acquire& waiter, const queue_holder* leaving,
-                                 steady_clock::time_point now) const {
+                                 lazy_now& now) const {
   if (waiter.evaluated_in_ == evaluation_) return waiter.may_start_;
   waiter.evaluated_in_ = evaluation_;
   waiter.may_start_ = false;
@@ -292,16 +299,16 @@ bool local_queues::may_start_now(const queued_acquire& waiter, const queue_holde
 }
 
 bool local_queues::yields(const queued_acquire& waiter, const queue_holder* leaving,
-                          steady_clock::time_point now) const {
+                          lazy_now& now) const {
   if (!waiter.waits_for_several() || waiter.started_) return false;
-  if (waiter.claim_until_ && now < *waiter.claim_until_) return false;
+  if (waiter.claim_until_ && now.get() < *waiter.claim_until_) return false;
   return !may_start_now(waiter, leaving, now);
 }
 
 std::shared_ptr<queued_acquire> local_queues::next_to_start(const resource_queue& queue,
                                                             const queue_holder* leaving) const {
   ++evaluation_;
-  const auto now = lock_clock::now();
+  lazy_now now;
   for (const auto& waiter : queue.waiters) {
     if (waiter->started_) return nullptr;  // it goes first, and nothing behind it starts
     if (may_start_now(*waiter, leaving, now)) return waiter;
@@ -323,6 +330,7 @@ void local_queues::put_first(queued_acquire& waiter) {
     std::rotate(line.begin(), mine, std::next(mine));
   }
   waiter.started_ = true;
+  if (passed.empty()) return;
   const auto now = lock_clock::now();
   for (queued_acquire* set : passed) {
     if (++set->overtaken_ != set_overtakes_before_claim) continue;

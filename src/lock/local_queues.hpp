@@ -149,6 +149,18 @@ struct resource_queue {
   std::vector<std::shared_ptr<queued_acquire>> waiters;  // short; a deque allocates when empty
   unsigned handoffs_in_a_row = 0;
 
+  // An idle queue made fresh but for its vectors' storage, to serve another resource: nothing of
+  // the one it served (its hand-offs in a row above all) may carry over. Every member is reset.
+  void empty_for_reuse() noexcept {
+    holder = nullptr;
+    semaphore = false;
+    shared = false;
+    slot_holders.clear();
+    readers.clear();
+    waiters.clear();
+    handoffs_in_a_row = 0;
+  }
+
   bool idle() const noexcept {
     return holder == nullptr && waiters.empty() && readers.empty() &&
            std::all_of(slot_holders.begin(), slot_holders.end(),
@@ -249,11 +261,19 @@ class local_queues {
   // is being decided, counts as gone), and every acquire ahead of it in each is a set that
   // yields.
   bool may_start(const queued_acquire& waiter, const queue_holder* leaving = nullptr) const;
+  // The time, read from the clock when first asked for: most evaluations of who may start meet
+  // no set with a claim, and need none.
+  class lazy_now {
+   public:
+    steady_clock::time_point get();
+
+   private:
+    std::optional<steady_clock::time_point> now_;
+  };
   bool may_start_now(const queued_acquire& waiter, const queue_holder* leaving,
-                     steady_clock::time_point now) const;
+                     lazy_now& now) const;
   // A set that cannot start and does not claim its queues: later acquires may go ahead of it.
-  bool yields(const queued_acquire& waiter, const queue_holder* leaving,
-              steady_clock::time_point now) const;
+  bool yields(const queued_acquire& waiter, const queue_holder* leaving, lazy_now& now) const;
   // The waiter of `queue` that would start next (`leaving` gone), if any.
   std::shared_ptr<queued_acquire> next_to_start(const resource_queue& queue,
                                                 const queue_holder* leaving) const;
