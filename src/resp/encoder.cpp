@@ -21,7 +21,7 @@ constexpr std::size_t decimal_digits(std::size_t n) noexcept {
 }
 
 // Writes "<prefix><n>\r\n" at p; the caller has sized the buffer with encoded_size().
-char* put_header(char* p, char prefix, std::size_t n) noexcept {
+[[gnu::always_inline]] inline char* put_header(char* p, char prefix, std::size_t n) noexcept {
   *p++ = prefix;
   // A command's lengths are nearly all below 100 (its name, a key, a token, a SHA-1, a TTL): one
   // or two digits are written directly, saving to_chars' setup on every argument.

@@ -28,7 +28,14 @@ template <class Allocator>
 void encode_command_into(std::basic_string<char, std::char_traits<char>, Allocator>& out,
                          std::initializer_list<std::string_view> args) {
   const std::span<const std::string_view> command(args.begin(), args.size());
-  out.resize(encoded_size(command));
+  const std::size_t size = encoded_size(command);
+  if (out.empty()) {
+    // Made at its size: cheaper than growing an empty string by resize().
+    out =
+        std::basic_string<char, std::char_traits<char>, Allocator>(size, '\0', out.get_allocator());
+  } else {
+    out.resize(size);
+  }
   write_command(out.data(), command);
 }
 
