@@ -77,31 +77,25 @@ node_answer::kind classify_script_reply(boost::system::error_code ec, const resp
 // server's words (the caller names the ACL user and keys), anything else shown as it came.
 std::string unexpected_reply(const resp::value& reply);
 
+// What fill_answer does for a reply with something to record: a failure, or a detail to keep or
+// clear.
+void fill_failed_answer(node_answer& answer, node_answer::kind what, boost::system::error_code ec,
+                        const resp::value& reply, std::string&& detail);
+
 // A node's reply as an answer, written into `answer` (a vote's answers are reused from ballot to
 // ballot, so nothing is built and moved per reply): `what` as classified from the reply, whether
 // the request certainly never reached the node, and for a failure the code that explains it.
-inline void fill_answer(node_answer& answer, node_answer::kind what, boost::system::error_code ec,
-                        const resp::value& reply, std::string&& detail) {
-  answer.what = what;
-  if (!detail.empty() || !answer.detail.empty()) answer.detail = std::move(detail);
-  // A connect that failed for good fails its requests unsent. Tested only for a failure:
-  // comparing with a condition costs virtual calls on every reply.
-  answer.unsent = ec && (ec == error::not_connected || ec == error::node_unresponsive ||
-                         ec == condition::node_failure || ec == error::invalid_argument);
-  if (what == node_answer::kind::failed) {
-    // A NOPERM reply (the ACL user may not write this key) lasts like a refused login. A reply that
-    // is no error, yet of a shape the request cannot have (a grant with a counter of 0, an integer
-    // for SET), lasts too: the server runs other code than the scripts this client loaded, or
-    // something between them pairs replies with the wrong requests. Retrying cannot fix either,
-    // and an acquire that waited on such nodes would wait forever.
-    answer.failure = ec                  ? ec
-                     : !reply.is_error() ? make_error_code(error::protocol_error)
-                     : reply.error_code_word() == "NOPERM"
-                         ? make_error_code(error::permission_denied)
-                         : make_error_code(error::server_error);
-  } else {
+[[gnu::always_inline]] inline void fill_answer(node_answer& answer, node_answer::kind what,
+                                               boost::system::error_code ec,
+                                               const resp::value& reply, std::string&& detail) {
+  // Nearly every reply is a grant or a refusal, with nothing to explain: a few stores.
+  if (!ec && what != node_answer::kind::failed && detail.empty() && answer.detail.empty()) {
+    answer.what = what;
+    answer.unsent = false;
     answer.failure = {};
+    return;
   }
+  fill_failed_answer(answer, what, ec, reply, std::move(detail));
 }
 
 // The same as a new node_answer.
