@@ -13,15 +13,31 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
+#include <optional>
 #include <type_traits>
 #include <utility>
 
 namespace redlock::detail {
 
-// asio::post through `executor`, and through the io_context's own executor type when that is what
-// `executor` holds (not a strand, not a user's executor): a post through the type-erased executor
-// wraps the function once more and allocates twice, ignoring the function's associated allocator;
-// through the concrete one it allocates once, with that allocator.
+// The io_context's own executor that `executor` holds (work untracked), if that is what it holds:
+// not a strand, not a user's executor. Finding out compares type names: callers that post through
+// one executor often ask once and keep the answer (post_through's overload below).
+inline std::optional<boost::asio::io_context::executor_type> io_context_executor_of(
+    const boost::asio::any_io_executor& executor) {
+  namespace asio = boost::asio;
+  using plain = asio::io_context::executor_type;
+  using tracked =
+      decltype(asio::prefer(std::declval<plain>(), asio::execution::outstanding_work.tracked));
+  if (const auto* io = executor.target<tracked>())
+    return asio::prefer(*io, asio::execution::outstanding_work.untracked);
+  if (const auto* io = executor.target<plain>()) return *io;
+  return std::nullopt;
+}
+
+// asio::post through `executor`, or through `io` when that is the io_context's executor that
+// `executor` holds (io_context_executor_of): a post through the type-erased executor wraps the
+// function once more and allocates twice, ignoring the function's associated allocator; through
+// the concrete one it allocates once, with that allocator.
 //
 // Through the io_context's executor the function is queued as it is, not wrapped in the work
 // dispatcher of asio::post (which tracks outstanding work for the function's associated executor
@@ -29,24 +45,22 @@ namespace redlock::detail {
 // executor is that io_context's (or none), and the queued operation itself keeps run() from
 // returning until it has run.
 template <class Function>
-void post_through(const boost::asio::any_io_executor& executor, Function&& function) {
+void post_through(const boost::asio::any_io_executor& executor,
+                  const std::optional<boost::asio::io_context::executor_type>& io,
+                  Function&& function) {
   namespace asio = boost::asio;
-  using plain = asio::io_context::executor_type;
-  using tracked =
-      decltype(asio::prefer(std::declval<plain>(), asio::execution::outstanding_work.tracked));
-  const auto queue_on = [&function](const auto& io) {
-    asio::prefer(asio::require(io, asio::execution::blocking.never),
-                 asio::execution::outstanding_work.untracked,
+  if (io) {
+    asio::prefer(asio::require(*io, asio::execution::blocking.never),
                  asio::execution::allocator(asio::get_associated_allocator(function)))
         .execute(std::forward<Function>(function));
-  };
-  if (const auto* io = executor.target<tracked>()) {
-    queue_on(*io);
-  } else if (const auto* io = executor.target<plain>()) {
-    queue_on(*io);
   } else {
     asio::post(executor, std::forward<Function>(function));
   }
+}
+
+template <class Function>
+void post_through(const boost::asio::any_io_executor& executor, Function&& function) {
+  post_through(executor, io_context_executor_of(executor), std::forward<Function>(function));
 }
 
 // The caller's handler of one pending operation, completed exactly once.

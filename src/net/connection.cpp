@@ -37,6 +37,7 @@ std::shared_ptr<connection> connection::create(executor_type executor, node_conf
 
 connection::connection(executor_type executor, node_config node, connection_options options)
     : executor_(std::move(executor)),
+      io_executor_(io_context_executor_of(executor_)),
       node_(std::move(node)),
       options_(std::move(options)),
       name_(node_.address()),

@@ -18,6 +18,7 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
@@ -25,6 +26,7 @@
 #include <initializer_list>
 #include <lock_transport_choice.hpp>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -235,6 +237,9 @@ class connection : public std::enable_shared_from_this<connection> {
   void log(log_level level, std::string_view message) const;
 
   executor_type executor_;
+  // executor_'s io_context executor, if it is one: the writer's turns are posted through it
+  // (post_through), without finding out on every turn.
+  std::optional<boost::asio::io_context::executor_type> io_executor_;
   node_config node_;
   connection_options options_;
   std::string name_;  // "host:port", used in every message

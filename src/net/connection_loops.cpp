@@ -287,7 +287,7 @@ void connection::wake_writer() {
                              self->write_turn();
                            });
   // With the turn's own memory when the executor is the io_context's (see post_through).
-  post_through(executor_, std::move(turn));
+  post_through(executor_, io_executor_, std::move(turn));
 }
 
 void connection::write_turn() {
