@@ -129,6 +129,9 @@ bool parser::next(value& v, boost::system::error_code& ec) {
     return false;
   }
   ec.clear();
+  // Nothing buffered: the general path would only find that out (a reader asks once more after the
+  // last buffered reply of every read).
+  if (read_pos_ == end_ && !payload_pending_) return false;
   if (stack_.empty() && !payload_pending_ && reply_bytes_ == 0 && common_replies_within_limits_) {
     // A whole reply of the commonest kinds, with none of the general path's bookkeeping: nothing
     // of it was read before, it fits every limit, and it leaves nothing open.
