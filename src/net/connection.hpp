@@ -270,6 +270,12 @@ class connection : public std::enable_shared_from_this<connection> {
   bool deadline_armed_ = false;
   bool draining_ = false;
   boost::asio::cancellation_signal stop_signal_;
+  // For the health check: reads_ counts the reads of the link, and last_read_ is when the health
+  // check last saw that count move (or the link came up). So last_read_ is at most a check period
+  // after the last read, never before it: a hung server is found that much later at worst, and no
+  // read pays for a clock reading.
+  std::uint64_t reads_ = 0;
+  std::uint64_t reads_seen_ = 0;
   std::chrono::steady_clock::time_point last_read_{};
 
   // The last failure's cause, whether retrying can fix it, and when to try again.

@@ -60,6 +60,7 @@ asio::awaitable<void> connection::run(run_owner /*owner*/) {
         state_ = state::ready;
         const auto now = lock_clock::now();
         last_read_ = now;
+        reads_seen_ = reads_;
         // The kept cleanups go first, ahead of everything queued while the node was down.
         mux_.on_handshake_done(now);
         log(log_level::info, fmt::format("{}: connected", name_));
@@ -184,7 +185,7 @@ error_code connection::absorb_read(error_code read_error, const char* data, std:
   }
   if (state_ == state::connecting) handshake_.heard({data, n});
   parser_.commit(n);
-  last_read_ = lock_clock::now();
+  ++reads_;
   return error_code{};
 }
 
@@ -341,7 +342,12 @@ void connection::arm_health_check() {
     self->op_done(1);
     if (ec || !self->link_up_) return;
     const auto limit = self->options_.health_check_timeout;
-    if (self->mux_.reply_overdue(self->last_read_, limit, lock_clock::now())) {
+    const auto now = lock_clock::now();
+    if (self->reads_ != self->reads_seen_) {
+      self->reads_seen_ = self->reads_;
+      self->last_read_ = now;
+    }
+    if (self->mux_.reply_overdue(self->last_read_, limit, now)) {
       self->failures_.record(
           error::connection_lost,
           fmt::format("no reply for more than {} ms (server hung or stopped)", limit.count()));
