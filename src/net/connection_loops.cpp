@@ -303,7 +303,9 @@ void connection::write_turn() {
     const std::size_t written = transport_.write_now(asio::buffer(write_buffer_), ec);
     if (written == write_buffer_.size()) {
       mux_.commit_write(batch, written);
-      continue;
+      // Nothing issued meanwhile (nearly always): the turn ends without reading the clock again.
+      if (mux_.write_pending()) continue;
+      break;
     }
     if (ec && ec != asio::error::would_block) return on_written(ec, written, batch);
     return write_rest(written, batch);
