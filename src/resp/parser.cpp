@@ -96,7 +96,7 @@ void parser::consume(std::size_t n) noexcept {
 // The replies a lock gets most, whole in the buffer: a script's ":0" / ":1" (each key of a batch
 // of renewals is one) and SET's "+OK". They skip the line scan and the number parser; what they
 // produce and consume is exactly what parse_element's general path would. `out` is fresh or
-// cleared: its text is empty with room inline, so two appends are cheaper than assign().
+// cleared: its text is empty with room inline, so one append is cheaper than assign().
 inline bool parser::take_common_reply(value& out) noexcept {
   const char* const at = buffer_.data() + read_pos_;
   const std::size_t left = end_ - read_pos_;
@@ -108,8 +108,7 @@ inline bool parser::take_common_reply(value& out) noexcept {
   }
   if (left >= 5 && at[0] == '+' && std::memcmp(at + 1, "OK\r\n", 4) == 0) {
     out.kind = type::simple_string;
-    out.text.push_back('O');
-    out.text.push_back('K');
+    out.text.append("OK", 2);
     reply_memory_ += 2;
     consume(5);
     return true;
