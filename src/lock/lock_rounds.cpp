@@ -47,7 +47,8 @@ std::optional<round_strategy::round_request> lock_rounds::next_round(const round
   }
   if (in.first && !in.competing) {
     holders_.clear();
-    resp::encode_command_into(plain_set_, {"SET", resource_, in.token, "NX", "PX", ttl});
+    plain_set_ =
+        resp::encode_as<decltype(plain_set_)>({"SET", resource_, in.token, "NX", "PX", ttl});
     return round_request{.kind = lock_request::set, .key = resource_, .owned = plain_set_};
   }
   holders_.open_round(in.nodes);

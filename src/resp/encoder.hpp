@@ -23,20 +23,18 @@ std::size_t encoded_size(std::span<const std::string_view> args) noexcept;
 // Writes the command at `out`, which has room for encoded_size(args) bytes; returns its end.
 char* write_command(char* out, std::span<const std::string_view> args) noexcept;
 
-// The command alone in `out` (its previous bytes replaced), for a string of another allocator.
-template <class Allocator>
-void encode_command_into(std::basic_string<char, std::char_traits<char>, Allocator>& out,
-                         std::initializer_list<std::string_view> args) {
-  const std::span<const std::string_view> command(args.begin(), args.size());
-  const std::size_t size = encoded_size(command);
-  if (out.empty()) {
-    // Made at its size: cheaper than growing an empty string by resize().
-    out =
-        std::basic_string<char, std::char_traits<char>, Allocator>(size, '\0', out.get_allocator());
-  } else {
-    out.resize(size);
-  }
+// The command alone, in a string of any allocator. Made at its size: cheaper than growing an
+// empty string by resize().
+template <class String>
+String encode_as(std::span<const std::string_view> command) {
+  String out(encoded_size(command), '\0');
   write_command(out.data(), command);
+  return out;
+}
+
+template <class String>
+String encode_as(std::initializer_list<std::string_view> command) {
+  return encode_as<String>(std::span<const std::string_view>(command.begin(), command.size()));
 }
 
 }  // namespace redlock::resp

@@ -62,10 +62,7 @@ template <class String>
 String encode_evalsha_as(const script& s, std::span<const std::string_view> keys,
                          std::span<const std::string_view> args) {
   return with_evalsha_words(s, keys, args, [](std::span<const std::string_view> command) {
-    // Made at its size: cheaper than growing an empty string by resize().
-    String out(resp::encoded_size(command), '\0');
-    resp::write_command(out.data(), command);
-    return out;
+    return resp::encode_as<String>(command);
   });
 }
 std::string encode_evalsha(const script& s, std::span<const std::string_view> keys,
