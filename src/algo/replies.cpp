@@ -166,8 +166,8 @@ set_answer read_set_reply(boost::system::error_code ec, const resp::value& reply
   return answer;
 }
 
-void fill_failed_answer(node_answer& answer, node_answer::kind what, boost::system::error_code ec,
-                        const resp::value& reply, std::string&& detail) {
+void fill_answer_in_full(node_answer& answer, node_answer::kind what, boost::system::error_code ec,
+                         const resp::value& reply, std::string&& detail) {
   answer.what = what;
   if (!detail.empty() || !answer.detail.empty()) answer.detail = std::move(detail);
   // A connect that failed for good fails its requests unsent. Tested only for a failure:

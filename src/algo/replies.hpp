@@ -77,10 +77,10 @@ node_answer::kind classify_script_reply(boost::system::error_code ec, const resp
 // server's words (the caller names the ACL user and keys), anything else shown as it came.
 std::string unexpected_reply(const resp::value& reply);
 
-// What fill_answer does for a reply with something to record: a failure, or a detail to keep or
-// clear.
-void fill_failed_answer(node_answer& answer, node_answer::kind what, boost::system::error_code ec,
-                        const resp::value& reply, std::string&& detail);
+// fill_answer's whole work, for any reply; fill_answer calls it for one with something more to
+// record than a grant or refusal: a failure, or a detail to keep or clear.
+void fill_answer_in_full(node_answer& answer, node_answer::kind what, boost::system::error_code ec,
+                         const resp::value& reply, std::string&& detail);
 
 // A node's reply as an answer, written into `answer` (a vote's answers are reused from ballot to
 // ballot, so nothing is built and moved per reply): `what` as classified from the reply, whether
@@ -95,7 +95,7 @@ void fill_failed_answer(node_answer& answer, node_answer::kind what, boost::syst
     answer.failure = {};
     return;
   }
-  fill_failed_answer(answer, what, ec, reply, std::move(detail));
+  fill_answer_in_full(answer, what, ec, reply, std::move(detail));
 }
 
 // The same as a new node_answer.
