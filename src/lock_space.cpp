@@ -8,10 +8,12 @@ namespace redlock::detail {
 namespace {
 
 // The settings of a client's lock connections: the client's, with the handshake that loads the
-// lock scripts and checks the user's permissions.
+// lock scripts and checks the user's permissions. They share their writers' turns: a lock round
+// wakes every node's connection at once.
 connection_options lock_connections(const client_options& options) {
   auto settings = connection_options::from(options);
   prepare_for_lock(settings);
+  settings.shared_turns = std::make_shared<writer_turns>();
   return settings;
 }
 

@@ -168,6 +168,8 @@ class connection : public std::enable_shared_from_this<connection> {
   const std::string& tls_verified_name() const noexcept { return transport_.verified_name(); }
 
  private:
+  friend class writer_turns;  // runs the writer's turn it was woken for
+
   using request = multiplexer::request;
   using request_ptr = multiplexer::request_ptr;
   using delivery = multiplexer::delivery;

@@ -277,10 +277,12 @@ void connection::wake_writer() {
   // One turn at a time: requests issued while a turn is posted or a write is on the wire are
   // taken by that turn or by the next one, which follows the write at once. So a fan-out that
   // issues a request per node costs one post per connection, and a turn takes every request
-  // issued before it runs in one write.
+  // issued before it runs in one write. Connections that share their turns (a client's lock
+  // connections, see writer_turns) cost one post together.
   if (!link_up_ || writing_) return;
   writing_ = true;
   ++link_ops_;
+  if (options_.shared_turns) return options_.shared_turns->wake(*this);
   auto turn =
       asio::bind_allocator(handler_allocator<void>(*handler_memory_, handler_memory::use::turn),
                            [self = shared_from_this()] {

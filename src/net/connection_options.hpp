@@ -2,6 +2,7 @@
 #define REDLOCK_NET_CONNECTION_OPTIONS_HPP
 
 #include "net/handshake.hpp"
+#include "net/writer_turns.hpp"
 #include "redlock/options.hpp"
 #include "resp/parser.hpp"
 #include "resp/value.hpp"
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -74,6 +76,9 @@ struct connection_options {
   // (connection_lost); not on close(). On the connection's executor, inside its run loop, with
   // the same rules as on_push.
   std::function<void(bool up, boost::system::error_code why)> on_link;
+  // Shared by connections on one executor: their writers take one posted turn together instead of
+  // one each (writer_turns). None: the connection posts its own turns.
+  std::shared_ptr<writer_turns> shared_turns;
 
   static connection_options from(const client_options& options);
   // Only what from() sets, taken from `settings`: those of a subscriber to the servers that

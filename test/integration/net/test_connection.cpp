@@ -217,6 +217,65 @@ BOOST_AUTO_TEST_CASE(requests_of_one_turn_share_one_write) {
   });
 }
 
+// A client's lock connections share their writers' turns (writer_turns): one posted turn writes
+// for every connection woken before it runs. Each connection still writes its requests in one
+// write and in order, and one that is closed while the turn is pending writes nothing and fails
+// its requests, while the others are answered.
+BOOST_AUTO_TEST_CASE(connections_sharing_turns_write_once_each_and_in_order) {
+  redis_server first;
+  redis_server second;
+  run_async([&](asio::io_context& io) -> asio::awaitable<void> {
+    rd::connection_options options;
+    options.shared_turns = std::make_shared<rd::writer_turns>();
+    const std::vector<std::shared_ptr<rd::connection>> conns = {
+        make_connection(io, first.config(), options),
+        make_connection(io, second.config(), options)};
+    for (const auto& conn : conns)
+      co_await exec(conn, command("PING"));
+
+    auto issue = [&](int per_connection, std::vector<int>& done, std::vector<int>& wrong,
+                     std::vector<error_code>& last_error) {
+      for (int i = 0; i < per_connection; ++i) {
+        for (std::size_t c = 0; c < conns.size(); ++c) {
+          conns[c]->async_exec({"ECHO", std::to_string(i)}, {},
+                               [&, c, i](error_code ec, resp::value reply) {
+                                 ++done[c];
+                                 if (ec) last_error[c] = ec;
+                                 wrong[c] += (ec || reply.text != std::to_string(i)) ? 1 : 0;
+                               });
+        }
+      }
+    };
+
+    constexpr int count = 32;
+    std::vector<std::uint64_t> writes_before;
+    for (const auto& conn : conns)
+      writes_before.push_back(conn->stats().writes);
+    std::vector<int> done(conns.size()), wrong(conns.size());
+    std::vector<error_code> last_error(conns.size());
+    issue(count, done, wrong, last_error);
+    BOOST_TEST_REQUIRE(co_await eventually([&] { return done[0] == count && done[1] == count; }));
+    for (std::size_t c = 0; c < conns.size(); ++c) {
+      BOOST_TEST(wrong[c] == 0);
+      BOOST_TEST(conns[c]->stats().writes - writes_before[c] == 1u);
+    }
+
+    // The first connection is closed after its requests woke the shared turn, before it ran.
+    std::vector<int> done_after(conns.size()), wrong_after(conns.size());
+    std::vector<error_code> error_after(conns.size());
+    const auto first_writes = conns[0]->stats().writes;
+    issue(count, done_after, wrong_after, error_after);
+    conns[0]->close();
+    BOOST_TEST_REQUIRE(
+        co_await eventually([&] { return done_after[0] == count && done_after[1] == count; }));
+    BOOST_TEST(conns[0]->stats().writes == first_writes);
+    BOOST_TEST(wrong_after[0] == count);
+    BOOST_TEST(error_after[0] == asio::error::operation_aborted);
+    BOOST_TEST(wrong_after[1] == 0);
+    conns[1]->close();
+  });
+}
+
 // A batch goes to the socket directly while the kernel takes it whole. Against a paused server
 // the socket buffers fill: what is left of a batch then waits for the socket, and the requests
 // issued meanwhile follow it. Every byte must arrive once and in order.
