@@ -6,6 +6,7 @@
 #include "lock/key_names.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 namespace redlock::detail {
@@ -13,6 +14,31 @@ namespace redlock::detail {
 local_queues::local_queues(std::string release_channel, double drift_factor)
     : release_channel_(std::move(release_channel)), drift_factor_(drift_factor) {
   spare_queues_.reserve(1024);
+}
+
+std::size_t local_queues::name_hash::operator()(std::string_view name) const {
+  constexpr std::uint64_t odd = 0x9e3779b97f4a7c15;  // 2^64 / golden ratio, made odd
+  const auto mix = [](std::uint64_t h, std::uint64_t word) {
+    h = (h ^ word) * odd;
+    return h ^ (h >> 29);
+  };
+  const char* bytes = name.data();
+  std::size_t left = name.size();
+  std::uint64_t h = left * odd;
+  std::uint64_t word = 0;
+  if (left >= 8) {
+    for (; left > 8; bytes += 8, left -= 8) {
+      std::memcpy(&word, bytes, 8);
+      h = mix(h, word);
+    }
+    // The last eight bytes, overlapping the words before when the length is not a multiple.
+    std::memcpy(&word, bytes + left - 8, 8);
+  } else {
+    for (std::size_t i = 0; i < left; ++i)
+      word |= std::uint64_t(static_cast<unsigned char>(bytes[i])) << (8 * i);
+  }
+  h = mix(h, word);
+  return h ^ (h >> 32);
 }
 
 steady_clock::time_point local_queues::lazy_now::get() {

@@ -10,6 +10,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -155,6 +156,41 @@ BOOST_AUTO_TEST_CASE(leaving_starts_the_next_waiters_unless_the_leaver_holds) {
   queues.queue_for("a").holder = nullptr;
   queues.start_next_waiter(*queues.find("a"));
   BOOST_TEST((log == event_log{"second wakes"}));
+}
+
+// Queues are found by name through the client's own hash of a name, which reads eight bytes at a
+// time: names of every length around those steps, sharing a long prefix or differing in one byte
+// only, each have a queue of their own, found again, and forgotten alone.
+BOOST_AUTO_TEST_CASE(every_name_has_its_own_queue_whatever_its_length) {
+  std::vector<std::string> names;
+  for (std::size_t length = 0; length <= 41; ++length) {
+    for (char last : {'a', 'b', '\0', '\xff'}) {
+      std::string name(length, 'x');
+      if (length > 0) name.back() = last;
+      names.push_back(std::move(name));
+    }
+    if (length > 1) names.push_back(std::string(length - 1, 'x') + 'y' + std::string(1, 'x'));
+  }
+  for (int i = 0; i < 2000; ++i)
+    names.push_back("redlock:orders:" + std::to_string(i));
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+
+  std::vector<resource_queue*> made;
+  for (const auto& name : names)
+    made.push_back(&queues.queue_for(name));
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    BOOST_TEST_REQUIRE(queues.find(names[i]) == made[i], names[i]);
+    BOOST_TEST_REQUIRE(&queues.queue_for(names[i]) == made[i], names[i]);
+  }
+  std::sort(made.begin(), made.end());
+  BOOST_TEST((std::adjacent_find(made.begin(), made.end()) == made.end()));
+
+  // Forgetting every other name leaves the rest where they were.
+  for (std::size_t i = 0; i < names.size(); i += 2)
+    queues.forget_if_idle(names[i]);
+  for (std::size_t i = 0; i < names.size(); ++i)
+    BOOST_TEST_REQUIRE((queues.find(names[i]) != nullptr) == (i % 2 == 1), names[i]);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
