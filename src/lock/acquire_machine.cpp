@@ -16,15 +16,15 @@ using boost::system::error_code;
 namespace asio = boost::asio;
 
 acquire_machine::acquire_machine(const std::shared_ptr<lock_home>& home,
-                                 std::unique_ptr<round_strategy> strategy, std::string resource,
-                                 const lock_options& options, bool single_round,
-                                 queued_acquire& self, const announcement_facts& announcements)
+                                 std::unique_ptr<round_strategy> strategy,
+                                 std::shared_ptr<lease_state> lease, const lock_options& options,
+                                 bool single_round, queued_acquire& self,
+                                 const announcement_facts& announcements)
     : home_(*home),
       nodes_(home->nodes_known()),
       lasting_now_(nodes_.size()),
+      lease_(std::move(lease)),
       strategy_(std::move(strategy)),
-      lease_(std::allocate_shared<lease_state>(cached_allocator<lease_state>(), home,
-                                               std::move(resource), options)),
       self_(self),
       announcements_(announcements),
       single_round_(single_round),

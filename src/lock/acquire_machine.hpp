@@ -123,11 +123,12 @@ class announcement_facts {
 // ones still waiting, so actions run in the order they were decided.
 class acquire_machine {
  public:
-  // `resource`: the lease's key until the first round sets the one the strategy names. `self`:
-  // the driver, as the local queues know it, and what it tells of the subscriptions.
+  // `lease`: the lease to be, new (lease_state::make); its key is set by each round to the one the
+  // strategy names. `strategy` may refer to the lease's resource: the machine destroys it first.
+  // `self`: the driver, as the local queues know it, and what it tells of the subscriptions.
   acquire_machine(const std::shared_ptr<lock_home>& home, std::unique_ptr<round_strategy> strategy,
-                  std::string resource, const lock_options& options, bool single_round,
-                  queued_acquire& self, const announcement_facts& announcements);
+                  std::shared_ptr<lease_state> lease, const lock_options& options,
+                  bool single_round, queued_acquire& self, const announcement_facts& announcements);
 
   const std::shared_ptr<lease_state>& lease() const noexcept { return lease_; }
   const round_strategy& strategy() const noexcept { return *strategy_; }
@@ -332,9 +333,10 @@ class acquire_machine {
   const node_facts& nodes_;  // home_'s
   // Scratch for node_facts::permanent_failures, read at every answer before a decision.
   boost::container::small_vector<boost::system::error_code, 7> lasting_now_;
-  // What the rounds send and learn: a lock's, a set's, a semaphore permit's, a read-write lock's.
-  std::unique_ptr<round_strategy> strategy_;
   std::shared_ptr<lease_state> lease_;
+  // What the rounds send and learn: a lock's, a set's, a semaphore permit's, a read-write lock's.
+  // Declared after lease_, so destroyed before it: a lock's strategy names the lease's resource.
+  std::unique_ptr<round_strategy> strategy_;
   queued_acquire& self_;
   const announcement_facts& announcements_;
   bool single_round_;

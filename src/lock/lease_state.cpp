@@ -1,6 +1,7 @@
 #include "lock/lease_state.hpp"
 
 #include "algo/validity.hpp"
+#include "block_cache.hpp"
 #include "call_observer.hpp"
 #include "clock.hpp"
 #include "text.hpp"
@@ -23,6 +24,12 @@ lease_state::lease_state(std::shared_ptr<lock_home> owner, std::string resource_
                 .auto_renew = lock.auto_renew,
                 .max_hold = lock.max_hold,
                 .drift_factor = home_->drift_factor()}) {}
+
+std::shared_ptr<lease_state> lease_state::make(std::shared_ptr<lock_home> home,
+                                               std::string resource, const lock_options& options) {
+  return std::allocate_shared<lease_state>(cached_allocator<lease_state>(), std::move(home),
+                                           std::move(resource), options);
+}
 
 // A held state is released by ~lease before it can get here; the list hook unlinks itself.
 lease_state::~lease_state() {
@@ -59,6 +66,8 @@ void lease_state::use_token(std::string round_token) {
 }
 
 void lease_state::sets_key(std::string_view key) {
+  // A lock's rounds name the lease's own resource (lock_rounds): nothing to copy.
+  if (key.data() == resource_.data() && key.size() == resource_.size()) return;
   resource_.assign(key);  // reuses the buffer: the rounds of one acquire set keys of one size
 }
 

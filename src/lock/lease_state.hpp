@@ -50,6 +50,10 @@ class lease_state : public list_hook, public std::enable_shared_from_this<lease_
   lease_state(std::shared_ptr<lock_home> home, std::string resource, const lock_options& options);
   ~lease_state();
 
+  // One per acquire, its memory recycled (block_cache.hpp).
+  static std::shared_ptr<lease_state> make(std::shared_ptr<lock_home> home, std::string resource,
+                                           const lock_options& options);
+
   // ---- What the lease is. ----
   // The client it belongs to (lock_home; its lock space: space_of in lock_space.hpp).
   const std::shared_ptr<lock_home>& home() const noexcept { return home_; }

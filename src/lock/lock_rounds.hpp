@@ -23,7 +23,10 @@ namespace redlock::detail {
 // What is known of the holders is a holder_ttls.
 class lock_rounds final : public ttl_watching_rounds {
  public:
-  explicit lock_rounds(std::string resource) : resource_(std::move(resource)) {}
+  // `resource` is the name of the acquire's lease (lease_state::resource), which outlives the
+  // strategy: a lock's rounds keep no copy of their own.
+  explicit lock_rounds(const std::string& resource) : resource_(resource) {}
+  lock_rounds(std::string&&) = delete;  // a temporary would not outlive the strategy
 
   const std::string& queue_key() const override { return resource_; }
   const std::string& name() const override { return resource_; }
@@ -48,7 +51,7 @@ class lock_rounds final : public ttl_watching_rounds {
   }
 
  private:
-  std::string resource_;
+  const std::string& resource_;
   // The first round's SET key token NX PX ttl. Requests of later rounds may still be queued with a
   // view of it: it is written once. Its buffer is recycled like the strategy (block_cache.hpp).
   std::basic_string<char, std::char_traits<char>, cached_allocator<char>> plain_set_;

@@ -8,13 +8,12 @@
 namespace redlock::detail {
 
 acquire_driver::acquire_driver(std::shared_ptr<lock_space> space,
-                               std::unique_ptr<round_strategy> strategy, std::string resource,
-                               const lock_options& options, bool single_round,
-                               caller_handler<acquire_signature>&& caller)
+                               std::unique_ptr<round_strategy> strategy,
+                               std::shared_ptr<lease_state> lease, const lock_options& options,
+                               bool single_round, caller_handler<acquire_signature>&& caller)
     : fan_out_sink(space->nodes().size()),
       space_(std::move(space)),
-      machine_(space_, std::move(strategy), std::move(resource), options, single_round, *this,
-               *this),
+      machine_(space_, std::move(strategy), std::move(lease), options, single_round, *this, *this),
       done_(std::move(caller.handler), space_->executor(), caller.on_client_executor) {}
 
 void acquire_driver::perform(const acquire_action& action) {

@@ -26,7 +26,7 @@ class acquire_driver final : public abortable,
                              public std::enable_shared_from_this<acquire_driver> {
  public:
   acquire_driver(std::shared_ptr<lock_space> space, std::unique_ptr<round_strategy> strategy,
-                 std::string resource, const lock_options& options, bool single_round,
+                 std::shared_ptr<lease_state> lease, const lock_options& options, bool single_round,
                  caller_handler<acquire_signature>&& caller);
 
   // What the acquire's lease is to be (a set's resources, a companion key): told before start().

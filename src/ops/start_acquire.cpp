@@ -1,6 +1,7 @@
 #include "ops/start_acquire.hpp"
 
 #include "block_cache.hpp"
+#include "lock/lease_state.hpp"
 #include "lock/lock_rounds.hpp"
 #include "lock/rw_rounds.hpp"
 #include "lock/set_rounds.hpp"
@@ -24,9 +25,9 @@ std::shared_ptr<acquire_driver> make_driver(Args&&... args) {
 void start_acquire(const std::shared_ptr<lock_space>& space, std::string resource,
                    const lock_options& options, bool single_round,
                    caller_handler<acquire_signature> caller) {
-  auto rounds = std::make_unique<lock_rounds>(resource);
-  make_driver(space, std::move(rounds), std::move(resource), options, single_round,
-              std::move(caller))
+  auto lease = lease_state::make(space, std::move(resource), options);
+  auto rounds = std::make_unique<lock_rounds>(lease->resource());
+  make_driver(space, std::move(rounds), std::move(lease), options, single_round, std::move(caller))
       ->start();
 }
 
@@ -35,8 +36,8 @@ void start_acquire_rw(const std::shared_ptr<lock_space>& space, std::string name
                       caller_handler<acquire_signature> caller) {
   auto rounds = std::make_unique<rw_rounds>(
       std::move(name), write ? rw_rounds::side::write : rw_rounds::side::read, make_lock_token());
-  std::string key = rounds->round_key();
-  make_driver(space, std::move(rounds), std::move(key), options, single_round, std::move(caller))
+  auto lease = lease_state::make(space, rounds->round_key(), options);
+  make_driver(space, std::move(rounds), std::move(lease), options, single_round, std::move(caller))
       ->start();
 }
 
@@ -49,8 +50,8 @@ void start_acquire_all(const std::shared_ptr<lock_space>& space, std::vector<std
   // the set's script (cheaper on the server), and a lease that is the lock's.
   if (set.size() == 1)
     return start_acquire(space, std::move(set.front()), options, single_round, std::move(caller));
-  std::string first = set.empty() ? std::string() : set.front();
-  auto op = make_driver(space, std::move(rounds), std::move(first), options, single_round,
+  auto lease = lease_state::make(space, set.empty() ? std::string() : set.front(), options);
+  auto op = make_driver(space, std::move(rounds), std::move(lease), options, single_round,
                         std::move(caller));
   op->lease().hold_set(std::move(set));
   op->start();
@@ -60,9 +61,9 @@ void start_acquire_permit(const std::shared_ptr<lock_space>& space, std::string 
                           std::size_t permits, const lock_options& options, bool single_round,
                           caller_handler<acquire_signature> caller) {
   auto rounds = std::make_unique<slot_rounds>(std::move(name), permits, single_round);
-  std::string first_slot = rounds->first_slot_key();
+  auto lease = lease_state::make(space, rounds->first_slot_key(), options);
   std::string permits_record = rounds->permits_key();
-  auto op = make_driver(space, std::move(rounds), std::move(first_slot), options, single_round,
+  auto op = make_driver(space, std::move(rounds), std::move(lease), options, single_round,
                         std::move(caller));
   // Extended with every slot lease, so that it lives as long as the permits are held.
   op->lease().extend_along(std::move(permits_record));

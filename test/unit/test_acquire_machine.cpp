@@ -87,10 +87,15 @@ class host final : public queued_acquire,
                    public announcement_facts,
                    public std::enable_shared_from_this<host> {
  public:
+  // An acquire of the lock `resource`.
+  host(const std::shared_ptr<lock_home>& home, std::string resource, const lock_options& options,
+       bool single_round)
+      : host(home, lease_state::make(home, std::move(resource), options), options, single_round) {}
+  // An acquire by `strategy`, whose lease starts as `resource`'s.
   host(const std::shared_ptr<lock_home>& home, std::unique_ptr<round_strategy> strategy,
        std::string resource, const lock_options& options, bool single_round)
-      : machine(home, std::move(strategy), std::move(resource), options, single_round, *this,
-                *this) {}
+      : machine(home, std::move(strategy), lease_state::make(home, std::move(resource), options),
+                options, single_round, *this, *this) {}
 
   bool announcements_cover(std::string_view) const override { return covered; }
 
@@ -128,6 +133,13 @@ class host final : public queued_acquire,
   bool covered = false;  // every node subscribed
   std::vector<acquire_release> releases;
   std::vector<late_grant> late_grants;
+
+ private:
+  // The lease by reference: the strategy is made from it in the same call.
+  host(const std::shared_ptr<lock_home>& home, const std::shared_ptr<lease_state>& lease,
+       const lock_options& options, bool single_round)
+      : machine(home, std::make_unique<lock_rounds>(lease->resource()), lease, options,
+                single_round, *this, *this) {}
 };
 
 // Each of the three nodes answers the current round with `reply`, at the host's time.
@@ -184,8 +196,7 @@ struct fixture {
   std::shared_ptr<host> acquire(const std::string& resource, lock_options options = {},
                                 bool single_round = false) {
     if (options.ttl == std::chrono::milliseconds{0}) options.ttl = 10s;
-    return track(std::make_shared<host>(space, std::make_unique<lock_rounds>(resource), resource,
-                                        options, single_round));
+    return track(std::make_shared<host>(space, resource, options, single_round));
   }
 
   boost::asio::io_context io;  // never run: nothing is sent
@@ -687,8 +698,7 @@ BOOST_AUTO_TEST_CASE(an_unconfirmed_write_back_releases_the_round_and_waits) {
 BOOST_AUTO_TEST_CASE(bad_options_complete_at_once_without_touching_the_queues) {
   lock_options options;
   options.ttl = 0ms;
-  auto op =
-      track(std::make_shared<host>(space, std::make_unique<lock_rounds>("a"), "a", options, false));
+  auto op = track(std::make_shared<host>(space, "a", options, false));
   op->start();
   const auto actions = op->actions();
   BOOST_TEST((kinds(actions) == std::vector<kind>{kind::complete}));

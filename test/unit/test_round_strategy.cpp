@@ -59,6 +59,8 @@ using redlock::test::answers::no;
 using redlock::test::answers::pending;
 using redlock::test::answers::yes;
 constexpr double drift = 0.01;
+// The lock's name, which a lock's rounds refer to (in an acquire it is its lease's).
+const std::string res = "res";
 
 round_strategy::round_inputs inputs(bool first, bool fencing = false, bool competing = false) {
   return {.nodes = 5,
@@ -95,7 +97,7 @@ set_answer slot_refusal(std::vector<long long> ttls) {
 BOOST_AUTO_TEST_SUITE(lock_round_strategy)
 
 BOOST_AUTO_TEST_CASE(the_first_uncontended_round_is_a_plain_set_and_later_ones_ask_the_pttl) {
-  lock_rounds rounds("res");
+  lock_rounds rounds(res);
   std::minstd_rand random(1);
   const auto first = rounds.next_round(inputs(true), random);
   BOOST_REQUIRE(first);
@@ -118,13 +120,13 @@ BOOST_AUTO_TEST_CASE(the_first_uncontended_round_is_a_plain_set_and_later_ones_a
 }
 
 BOOST_AUTO_TEST_CASE(a_competing_first_round_asks_and_fencing_rounds_always_count) {
-  lock_rounds rounds("res");
+  lock_rounds rounds(res);
   std::minstd_rand random(1);
   const auto competing = rounds.next_round(inputs(true, false, true), random);
   BOOST_REQUIRE(competing);
   BOOST_TEST(competing->form == set_form::asking_ttl);
 
-  lock_rounds fenced("res");
+  lock_rounds fenced(res);
   const auto first = fenced.next_round(inputs(true, true), random);
   BOOST_REQUIRE(first);
   BOOST_TEST(first->form == set_form::fenced);
@@ -135,7 +137,7 @@ BOOST_AUTO_TEST_CASE(a_competing_first_round_asks_and_fencing_rounds_always_coun
 }
 
 BOOST_AUTO_TEST_CASE(refusals_bound_the_wait_and_announcements_free_their_nodes) {
-  lock_rounds rounds("res");
+  lock_rounds rounds(res);
   std::minstd_rand random(1);
   rounds.next_round(inputs(false), random);
   const auto t0 = steady_clock::now();
@@ -158,7 +160,7 @@ BOOST_AUTO_TEST_CASE(refusals_bound_the_wait_and_announcements_free_their_nodes)
 }
 
 BOOST_AUTO_TEST_CASE(a_late_refusal_is_applied_only_to_a_watching_op_but_kept_for_learn) {
-  lock_rounds rounds("res");
+  lock_rounds rounds(res);
   std::minstd_rand random(1);
   rounds.next_round(inputs(false), random);
   const auto t0 = steady_clock::now();
@@ -185,7 +187,7 @@ BOOST_AUTO_TEST_CASE(a_late_refusal_is_applied_only_to_a_watching_op_but_kept_fo
 
   // Watching: applied at once. Node 2 granted (its key was cleaned up), so two more nodes free
   // make a quorum.
-  lock_rounds other("res");
+  lock_rounds other(res);
   other.next_round(inputs(false), random);
   other.learn(answers_of({no, no, yes, failed, no}), 3, t0, drift);
   BOOST_TEST(!other.free_by());
@@ -197,7 +199,7 @@ BOOST_AUTO_TEST_CASE(a_late_refusal_is_applied_only_to_a_watching_op_but_kept_fo
 }
 
 BOOST_AUTO_TEST_CASE(after_a_handoff_limit_every_node_is_held_until_the_key_is_gone) {
-  lock_rounds rounds("res");
+  lock_rounds rounds(res);
   const auto gone_by = steady_clock::now() + 2s;
   rounds.held_until(5, 3, gone_by);
   BOOST_TEST(!rounds.may_be_free());
@@ -206,7 +208,7 @@ BOOST_AUTO_TEST_CASE(after_a_handoff_limit_every_node_is_held_until_the_key_is_g
 }
 
 BOOST_AUTO_TEST_CASE(a_try_is_contended_here_behind_a_local_holder_or_waiter) {
-  lock_rounds rounds("res");
+  lock_rounds rounds(res);
   BOOST_TEST(rounds.contended_here(nullptr, false).empty());
   resource_queue queue;
   BOOST_TEST(rounds.contended_here(&queue, false).empty());
