@@ -18,9 +18,8 @@ using boost::system::error_code;
 reply_sink& ignore_replies() noexcept {
   class ignored_replies final : public reply_sink {
    public:
+    ignored_replies() noexcept : reply_sink(false) {}
     void on_reply(std::size_t, error_code, const resp::value&) override {}
-    void add_ref() noexcept override {}
-    void drop_ref() noexcept override {}
   };
   static ignored_replies sink;
   return sink;

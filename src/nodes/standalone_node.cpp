@@ -30,10 +30,7 @@ class replicated_write final : public reply_sink {
                                            wait_->second, wanted_, server_, counts_);
     inner_->on_reply(tag_, answer.ec, answer.reply);
   }
-  void add_ref() noexcept override { ++refs_; }
-  void drop_ref() noexcept override {
-    if (--refs_ == 0) delete this;
-  }
+  void last_reference_dropped() noexcept override { delete this; }
 
  private:
   sink_ref inner_;
@@ -42,7 +39,6 @@ class replicated_write final : public reply_sink {
   std::string server_;
   bool (*counts_)(const resp::value&);
   std::optional<std::pair<error_code, resp::value>> write_, wait_;
-  unsigned refs_ = 0;
 };
 
 }  // namespace

@@ -134,14 +134,10 @@ class gone_key_reporter final : public reply_sink {
     if (ec || reply.kind != resp::type::integer) return;
     on_gone_(node);
   }
-  void add_ref() noexcept override { ++refs_; }
-  void drop_ref() noexcept override {
-    if (--refs_ == 0) delete this;
-  }
+  void last_reference_dropped() noexcept override { delete this; }
 
  private:
   key_gone on_gone_;
-  unsigned refs_ = 0;
 };
 
 }  // namespace

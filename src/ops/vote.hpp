@@ -41,16 +41,6 @@ class fan_out_sink : public reply_sink {
     on_other_answer(within / nodes_, within % nodes_, ec, reply);
   }
 
-  // References held by the requests that may still answer.
-  void add_ref() noexcept final {
-    if (pins_++ == 0) pinned_ = owner();
-  }
-  void drop_ref() noexcept final {
-    if (--pins_ == 0) {
-      const auto last = std::move(pinned_);  // may destroy *this when it goes
-    }
-  }
-
  protected:
   explicit fan_out_sink(std::size_t nodes, std::size_t slots = 1) : nodes_(nodes), slots_(slots) {}
   ~fan_out_sink() = default;
@@ -74,10 +64,15 @@ class fan_out_sink : public reply_sink {
                                boost::system::error_code /*ec*/, const resp::value& /*reply*/) {}
 
  private:
+  // While requests may still answer, they keep the owner alive.
+  void first_reference_taken() noexcept final { pinned_ = owner(); }
+  void last_reference_dropped() noexcept final {
+    const auto last = std::move(pinned_);  // may destroy *this when it goes
+  }
+
   std::size_t nodes_;
   std::size_t slots_;
   std::size_t ballot_ = 0;
-  unsigned pins_ = 0;
   std::shared_ptr<void> pinned_;
 };
 

@@ -36,18 +36,15 @@ using redlock::error;
 using delivery = rd::multiplexer::delivery;
 using time_point = rd::multiplexer::time_point;
 
-// A sink of the library's own requests (connection::exec_direct): counts the references the
-// requests hold, and records the replies the multiplexer hands it directly (the harness records
-// what goes through answer_fn).
+// A sink of the library's own requests (connection::exec_direct): records the replies the
+// multiplexer hands it directly (the harness records what goes through answer_fn); the references
+// its requests hold are counted by reply_sink.
 class counting_sink final : public rd::reply_sink {
  public:
   void on_reply(std::size_t tag, error_code, const resp::value& reply) override {
     replies.emplace_back(tag, reply.text);
   }
-  void add_ref() noexcept override { ++refs; }
-  void drop_ref() noexcept override { --refs; }
 
-  int refs = 0;
   std::vector<std::pair<std::size_t, std::string>> replies;  // tag, text
 };
 
@@ -875,7 +872,7 @@ BOOST_AUTO_TEST_CASE(a_sinks_borrowed_bytes_are_copied_when_a_request_outlives_i
   h.mux.on_connect_started();
   BOOST_TEST(h.mux.add(h.mux.make_request(std::string_view(bytes), sink, 1), cleanup(50ms), h.now));
   BOOST_TEST(h.mux.add(h.mux.make_request(encode("GET a"), sink, 2), with_timeout(1s), h.now));
-  BOOST_TEST(sink.refs == 2);  // each request keeps the sink alive
+  BOOST_TEST(sink.references() == 2u);  // each request keeps the sink alive
   h.now += 50ms;
   h.mux.expire_deadlines(h.now, "connecting");
   BOOST_TEST(h.answer_of(1)->ec == error::request_timeout);
@@ -888,7 +885,7 @@ BOOST_AUTO_TEST_CASE(a_sinks_borrowed_bytes_are_copied_when_a_request_outlives_i
   BOOST_TEST(h.answer_of(2) == nullptr);
   BOOST_TEST((sink.replies == std::vector<std::pair<std::size_t, std::string>>{{2, "OK"}}));
   BOOST_TEST(h.mux.idle());
-  BOOST_TEST(sink.refs == 0);  // released with the requests
+  BOOST_TEST(sink.references() == 0u);  // released with the requests
 }
 
 BOOST_AUTO_TEST_CASE(reply_overdue_counts_from_the_last_read_and_the_oldest_write) {

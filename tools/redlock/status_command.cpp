@@ -124,15 +124,11 @@ class reply_function final : public detail::reply_sink {
   void on_reply(std::size_t, error_code ec, const resp::value& reply) override {
     asio::post(executor_, [on_reply = on_reply_, ec, reply] { on_reply(ec, reply); });
   }
-  void add_ref() noexcept override { ++refs_; }
-  void drop_ref() noexcept override {
-    if (--refs_ == 0) delete this;
-  }
+  void last_reference_dropped() noexcept override { delete this; }
 
  private:
   asio::any_io_executor executor_;
   std::function<void(error_code, const resp::value&)> on_reply_;
-  unsigned refs_ = 0;
 };
 
 void exec(const asio::any_io_executor& executor, detail::lock_node& node, std::string_view key,

@@ -89,9 +89,7 @@ class cluster_router::routed_request final : public reply_sink {
     answer(ec, reply);
   }
 
-  void add_ref() noexcept override { ++refs_; }
-  void drop_ref() noexcept override {
-    if (--refs_ != 0) return;
+  void last_reference_dropped() noexcept override {
     // The router is held until this is among its spares: the last reference to the router may
     // go with it, and this with the router's spares, as the last thing done here.
     auto router = std::move(router_);
@@ -146,7 +144,6 @@ class cluster_router::routed_request final : public reply_sink {
   cluster_endpoint sent_to_;
   bool done_ = false;
   std::optional<std::pair<error_code, resp::value>> written_, waited_;
-  unsigned refs_ = 0;
 };
 
 namespace {
@@ -170,10 +167,7 @@ class every_master final : public reply_sink {
     if (failed_) return inner_->on_reply(tag_, failure_ec_, failure_);
     inner_->on_reply(tag_, {}, last_);
   }
-  void add_ref() noexcept override { ++refs_; }
-  void drop_ref() noexcept override {
-    if (--refs_ == 0) delete this;
-  }
+  void last_reference_dropped() noexcept override { delete this; }
 
  private:
   sink_ref inner_;
@@ -184,7 +178,6 @@ class every_master final : public reply_sink {
   error_code failure_ec_;
   resp::value failure_;
   resp::value last_;
-  unsigned refs_ = 0;
 };
 
 }  // namespace

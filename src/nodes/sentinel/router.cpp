@@ -49,10 +49,7 @@ class master_request final : public reply_sink {
     answer(ec, reply);
   }
 
-  void add_ref() noexcept override { ++refs_; }
-  void drop_ref() noexcept override {
-    if (--refs_ == 0) delete this;
-  }
+  void last_reference_dropped() noexcept override { delete this; }
 
  private:
   static constexpr unsigned max_attempts = 3;
@@ -66,7 +63,6 @@ class master_request final : public reply_sink {
   std::shared_ptr<sentinel_router> router_;
   waiting_request request_;
   lane_ticket id_;
-  unsigned refs_ = 0;
 };
 
 }  // namespace

@@ -72,8 +72,6 @@ class recording_sink final : public rd::reply_sink {
     answers[tag] = {ec, steady_clock::now()};
     if (then) then(tag);
   }
-  void add_ref() noexcept override {}
-  void drop_ref() noexcept override {}
 
   std::map<std::size_t, answer> answers;
   std::function<void(std::size_t)> then;

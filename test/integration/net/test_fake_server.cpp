@@ -523,8 +523,6 @@ class chaining_sink final : public rd::reply_sink {
   void on_reply(std::size_t, error_code, const resp::value&) override {
     if (auto then = std::exchange(then_, nullptr)) then();
   }
-  void add_ref() noexcept override {}
-  void drop_ref() noexcept override {}
 
  private:
   std::function<void()> then_;
