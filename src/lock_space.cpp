@@ -2,6 +2,7 @@
 
 #include "entropy.hpp"
 #include "lock_handshake.hpp"
+#include "net/writer_turns.hpp"
 
 namespace redlock::detail {
 

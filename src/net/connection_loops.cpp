@@ -6,6 +6,7 @@
 #include "net/handshake.hpp"
 #include "net/server_kind.hpp"
 #include "net/use_tuple.hpp"
+#include "net/writer_turns.hpp"
 #include "redlock/error.hpp"
 #include "resp/encoder.hpp"
 

@@ -2,7 +2,6 @@
 #define REDLOCK_NET_CONNECTION_OPTIONS_HPP
 
 #include "net/handshake.hpp"
-#include "net/writer_turns.hpp"
 #include "redlock/options.hpp"
 #include "resp/parser.hpp"
 #include "resp/value.hpp"
@@ -19,6 +18,7 @@
 namespace redlock::detail {
 
 class script;
+class writer_turns;
 
 // The most a connection reads from its socket at a time.
 inline constexpr std::size_t connection_read_chunk = 16 * 1024;

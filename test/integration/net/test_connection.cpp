@@ -2,6 +2,7 @@
 
 #include "integration/prelude.hpp"
 #include "net/connection.hpp"
+#include "net/writer_turns.hpp"
 #include "redlock/error.hpp"
 #include "resp/encoder.hpp"
 #include "resp/script.hpp"
