@@ -29,6 +29,15 @@ void parser::reallocate(std::size_t new_capacity) {
 }
 
 std::span<char> parser::prepare(std::size_t min_size) {
+  // Nearly every read: all that was read before is consumed, and the buffer, of a size it keeps,
+  // has room. The general path below would only find that out.
+  if (end_ == read_pos_ && !failed_ && min_size <= buffer_.size() &&
+      buffer_.size() <= shrink_floor && buffer_.size() <= limits_.max_buffer) {
+    read_pos_ = 0;
+    end_ = 0;
+    prepared_ = buffer_.size();
+    return {buffer_.data(), prepared_};
+  }
   if (failed_) return {};
   const std::size_t unconsumed = end_ - read_pos_;
   // Invariant: unconsumed <= max_buffer (commit() never lets more in).
