@@ -10,7 +10,7 @@
 namespace redlock::detail {
 
 void writer_turns::wake(connection& conn) {
-  woken_.push_back(conn.shared_from_this());
+  woken_.push_back(&conn);
   if (posted_) return;
   posted_ = true;
   auto turn =
@@ -24,7 +24,7 @@ void writer_turns::run_turn() {
   // issue more) is in the next turn, posted then.
   posted_ = false;
   std::swap(woken_, running_);
-  for (const auto& conn : running_) {
+  for (connection* conn : running_) {
     conn->op_done(1);
     conn->write_turn();
   }

@@ -25,8 +25,11 @@ class connection;
 // Every connection woken here must use one executor, the one the turn is posted through; a client's
 // lock connections do. Not thread-safe: it belongs to that executor, like the connections.
 //
-// Lifetime: the posted turn holds this object, and it holds each woken connection until the
-// connection has had its turn, as a connection's own turn held the connection.
+// Lifetime: the posted turn holds this object, and so do the connections that share it (their
+// options). It does not own the woken connections, or they and it would hold each other when the
+// io_context is destroyed with a turn pending. A woken connection stays alive without it: its
+// pending turn counts among its link's operations, and its link's loop, which owns it, does not
+// end before they have all finished.
 class writer_turns : public std::enable_shared_from_this<writer_turns> {
  public:
   writer_turns() = default;
@@ -41,8 +44,8 @@ class writer_turns : public std::enable_shared_from_this<writer_turns> {
  private:
   void run_turn();
 
-  std::vector<std::shared_ptr<connection>> woken_;
-  std::vector<std::shared_ptr<connection>> running_;  // the turn's batch; its storage is reused
+  std::vector<connection*> woken_;
+  std::vector<connection*> running_;  // the turn's batch; its storage is reused
   bool posted_ = false;
   handler_memory* memory_ = handler_memory::create();
 };
