@@ -275,6 +275,33 @@ BOOST_AUTO_TEST_CASE(connections_sharing_turns_write_once_each_and_in_order) {
   });
 }
 
+// Connections that share their turns and the turn they share do not hold each other: when the
+// io_context goes with a turn still pending, both are freed.
+BOOST_AUTO_TEST_CASE(an_io_context_destroyed_with_a_shared_turn_pending_frees_the_connection) {
+  redis_server server;
+  std::weak_ptr<rd::connection> weak_conn;
+  std::weak_ptr<rd::writer_turns> weak_turns;
+  {
+    asio::io_context io;
+    rd::connection_options options;
+    options.shared_turns = std::make_shared<rd::writer_turns>();
+    weak_turns = options.shared_turns;
+    auto conn = make_connection(io, server.config(), std::move(options));
+    weak_conn = conn;
+    bool answered = false;
+    conn->async_exec({"PING"}, {}, [&](error_code, resp::value) { answered = true; });
+    const auto give_up = steady_clock::now() + 10s;
+    while (!answered && steady_clock::now() < give_up)
+      io.run_one_for(100ms);
+    BOOST_TEST_REQUIRE(answered);
+    // Wakes the shared turn, which the io_context never runs.
+    conn->async_exec({"PING"}, {}, [](error_code, resp::value) {});
+    conn.reset();  // its link's loop holds it now
+  }
+  BOOST_TEST(weak_conn.expired());
+  BOOST_TEST(weak_turns.expired());
+}
+
 // A batch goes to the socket directly while the kernel takes it whole. Against a paused server
 // the socket buffers fill: what is left of a batch then waits for the socket, and the requests
 // issued meanwhile follow it. Every byte must arrive once and in order.
