@@ -70,18 +70,34 @@ BOOST_AUTO_TEST_CASE(marks_set_by_answers_after_the_end_are_deleted) {
 // its marks are gone when it ends, so that the next reader gets in at once. Before, WAIT turned
 // each refusal into a NOREPLICAS failure: the marks were never seen, stayed on a majority, and kept
 // readers out for the writer's TTL.
+//
+// Every hold the replicated client meets is on every node before it tries (an acquire ends once
+// a quorum granted), and the nodes get a second to answer: each write waits for its WAIT, which
+// without replicas takes three quarters of that, and a node that did not answer in time would
+// grant what the test means to be refused, and rightly report NOREPLICAS.
 BOOST_AUTO_TEST_CASE(with_wait_replicas_a_refusal_is_a_refusal_and_its_marks_go) {
   redis_fleet fleet(3);
+  const auto on_every_node = [&fleet](std::string key) {
+    return eventually(
+        [&fleet, key] {
+          for (std::size_t i = 0; i < fleet.size(); ++i) {
+            if (!has_key(fleet[i].port(), key)) return false;
+          }
+          return true;
+        },
+        5s);
+  };
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
-    redlock::client plain(io.get_executor(), fleet.configs(), fast_client_options());
+    redlock::client plain(io.get_executor(), fleet.configs(), fast_client_options(1s));
     auto nodes = fleet.configs();
     for (auto& node : nodes)
       node.wait_replicas = 1;
-    redlock::client replicated(io.get_executor(), nodes, fast_client_options());
+    redlock::client replicated(io.get_executor(), nodes, fast_client_options(1s));
 
     rw_lock readers(plain, "doc", lock_for(30s));
     auto [read_ec, reader] = co_await readers.async_acquire_read(tuple_awaitable);
     BOOST_TEST_REQUIRE(!read_ec, read_ec.message());
+    BOOST_TEST_REQUIRE(co_await on_every_node(d::rw_readers_key("doc")));
     rw_lock writers(replicated, "doc", lock_for(30s));
     auto [write_ec, writer] = co_await writers.async_try_acquire_write(tuple_awaitable);
     BOOST_TEST(write_ec == error::contended, write_ec.message() << ": " << writer.diagnostics());
@@ -99,7 +115,8 @@ BOOST_AUTO_TEST_CASE(with_wait_replicas_a_refusal_is_a_refusal_and_its_marks_go)
 
     // A lock held elsewhere: its refusals carry the holder's PTTL, and the try is contended.
     auto [held_ec, held] = co_await plain.async_acquire("plain", lock_for(30s), tuple_awaitable);
-    BOOST_TEST_REQUIRE(!held_ec);
+    BOOST_TEST_REQUIRE(!held_ec, held_ec.message());
+    BOOST_TEST_REQUIRE(co_await on_every_node("plain"));
     auto [try_ec, none] =
         co_await replicated.async_try_acquire("plain", lock_for(30s), tuple_awaitable);
     BOOST_TEST(try_ec == error::contended, try_ec.message() << ": " << none.diagnostics());
