@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 // What the fixtures made of several redis-server processes (redis_cluster, redis_sentinel) share
@@ -44,9 +45,8 @@ std::string describe_command(std::span<const std::string_view> args);
 // empty string when solved, else the last problem; the caller throws, with what only it can add
 // (which servers, their logs).
 template <class Problem>
-std::string poll_until_solved(std::chrono::milliseconds timeout, std::chrono::milliseconds interval,
-                              Problem&& problem) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+std::string poll_until_solved(std::chrono::steady_clock::time_point deadline,
+                              std::chrono::milliseconds interval, Problem&& problem) {
   for (;;) {
     std::string last;
     try {
@@ -57,6 +57,24 @@ std::string poll_until_solved(std::chrono::milliseconds timeout, std::chrono::mi
     if (last.empty() || std::chrono::steady_clock::now() >= deadline) return last;
     std::this_thread::sleep_for(interval);
   }
+}
+template <class Problem>
+std::string poll_until_solved(std::chrono::milliseconds timeout, std::chrono::milliseconds interval,
+                              Problem&& problem) {
+  return poll_until_solved(std::chrono::steady_clock::now() + timeout, interval,
+                           std::forward<Problem>(problem));
+}
+
+// The same for one of several waits that share `deadline` (a fixture's start-up): when it has
+// passed before this wait begins, `problem` is not called, and the answer says so. So a bound too
+// short for the whole is reported however quickly the servers happen to get ready.
+template <class Problem>
+std::string poll_until_solved_within(std::chrono::steady_clock::time_point deadline,
+                                     std::chrono::milliseconds interval, Problem&& problem) {
+  if (std::chrono::steady_clock::now() >= deadline) {
+    return "not looked at: the time allowed ran out before this wait began";
+  }
+  return poll_until_solved(deadline, interval, std::forward<Problem>(problem));
 }
 
 }  // namespace redlock::test

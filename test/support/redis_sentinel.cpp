@@ -145,6 +145,7 @@ struct redis_sentinel::server {
 
 redis_sentinel::redis_sentinel(redis_sentinel_options options) : options_(std::move(options)) {
   check(options_);
+  const auto formed_by = std::chrono::steady_clock::now() + options_.ready_timeout;
   // Should anything below throw, nodes_ and sentinels_ are destroyed with the half-made object:
   // every process started so far is killed and its directory removed.
   const auto start = [](const redis_server_options& options) {
@@ -161,26 +162,29 @@ redis_sentinel::redis_sentinel(redis_sentinel_options options) : options_(std::m
   // A sentinel learns the replicas from the master's INFO, which it asks for when it connects
   // and then every 10 s: started before the replicas have linked up (a replica connects from
   // its once-a-second cron), it would know them only 10 s later.
-  wait_until("the replicas to link up with the master", [this]() -> std::string {
-    for (std::size_t n = 1; n < size(); ++n) {
-      const std::string info = command(n, {"INFO", "replication"}).text;
-      if (const auto link = field_of(info, "master_link_status"); link != "up") {
-        return fmt::format("{} reports master_link_status:{}", describe(n), link);
-      }
-    }
-    const std::string info = command(0, {"INFO", "replication"}).text;
-    if (const auto count = field_of(info, "connected_slaves");
-        count != std::to_string(options_.replicas)) {
-      return fmt::format("{} reports connected_slaves:{}", describe(0), count);
-    }
-    return {};
-  });
+  wait_until(
+      "the replicas to link up with the master",
+      [this]() -> std::string {
+        for (std::size_t n = 1; n < size(); ++n) {
+          const std::string info = command(n, {"INFO", "replication"}).text;
+          if (const auto link = field_of(info, "master_link_status"); link != "up") {
+            return fmt::format("{} reports master_link_status:{}", describe(n), link);
+          }
+        }
+        const std::string info = command(0, {"INFO", "replication"}).text;
+        if (const auto count = field_of(info, "connected_slaves");
+            count != std::to_string(options_.replicas)) {
+          return fmt::format("{} reports connected_slaves:{}", describe(0), count);
+        }
+        return {};
+      },
+      formed_by);
 
   sentinels_.reserve(options_.sentinels);
   for (std::size_t s = 0; s < options_.sentinels; ++s) {
     sentinels_.push_back(start(sentinel_options(options_, known_port(0))));
   }
-  wait_until_healthy();
+  wait_until_healthy(formed_by);
 }
 
 redis_sentinel::~redis_sentinel() = default;
@@ -376,7 +380,13 @@ std::vector<std::size_t> redis_sentinel::replicas() const {
 
 template <class Problem>
 void redis_sentinel::wait_until(std::string_view what, Problem problem) const {
-  const std::string last = poll_until_solved(options_.ready_timeout, poll_interval, problem);
+  wait_until(what, std::move(problem), std::chrono::steady_clock::now() + options_.ready_timeout);
+}
+
+template <class Problem>
+void redis_sentinel::wait_until(std::string_view what, Problem problem,
+                                std::chrono::steady_clock::time_point deadline) const {
+  const std::string last = poll_until_solved_within(deadline, poll_interval, problem);
   if (last.empty()) return;
   std::string logs;
   for (std::size_t n = 0; n < size(); ++n) {
@@ -391,8 +401,13 @@ void redis_sentinel::wait_until(std::string_view what, Problem problem) const {
 }
 
 void redis_sentinel::wait_until_healthy() {
+  wait_until_healthy(std::chrono::steady_clock::now() + options_.ready_timeout);
+}
+
+void redis_sentinel::wait_until_healthy(std::chrono::steady_clock::time_point deadline) {
   std::size_t found = npos;
-  wait_until("a healthy group", [&] { return health_problem(found); });
+  wait_until(
+      "a healthy group", [&] { return health_problem(found); }, deadline);
 }
 
 std::string redis_sentinel::health_problem(std::size_t& agreed_master) const {

@@ -47,7 +47,8 @@ struct redis_sentinel_options {
   // TLS port: the sentinels name masters, replicas and each other by it. config() and
   // sentinel_url() are TLS ones; the fixture's own commands use the plain ports.
   bool tls = false;
-  // The bound on every wait of the fixture: the group forming, a failover, a server rejoining.
+  // The bound on every wait of the fixture: the group forming (from the constructor's start,
+  // servers' start-up included), a failover, a server rejoining.
   std::chrono::milliseconds ready_timeout{30000};
 };
 
@@ -157,6 +158,7 @@ class redis_sentinel {
   void wait_until_healthy();
 
  private:
+  void wait_until_healthy(std::chrono::steady_clock::time_point deadline);
   struct server;
 
   server& node_at(std::size_t node);
@@ -176,9 +178,13 @@ class redis_sentinel {
   // Empty when healthy (and then `agreed_master` is the master the sentinels agree on), else
   // what is not.
   std::string health_problem(std::size_t& agreed_master) const;
-  // Calls `problem` until it returns an empty string; throws at options_.ready_timeout.
+  // Calls `problem` until it returns an empty string; throws at options_.ready_timeout, or at
+  // `deadline` when given (the start-up's waits share one).
   template <class Problem>
   void wait_until(std::string_view what, Problem problem) const;
+  template <class Problem>
+  void wait_until(std::string_view what, Problem problem,
+                  std::chrono::steady_clock::time_point deadline) const;
 
   redis_sentinel_options options_;
   // Sentinels after the data nodes: destroyed first, so that none sees its master die and starts
