@@ -479,10 +479,12 @@ BOOST_AUTO_TEST_CASE(a_stopped_shard_master_is_reported_as_its_node_down) {
 
 BOOST_AUTO_TEST_CASE(wait_replicas_counts_a_vote_only_once_replicated) {
   redis_cluster cluster;
+  // A second for each node: a vote waits for its replicas' acknowledgement (WAIT), which a busy
+  // machine may delay past the usual 200 ms.
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     {
       redlock::client locks(io.get_executor(), cluster_node(cluster, "wait_replicas=1"),
-                            fast_client_options());
+                            fast_client_options(1s));
       auto [ec, lease] = co_await locks.async_acquire("replicated", lock_for(5s), tuple_awaitable);
       BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
       const auto shard = shard_of_key(cluster, "replicated");
@@ -496,7 +498,7 @@ BOOST_AUTO_TEST_CASE(wait_replicas_counts_a_vote_only_once_replicated) {
     {
       // Each master has one replica: two can never acknowledge, and no vote counts.
       redlock::client locks(io.get_executor(), cluster_node(cluster, "wait_replicas=2"),
-                            fast_client_options());
+                            fast_client_options(1s));
       auto [ec, lease] =
           co_await locks.async_try_acquire("unreplicated", lock_for(5s), tuple_awaitable);
       BOOST_TEST((ec == redlock::condition::not_acquired), ec.message());

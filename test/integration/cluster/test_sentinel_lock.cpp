@@ -320,12 +320,14 @@ BOOST_AUTO_TEST_CASE(the_sentinels_and_the_data_nodes_each_get_their_own_login) 
 
 BOOST_AUTO_TEST_CASE(wait_replicas_counts_a_vote_only_once_replicated) {
   redis_sentinel group;
+  // A second for each node: a vote waits for its replicas' acknowledgement (WAIT), which a busy
+  // machine may delay past the usual 200 ms.
   run_async([&](asio::io_context& io) -> asio::awaitable<void> {
     {
       redlock::client locks(
           io.get_executor(),
           {redlock::node_config::from_url(group.sentinel_url() + "&wait_replicas=1")},
-          fast_client_options());
+          fast_client_options(1s));
       auto [ec, lease] = co_await locks.async_acquire("replicated", lock_for(5s), tuple_awaitable);
       BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << lease.diagnostics());
       // Granted only once the replica acknowledged it: it is there now, without waiting.
@@ -337,7 +339,7 @@ BOOST_AUTO_TEST_CASE(wait_replicas_counts_a_vote_only_once_replicated) {
       redlock::client locks(
           io.get_executor(),
           {redlock::node_config::from_url(group.sentinel_url() + "&wait_replicas=2")},
-          fast_client_options());
+          fast_client_options(1s));
       auto [ec, lease] =
           co_await locks.async_try_acquire("unreplicated", lock_for(5s), tuple_awaitable);
       BOOST_TEST((ec == redlock::condition::not_acquired), ec.message());
