@@ -40,10 +40,10 @@ std::string field_of(std::string_view text, std::string_view name);
 std::string describe_command(std::span<const std::string_view> args);
 
 // Calls `problem` until it returns an empty string: at least once, then every `interval` until
-// `timeout` has passed. A std::runtime_error it throws counts as the problem it names, so that a
-// server that cannot be reached yet is waited for like one that is not ready yet. Returns the
-// empty string when solved, else the last problem; the caller throws, with what only it can add
-// (which servers, their logs).
+// `deadline` (or `timeout` from now) has passed. A std::runtime_error it throws counts as the
+// problem it names, so that a server that cannot be reached yet is waited for like one that is not
+// ready yet. Returns the empty string when solved, else the last problem; the caller throws, with
+// what only it can add (which servers, their logs).
 template <class Problem>
 std::string poll_until_solved(std::chrono::steady_clock::time_point deadline,
                               std::chrono::milliseconds interval, Problem&& problem) {
