@@ -253,7 +253,7 @@ class connection : public std::enable_shared_from_this<connection> {
   state state_ = state::idle;
   // Every request and every decision about them; this class only does the I/O.
   multiplexer mux_;
-  std::string write_buffer_;
+  write_buffer write_buffer_;
   resp::value reply_;  // reused: its storage serves every reply
 
   // The operations of the served link's handlers, reused (see handler_memory).

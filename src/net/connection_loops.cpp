@@ -303,7 +303,8 @@ void connection::write_turn() {
     const auto batch = mux_.prepare_write(write_buffer_, lock_clock::now());
     if (batch == 0) break;
     error_code ec;
-    const std::size_t written = transport_.write_now(asio::buffer(write_buffer_), ec);
+    const std::size_t written =
+        transport_.write_now(asio::buffer(write_buffer_.data(), write_buffer_.size()), ec);
     if (written == write_buffer_.size()) {
       mux_.commit_write(batch, written);
       // Nothing issued meanwhile (nearly always): the turn ends without reading the clock again.
@@ -319,7 +320,7 @@ void connection::write_turn() {
 void connection::write_rest(std::size_t written, std::size_t batch) {
   ++link_ops_;
   transport_.async_write(
-      asio::buffer(write_buffer_) + written,
+      asio::buffer(write_buffer_.data(), write_buffer_.size()) + written,
       asio::bind_allocator(
           handler_allocator<void>(*handler_memory_, handler_memory::use::write),
           [self = shared_from_this(), batch, written](error_code ec, std::size_t n) {

@@ -226,7 +226,7 @@ void multiplexer::cancel(std::uint64_t id, asio::cancellation_type type) {
   }
 }
 
-std::size_t multiplexer::prepare_write(std::string& out, time_point now) {
+std::size_t multiplexer::prepare_write(write_buffer& out, time_point now) {
   out.clear();
   std::size_t batch = 0;
   queued_ahead_ = 0;  // everything queued is taken now
@@ -237,7 +237,7 @@ std::size_t multiplexer::prepare_write(std::string& out, time_point now) {
       ++stats_.cleanups_dropped;
       continue;
     }
-    out += req->payload;
+    out.append(req->payload);
     if (!req->may_resend()) {
       req->payload = {};
       req->owned.reset();

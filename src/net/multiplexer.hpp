@@ -3,6 +3,7 @@
 
 #include "completion.hpp"
 #include "net/reply_sink.hpp"
+#include "net/write_buffer.hpp"
 #include "resp/value.hpp"
 
 #include <boost/asio/cancellation_type.hpp>
@@ -258,7 +259,7 @@ class multiplexer {
 
   // Every queued request that is still to be written, in order, into `out` (cleared first); they
   // count as written (in flight) from now on. Returns how many; zero: nothing to write.
-  std::size_t prepare_write(std::string& out, time_point now);
+  std::size_t prepare_write(write_buffer& out, time_point now);
   // The bytes of the last prepare_write are on the wire. A failed write needs no call: its
   // requests are in flight and fail with the link (on_connection_lost).
   void commit_write(std::size_t requests, std::size_t bytes) noexcept;

@@ -123,10 +123,11 @@ class harness {
 
   // The commands of the next write, which is then on the wire.
   commands write() {
-    std::string bytes = "left over from the last write";
+    rd::write_buffer bytes;
+    bytes.append("left over from the last write");
     const auto requests = mux.prepare_write(bytes, now);
     if (requests > 0) mux.commit_write(requests, bytes.size());
-    auto written = redlock::test::decode_commands(bytes);
+    auto written = redlock::test::decode_commands(std::string(bytes.view()));
     BOOST_TEST(written.size() == requests);
     return written;
   }
