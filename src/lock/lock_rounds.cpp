@@ -31,8 +31,8 @@ std::string lock_rounds::queued_too_long(std::chrono::milliseconds waited, bool 
 
 std::optional<round_strategy::round_request> lock_rounds::next_round(const round_inputs& in,
                                                                      std::minstd_rand&) {
-  const std::string ttl = std::to_string(in.ttl.count());
   if (in.fencing) {
+    const std::string ttl = std::to_string(in.ttl.count());
     holders_.open_round(in.nodes);
     const std::string counter = fencing_counter_key(resource_);
     const std::string_view keys[] = {resource_, counter};
@@ -47,11 +47,12 @@ std::optional<round_strategy::round_request> lock_rounds::next_round(const round
   }
   if (in.first && !in.competing) {
     holders_.clear();
-    plain_set_ =
-        resp::encode_as<decltype(plain_set_)>({"SET", resource_, in.token, "NX", "PX", ttl});
+    plain_set_ = resp::encode_words<decltype(plain_set_)>("SET", resource_, in.token, "NX", "PX",
+                                                          in.ttl.count());
     return round_request{.kind = lock_request::set, .key = resource_, .owned = plain_set_};
   }
   holders_.open_round(in.nodes);
+  const std::string ttl = std::to_string(in.ttl.count());
   const std::string_view keys[] = {resource_};
   const std::string_view args[] = {in.token, ttl};
   return round_request{

@@ -2,6 +2,7 @@
 
 #include "algo/hash_slot.hpp"
 #include "lock/scripts.hpp"
+#include "resp/encoder.hpp"
 #include "resp/script.hpp"
 
 #include <algorithm>
@@ -116,11 +117,13 @@ payload_by_node_kind::bytes encode_hold_release(const hold_keys& held, std::stri
     case hold_kind::lock:
       break;
   }
-  const std::string_view keys[] = {held.key};
-  const std::string_view args[] = {token, channel, scope};
-  // Without a scope when there is none: the bytes every standalone release has always had.
-  return encode_evalsha_as<payload_by_node_kind::bytes>(release_script(), keys,
-                                                        std::span(args, sharded ? 3 : 2));
+  // Every release of a lock: its words written directly (resp::encode_words). Without a scope
+  // when there is none: the bytes every standalone release has always had.
+  using bytes = payload_by_node_kind::bytes;
+  const std::string& sha = release_script().sha1();
+  if (sharded)
+    return resp::encode_words<bytes>("EVALSHA", sha, "1", held.key, token, channel, scope);
+  return resp::encode_words<bytes>("EVALSHA", sha, "1", held.key, token, channel);
 }
 
 // The sink of a best-effort release whose answers someone needs: a node that deleted our key, or

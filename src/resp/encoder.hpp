@@ -1,10 +1,15 @@
 #ifndef REDLOCK_RESP_ENCODER_HPP
 #define REDLOCK_RESP_ENCODER_HPP
 
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace redlock::resp {
 
@@ -35,6 +40,123 @@ String encode_as(std::span<const std::string_view> command) {
 template <class String>
 String encode_as(std::initializer_list<std::string_view> command) {
   return encode_as<String>(std::span<const std::string_view>(command.begin(), command.size()));
+}
+
+namespace encoding {
+
+// The lengths and numbers of a lock's commands have at most five digits: those are told apart by
+// comparisons, without a division.
+constexpr std::size_t decimal_digits(std::uint64_t n) noexcept {
+  if (n < 10) return 1;
+  if (n < 100) return 2;
+  if (n < 1000) return 3;
+  if (n < 10000) return 4;
+  std::size_t digits = 5;
+  for (n /= 100000; n > 0; n /= 10)
+    ++digits;
+  return digits;
+}
+
+// Writes n, of `digits` decimal digits, at p; returns its end.
+inline char* put_decimal(char* p, std::uint64_t n, std::size_t digits) noexcept {
+  char* const end = p + digits;
+  for (char* digit = end; digit != p; n /= 10)
+    *--digit = static_cast<char>('0' + n % 10);
+  return end;
+}
+
+// Writes "<prefix><n>\r\n" at p, returns its end. Most lengths have one or two digits.
+inline char* put_header(char* p, char prefix, std::size_t n) noexcept {
+  *p++ = prefix;
+  if (n < 10) {
+    *p++ = static_cast<char>('0' + n);
+  } else if (n < 100) {
+    *p++ = static_cast<char>('0' + n / 10);
+    *p++ = static_cast<char>('0' + n % 10);
+  } else {
+    p = put_decimal(p, n, decimal_digits(n));
+  }
+  *p++ = '\r';
+  *p++ = '\n';
+  return p;
+}
+
+// A word of encode_words: a string literal (its length known when compiling), an integer (written
+// in decimal, as Redis reads a TTL or a key count) or anything that converts to a string_view.
+template <class Word>
+struct word {
+  static std::string_view text(const Word& w) noexcept { return std::string_view(w); }
+  static std::size_t size(const Word& w) noexcept {
+    const std::size_t n = text(w).size();
+    return 1 + decimal_digits(n) + 2 + n + 2;
+  }
+  static char* put(char* p, const Word& w) noexcept {
+    const std::string_view t = text(w);
+    p = put_header(p, '$', t.size());
+    std::memcpy(p, t.data(), t.size());
+    p += t.size();
+    *p++ = '\r';
+    *p++ = '\n';
+    return p;
+  }
+};
+
+template <std::size_t N>
+struct word<char[N]> {
+  static constexpr std::size_t length = N - 1;
+  static constexpr std::size_t size(const char (&)[N]) noexcept {
+    return 1 + decimal_digits(length) + 2 + length + 2;
+  }
+  static char* put(char* p, const char (&w)[N]) noexcept {
+    p = put_header(p, '$', length);
+    std::memcpy(p, w, length);
+    p += length;
+    *p++ = '\r';
+    *p++ = '\n';
+    return p;
+  }
+};
+
+template <std::integral Number>
+struct word<Number> {
+  // Its magnitude; a negative number also has a sign.
+  static std::uint64_t magnitude(Number n) noexcept {
+    if constexpr (std::is_signed_v<Number>) {
+      if (n < 0) return 0 - static_cast<std::uint64_t>(n);
+    }
+    return static_cast<std::uint64_t>(n);
+  }
+  static std::size_t size(Number n) noexcept {
+    const std::size_t chars = (n < 0 ? 1 : 0) + decimal_digits(magnitude(n));
+    return 1 + decimal_digits(chars) + 2 + chars + 2;
+  }
+  static char* put(char* p, Number n) noexcept {
+    const std::uint64_t m = magnitude(n);
+    const std::size_t digits = decimal_digits(m);
+    p = put_header(p, '$', (n < 0 ? 1 : 0) + digits);
+    if (n < 0) *p++ = '-';
+    p = put_decimal(p, m, digits);
+    *p++ = '\r';
+    *p++ = '\n';
+    return p;
+  }
+};
+
+}  // namespace encoding
+
+// The command made of `words`, in a string of any allocator, as encode_as would write it. For the
+// commands a lock sends on every acquire and release: the count and the literal words' lengths
+// are known when compiling, numbers need no string of their own, and the words are gone over
+// twice (size, then bytes) without a loop over a span.
+template <class String, class... Words>
+String encode_words(const Words&... words) {
+  constexpr std::size_t count = sizeof...(Words);
+  const std::size_t size =
+      1 + encoding::decimal_digits(count) + 2 + (encoding::word<Words>::size(words) + ...);
+  String out(size, '\0');
+  char* p = encoding::put_header(out.data(), '*', count);
+  ((p = encoding::word<Words>::put(p, words)), ...);
+  return out;
 }
 
 }  // namespace redlock::resp

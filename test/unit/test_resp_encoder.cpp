@@ -5,6 +5,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cstddef>
+#include <initializer_list>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -26,6 +28,12 @@ using namespace std::string_view_literals;
 namespace resp = redlock::resp;
 
 std::string encode(std::span<const std::string_view> args) {
+  std::string out;
+  resp::encode_command(out, args);
+  return out;
+}
+
+std::string encode(std::initializer_list<std::string_view> args) {
   std::string out;
   resp::encode_command(out, args);
   return out;
@@ -167,6 +175,43 @@ BOOST_AUTO_TEST_CASE(pipeline_of_commands) {
   }
   BOOST_TEST(!ec);
   BOOST_TEST(n == 1000);
+}
+
+// encode_words writes what encode_command writes for the same words, whatever their kind: string
+// literals, strings and views (empty, binary, long), and integers of either sign at the digit-count
+// boundaries of their lengths.
+BOOST_AUTO_TEST_CASE(words_encode_as_the_general_encoder_does) {
+  const std::string key = "lock:a";
+  const std::string_view binary("a\r\n\0b", 5);
+  const std::string long_word(1000, 'x');
+  BOOST_TEST(resp::encode_words<std::string>("SET", key, binary, "NX", "PX", 30000) ==
+             encode({"SET", key, binary, "NX", "PX", "30000"}));
+  BOOST_TEST(resp::encode_words<std::string>("EVALSHA", long_word, "1", std::string_view{}) ==
+             encode({"EVALSHA", long_word, "1", ""}));
+  BOOST_TEST(resp::encode_words<std::string>("PING") == encode({"PING"}));
+  const long long numbers[] = {0,
+                               1,
+                               9,
+                               10,
+                               99,
+                               100,
+                               -1,
+                               -9,
+                               -10,
+                               1234567890,
+                               std::numeric_limits<long long>::max(),
+                               std::numeric_limits<long long>::min()};
+  for (const long long n : numbers) {
+    BOOST_TEST_CONTEXT("the number " << n) {
+      BOOST_TEST(resp::encode_words<std::string>("PX", n) == encode({"PX", std::to_string(n)}));
+    }
+  }
+  const std::uint64_t largest = std::numeric_limits<std::uint64_t>::max();
+  BOOST_TEST(resp::encode_words<std::string>(largest) == encode({std::to_string(largest)}));
+  // Twelve words: a count of two digits.
+  BOOST_TEST(
+      resp::encode_words<std::string>("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", key, 7u) ==
+      encode({"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", key, "7"}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
