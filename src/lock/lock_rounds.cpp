@@ -31,18 +31,18 @@ std::string lock_rounds::queued_too_long(std::chrono::milliseconds waited, bool 
 
 std::optional<round_strategy::round_request> lock_rounds::next_round(const round_inputs& in,
                                                                      std::minstd_rand&) {
+  // Every round's command is written word by word (resp::encode_words): the same bytes as
+  // encode_evalsha and encode_command give, without a string for the TTL.
   if (in.fencing) {
-    const std::string ttl = std::to_string(in.ttl.count());
     holders_.open_round(in.nodes);
     const std::string counter = fencing_counter_key(resource_);
-    const std::string_view keys[] = {resource_, counter};
-    const std::string_view args[] = {in.token, ttl};
     return round_request{
         .form = set_form::fenced,
         .kind = lock_request::fenced_set,
         .key = resource_,
         .shared = std::make_shared<const std::string>(
-            encode_evalsha(fenced_acquire_script(), keys, args)),
+            resp::encode_words<std::string>("EVALSHA", fenced_acquire_script().sha1(), "2",
+                                            resource_, counter, in.token, in.ttl.count())),
     };
   }
   if (in.first && !in.competing) {
@@ -52,14 +52,12 @@ std::optional<round_strategy::round_request> lock_rounds::next_round(const round
     return round_request{.kind = lock_request::set, .key = resource_, .owned = plain_set_};
   }
   holders_.open_round(in.nodes);
-  const std::string ttl = std::to_string(in.ttl.count());
-  const std::string_view keys[] = {resource_};
-  const std::string_view args[] = {in.token, ttl};
   return round_request{
       .form = set_form::asking_ttl,
       .kind = lock_request::set_asking_ttl,
       .key = resource_,
-      .shared = std::make_shared<const std::string>(encode_evalsha(acquire_script(), keys, args)),
+      .shared = std::make_shared<const std::string>(resp::encode_words<std::string>(
+          "EVALSHA", acquire_script().sha1(), "1", resource_, in.token, in.ttl.count())),
   };
 }
 

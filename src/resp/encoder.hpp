@@ -81,7 +81,8 @@ inline char* put_header(char* p, char prefix, std::size_t n) noexcept {
   return p;
 }
 
-// A word of encode_words: a string literal (its length known when compiling), an integer (written
+// A word of encode_words: a string literal (its length known when compiling; any char array is
+// taken for one, its last character being the literal's terminating null), an integer (written
 // in decimal, as Redis reads a TTL or a key count) or anything that converts to a string_view.
 template <class Word>
 struct word {
@@ -93,7 +94,7 @@ struct word {
   static char* put(char* p, const Word& w) noexcept {
     const std::string_view t = text(w);
     p = put_header(p, '$', t.size());
-    std::memcpy(p, t.data(), t.size());
+    if (!t.empty()) std::memcpy(p, t.data(), t.size());  // an empty view may have no data
     p += t.size();
     *p++ = '\r';
     *p++ = '\n';

@@ -2,14 +2,19 @@
 // counts the node's vote only when enough replicas acknowledged it; two nodes that reach one
 // server are refused, whichever of their connections met it.
 
+#include "algo/hash_slot.hpp"
 #include "lock/scripts.hpp"
+#include "nodes/node_set.hpp"
 #include "nodes/peer_registry.hpp"
 #include "nodes/replica_wait.hpp"
+#include "ops/lock_requests.hpp"
 #include "redlock/error.hpp"
+#include "resp/encoder.hpp"
 #include "support/printing.hpp"
 #include "unit/resp_values.hpp"
 
 #include <boost/asio/error.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <memory>
@@ -141,6 +146,36 @@ BOOST_AUTO_TEST_CASE(two_nodes_reaching_one_server_are_refused_by_name) {
       why);
   BOOST_TEST(registry->refusal() == why);
   BOOST_TEST(registry->admit(2, 0, "").empty());  // unknown peers are admitted
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// A lock's release, as encode_release writes it for each kind of node: the release script's
+// EVALSHA with its key, token and announcement channel; a cluster node's on its shard's channel,
+// with the scope that makes the script announce with SPUBLISH.
+BOOST_AUTO_TEST_SUITE(release_bytes)
+
+BOOST_AUTO_TEST_CASE(a_lock_release_is_the_release_script_with_its_channel) {
+  boost::asio::io_context io;
+  const std::string_view token = "0123456789abcdef0123456789abcdef01234567";
+  const auto held = redlock::detail::hold_keys::lock_key("orders:42");
+  const auto& sha = redlock::detail::release_script().sha1();
+  std::string plain;
+  resp::encode_command(plain, {"EVALSHA", sha, "1", "orders:42", token, "released"});
+  const auto slot = redlock::detail::hash_slot("orders:42");
+  std::string sharded;
+  resp::encode_command(sharded, {"EVALSHA", sha, "1", "orders:42", token,
+                                 redlock::detail::in_slot(slot, "released"), "shard"});
+
+  const auto standalone = redlock::node_config::from_url("redis://127.0.0.1:1");
+  const auto cluster = redlock::node_config::from_url("redis+cluster://127.0.0.1:2");
+  const auto other = redlock::node_config::from_url("redis://127.0.0.1:3");
+  redlock::detail::node_set mixed(io.get_executor(), {standalone, cluster, other}, {}, {});
+  const auto bytes = redlock::detail::encode_release(mixed, held, token, "released");
+  BOOST_TEST(std::string_view(bytes.plain) == plain);
+  BOOST_TEST(std::string_view(bytes.for_cluster) == sharded);
+  BOOST_REQUIRE(bytes.slot.has_value());
+  BOOST_TEST(*bytes.slot == slot);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -113,8 +113,12 @@ BOOST_AUTO_TEST_CASE(the_first_uncontended_round_is_a_plain_set_and_later_ones_a
   BOOST_REQUIRE(second);
   BOOST_TEST(second->form == set_form::asking_ttl);
   BOOST_TEST(second->kind == lock_request::set_asking_ttl);
-  BOOST_TEST(payload_of(*second).find(redlock::detail::acquire_script().sha1()) !=
-             std::string::npos);
+  {
+    const std::string_view keys[] = {"res"};
+    const std::string_view args[] = {"tok", "10000"};
+    BOOST_TEST(payload_of(*second) ==
+               redlock::detail::encode_evalsha(redlock::detail::acquire_script(), keys, args));
+  }
   // The first round's bytes stay as they were: its requests may still be queued with a view.
   BOOST_TEST(payload_of(*first) == expected);
 }
@@ -131,8 +135,11 @@ BOOST_AUTO_TEST_CASE(a_competing_first_round_asks_and_fencing_rounds_always_coun
   BOOST_REQUIRE(first);
   BOOST_TEST(first->form == set_form::fenced);
   BOOST_TEST(first->kind == lock_request::fenced_set);
-  BOOST_TEST(payload_of(*first).find(redlock::detail::fencing_counter_key("res")) !=
-             std::string::npos);
+  const std::string counter = redlock::detail::fencing_counter_key("res");
+  const std::string_view keys[] = {"res", counter};
+  const std::string_view args[] = {"tok", "10000"};
+  BOOST_TEST(payload_of(*first) ==
+             redlock::detail::encode_evalsha(redlock::detail::fenced_acquire_script(), keys, args));
   BOOST_TEST(fenced.keys_of_round(true).find("res") != std::string::npos);
 }
 
