@@ -34,13 +34,18 @@ constexpr std::size_t k_max_reserve = 1024;
 
 // A top-level reply's value, emptied for the next one: cleared, not replaced, so that its strings
 // and its vector keep their storage.
-void reset_reusing_storage(value& v) noexcept {
+// Everything but the text as a fresh value has it.
+[[gnu::always_inline]] inline void reset_keeping_text(value& v) noexcept {
   v.kind = type::null;
-  v.text.clear();
   v.format.clear();
   v.integer = 0;
   v.number = 0.0;
-  v.elements.clear();
+  if (!v.elements.empty()) v.elements.clear();  // nearly always empty: no call then
+}
+
+[[gnu::always_inline]] inline void reset_reusing_storage(value& v) noexcept {
+  reset_keeping_text(v);
+  v.text.clear();
 }
 
 }  // namespace
@@ -95,20 +100,30 @@ void parser::consume(std::size_t n) noexcept {
 
 // The replies a lock gets most, whole in the buffer: a script's ":0" / ":1" (each key of a batch
 // of renewals is one) and SET's "+OK". They skip the line scan and the number parser; what they
-// produce and consume is exactly what parse_element's general path would. `out` is fresh or
-// cleared: its text is empty with room inline, so one append is cheaper than assign().
+// produce and consume is exactly what parse_element's general path would. `out` is reset here,
+// and only when the reply is one of these; its storage is reused. A connection reads every reply
+// into the same value, so that an "OK" is often still there from the reply before: it is kept
+// rather than cleared and written again (appending is a call into the standard library, several
+// times the cost of the comparison).
 inline bool parser::take_common_reply(value& out) noexcept {
   const char* const at = buffer_.data() + read_pos_;
   const std::size_t left = end_ - read_pos_;
   if (left >= 4 && at[0] == ':' && is_digit(at[1]) && at[2] == '\r' && at[3] == '\n') {
+    reset_reusing_storage(out);
     out.kind = type::integer;
     out.integer = at[1] - '0';
     consume(4);
     return true;
   }
   if (left >= 5 && at[0] == '+' && std::memcmp(at + 1, "OK\r\n", 4) == 0) {
+    const bool holds_ok = out.text.size() == 2 && out.text[0] == 'O' && out.text[1] == 'K';
+    if (holds_ok) {
+      reset_keeping_text(out);
+    } else {
+      reset_reusing_storage(out);
+      out.text.append("OK", 2);
+    }
     out.kind = type::simple_string;
-    out.text.append("OK", 2);
     reply_memory_ += 2;
     consume(5);
     return true;
@@ -134,7 +149,6 @@ bool parser::next(value& v, boost::system::error_code& ec) {
   if (stack_.empty() && !payload_pending_ && reply_bytes_ == 0 && common_replies_within_limits_) {
     // A whole reply of the commonest kinds, with none of the general path's bookkeeping: nothing
     // of it was read before, it fits every limit, and it leaves nothing open.
-    reset_reusing_storage(v);
     if (take_common_reply(v)) {
       reply_bytes_ = 0;
       reply_memory_ = 0;

@@ -752,6 +752,43 @@ BOOST_AUTO_TEST_CASE(value_helpers) {
   BOOST_TEST(redlock::resp::to_debug_string(bulk(std::string(1 << 20, 'q'))).size() < 1024u);
 }
 
+// A connection reads every reply into one value. Whatever that value held before (an "OK" of
+// another kind, an aggregate, an error, an integer), each reply must read exactly as it does
+// into a fresh value, the shortcuts for "+OK" and ":<digit>" included.
+BOOST_AUTO_TEST_CASE(one_value_reused_for_every_reply_reads_as_a_fresh_one) {
+  const std::string replies[] = {"+OK\r\n",     "+OK\r\n",          ":1\r\n",
+                                 "+OK\r\n",     "$2\r\nOK\r\n",     "+OK\r\n",
+                                 "-ERR OK\r\n", "+OK\r\n",          "*2\r\n+OK\r\n:1\r\n",
+                                 "+OK\r\n",     "+OKAY\r\n",        "+OK\r\n",
+                                 ":0\r\n",      ":12\r\n",          "_\r\n",
+                                 "+OK\r\n",     "=6\r\ntxt:OK\r\n", "+OK\r\n",
+                                 ",1.5\r\n",    "+OK\r\n",          "%1\r\n+OK\r\n+OK\r\n",
+                                 ":5\r\n"};
+  std::string all;
+  for (const auto& reply : replies)
+    all += reply;
+  parser reused;
+  BOOST_TEST_REQUIRE(reused.feed(all));
+  value v;
+  for (std::size_t i = 0; i < std::size(replies); ++i) {
+    const std::string& reply = replies[i];
+    BOOST_TEST_CONTEXT("reply " << i) {
+      boost::system::error_code ec;
+      BOOST_TEST_REQUIRE(reused.next(v, ec));
+      BOOST_TEST_REQUIRE(!ec);
+      parser fresh;
+      BOOST_TEST_REQUIRE(fresh.feed(reply));
+      const std::optional<value> expected = fresh.next(ec);
+      BOOST_TEST_REQUIRE(expected.has_value());
+      BOOST_TEST(v == *expected, redlock::resp::to_debug_string(v)
+                                     << " against " << redlock::resp::to_debug_string(*expected));
+    }
+  }
+  boost::system::error_code ec;
+  BOOST_TEST(!reused.next(v, ec));
+  BOOST_TEST(!ec);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 #if defined(__GNUC__) && !defined(__clang__)
