@@ -73,10 +73,15 @@ void acquire_machine::answer(std::size_t node, error_code ec, const resp::value&
   }
   if (!round_->decided()) {
     // The decision reads what is known of the nodes then: gathered for the answer that decides.
+    // The nodes' lasting failures are not gathered for a grant that makes the quorum (nearly every
+    // round): the round is then held, or its validity ran out, and a later round can succeed
+    // where a quorum just granted; it is not failing for good (acquire_round::lasting_failure).
     if (round_->decides_with(node, answer.what)) {
-      nodes().permanent_failures(lasting_now_);
-      for (std::size_t i = 0; i < lasting_now_.size(); ++i)
-        round_->set_failing_for_good(i, lasting_now_[i]);
+      if (answer.what != node_answer::kind::yes) {
+        nodes().permanent_failures(lasting_now_);
+        for (std::size_t i = 0; i < lasting_now_.size(); ++i)
+          round_->set_failing_for_good(i, lasting_now_[i]);
+      }
       if (!nodes().duplicate_nodes().empty()) round_->set_nodes_not_independent();
     }
     strategy_->record(node, answer, now);
