@@ -5,6 +5,7 @@
 #include "token.hpp"
 #include "unsafe_switches.hpp"
 
+#include <boost/container/small_vector.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -75,11 +76,18 @@ void acquire_machine::start(steady_clock::time_point now,
 
   auto& queues = home_.queues();
   const auto queue_keys = strategy_->queue_keys();
+  // A try looks at its queues before it joins them, and makes those that do not exist yet, as
+  // joining would: an empty queue keeps a try out no more than none does, and each queue is then
+  // looked up once. A try kept out forgets those it made.
+  boost::container::small_vector<resource_queue*, 1> tried_queues;
   if (single_round_) {
     for (const auto& key : queue_keys) {
-      const resource_queue* queue = queues.find(key);
-      if (auto why = strategy_->contended_here(queue, queue && queues.waiter_goes_first(*queue));
+      resource_queue& queue = queues.queue_for(key);
+      tried_queues.push_back(&queue);
+      if (auto why = strategy_->contended_here(&queue, queues.waiter_goes_first(queue));
           !why.empty()) {
+        for (const auto& made : queue_keys)
+          queues.forget_if_idle(made);
         lease_->diagnose(std::move(why));
         return complete(error::contended);
       }
@@ -89,7 +97,11 @@ void acquire_machine::start(steady_clock::time_point now,
   ask(acquire_action::kind::watch);
   // A set joins the queue of each resource here, at once: see local_queues on why that order
   // cannot deadlock.
-  queues.join(self, queue_keys, lease_->options().ttl);
+  if (single_round_) {
+    queues.join(self, tried_queues, lease_->options().ttl);
+  } else {
+    queues.join(self, queue_keys, lease_->options().ttl);
+  }
   strategy_->join(*queue_of_own());
   if (queues.try_start(self_)) {
     const auto window = 2 * home_.round_trip().bounded();

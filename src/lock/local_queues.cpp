@@ -244,15 +244,30 @@ void local_queues::start_next_waiter(resource_queue& queue, next_waiter_start ho
 void local_queues::join(const std::shared_ptr<queued_acquire>& waiter,
                         std::span<const std::string> keys, std::chrono::milliseconds claim_for) {
   waiter->queues_.clear();
-  for (const auto& key : keys) {
-    resource_queue& queue = queue_for(key);
-    queue.waiters.push_back(waiter);
-    waiter->queues_.push_back(&queue);
-  }
-  waiter->started_ = false;
-  waiter->claim_for_ = claim_for;
-  waiter->overtaken_ = 0;
-  waiter->claim_until_.reset();
+  for (const auto& key : keys)
+    enter(waiter, queue_for(key));
+  joined(*waiter, claim_for);
+}
+
+void local_queues::join(const std::shared_ptr<queued_acquire>& waiter,
+                        std::span<resource_queue* const> queues,
+                        std::chrono::milliseconds claim_for) {
+  waiter->queues_.clear();
+  for (resource_queue* queue : queues)
+    enter(waiter, *queue);
+  joined(*waiter, claim_for);
+}
+
+void local_queues::enter(const std::shared_ptr<queued_acquire>& waiter, resource_queue& queue) {
+  queue.waiters.push_back(waiter);
+  waiter->queues_.push_back(&queue);
+}
+
+void local_queues::joined(queued_acquire& waiter, std::chrono::milliseconds claim_for) noexcept {
+  waiter.started_ = false;
+  waiter.claim_for_ = claim_for;
+  waiter.overtaken_ = 0;
+  waiter.claim_until_.reset();
 }
 
 bool local_queues::try_start(queued_acquire& waiter) {

@@ -228,6 +228,9 @@ class local_queues {
   // TTL, how long it keeps its queues once it claims them.
   void join(const std::shared_ptr<queued_acquire>& waiter, std::span<const std::string> keys,
             std::chrono::milliseconds claim_for);
+  // The same in `queues`, made already (queue_for) for the keys, in their order.
+  void join(const std::shared_ptr<queued_acquire>& waiter, std::span<resource_queue* const> queues,
+            std::chrono::milliseconds claim_for);
   // Starts `waiter` if it may start now: it then goes ahead of the sets that yield to it and is
   // first in each of its queues. The caller sends its first round.
   bool try_start(queued_acquire& waiter);
@@ -277,6 +280,10 @@ class local_queues {
   // The waiter of `queue` that would start next (`leaving` gone), if any.
   std::shared_ptr<queued_acquire> next_to_start(const resource_queue& queue,
                                                 const queue_holder* leaving) const;
+  // `waiter` joins `queue` at its end (join).
+  static void enter(const std::shared_ptr<queued_acquire>& waiter, resource_queue& queue);
+  // A waiter that has just joined its queues: not started, no claim yet.
+  static void joined(queued_acquire& waiter, std::chrono::milliseconds claim_for) noexcept;
   // Moves `waiter` to the front of each of its queues, counting it against the sets it passes.
   void put_first(queued_acquire& waiter);
 

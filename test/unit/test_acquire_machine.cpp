@@ -695,6 +695,40 @@ BOOST_AUTO_TEST_CASE(an_unconfirmed_write_back_releases_the_round_and_waits) {
   BOOST_TEST(op->machine.lease()->diagnostics().find("fencing write-back") != std::string::npos);
 }
 
+// A try looks at its queues by making those that do not exist yet: kept out by a local holder of
+// one resource, a set's try leaves none of the others behind, and takes nothing from the holder's.
+BOOST_AUTO_TEST_CASE(a_try_kept_out_here_leaves_no_queue_it_made) {
+  auto holder = held("b");
+  lock_options options;
+  options.ttl = 10s;
+  auto set = track(std::make_shared<host>(
+      space, std::make_unique<set_rounds>(std::vector<std::string>{"a", "b", "c"}), "a", options,
+      true));
+  set->machine.lease()->hold_set({"a", "b", "c"});
+  set->start();
+  const auto actions = set->actions();
+  BOOST_TEST((kinds(actions) == std::vector<kind>{kind::complete}));
+  BOOST_TEST((actions[0].code == error::contended));
+  BOOST_TEST(space->queues().find("a") == nullptr);  // made, and forgotten again
+  BOOST_TEST(space->queues().find("c") == nullptr);  // never made: "b" kept the try out first
+  const resource_queue* b = space->queues().find("b");
+  BOOST_REQUIRE(b != nullptr);
+  BOOST_TEST(b->holder == &holder->machine.lease()->local_hold);
+  BOOST_TEST(b->waiters.empty());
+
+  // A try of a free resource joins the queue it made, and holds there once granted.
+  auto single = acquire("d", options, true);
+  single->start();
+  BOOST_TEST(find(single->actions(), kind::send_round));
+  const resource_queue* d = space->queues().find("d");
+  BOOST_REQUIRE(d != nullptr);
+  BOOST_TEST(d->waiters.size() == 1u);
+  every_node_answers(*single, reply::simple("OK"));
+  single->actions();
+  BOOST_TEST(d->holder == &single->machine.lease()->local_hold);
+  BOOST_TEST(d->waiters.empty());
+}
+
 BOOST_AUTO_TEST_CASE(bad_options_complete_at_once_without_touching_the_queues) {
   lock_options options;
   options.ttl = 0ms;
