@@ -33,8 +33,7 @@ using number_syntax::valid_big_number;
 constexpr std::size_t k_max_reserve = 1024;
 
 // A top-level reply's value, emptied for the next one: cleared, not replaced, so that its strings
-// and its vector keep their storage.
-// Everything but the text as a fresh value has it.
+// and its vector keep their storage. reset_keeping_text leaves the text as it was.
 [[gnu::always_inline]] inline void reset_keeping_text(value& v) noexcept {
   v.kind = type::null;
   v.format.clear();
@@ -63,27 +62,6 @@ const std::string& parser::error_message() const noexcept {
   return error_message_;
 }
 
-std::size_t parser::buffered() const noexcept {
-  return end_ - read_pos_;
-}
-
-void parser::reset() {
-  read_pos_ = 0;
-  end_ = 0;
-  prepared_ = 0;
-  scanned_ = 0;
-  payload_pending_ = false;
-  payload_type_ = 0;
-  payload_length_ = 0;
-  stack_.clear();
-  reply_bytes_ = 0;
-  reply_memory_ = 0;
-  failed_ = false;
-  error_.clear();
-  error_message_.clear();
-  if (buffer_.size() > shrink_floor) buffer_ = {};
-}
-
 parser::step parser::fail(std::string message) {
   failed_ = true;
   error_ = make_error_code(error::protocol_error);
@@ -100,11 +78,9 @@ void parser::consume(std::size_t n) noexcept {
 
 // The replies a lock gets most, whole in the buffer: a script's ":0" / ":1" (each key of a batch
 // of renewals is one) and SET's "+OK". They skip the line scan and the number parser; what they
-// produce and consume is exactly what parse_element's general path would. `out` is reset here,
-// and only when the reply is one of these; its storage is reused. A connection reads every reply
-// into the same value, so that an "OK" is often still there from the reply before: it is kept
-// rather than cleared and written again (appending is a call into the standard library, several
-// times the cost of the comparison).
+// produce and consume is exactly what parse_element's general path would. `out` is reset only for
+// these. A connection reads every reply into one value, which often holds the "OK" of the reply
+// before: kept, not cleared and appended again (append is a call into the standard library).
 inline bool parser::take_common_reply(value& out) noexcept {
   const char* const at = buffer_.data() + read_pos_;
   const std::size_t left = end_ - read_pos_;
@@ -116,8 +92,7 @@ inline bool parser::take_common_reply(value& out) noexcept {
     return true;
   }
   if (left >= 5 && at[0] == '+' && std::memcmp(at + 1, "OK\r\n", 4) == 0) {
-    const bool holds_ok = out.text.size() == 2 && out.text[0] == 'O' && out.text[1] == 'K';
-    if (holds_ok) {
+    if (out.text.size() == 2 && out.text[0] == 'O' && out.text[1] == 'K') {
       reset_keeping_text(out);
     } else {
       reset_reusing_storage(out);

@@ -1,4 +1,4 @@
-// parser: its read buffer, which the connection fills (prepare, commit, feed).
+// parser: its read buffer, which the connection fills (prepare, commit, feed) and reset empties.
 #include "resp/parser.hpp"
 #include "resp/peer_text.hpp"
 
@@ -71,6 +71,27 @@ std::span<char> parser::prepare(std::size_t min_size) {
   }
   prepared_ = std::min(buffer_.size() - end_, limits_.max_buffer - unconsumed);
   return {buffer_.data() + end_, prepared_};
+}
+
+std::size_t parser::buffered() const noexcept {
+  return end_ - read_pos_;
+}
+
+void parser::reset() {
+  read_pos_ = 0;
+  end_ = 0;
+  prepared_ = 0;
+  scanned_ = 0;
+  payload_pending_ = false;
+  payload_type_ = 0;
+  payload_length_ = 0;
+  stack_.clear();
+  reply_bytes_ = 0;
+  reply_memory_ = 0;
+  failed_ = false;
+  error_.clear();
+  error_message_.clear();
+  if (buffer_.size() > shrink_floor) buffer_ = {};
 }
 
 void parser::commit(std::size_t n) {
