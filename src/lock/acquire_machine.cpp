@@ -76,32 +76,27 @@ void acquire_machine::start(steady_clock::time_point now,
 
   auto& queues = home_.queues();
   const auto queue_keys = strategy_->queue_keys();
-  // A try looks at its queues before it joins them, and makes those that do not exist yet, as
-  // joining would: an empty queue keeps a try out no more than none does, and each queue is then
-  // looked up once. A try kept out forgets those it made.
-  boost::container::small_vector<resource_queue*, 1> tried_queues;
-  if (single_round_) {
-    for (const auto& key : queue_keys) {
-      resource_queue& queue = queues.queue_for(key);
-      tried_queues.push_back(&queue);
-      if (auto why = strategy_->contended_here(&queue, queues.waiter_goes_first(queue));
-          !why.empty()) {
-        for (const auto& made : queue_keys)
-          queues.forget_if_idle(made);
-        lease_->diagnose(std::move(why));
-        return complete(error::contended);
-      }
+  // The queues are made (those that do not exist yet) before they are joined, so that each is
+  // looked up once. A try looks at each first: an empty queue keeps it out no more than none
+  // does, and a try kept out forgets those it made.
+  boost::container::small_vector<resource_queue*, 1> own_queues;
+  for (const auto& key : queue_keys) {
+    resource_queue& queue = queues.queue_for(key);
+    own_queues.push_back(&queue);
+    if (!single_round_) continue;
+    if (auto why = strategy_->contended_here(&queue, queues.waiter_goes_first(queue));
+        !why.empty()) {
+      for (const auto& made : queue_keys)
+        queues.forget_if_idle(made);
+      lease_->diagnose(std::move(why));
+      return complete(error::contended);
     }
   }
 
   ask(acquire_action::kind::watch);
   // A set joins the queue of each resource here, at once: see local_queues on why that order
   // cannot deadlock.
-  if (single_round_) {
-    queues.join(self, tried_queues, lease_->options().ttl);
-  } else {
-    queues.join(self, queue_keys, lease_->options().ttl);
-  }
+  queues.join(self, own_queues, lease_->options().ttl);
   strategy_->join(*queue_of_own());
   if (queues.try_start(self_)) {
     const auto window = 2 * home_.round_trip().bounded();
