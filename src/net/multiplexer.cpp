@@ -26,36 +26,38 @@ reply_sink& ignore_replies() noexcept {
 }
 
 // Recycles request objects: a lock operation issues one request per node, and allocating each
-// one showed up as a large share of the client's CPU. Keeps at most `max_spare` idle objects.
+// one showed up as a large share of the client's CPU. Keeps at most `max_spare` idle objects, in a
+// list linked through the objects themselves: returning one stores a pointer, and the path that
+// every reply takes calls nothing.
 class multiplexer::request_pool {
  public:
   request_pool() = default;
   request_pool(const request_pool&) = delete;
   request_pool& operator=(const request_pool&) = delete;
   ~request_pool() {
-    for (request* req : spare_)
-      delete req;
+    while (spare_ != nullptr)
+      delete std::exchange(spare_, spare_->next_spare);
   }
 
   request_ptr make(std::uint64_t id) {
-    request* req = nullptr;
-    if (spare_.empty()) {
+    request* req = spare_;
+    if (req == nullptr) {
       req = new request(*this);
     } else {
-      req = spare_.back();
-      spare_.pop_back();
+      spare_ = req->next_spare;
+      --spares_;
     }
     req->id = id;
     return request_ptr(req);
   }
 
   // Its owner dropped it. Whatever the request still holds (an unanswered caller's handler when
-  // the connection is destroyed, a sink reference) is released here.
+  // the connection is destroyed, a sink reference) is released first.
   void put(request* req) noexcept {
-    req->deadline_hook::unlink();
     // Most requests come here holding nothing: answered, their sink reference was handed over
     // with the answer, and a library request's bytes are borrowed.
-    if (req->owned || req->caller || req->sink) release_holdings(*req);
+    if (req->owned || req->caller || req->sink) return put_holding(req);
+    req->deadline_hook::unlink();
     req->payload = {};
     req->tag = 0;
     req->eval_fallback = nullptr;
@@ -70,33 +72,27 @@ class multiplexer::request_pool {
     req->keep_until = time_point::max();
     req->awaited_past_deadline = false;
     req->reloads = nullptr;
-    if (spare_.size() < spare_.capacity()) {
-      spare_.push_back(req);
-    } else {
-      keep_spare(req);
-    }
+    if (spares_ == max_spare) return drop(req);
+    req->next_spare = spare_;
+    spare_ = req;
+    ++spares_;
   }
 
  private:
-  [[gnu::noinline]] static void release_holdings(request& req) noexcept {
-    req.owned.reset();
-    req.caller.reset();
-    req.sink.reset();
+  [[gnu::noinline]] void put_holding(request* req) noexcept {
+    // Out of the deadline list before anything it holds is released, which may call back into
+    // the multiplexer.
+    req->deadline_hook::unlink();
+    req->owned.reset();
+    req->caller.reset();
+    req->sink.reset();
+    put(req);
   }
-  [[gnu::noinline]] void keep_spare(request* req) noexcept {
-    if (spare_.size() >= max_spare) {
-      delete req;
-      return;
-    }
-    try {
-      spare_.push_back(req);
-    } catch (...) {
-      delete req;
-    }
-  }
+  [[gnu::noinline]] static void drop(request* req) noexcept { delete req; }
 
   static constexpr std::size_t max_spare = 4096;
-  std::vector<request*> spare_;
+  request* spare_ = nullptr;
+  std::size_t spares_ = 0;
 };
 
 void multiplexer::request_ptr::to_pool(request* req) noexcept {
@@ -167,14 +163,7 @@ void multiplexer::apply(request& req, const request_options& options) const noex
 bool multiplexer::add(request_ptr req, const request_options& options, time_point now) {
   apply(*req, options);
   if (options.skip_if_unresponsive && unresponsive()) {
-    ++stats_.skipped_unresponsive;
-    // Behind a stalled connect, the stage it stalled in (and what that may mean) is the cause.
-    answer_failure(*req, error::node_unresponsive,
-                   connecting_ ? fmt::format("not sent: a request already timed out waiting for "
-                                             "the connection while {}",
-                                             stalled_while_)
-                               : "not sent: the node has not answered a request that timed out",
-                   delivery::post);
+    skip_unresponsive(*req);
     return false;
   }
   if (options.timeout > std::chrono::milliseconds(0)) {
@@ -183,6 +172,17 @@ bool multiplexer::add(request_ptr req, const request_options& options, time_poin
   }
   queued_.push_back(req.release());
   return true;
+}
+
+void multiplexer::skip_unresponsive(request& req) {
+  ++stats_.skipped_unresponsive;
+  // Behind a stalled connect, the stage it stalled in (and what that may mean) is the cause.
+  answer_failure(req, error::node_unresponsive,
+                 connecting_ ? fmt::format("not sent: a request already timed out waiting for "
+                                           "the connection while {}",
+                                           stalled_while_)
+                             : "not sent: the node has not answered a request that timed out",
+                 delivery::post);
 }
 
 void multiplexer::fail_unsent(request_ptr req, const request_options& options, error_code ec,
@@ -267,6 +267,28 @@ bool multiplexer::takes_push(const resp::value& push) const noexcept {
 }
 
 bool multiplexer::consume_reply(resp::value& reply) {
+  // Nearly every reply: one that is not an error, to one of the library's own requests that
+  // nothing has answered yet. Its sink reads it right here, with the request back in the pool
+  // first (the sink may issue the next ones). This path calls nothing but the sink; every other
+  // reply takes consume_any_reply, which decides the same for these.
+  if (in_flight_.empty() || reply.kind == resp::type::push || reply.is_error())
+    return consume_any_reply(reply);
+  request& req = in_flight_.front();
+  if (!req.sink || req.answered || req.awaited_past_deadline || req.reloads != nullptr)
+    return consume_any_reply(reply);
+  in_flight_.pop_front();
+  ++stats_.replies;
+  req.answered = true;
+  req.eval_fallback = nullptr;
+  req.deliver_for = std::chrono::milliseconds(0);
+  const sink_ref sink = std::move(req.sink);
+  const std::size_t tag = req.tag;
+  pool_->put(&req);
+  sink->on_reply(tag, {}, reply);
+  return true;
+}
+
+bool multiplexer::consume_any_reply(resp::value& reply) {
   // RESP3 out-of-band data belongs to no request. Only subscriber connections switch to RESP3, and
   // they hand pushes to their own handler before this.
   if (reply.kind == resp::type::push && !takes_push(reply)) return true;

@@ -174,6 +174,7 @@ class multiplexer {
 
     // The multiplexer's own bookkeeping.
     request_pool* pool;
+    request* next_spare = nullptr;  // the next idle request while this one is in the pool
     std::uint64_t id = 0;  // unique per multiplexer; a caller's cancellation handler finds it by id
     const script* eval_fallback = nullptr;
     bool noscript_is_final = false;
@@ -334,6 +335,11 @@ class multiplexer {
   const connection_stats& stats() const noexcept { return stats_; }
 
  private:
+  // add() fails `req` unsent: it may be skipped, and the node is unresponsive. Out of line, as
+  // are the other failures: add() is inlined into the path of every request.
+  [[gnu::noinline]] void skip_unresponsive(request& req);
+  // consume_reply for every reply but the commonest kind.
+  [[gnu::noinline]] bool consume_any_reply(resp::value& reply);
   void apply(request& req, const request_options& options) const noexcept;
   void track_deadline(request& req);
   void answer(request& req, boost::system::error_code ec, resp::value&& reply, delivery how);
