@@ -130,6 +130,10 @@ bool parser::next(value& v, boost::system::error_code& ec) {
       return true;
     }
   }
+  return next_element_by_element(v, ec);
+}
+
+bool parser::next_element_by_element(value& v, boost::system::error_code& ec) {
   for (;;) {
     // An element of an open aggregate is parsed where it will stay, at the end of the aggregate's
     // vector, not built aside and moved in: a reply of many elements (a batch of renewals) moved
