@@ -14,10 +14,7 @@ namespace redlock::detail {
 using boost::system::error_code;
 
 acquire_round::acquire_round(const settings& round)
-    : settings_(round),
-      votes_(round.nodes),
-      answers_(round.nodes),
-      failing_for_good_(round.nodes) {}
+    : settings_(round), votes_(round.nodes), answers_(round.nodes) {}
 
 acquire_round::step acquire_round::answer(std::size_t node, node_answer&& given,
                                           steady_clock::time_point now) {
@@ -83,6 +80,8 @@ acquire_round::step acquire_round::failed(std::size_t node, error_code code, boo
 }
 
 void acquire_round::set_failing_for_good(std::size_t node, error_code code) {
+  // Sized on first use: nearly every round is decided by a quorum of grants, which never asks.
+  if (failing_for_good_.empty()) failing_for_good_.resize(answers_.size());
   failing_for_good_[node] = code;
 }
 
@@ -132,7 +131,7 @@ error_code acquire_round::lasting_failure() const {
   boost::container::small_vector<std::pair<error_code, std::size_t>, 4> codes;
   std::size_t failing = 0;
   for (std::size_t i = 0; i < answers_.size(); ++i) {
-    error_code code = failing_for_good_[i];
+    error_code code = i < failing_for_good_.size() ? failing_for_good_[i] : error_code();
     if (!code && answers_[i].failure == condition::node_failure) code = answers_[i].failure;
     if (!code) continue;
     ++failing;

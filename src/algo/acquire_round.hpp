@@ -119,7 +119,8 @@ class acquire_round {
   settings settings_;
   tally votes_;
   node_answers answers_;
-  // By node, like answers_: no allocation per round for up to seven nodes.
+  // By node, like answers_: no allocation per round for up to seven nodes. Empty until a node
+  // is set (set_failing_for_good): then none was failing for good.
   boost::container::small_vector<boost::system::error_code, 7> failing_for_good_;
   bool not_independent_ = false;
   decision decision_;

@@ -23,7 +23,6 @@ acquire_machine::acquire_machine(const std::shared_ptr<lock_home>& home,
                                  const announcement_facts& announcements)
     : home_(*home),
       nodes_(home->nodes_known()),
-      lasting_now_(nodes_.size()),
       lease_(std::move(lease)),
       strategy_(std::move(strategy)),
       self_(self),
@@ -31,16 +30,11 @@ acquire_machine::acquire_machine(const std::shared_ptr<lock_home>& home,
       single_round_(single_round),
       retry_(options.retry) {}
 
-std::optional<acquire_action> acquire_machine::next_action() {
-  if (head_ == actions_.size()) {
-    if (head_ == 0) return std::nullopt;  // nothing was asked: nothing to forget
-    actions_.clear();
-    head_ = 0;
-    releases_.clear();
-    late_grants_.clear();
-    return std::nullopt;
-  }
-  return actions_[head_++];
+void acquire_machine::forget_taken_actions() {
+  actions_.clear();
+  head_ = 0;
+  releases_.clear();
+  late_grants_.clear();
 }
 
 void acquire_machine::start(steady_clock::time_point now,

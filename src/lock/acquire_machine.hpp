@@ -133,8 +133,13 @@ class acquire_machine {
   const std::shared_ptr<lease_state>& lease() const noexcept { return lease_; }
   const round_strategy& strategy() const noexcept { return *strategy_; }
 
-  // The next action to carry out, if any.
-  std::optional<acquire_action> next_action();
+  // The next action to carry out, if any. Inline: the driver asks after every input, and most
+  // inputs (a node's answer that decides nothing) ask for none.
+  std::optional<acquire_action> next_action() {
+    if (head_ < actions_.size()) return actions_[head_++];
+    if (head_ != 0) forget_taken_actions();
+    return std::nullopt;
+  }
 
   // ---- Inputs. ----
   // `self` as the queues keep it (the driver's shared owner).
@@ -219,6 +224,8 @@ class acquire_machine {
   bool apply_heard();
 
   void ask(acquire_action action) { actions_.push_back(std::move(action)); }
+  // Every action asked for was taken: empties actions_ and what they referred to.
+  [[gnu::noinline]] void forget_taken_actions();
   void ask(acquire_action::kind what) { ask(acquire_action{.what = what}); }
   // Arms the driver's timer at `at`, or disarms it; a disarm of a timer that is not armed is not
   // asked for (an uncontended acquire never arms one).
@@ -331,7 +338,8 @@ class acquire_machine {
 
   lock_home& home_;          // kept alive by the lease
   const node_facts& nodes_;  // home_'s
-  // Scratch for node_facts::permanent_failures, read at every answer before a decision.
+  // Scratch for node_facts::permanent_failures, read when an answer other than a grant decides a
+  // round. Sized then: nearly every acquire never reads it.
   boost::container::small_vector<boost::system::error_code, 7> lasting_now_;
   std::shared_ptr<lease_state> lease_;
   // What the rounds send and learn: a lock's, a set's, a semaphore permit's, a read-write lock's.

@@ -78,6 +78,7 @@ void acquire_machine::answer(std::size_t node, error_code ec, const resp::value&
     // where a quorum just granted; it is not failing for good (acquire_round::lasting_failure).
     if (round_->decides_with(node, answer.what)) {
       if (answer.what != node_answer::kind::yes) {
+        lasting_now_.resize(nodes_.size());
         nodes().permanent_failures(lasting_now_);
         for (std::size_t i = 0; i < lasting_now_.size(); ++i)
           round_->set_failing_for_good(i, lasting_now_[i]);

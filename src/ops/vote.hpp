@@ -91,16 +91,19 @@ class vote : public fan_out_sink {
 
   // Starts a new ballot and forgets the previous one's answers.
   std::size_t open_ballot() {
-    votes_ = tally(answers_.size());
-    // Reset in place: keeps each detail's storage, and costs nothing before the first ballot
-    // beyond a few stores (most votes, a renewal's among them, hold one ballot).
-    for (auto& answer : answers_) {
-      answer.what = node_answer::kind::pending;
-      answer.unsent = false;
-      answer.failure = {};
-      answer.detail.clear();
+    // Before the first ballot everything is as constructed (most votes, a release's and a
+    // renewal's among them, hold one ballot). After it, reset in place: keeps each detail's
+    // storage.
+    if (fan_out_sink::ballot() != 0) {
+      votes_ = tally(answers_.size());
+      for (auto& answer : answers_) {
+        answer.what = node_answer::kind::pending;
+        answer.unsent = false;
+        answer.failure = {};
+        answer.detail.clear();
+      }
+      decided_ = false;
     }
-    decided_ = false;
     return fan_out_sink::open_ballot();
   }
 
