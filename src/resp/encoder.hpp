@@ -1,6 +1,7 @@
 #ifndef REDLOCK_RESP_ENCODER_HPP
 #define REDLOCK_RESP_ENCODER_HPP
 
+#include <array>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -46,7 +47,7 @@ namespace encoding {
 
 // The lengths and numbers of a lock's commands have at most five digits: those are told apart by
 // comparisons, without a division.
-constexpr std::size_t decimal_digits(std::uint64_t n) noexcept {
+[[gnu::always_inline]] constexpr std::size_t decimal_digits(std::uint64_t n) noexcept {
   if (n < 10) return 1;
   if (n < 100) return 2;
   if (n < 1000) return 3;
@@ -57,11 +58,29 @@ constexpr std::size_t decimal_digits(std::uint64_t n) noexcept {
   return digits;
 }
 
-// Writes n, of `digits` decimal digits, at p; returns its end.
+// "00" to "99": two digits per division when a number is written.
+inline constexpr std::array<char, 200> digit_pairs = [] {
+  std::array<char, 200> pairs{};
+  for (std::size_t n = 0; n < 100; ++n) {
+    pairs[2 * n] = static_cast<char>('0' + n / 10);
+    pairs[2 * n + 1] = static_cast<char>('0' + n % 10);
+  }
+  return pairs;
+}();
+
+// Writes n, of `digits` decimal digits (decimal_digits(n)), at p; returns its end.
 inline char* put_decimal(char* p, std::uint64_t n, std::size_t digits) noexcept {
   char* const end = p + digits;
-  for (char* digit = end; digit != p; n /= 10)
-    *--digit = static_cast<char>('0' + n % 10);
+  char* digit = end;
+  for (; n >= 100; n /= 100) {
+    digit -= 2;
+    std::memcpy(digit, digit_pairs.data() + 2 * (n % 100), 2);
+  }
+  if (n >= 10) {
+    std::memcpy(digit - 2, digit_pairs.data() + 2 * n, 2);
+  } else {
+    *(digit - 1) = static_cast<char>('0' + n);
+  }
   return end;
 }
 

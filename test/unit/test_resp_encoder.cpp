@@ -214,6 +214,24 @@ BOOST_AUTO_TEST_CASE(words_encode_as_the_general_encoder_does) {
       encode({"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", key, "7"}));
 }
 
+// Numbers are written two digits at a time: every number up to 100 000 (odd and even digit
+// counts, every pair of digits in every place) and the neighbours of each power of ten read as
+// std::to_string writes them.
+BOOST_AUTO_TEST_CASE(every_number_is_written_as_to_string_writes_it) {
+  std::size_t wrong = 0;
+  const auto check = [&](std::uint64_t n) {
+    if (resp::encode_words<std::string>(n) != encode({std::to_string(n)})) ++wrong;
+  };
+  for (std::uint64_t n = 0; n <= 100000; ++n)
+    check(n);
+  for (std::uint64_t power = 10; power <= 1000000000000000000u; power *= 10) {
+    check(power - 1);
+    check(power);
+    check(power + 1);
+  }
+  BOOST_TEST(wrong == 0u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 #if defined(__GNUC__) && !defined(__clang__)
