@@ -1,14 +1,20 @@
 #include "token.hpp"
 
+#include "block_cache.hpp"
 #include "entropy.hpp"
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <utility>
 
 namespace redlock::detail {
 
 namespace {
+
+constexpr std::size_t token_bytes = 20;
+constexpr std::size_t token_chars = 2 * token_bytes;
 
 // Each byte's two hexadecimal digits, written with one copy instead of two table lookups.
 constexpr std::array<char, 512> hex_pairs = [] {
@@ -21,16 +27,57 @@ constexpr std::array<char, 512> hex_pairs = [] {
   return pairs;
 }();
 
+// The storage of tokens that are gone, for the next ones made on this thread. A token is too long
+// for std::string's inline buffer, so every acquire allocated one and every lease freed it again.
+// Kept per thread, as block_cache's blocks are, and likewise not under the sanitizers. Made on the
+// thread's first token; once the thread ends, a token given back is freed as usual.
+struct spare_tokens {
+  static constexpr std::size_t most = 256;
+  std::array<std::string, most> slots;  // [0, count) hold a token's storage, of token_chars
+  std::size_t count = 0;
+};
+enum class spares_state : std::uint8_t { unused, live, ended };
+constinit thread_local spares_state spares_phase = spares_state::unused;
+constinit thread_local spare_tokens* spares = nullptr;
+
+struct spares_freed_at_exit {
+  spares_freed_at_exit() {
+    spares = new spare_tokens;
+    spares_phase = spares_state::live;
+  }
+  ~spares_freed_at_exit() {
+    spares_phase = spares_state::ended;
+    delete std::exchange(spares, nullptr);
+  }
+};
+
+std::string spare_token_storage() {
+  if (block_cache_recycles && spares_phase == spares_state::unused) {
+    thread_local spares_freed_at_exit registered;
+    (void)registered;
+  }
+  if (spares_phase != spares_state::live || spares->count == 0)
+    return std::string(token_chars, '\0');
+  return std::move(spares->slots[--spares->count]);
+}
+
 }  // namespace
 
 std::string make_lock_token() {
-  constexpr std::size_t token_bytes = 20;
   unsigned char raw[token_bytes];
   lock_random_bytes(raw, token_bytes);
-  std::string token(2 * token_bytes, '\0');
+  std::string token = spare_token_storage();
   for (std::size_t i = 0; i < token_bytes; ++i)
     std::memcpy(token.data() + 2 * i, hex_pairs.data() + 2 * raw[i], 2);
   return token;
+}
+
+void recycle_lock_token(std::string&& token) noexcept {
+  // Only a token's own storage: any other string would come back at its size.
+  if (spares_phase != spares_state::live || token.size() != token_chars ||
+      spares->count == spare_tokens::most)
+    return;
+  spares->slots[spares->count++] = std::move(token);
 }
 
 }  // namespace redlock::detail

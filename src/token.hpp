@@ -10,6 +10,11 @@ namespace redlock::detail {
 // refuses (never happens on Linux >= 3.17 once the pool is initialised).
 std::string make_lock_token();
 
+// A token that is no longer needed (its lease is gone, or a later round replaced it): its storage
+// serves a later make_lock_token on this thread, which then allocates nothing. `token` is left
+// empty or as it was.
+void recycle_lock_token(std::string&& token) noexcept;
+
 }  // namespace redlock::detail
 
 #endif

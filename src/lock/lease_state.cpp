@@ -5,6 +5,7 @@
 #include "call_observer.hpp"
 #include "clock.hpp"
 #include "text.hpp"
+#include "token.hpp"
 
 #include <fmt/format.h>
 
@@ -34,6 +35,7 @@ std::shared_ptr<lease_state> lease_state::make(std::shared_ptr<lock_home> home,
 // A held state is released by ~lease before it can get here; the list hook unlinks itself.
 lease_state::~lease_state() {
   renewal_timer_.disarm();
+  recycle_lock_token(std::move(token_));
 }
 
 void lease_state::renewal_timer_entry::arm(steady_clock::time_point at, void (*due)(lease_state&)) {
@@ -62,6 +64,7 @@ void lease_state::extend_along(std::string key) {
 }
 
 void lease_state::use_token(std::string round_token) {
+  recycle_lock_token(std::move(token_));
   token_ = std::move(round_token);
 }
 

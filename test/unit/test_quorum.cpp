@@ -2,6 +2,7 @@
 
 #include "algo/quorum.hpp"
 #include "algo/validity.hpp"
+#include "block_cache.hpp"
 #include "token.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -167,6 +168,27 @@ BOOST_AUTO_TEST_CASE(a_forked_child_does_not_reuse_the_parents_random_bytes) {
   ::close(pipe_fds[0]);
   ::close(pipe_fds[1]);
   BOOST_TEST(std::string(buffer, 40) != parent_next);
+}
+
+// A token given back lends its storage to a later token of this thread (where recycling is on),
+// which still gets fresh random digits; a string of any other size is not kept.
+BOOST_AUTO_TEST_CASE(a_recycled_token_lends_its_storage_and_nothing_else) {
+  std::string first = rd::make_lock_token();
+  const std::string first_text = first;
+  const char* const storage = first.data();
+  rd::recycle_lock_token(std::move(first));
+  const std::string second = rd::make_lock_token();
+  BOOST_TEST(second.size() == 40u);
+  BOOST_TEST(second.find_first_not_of("0123456789abcdef") == std::string::npos);
+  BOOST_TEST(second != first_text);
+  BOOST_TEST((second.data() == storage) == rd::block_cache_recycles);
+
+  std::string other(64, 'x');
+  const char* const other_storage = other.data();
+  rd::recycle_lock_token(std::move(other));
+  BOOST_TEST(other == std::string(64, 'x'));  // left as it was
+  BOOST_TEST(other.data() == other_storage);
+  BOOST_TEST(rd::make_lock_token().data() != other_storage);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
