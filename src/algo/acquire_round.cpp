@@ -25,9 +25,9 @@ acquire_round::step acquire_round::answer(std::size_t node, node_answer&& given,
   return counted(answers_[node].what, decided_before, now);
 }
 
-acquire_round::step acquire_round::answer(std::size_t node, node_answer::kind what, error_code ec,
-                                          const resp::value& reply, std::string&& detail,
-                                          steady_clock::time_point now) {
+acquire_round::step acquire_round::answer(std::size_t node, node_answer::kind what,
+                                          const error_code& ec, const resp::value& reply,
+                                          std::string&& detail, steady_clock::time_point now) {
   const bool decided_before = decided();
   if (!first_answer(node, what)) return decided_before ? step::decided_before : step::undecided;
   fill_answer(answers_[node], what, ec, reply, std::move(detail));

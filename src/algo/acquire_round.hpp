@@ -78,7 +78,7 @@ class acquire_round {
   // Node `node` answered at `now`. A node's second answer in a round is ignored.
   step answer(std::size_t node, node_answer&& given, steady_clock::time_point now);
   // The same for a node's reply, read by fill_answer into the round's own answer for the node.
-  step answer(std::size_t node, node_answer::kind what, boost::system::error_code ec,
+  step answer(std::size_t node, node_answer::kind what, const boost::system::error_code& ec,
               const resp::value& reply, std::string&& detail, steady_clock::time_point now);
   step granted(std::size_t node, steady_clock::time_point now);
   // SET NX answered null: another owner holds the key there.

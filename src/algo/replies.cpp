@@ -92,7 +92,8 @@ std::optional<std::size_t> recorded_permits(const resp::value& reply) {
 
 }  // namespace
 
-set_answer read_set_reply(boost::system::error_code ec, const resp::value& reply, set_form form) {
+set_answer read_set_reply(const boost::system::error_code& ec, const resp::value& reply,
+                          set_form form) {
   set_answer answer;
   if (ec) {
     answer.detail = reply.text;
@@ -169,8 +170,9 @@ set_answer read_set_reply(boost::system::error_code ec, const resp::value& reply
   return answer;
 }
 
-void fill_answer_in_full(node_answer& answer, node_answer::kind what, boost::system::error_code ec,
-                         const resp::value& reply, std::string&& detail) {
+void fill_answer_in_full(node_answer& answer, node_answer::kind what,
+                         const boost::system::error_code& ec, const resp::value& reply,
+                         std::string&& detail) {
   answer.what = what;
   if (!detail.empty() || !answer.detail.empty()) answer.detail = std::move(detail);
   // A connect that failed for good fails its requests unsent. Tested only for a failure:
@@ -193,8 +195,8 @@ void fill_answer_in_full(node_answer& answer, node_answer::kind what, boost::sys
   }
 }
 
-node_answer::kind classify_script_reply(boost::system::error_code ec, const resp::value& reply,
-                                        std::string& detail) {
+node_answer::kind classify_script_reply(const boost::system::error_code& ec,
+                                        const resp::value& reply, std::string& detail) {
   if (ec) {
     detail = reply.text;
     return node_answer::kind::failed;

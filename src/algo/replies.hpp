@@ -66,12 +66,13 @@ struct set_answer {
 };
 
 // Reads the reply (or the request's error `ec`) of a request of form `form`.
-set_answer read_set_reply(boost::system::error_code ec, const resp::value& reply, set_form form);
+set_answer read_set_reply(const boost::system::error_code& ec, const resp::value& reply,
+                          set_form form);
 
 // A token-checked script's answer (release, extend, fence write-back): 1 yes (done), 0 no (the key
 // is not ours), anything else a failure explained in `detail`.
-node_answer::kind classify_script_reply(boost::system::error_code ec, const resp::value& reply,
-                                        std::string& detail);
+node_answer::kind classify_script_reply(const boost::system::error_code& ec,
+                                        const resp::value& reply, std::string& detail);
 
 // The text of a failure for a reply of a shape the request cannot have: a NOPERM error in the
 // server's words (the caller names the ACL user and keys), anything else shown as it came.
@@ -79,14 +80,15 @@ std::string unexpected_reply(const resp::value& reply);
 
 // fill_answer's whole work, for any reply; fill_answer calls it for one with something more to
 // record than a grant or refusal: a failure, or a detail to keep or clear.
-void fill_answer_in_full(node_answer& answer, node_answer::kind what, boost::system::error_code ec,
-                         const resp::value& reply, std::string&& detail);
+void fill_answer_in_full(node_answer& answer, node_answer::kind what,
+                         const boost::system::error_code& ec, const resp::value& reply,
+                         std::string&& detail);
 
 // A node's reply as an answer, written into `answer` (a vote's answers are reused from ballot to
 // ballot, so nothing is built and moved per reply): `what` as classified from the reply, whether
 // the request certainly never reached the node, and for a failure the code that explains it.
 [[gnu::always_inline]] inline void fill_answer(node_answer& answer, node_answer::kind what,
-                                               boost::system::error_code ec,
+                                               const boost::system::error_code& ec,
                                                const resp::value& reply, std::string&& detail) {
   // Nearly every reply is a grant or a refusal, with nothing to explain: a few stores.
   if (!ec && what != node_answer::kind::failed && detail.empty() && answer.detail.empty()) {

@@ -155,10 +155,10 @@ class acquire_machine {
   // The answer to check_subscription.
   void subscription_state(bool settled, steady_clock::time_point now);
   // A reply of the current round's request to `node`.
-  void answer(std::size_t node, boost::system::error_code ec, const resp::value& reply,
+  void answer(std::size_t node, const boost::system::error_code& ec, const resp::value& reply,
               steady_clock::time_point now);
   // A reply of `node` to the request of an earlier round (`ballot`).
-  void earlier_answer(std::size_t ballot, std::size_t node, boost::system::error_code ec,
+  void earlier_answer(std::size_t ballot, std::size_t node, const boost::system::error_code& ec,
                       const resp::value& reply);
   // The write-back of resource `resource` (by index into fence_plan) of round number `round`
   // decided: `confirmed` by a quorum, and every node's answer for diagnostics.

@@ -60,7 +60,7 @@ void acquire_machine::begin_round(steady_clock::time_point now) {
   ask({.what = acquire_action::kind::send_round, .index = ++ballot_});
 }
 
-void acquire_machine::answer(std::size_t node, error_code ec, const resp::value& reply,
+void acquire_machine::answer(std::size_t node, const error_code& ec, const resp::value& reply,
                              steady_clock::time_point now) {
   set_answer answer = read_set_reply(ec, reply, form_);
   if (answer.marked && stage_ == stage::finished) note_mark(node);
@@ -312,7 +312,7 @@ void acquire_machine::clean_up_failed_round(const std::vector<bool>& targets) {
                   std::move(plan.evicted->token));
 }
 
-void acquire_machine::earlier_answer(std::size_t of_ballot, std::size_t node, error_code ec,
+void acquire_machine::earlier_answer(std::size_t of_ballot, std::size_t node, const error_code& ec,
                                      const resp::value& reply) {
   const auto form = cleanups_.find_form(of_ballot);
   if (!form) {

@@ -19,7 +19,7 @@ reply_sink& ignore_replies() noexcept {
   class ignored_replies final : public reply_sink {
    public:
     ignored_replies() noexcept : reply_sink(false) {}
-    void on_reply(std::size_t, error_code, const resp::value&) override {}
+    void on_reply(std::size_t, const error_code&, const resp::value&) override {}
   };
   static ignored_replies sink;
   return sink;

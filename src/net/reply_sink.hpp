@@ -21,7 +21,7 @@ namespace redlock::detail {
 // theirs without a call.
 class reply_sink {
  public:
-  virtual void on_reply(std::size_t tag, boost::system::error_code ec,
+  virtual void on_reply(std::size_t tag, const boost::system::error_code& ec,
                         const resp::value& reply) = 0;
 
   // The references held now.

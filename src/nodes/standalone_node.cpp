@@ -23,7 +23,7 @@ class replicated_write final : public reply_sink {
         server_(std::move(server)),
         counts_(counts) {}
 
-  void on_reply(std::size_t which, error_code ec, const resp::value& reply) override {
+  void on_reply(std::size_t which, const error_code& ec, const resp::value& reply) override {
     (which == 0 ? write_ : wait_).emplace(ec, reply);
     if (!write_ || !wait_) return;
     const auto answer = after_replica_wait(write_->first, write_->second, wait_->first,

@@ -62,11 +62,11 @@ class acquire_driver final : public abortable,
   bool announcements_cover(std::string_view resource) const override {
     return space_->announcements_cover(resource);
   }
-  void on_answer(std::size_t node, boost::system::error_code ec,
+  void on_answer(std::size_t node, const boost::system::error_code& ec,
                  const resp::value& reply) override {
     drive([&](acquire_machine& m, moment now) { m.answer(node, ec, reply, now); }, true);
   }
-  void on_earlier_answer(std::size_t ballot, std::size_t node, boost::system::error_code ec,
+  void on_earlier_answer(std::size_t ballot, std::size_t node, const boost::system::error_code& ec,
                          const resp::value& reply) override {
     drive([&](acquire_machine& m, moment) { m.earlier_answer(ballot, node, ec, reply); }, true);
   }

@@ -75,7 +75,7 @@ class by_token_op final : public operation_vote {
   }
 
  private:
-  node_answer::kind classify(error_code ec, const resp::value& reply,
+  node_answer::kind classify(const error_code& ec, const resp::value& reply,
                              std::string& detail) override {
     return classify_script_reply(ec, reply, detail);
   }

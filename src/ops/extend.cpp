@@ -96,7 +96,7 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
     return rules;
   }
 
-  node_answer::kind classify(error_code ec, const resp::value& reply,
+  node_answer::kind classify(const error_code& ec, const resp::value& reply,
                              std::string& detail) override {
     return classify_script_reply(ec, reply, detail);
   }
@@ -225,7 +225,7 @@ class extension_batch final : public fan_out_sink,
 
   std::shared_ptr<void> owner() override { return shared_from_this(); }
 
-  void on_answer(std::size_t node, error_code ec, const resp::value& reply) override {
+  void on_answer(std::size_t node, const error_code& ec, const resp::value& reply) override {
     // One answer per key, in the members' order; anything else is every member's answer.
     const bool per_key =
         !ec && reply.kind == resp::type::array && reply.elements.size() == members_.size();

@@ -77,7 +77,7 @@ void fence_write_back::show_state(std::size_t node) {
   }
 }
 
-void fence_write_back::on_answer(std::size_t node, error_code ec, const resp::value& reply) {
+void fence_write_back::on_answer(std::size_t node, const error_code& ec, const resp::value& reply) {
   std::string detail;
   const auto what = classify_script_reply(ec, reply, detail);
   fill_answer(answers_[node], what, ec, reply, std::move(detail));

@@ -43,7 +43,8 @@ class fence_write_back final : public fan_out_sink,
 
  private:
   std::shared_ptr<void> owner() override { return shared_from_this(); }
-  void on_answer(std::size_t node, boost::system::error_code ec, const resp::value& reply) override;
+  void on_answer(std::size_t node, const boost::system::error_code& ec,
+                 const resp::value& reply) override;
 
   // Sends the write-back to the nodes marked in `targets`.
   void write_to(const std::vector<bool>& targets);

@@ -77,7 +77,7 @@ class inspect_op final : public abortable,
  private:
   std::shared_ptr<void> owner() override { return this->shared_from_this(); }
 
-  void on_answer(std::size_t node, error_code ec, const resp::value& reply) override {
+  void on_answer(std::size_t node, const error_code& ec, const resp::value& reply) override {
     if (done_.done()) return;
     auto holdings = read_holdings(seen_.front().nodes[node].address, ec, reply, keys_.size());
     for (std::size_t key = 0; key < keys_.size(); ++key)

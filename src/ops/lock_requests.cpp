@@ -132,7 +132,7 @@ class gone_key_reporter final : public reply_sink {
  public:
   explicit gone_key_reporter(key_gone on_gone) : on_gone_(std::move(on_gone)) {}
 
-  void on_reply(std::size_t node, error_code ec, const resp::value& reply) override {
+  void on_reply(std::size_t node, const error_code& ec, const resp::value& reply) override {
     // The release script answers 1 (deleted) or 0 (not ours); anything else tells nothing.
     if (ec || reply.kind != resp::type::integer) return;
     on_gone_(node);

@@ -31,7 +31,7 @@ class ping_op final : public operation_vote {
   }
 
  private:
-  node_answer::kind classify(error_code ec, const resp::value& reply,
+  node_answer::kind classify(const error_code& ec, const resp::value& reply,
                              std::string& detail) override {
     if (!ec && reply.text == "PONG") return node_answer::kind::yes;
     detail = reply.text;

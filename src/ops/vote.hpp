@@ -29,7 +29,8 @@ namespace redlock::detail {
 // alive through owner().
 class fan_out_sink : public reply_sink {
  public:
-  void on_reply(std::size_t tag, boost::system::error_code ec, const resp::value& reply) final {
+  void on_reply(std::size_t tag, const boost::system::error_code& ec,
+                const resp::value& reply) final {
     const std::size_t width = nodes_ * slots_;
     const std::size_t within = tag % width;
     const std::size_t of_ballot = tag / width;
@@ -53,15 +54,17 @@ class fan_out_sink : public reply_sink {
 
   virtual std::shared_ptr<void> owner() = 0;  // shared_from_this()
   // A reply of the current ballot from `node`.
-  virtual void on_answer(std::size_t node, boost::system::error_code ec,
+  virtual void on_answer(std::size_t node, const boost::system::error_code& ec,
                          const resp::value& reply) = 0;
   // A slot-0 reply from `node` to the earlier ballot `ballot`, which arrived after a later ballot
   // was opened. Most sinks ignore these.
   virtual void on_earlier_answer(std::size_t /*ballot*/, std::size_t /*node*/,
-                                 boost::system::error_code /*ec*/, const resp::value& /*reply*/) {}
+                                 const boost::system::error_code& /*ec*/,
+                                 const resp::value& /*reply*/) {}
   // A reply of the current ballot to a request in slot `slot` (>= 1) from `node`.
   virtual void on_other_answer(std::size_t /*slot*/, std::size_t /*node*/,
-                               boost::system::error_code /*ec*/, const resp::value& /*reply*/) {}
+                               const boost::system::error_code& /*ec*/,
+                               const resp::value& /*reply*/) {}
 
  private:
   // While requests may still answer, they keep the owner alive.
@@ -107,7 +110,7 @@ class vote : public fan_out_sink {
     return fan_out_sink::open_ballot();
   }
 
-  virtual node_answer::kind classify(boost::system::error_code ec, const resp::value& reply,
+  virtual node_answer::kind classify(const boost::system::error_code& ec, const resp::value& reply,
                                      std::string& detail) = 0;
   virtual std::optional<boost::system::error_code> decide(const tally& votes) = 0;
   virtual void decided(boost::system::error_code outcome) = 0;
@@ -115,7 +118,8 @@ class vote : public fan_out_sink {
   virtual void on_node_answer(std::size_t /*node*/, const node_answer& /*answer*/) {}
 
  private:
-  void on_answer(std::size_t node, boost::system::error_code ec, const resp::value& reply) final {
+  void on_answer(std::size_t node, const boost::system::error_code& ec,
+                 const resp::value& reply) final {
     std::string detail;
     const auto what = classify(ec, reply, detail);
     node_answer& answer = answers_[node];

@@ -41,7 +41,7 @@ using time_point = rd::multiplexer::time_point;
 // its requests hold are counted by reply_sink.
 class counting_sink final : public rd::reply_sink {
  public:
-  void on_reply(std::size_t tag, error_code, const resp::value& reply) override {
+  void on_reply(std::size_t tag, const error_code&, const resp::value& reply) override {
     replies.emplace_back(tag, reply.text);
   }
 

@@ -44,7 +44,7 @@ class test_vote final : public rd::vote, public std::enable_shared_from_this<tes
  private:
   std::shared_ptr<void> owner() override { return shared_from_this(); }
 
-  rd::node_answer::kind classify(error_code ec, const redlock::resp::value& reply,
+  rd::node_answer::kind classify(const error_code& ec, const redlock::resp::value& reply,
                                  std::string& detail) override {
     if (ec) {
       detail = "transport";

@@ -121,7 +121,7 @@ class reply_function final : public detail::reply_sink {
   reply_function(asio::any_io_executor executor,
                  std::function<void(error_code, const resp::value&)> on_reply)
       : executor_(std::move(executor)), on_reply_(std::move(on_reply)) {}
-  void on_reply(std::size_t, error_code ec, const resp::value& reply) override {
+  void on_reply(std::size_t, const error_code& ec, const resp::value& reply) override {
     asio::post(executor_, [on_reply = on_reply_, ec, reply] { on_reply(ec, reply); });
   }
   void last_reference_dropped() noexcept override { delete this; }

@@ -51,7 +51,7 @@ class cluster_router::routed_request final : public reply_sink {
   }
 
   // `which`: 0 for the request, 1 for the WAIT sent behind it (replicas > 0).
-  void on_reply(std::size_t which, error_code ec, const resp::value& reply) override {
+  void on_reply(std::size_t which, const error_code& ec, const resp::value& reply) override {
     if (done_) return;  // answered, or handed to the route a redirection gave
     if (which == 1) {
       waited_.emplace(ec, reply);
@@ -98,7 +98,7 @@ class cluster_router::routed_request final : public reply_sink {
   }
 
  private:
-  void answer(error_code ec, const resp::value& reply) {
+  void answer(const error_code& ec, const resp::value& reply) {
     done_ = true;
     // Out of the lane first: what waited behind it may go, ahead of what its answer sets off.
     router_->settle(*request_.slot, id_);
@@ -155,7 +155,7 @@ class every_master final : public reply_sink {
   every_master(sink_ref inner, std::size_t tag, std::size_t expected)
       : inner_(std::move(inner)), tag_(tag), expected_(expected) {}
 
-  void on_reply(std::size_t, error_code ec, const resp::value& reply) override {
+  void on_reply(std::size_t, const error_code& ec, const resp::value& reply) override {
     if (!failed_ && (ec || reply.is_error())) {
       failed_ = true;
       failure_ec_ = ec;

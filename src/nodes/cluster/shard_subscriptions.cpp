@@ -101,7 +101,7 @@ void shard_subscriptions::subscribe(std::uint16_t slot) {
       }));
 }
 
-void shard_subscriptions::on_answer(std::uint16_t slot, std::uint64_t attempt, error_code ec,
+void shard_subscriptions::on_answer(std::uint16_t slot, std::uint64_t attempt, const error_code& ec,
                                     const resp::value& reply) {
   const auto it = slots_.find(slot);
   if (closed_ || it == slots_.end() || it->second.attempt != attempt) return;

@@ -94,7 +94,7 @@ class shard_subscriptions : public std::enable_shared_from_this<shard_subscripti
   };
 
   void subscribe(std::uint16_t slot);
-  void on_answer(std::uint16_t slot, std::uint64_t attempt, boost::system::error_code ec,
+  void on_answer(std::uint16_t slot, std::uint64_t attempt, const boost::system::error_code& ec,
                  const resp::value& reply);
   void lost(std::uint16_t slot, slot_subscription& sub, state now);
   void on_push(const cluster_endpoint& from, const resp::value& push);

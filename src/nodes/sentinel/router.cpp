@@ -29,7 +29,7 @@ class master_request final : public reply_sink {
   master_request(std::shared_ptr<sentinel_router> router, waiting_request request, lane_ticket id)
       : router_(std::move(router)), request_(std::move(request)), id_(id) {}
 
-  void on_reply(std::size_t, error_code ec, const resp::value& reply) override {
+  void on_reply(std::size_t, const error_code& ec, const resp::value& reply) override {
     if (ec) {
       const auto& deadline = request_.deadline;
       if (may_send_again(ec, request_.rules) && deadline && request_.attempts < max_attempts &&
@@ -54,7 +54,7 @@ class master_request final : public reply_sink {
  private:
   static constexpr unsigned max_attempts = 3;
 
-  void answer(error_code ec, const resp::value& reply) {
+  void answer(const error_code& ec, const resp::value& reply) {
     // Out of the lane first: what waited behind it may go, ahead of what its answer sets off.
     router_->settle(id_);
     request_.sink->on_reply(request_.tag, ec, reply);

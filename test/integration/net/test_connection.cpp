@@ -69,7 +69,7 @@ class recording_sink final : public rd::reply_sink {
     steady_clock::time_point at;
   };
 
-  void on_reply(std::size_t tag, error_code ec, const resp::value&) override {
+  void on_reply(std::size_t tag, const error_code& ec, const resp::value&) override {
     answers[tag] = {ec, steady_clock::now()};
     if (then) then(tag);
   }

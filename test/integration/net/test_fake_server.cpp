@@ -520,7 +520,7 @@ BOOST_AUTO_TEST_CASE(noscript_after_a_timeout_still_falls_back_to_eval) {
 class chaining_sink final : public rd::reply_sink {
  public:
   explicit chaining_sink(std::function<void()> then) : then_(std::move(then)) {}
-  void on_reply(std::size_t, error_code, const resp::value&) override {
+  void on_reply(std::size_t, const error_code&, const resp::value&) override {
     if (auto then = std::exchange(then_, nullptr)) then();
   }
 
