@@ -188,6 +188,25 @@ rd::request_options cleanup(std::chrono::milliseconds timeout,
 
 BOOST_AUTO_TEST_SUITE(multiplexer)
 
+// A batch's bytes are every payload in order, whatever their sizes (empty, a lock's command,
+// longer), across the buffer's growth, and after clear().
+BOOST_AUTO_TEST_CASE(a_write_buffer_holds_every_payload_in_order) {
+  rd::write_buffer buffer;
+  for (int round = 0; round < 2; ++round) {
+    buffer.clear();
+    std::string expected;
+    for (std::size_t n = 0; n <= 300; ++n) {
+      std::string payload(n, '\0');
+      for (std::size_t i = 0; i < n; ++i)
+        payload[i] = static_cast<char>('a' + (n * 7 + i) % 26);
+      buffer.append(payload);
+      expected += payload;
+    }
+    BOOST_TEST_REQUIRE(buffer.size() == expected.size());
+    BOOST_TEST((buffer.view() == expected));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(requests_queued_together_are_coalesced_into_one_write_in_order) {
   harness h;
   BOOST_TEST(h.write().empty());  // nothing queued: nothing to write
