@@ -17,6 +17,8 @@
 
 namespace redlock::detail {
 
+class connection;
+
 // Which keys' requests now go to another master than before, on one node: a sentinel-managed
 // master that failed over (every key), or a cluster's slots that moved to another master. A lease
 // held there renews at once, so that its key's TTL on the new master does not run down while the
@@ -105,11 +107,19 @@ class lock_node {
   virtual void unwant_releases(std::string_view resource) { (void)resource; }
   virtual subscription_state releases_subscription(std::string_view resource) const = 0;
 
+  // The connection that takes every request to this node as it is, if there is one: a standalone
+  // server whose writes wait for no replicas. The node set issues a fan-out's requests there
+  // itself (connection::exec_direct), which is all that exec would do, without a virtual call
+  // per request. Null for every other node. It lives as long as the node.
+  connection* direct_connection() const noexcept { return direct_; }
+
  protected:
   explicit lock_node(node_config config) : config_(std::move(config)) {}
+  void set_direct_connection(connection* direct) noexcept { direct_ = direct; }
 
  private:
   node_config config_;
+  connection* direct_ = nullptr;
 };
 
 }  // namespace redlock::detail

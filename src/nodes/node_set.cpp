@@ -132,6 +132,10 @@ void node_set::send_each(std::string_view key, std::optional<std::uint16_t> know
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (only && !(*only)[i]) continue;
     auto& node = *nodes_[i];
+    if (connection* direct = node.direct_connection()) {
+      direct->exec_direct(payload_for(node.config()), per_node, sink, first_tag + i, now);
+      continue;
+    }
     const lock_node::request what{.key = key,
                                   .rules = per_node,
                                   .replicas = rules.writes ? node.config().wait_replicas : 0u,

@@ -48,7 +48,10 @@ standalone_node::standalone_node(const boost::asio::any_io_executor& executor, n
     : lock_node(config),
       executor_(executor),
       subscriber_settings_(connection_options::for_subscriber(settings)),
-      conn_(connection::create(executor, std::move(config), std::move(settings))) {}
+      conn_(connection::create(executor, std::move(config), std::move(settings))) {
+  // exec adds nothing to the connection's own exec_direct unless writes wait for replicas.
+  if (this->config().wait_replicas == 0) set_direct_connection(conn_.get());
+}
 
 standalone_node::~standalone_node() {
   unsubscribe_releases();

@@ -7,6 +7,7 @@
 #include "nodes/node_set.hpp"
 #include "nodes/peer_registry.hpp"
 #include "nodes/replica_wait.hpp"
+#include "nodes/standalone_node.hpp"
 #include "ops/lock_requests.hpp"
 #include "redlock/error.hpp"
 #include "resp/encoder.hpp"
@@ -124,6 +125,19 @@ BOOST_AUTO_TEST_CASE(a_refusal_is_the_answer_whatever_wait_says) {
       }
     }
   }
+}
+
+// The node set issues a request straight on a node's connection only where exec would add
+// nothing: a standalone server whose writes wait for no replicas. With wait_replicas, every
+// request goes through exec, which pairs writes with WAIT.
+BOOST_AUTO_TEST_CASE(only_a_node_that_waits_for_no_replicas_is_reached_directly) {
+  boost::asio::io_context io;
+  redlock::detail::standalone_node plain(io.get_executor(),
+                                         redlock::node_config::from_url("redis://127.0.0.1:1"), {});
+  redlock::detail::standalone_node waiting(
+      io.get_executor(), redlock::node_config::from_url("redis://127.0.0.1:2?wait_replicas=1"), {});
+  BOOST_TEST(plain.direct_connection() == &plain.link());
+  BOOST_TEST(waiting.direct_connection() == nullptr);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
