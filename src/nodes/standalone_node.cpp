@@ -58,8 +58,9 @@ standalone_node::~standalone_node() {
 }
 
 template <typename Payload>
-void standalone_node::send_replicated(const request& what, const Payload& payload, reply_sink& sink,
-                                      std::size_t tag, std::chrono::steady_clock::time_point now) {
+void standalone_node::send(const request& what, const Payload& payload, reply_sink& sink,
+                           std::size_t tag, std::chrono::steady_clock::time_point now) {
+  if (what.replicas == 0) return conn_->exec_direct(payload, what.rules, sink, tag, now);
   sink_ref paired(new replicated_write(sink_ref(&sink), tag, what.replicas, config().address(),
                                        what.rules.counts_once_replicated));
   conn_->exec_direct(payload, what.rules, *paired.get(), 0, now);
@@ -72,14 +73,12 @@ void standalone_node::send_replicated(const request& what, const Payload& payloa
 
 void standalone_node::exec(const request& what, std::string_view payload, reply_sink& sink,
                            std::size_t tag, std::chrono::steady_clock::time_point now) {
-  if (what.replicas == 0) return conn_->exec_direct(payload, what.rules, sink, tag, now);
-  send_replicated(what, payload, sink, tag, now);
+  send(what, payload, sink, tag, now);
 }
 
 void standalone_node::exec(const request& what, const shared_payload& payload, reply_sink& sink,
                            std::size_t tag, std::chrono::steady_clock::time_point now) {
-  if (what.replicas == 0) return conn_->exec_direct(payload, what.rules, sink, tag, now);
-  send_replicated(what, payload, sink, tag, now);
+  send(what, payload, sink, tag, now);
 }
 
 void standalone_node::subscribe_releases(const std::string& channel, announcement_events on) {

@@ -37,13 +37,9 @@ class standalone_node final : public lock_node {
   const connection& link() const noexcept { return *conn_; }
 
  private:
-  // A write that node_config::wait_replicas follows with WAIT. Kept out of exec, whose every
-  // other call goes straight on to the connection: with it inline, exec saved and restored a
-  // frame's worth of registers around each of the lock's requests.
   template <typename Payload>
-  [[gnu::noinline]] void send_replicated(const request& what, const Payload& payload,
-                                         reply_sink& sink, std::size_t tag,
-                                         std::chrono::steady_clock::time_point now);
+  void send(const request& what, const Payload& payload, reply_sink& sink, std::size_t tag,
+            std::chrono::steady_clock::time_point now);
 
   boost::asio::any_io_executor executor_;
   connection_options subscriber_settings_;
