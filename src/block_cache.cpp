@@ -1,8 +1,9 @@
 #include "block_cache.hpp"
 
+#include "per_thread.hpp"
+
 #include <array>
 #include <cstdint>
-#include <utility>
 
 namespace redlock::detail {
 
@@ -18,34 +19,23 @@ struct free_block {
   free_block* next;
 };
 
+// A thread's cache (per_thread: made on its first cached allocation, freed when the thread ends,
+// after which a block given back goes straight to operator delete).
 struct thread_cache {
   std::array<free_block*, sizes> heads{};
   std::array<std::uint16_t, sizes> counts{};
   std::size_t bytes = 0;
-};
 
-// A thread's cache, made on its first cached allocation (a thread that never locks costs a
-// pointer), freed when the thread ends. The phase is plain data, so that it stays readable while
-// the thread ends: a block given back by another thread_local's destructor after the cache was
-// freed goes straight to operator delete.
-enum class phase : std::uint8_t { unused, live, ended };
-constinit thread_local phase cache_phase = phase::unused;
-constinit thread_local thread_cache* cache = nullptr;
-
-struct free_at_exit {
-  free_at_exit() {
-    cache = new thread_cache;
-    cache_phase = phase::live;
-  }
-  ~free_at_exit() {
-    cache_phase = phase::ended;
-    for (free_block* head : cache->heads) {
+  thread_cache() = default;
+  thread_cache(const thread_cache&) = delete;
+  thread_cache& operator=(const thread_cache&) = delete;
+  ~thread_cache() {
+    for (free_block* head : heads) {
       while (free_block* block = head) {
         head = block->next;
         ::operator delete(block);
       }
     }
-    delete std::exchange(cache, nullptr);
   }
 };
 
@@ -59,11 +49,7 @@ std::size_t size_class(std::size_t bytes) noexcept {
 void* cached_allocate(std::size_t bytes) {
   const std::size_t index = size_class(bytes);
   if (!block_cache_recycles || index == sizes) return ::operator new(bytes);
-  if (cache_phase == phase::unused) {
-    thread_local free_at_exit registered;
-    (void)registered;
-  }
-  if (cache_phase == phase::live) {
+  if (thread_cache* cache = per_thread<thread_cache>::make_or_get()) {
     if (free_block* block = cache->heads[index]) {
       cache->heads[index] = block->next;
       --cache->counts[index];
@@ -79,7 +65,8 @@ void cached_deallocate(void* block, std::size_t bytes) noexcept {
   if (block == nullptr) return;
   const std::size_t index = size_class(bytes);
   const std::size_t block_bytes = (index + 1) * step;
-  if (!block_cache_recycles || index == sizes || cache_phase != phase::live ||
+  thread_cache* const cache = per_thread<thread_cache>::get();
+  if (!block_cache_recycles || index == sizes || cache == nullptr ||
       cache->counts[index] == block_cache_depth ||
       cache->bytes + block_bytes > block_cache_capacity) {
     ::operator delete(block);

@@ -2,10 +2,10 @@
 
 #include "block_cache.hpp"
 #include "entropy.hpp"
+#include "per_thread.hpp"
 
 #include <array>
 #include <cstddef>
-#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -29,35 +29,18 @@ constexpr std::array<char, 512> hex_pairs = [] {
 
 // The storage of tokens that are gone, for the next ones made on this thread. A token is too long
 // for std::string's inline buffer, so every acquire allocated one and every lease freed it again.
-// Kept per thread, as block_cache's blocks are, and likewise not under the sanitizers. Made on the
-// thread's first token; once the thread ends, a token given back is freed as usual.
+// Kept per thread (per_thread), as block_cache's blocks are, and likewise not under the
+// sanitizers; once the thread ends, a token given back is freed as usual.
 struct spare_tokens {
   static constexpr std::size_t most = 256;
   std::array<std::string, most> slots;  // [0, count) hold a token's storage, of token_chars
   std::size_t count = 0;
 };
-enum class spares_state : std::uint8_t { unused, live, ended };
-constinit thread_local spares_state spares_phase = spares_state::unused;
-constinit thread_local spare_tokens* spares = nullptr;
-
-struct spares_freed_at_exit {
-  spares_freed_at_exit() {
-    spares = new spare_tokens;
-    spares_phase = spares_state::live;
-  }
-  ~spares_freed_at_exit() {
-    spares_phase = spares_state::ended;
-    delete std::exchange(spares, nullptr);
-  }
-};
 
 std::string spare_token_storage() {
-  if (block_cache_recycles && spares_phase == spares_state::unused) {
-    thread_local spares_freed_at_exit registered;
-    (void)registered;
-  }
-  if (spares_phase != spares_state::live || spares->count == 0)
-    return std::string(token_chars, '\0');
+  spare_tokens* const spares =
+      block_cache_recycles ? per_thread<spare_tokens>::make_or_get() : nullptr;
+  if (spares == nullptr || spares->count == 0) return std::string(token_chars, '\0');
   return std::move(spares->slots[--spares->count]);
 }
 
@@ -74,8 +57,8 @@ std::string make_lock_token() {
 
 void recycle_lock_token(std::string&& token) noexcept {
   // Only a token's own storage: any other string would come back at its size.
-  if (spares_phase != spares_state::live || token.size() != token_chars ||
-      spares->count == spare_tokens::most)
+  spare_tokens* const spares = per_thread<spare_tokens>::get();
+  if (spares == nullptr || token.size() != token_chars || spares->count == spare_tokens::most)
     return;
   spares->slots[spares->count++] = std::move(token);
 }
