@@ -4,9 +4,11 @@
 #include "clock.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/intrusive/list.hpp>
 #include <boost/intrusive/set.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -20,10 +22,18 @@ using std::chrono::steady_clock;
 //
 // A client may hold a hundred thousand leases, each re-armed twice per renewal. With a timer each,
 // every re-arm cancelled a wait (whose handler then ran for nothing) and allocated a new one, and
-// the reactor kept them all in its heap. Here a lease's timer is an entry in an ordered set that
-// it carries itself: arming it allocates nothing, and the clock's one timer waits for the earliest
-// entry only. When it fires, every entry due by then is called, in time order, in one turn of the
-// executor, which is what lets their renewals go out together (ops/extend.cpp).
+// the reactor kept them all in its heap. Here a lease's timer is an entry that it carries itself:
+// arming it allocates nothing, and the clock's one timer waits for the earliest entry only. When
+// it fires, every entry due by then is called, in time order, in one turn of the executor, which
+// is what lets their renewals go out together (ops/extend.cpp).
+//
+// Most leases are released long before their first renewal is due, so an entry is armed into an
+// unordered list first (`pending_`), which costs two links to join and to leave; only when the
+// clock's timer fires are the entries pending then sorted into the ordered set (`ordered_`), from
+// which the due ones are called. The timer waits for the earlier of the set's first entry and the
+// earliest time any pending entry was armed for since the list was last emptied
+// (`pending_earliest_`). That time is kept when its entry is disarmed, so the timer may fire
+// early: it then finds nothing due, and waits again.
 //
 // Lives in the leases' home (lock_home), on the client's executor; every member is called there.
 // An entry is armed only while its lease holds. A lease stops holding on the executor and is
@@ -31,9 +41,10 @@ using std::chrono::steady_clock;
 // destructor disarms it too.
 class lease_timers {
  public:
-  class entry : public boost::intrusive::set_base_hook<> {
+  class entry : public boost::intrusive::set_base_hook<>,
+                public boost::intrusive::list_base_hook<> {
    public:
-    bool armed() const noexcept { return is_linked(); }
+    bool armed() const noexcept { return place_ != place::none; }
 
    protected:
     entry() = default;
@@ -43,51 +54,76 @@ class lease_timers {
 
    private:
     friend class lease_timers;
+    enum class place : unsigned char { none, pending, ordered };
     // The time it was armed for has come; it is no longer armed.
     virtual void due() = 0;
     steady_clock::time_point at_{};
+    place place_ = place::none;
   };
 
   explicit lease_timers(boost::asio::any_io_executor executor)
       : executor_(std::move(executor)), alive_(std::make_shared<char>()) {}
   lease_timers(const lease_timers&) = delete;
   lease_timers& operator=(const lease_timers&) = delete;
-  ~lease_timers() { armed_.clear(); }
+  ~lease_timers() {
+    pending_.clear();
+    ordered_.clear();
+  }
 
   // Calls `e.due()` at `at`, unless armed again or disarmed before.
   void arm(entry& e, steady_clock::time_point at) {
-    if (e.is_linked()) {
-      // Already waiting for that moment (a renewal's answer often keeps it): nothing moves.
-      if (e.at_ == at) return;
-      armed_.erase(armed_.iterator_to(e));
-    }
+    // Already waiting for that moment (a renewal's answer often keeps it): nothing moves.
+    if (e.place_ != entry::place::none && e.at_ == at) return;
+    unlink(e);
     e.at_ = at;
-    // Hinted at the end: a lease is mostly armed for its next renewal, half a TTL away, later
-    // than every entry armed before it with the same TTL; there the insert costs no search down
-    // the tree (a wrong hint costs one comparison, then the usual search).
-    armed_.insert(armed_.end(), e);
+    e.place_ = entry::place::pending;
+    pending_.push_back(e);
+    if (at < pending_earliest_) pending_earliest_ = at;
     if (!firing_ && at < waiting_for_) wait_for(at);
   }
   // With other entries armed, the clock's timer may still fire for it: it then finds nothing due,
   // and waits again. With none, the wait is cancelled: an io_context whose client stopped
   // holding leases runs out of work (a tool's or a test's run() returns).
   void disarm(entry& e) noexcept {
-    if (!e.is_linked()) return;
-    armed_.erase(armed_.iterator_to(e));
-    if (armed_.empty() && timer_ && waiting_for_ != steady_clock::time_point::max()) {
+    if (e.place_ == entry::place::none) return;
+    unlink(e);
+    if (armed() == 0 && timer_ && waiting_for_ != steady_clock::time_point::max()) {
       waiting_for_ = steady_clock::time_point::max();
       ++generation_;
       timer_->cancel();
     }
   }
 
-  std::size_t armed() const noexcept { return armed_.size(); }
+  std::size_t armed() const noexcept { return pending_.size() + ordered_.size(); }
 
  private:
   struct earlier {
     bool operator()(const entry& a, const entry& b) const noexcept { return a.at_ < b.at_; }
   };
-  using entry_set = boost::intrusive::multiset<entry, boost::intrusive::compare<earlier>>;
+  using entry_set =
+      boost::intrusive::multiset<entry,
+                                 boost::intrusive::base_hook<boost::intrusive::set_base_hook<>>,
+                                 boost::intrusive::compare<earlier>>;
+  using entry_list =
+      boost::intrusive::list<entry,
+                             boost::intrusive::base_hook<boost::intrusive::list_base_hook<>>>;
+
+  // Takes `e` out of where it is armed, if it is.
+  void unlink(entry& e) noexcept {
+    if (e.place_ == entry::place::pending) {
+      pending_.erase(pending_.iterator_to(e));
+      if (pending_.empty()) pending_earliest_ = steady_clock::time_point::max();
+    } else if (e.place_ == entry::place::ordered) {
+      ordered_.erase(ordered_.iterator_to(e));
+    }
+    e.place_ = entry::place::none;
+  }
+
+  // The time the earliest armed entry may be due at: none is due before it.
+  steady_clock::time_point earliest() const noexcept {
+    const auto ordered = ordered_.empty() ? steady_clock::time_point::max() : ordered_.begin()->at_;
+    return std::min(ordered, pending_earliest_);
+  }
 
   void wait_for(steady_clock::time_point at) {
     waiting_for_ = at;
@@ -106,6 +142,17 @@ class lease_timers {
   void fire() {
     waiting_for_ = steady_clock::time_point::max();
     const auto now = lock_clock::now();
+    // Pending entries join the ordered ones, in the order they were armed. Hinted at the end: a
+    // lease is mostly armed for its next renewal, half a TTL away, later than every entry armed
+    // before it with the same TTL; there the insert costs no search down the tree (a wrong hint
+    // costs one comparison, then the usual search).
+    while (!pending_.empty()) {
+      entry& e = pending_.front();
+      pending_.pop_front();
+      e.place_ = entry::place::ordered;
+      ordered_.insert(ordered_.end(), e);
+    }
+    pending_earliest_ = steady_clock::time_point::max();
     {
       // Arming during the calls below waits for nothing: the timer is set once, after them.
       struct firing_scope {
@@ -113,21 +160,24 @@ class lease_timers {
         explicit firing_scope(bool& flag) : firing(flag) { firing = true; }
         ~firing_scope() { firing = false; }
       } scope(firing_);
-      // At most the entries armed now: a due() that arms its entry again for a time already past
-      // is called again in the next turn, not in a loop here.
-      for (std::size_t budget = armed_.size();
-           budget > 0 && !armed_.empty() && armed_.begin()->at_ <= now; --budget) {
-        entry& e = *armed_.begin();
-        armed_.erase(armed_.begin());
+      // Only the entries ordered now: one that a due() arms again, even for a time already past,
+      // is pending, and is called in the next turn, not in a loop here.
+      while (!ordered_.empty() && ordered_.begin()->at_ <= now) {
+        entry& e = *ordered_.begin();
+        ordered_.erase(ordered_.begin());
+        e.place_ = entry::place::none;
         e.due();
       }
     }
-    if (!armed_.empty()) wait_for(armed_.begin()->at_);
+    if (armed() != 0) wait_for(earliest());
   }
 
   boost::asio::any_io_executor executor_;
   std::optional<lock_timer> timer_;
-  entry_set armed_;
+  entry_list pending_;
+  entry_set ordered_;
+  // No pending entry is armed for earlier (max: none pending).
+  steady_clock::time_point pending_earliest_ = steady_clock::time_point::max();
   steady_clock::time_point waiting_for_ = steady_clock::time_point::max();  // max: no wait
   unsigned generation_ = 0;
   bool firing_ = false;

@@ -123,6 +123,35 @@ BOOST_AUTO_TEST_CASE(disarming_the_last_entry_leaves_no_wait) {
   BOOST_TEST(calls.empty());
 }
 
+// The clock's timer waits for the earliest entry armed; once that one is disarmed, the wait may
+// end early. It then calls nothing before its time, and every entry still armed is called once,
+// at its time, in order, also entries armed and disarmed many times meanwhile.
+BOOST_AUTO_TEST_CASE(a_wait_for_a_disarmed_entry_calls_nothing_early) {
+  boost::asio::io_context io;
+  std::vector<std::string> calls;
+  std::vector<bool> on_time;
+  lease_timers timers(io.get_executor());
+  recording_entry gone("gone", calls), first("first", calls), second("second", calls);
+  const auto now = lock_clock::now();
+  const auto first_at = now + 10ms, second_at = now + 20ms;
+  first.then = [&] { on_time.push_back(lock_clock::now() >= first_at); };
+  second.then = [&] { on_time.push_back(lock_clock::now() >= second_at); };
+  timers.arm(gone, now + 1ms);
+  timers.arm(second, now + 5ms);
+  timers.arm(first, first_at);
+  for (int i = 0; i < 100; ++i) {
+    timers.arm(second, now + std::chrono::milliseconds(30 + i));
+    timers.disarm(second);
+  }
+  timers.arm(second, second_at);
+  timers.disarm(gone);
+  BOOST_TEST(timers.armed() == 2u);
+  io.run();
+  BOOST_TEST((calls == std::vector<std::string>{"first", "second"}));
+  BOOST_TEST((on_time == std::vector<bool>{true, true}));
+  BOOST_TEST(timers.armed() == 0u);
+}
+
 // The set destroyed with a wait pending (the client gone before its io_context): the wait
 // completes without touching it.
 BOOST_AUTO_TEST_CASE(a_wait_outliving_its_set_calls_nothing) {
