@@ -59,9 +59,15 @@ bool acquire_round::decides_with(std::size_t node, node_answer::kind what) const
 }
 
 acquire_round::step acquire_round::granted(std::size_t node, steady_clock::time_point now) {
-  node_answer given;
-  given.what = node_answer::kind::yes;
-  return answer(node, std::move(given), now);
+  const bool decided_before = decided();
+  node_answer& answer = answers_[node];
+  if (answer.what != node_answer::kind::pending)
+    return decided_before ? step::decided_before : step::undecided;
+  answer.what = node_answer::kind::yes;
+  answer.unsent = false;
+  answer.failure = {};
+  answer.detail.clear();
+  return counted(node_answer::kind::yes, decided_before, now);
 }
 
 acquire_round::step acquire_round::refused(std::size_t node, steady_clock::time_point now) {

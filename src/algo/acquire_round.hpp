@@ -80,6 +80,7 @@ class acquire_round {
   // The same for a node's reply, read by fill_answer into the round's own answer for the node.
   step answer(std::size_t node, node_answer::kind what, const boost::system::error_code& ec,
               const resp::value& reply, std::string&& detail, steady_clock::time_point now);
+  // The node granted (a SET's OK): what answer() makes of that, with nothing built or moved.
   step granted(std::size_t node, steady_clock::time_point now);
   // SET NX answered null: another owner holds the key there.
   step refused(std::size_t node, steady_clock::time_point now);

@@ -156,7 +156,14 @@ class acquire_machine {
   void subscription_state(bool settled, steady_clock::time_point now);
   // A reply of the current round's request to `node`.
   void answer(std::size_t node, const boost::system::error_code& ec, const resp::value& reply,
-              steady_clock::time_point now);
+              steady_clock::time_point now) {
+    // Nearly every reply: a plain SET's OK. It is read here, without the answer that
+    // read_set_reply would make for any form.
+    if (!ec && form_ == set_form::plain && fences_.empty() && stage_ != stage::fencing &&
+        is_ok(reply))
+      return plain_grant(node, now);
+    answer_in_full(node, ec, reply, now);
+  }
   // A reply of `node` to the request of an earlier round (`ballot`).
   void earlier_answer(std::size_t ballot, std::size_t node, const boost::system::error_code& ec,
                       const resp::value& reply);
@@ -242,6 +249,16 @@ class acquire_machine {
   // client would count a vote it no longer has. With distinct tokens a stale request can only
   // delete or set keys of rounds that are over.
   void begin_round(steady_clock::time_point now);
+
+  static bool is_ok(const resp::value& reply) noexcept {
+    // Compared by hand: std::string's == with a literal measures it and calls memcmp.
+    return reply.kind == resp::type::simple_string && reply.text.size() == 2 &&
+           reply.text[0] == 'O' && reply.text[1] == 'K';
+  }
+  // answer() for a plain SET's OK: what answer_in_full does with what read_set_reply makes of it.
+  void plain_grant(std::size_t node, steady_clock::time_point now);
+  void answer_in_full(std::size_t node, const boost::system::error_code& ec,
+                      const resp::value& reply, steady_clock::time_point now);
 
   // A refusal of the current round that answers after its decision: taken into a sleeping
   // acquire's plan at once.

@@ -60,8 +60,39 @@ void acquire_machine::begin_round(steady_clock::time_point now) {
   ask({.what = acquire_action::kind::send_round, .index = ++ballot_});
 }
 
-void acquire_machine::answer(std::size_t node, const error_code& ec, const resp::value& reply,
-                             steady_clock::time_point now) {
+namespace {
+
+// What read_set_reply makes of a plain SET's OK. Made before main, not on first use: a reference
+// to a function's static would test its guard on every grant.
+const set_answer plain_set_granted = [] {
+  set_answer yes;
+  yes.what = node_answer::kind::yes;
+  return yes;
+}();
+
+}  // namespace
+
+void acquire_machine::plain_grant(std::size_t node, steady_clock::time_point now) {
+  // Of answer_in_full's steps, those a grant takes when there are no fences to note and no mark
+  // (a plain SET).
+  if (!round_->decided()) {
+    if (!nodes().duplicate_nodes().empty() && round_->decides_with(node, node_answer::kind::yes))
+      round_->set_nodes_not_independent();
+    strategy_->record(node, plain_set_granted, now);
+  }
+  switch (round_->granted(node, now)) {
+    case acquire_round::step::decided_now:
+      return decided(now);
+    case acquire_round::step::decided_before:
+      note_late_refusal(node, plain_set_granted, now);
+      return answered_after_decision(node);
+    case acquire_round::step::undecided:
+      return;
+  }
+}
+
+void acquire_machine::answer_in_full(std::size_t node, const error_code& ec,
+                                     const resp::value& reply, steady_clock::time_point now) {
   set_answer answer = read_set_reply(ec, reply, form_);
   if (answer.marked && stage_ == stage::finished) note_mark(node);
   if (form_ == set_form::fenced_set && answer.what == node_answer::kind::yes &&
