@@ -29,7 +29,7 @@ class by_token_op final : public operation_vote {
 
   by_token_op(std::shared_ptr<lock_space> space, void_caller&& caller, kind what,
               std::string resource, std::string token)
-      : operation_vote(std::move(space), std::move(caller)),
+      : operation_vote(std::move(space), std::move(caller), vote_replies::token_script),
         what_(what),
         resource_(std::move(resource)),
         token_(std::move(token)) {}
@@ -75,11 +75,6 @@ class by_token_op final : public operation_vote {
   }
 
  private:
-  node_answer::kind classify(const error_code& ec, const resp::value& reply,
-                             std::string& detail) override {
-    return classify_script_reply(ec, reply, detail);
-  }
-
   std::optional<error_code> decide(const tally& t) override {
     return what_ == kind::extend ? extension_outcome(t) : release_outcome(t);
   }

@@ -36,7 +36,7 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
  public:
   extend_op(std::shared_ptr<lease_state> state, std::chrono::milliseconds ttl, std::uint64_t id,
             bool from_renewal, std::shared_ptr<user_operation> caller)
-      : vote(space_of(*state).nodes().size()),
+      : vote(space_of(*state).nodes().size(), vote_replies::token_script),
         state_(std::move(state)),
         ttl_(ttl),
         id_(id),
@@ -94,11 +94,6 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
   request_rules waiting(request_rules rules) const {
     rules.wait_at_least = wait_at_least();
     return rules;
-  }
-
-  node_answer::kind classify(const error_code& ec, const resp::value& reply,
-                             std::string& detail) override {
-    return classify_script_reply(ec, reply, detail);
   }
 
   std::optional<error_code> decide(const tally& t) override { return extension_outcome(t); }

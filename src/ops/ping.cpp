@@ -50,7 +50,7 @@ class ping_op final : public operation_vote {
 }  // namespace
 
 void start_ping(const std::shared_ptr<lock_space>& space, void_caller caller) {
-  auto op = std::make_shared<ping_op>(space, std::move(caller));
+  auto op = std::make_shared<ping_op>(space, std::move(caller), vote_replies::own);
   if (space->closed()) return op->finish(asio::error::operation_aborted);
   op->start();
   op->run();

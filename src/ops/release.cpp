@@ -21,7 +21,8 @@ namespace {
 class release_op final : public operation_vote {
  public:
   release_op(std::shared_ptr<lease_state> state, void_caller&& caller)
-      : operation_vote(shared_space_of(*state), std::move(caller)), state_(std::move(state)) {}
+      : operation_vote(shared_space_of(*state), std::move(caller), vote_replies::token_script),
+        state_(std::move(state)) {}
 
   // Queues the release on every node; returns how the next local waiter starts once the lease has
   // stopped holding.
@@ -36,11 +37,6 @@ class release_op final : public operation_vote {
   }
 
  private:
-  node_answer::kind classify(const error_code& ec, const resp::value& reply,
-                             std::string& detail) override {
-    return classify_script_reply(ec, reply, detail);
-  }
-
   void on_node_answer(std::size_t node, const node_answer& answer) override {
     // Deleted, or not ours: gone either way (local_queues::lease_release).
     if (report_gone_keys_ &&

@@ -83,13 +83,20 @@ class fan_out_sink : public reply_sink {
 // decide() is asked after each reply whether the outcome is already certain. decided() runs once
 // per ballot, at the earliest certain moment; later replies are still read (by the connections)
 // but change nothing.
+//
+// How the replies are read: `token_script`, every request runs a token-checked script, whose reply
+// classify_script_reply reads (1 yes, 0 no, anything else a failure); `own`, the derived class's
+// classify() reads them.
+enum class vote_replies : std::uint8_t { token_script, own };
+
 class vote : public fan_out_sink {
  public:
   const tally& votes() const noexcept { return votes_; }
   const node_answers& answers() const noexcept { return answers_; }
 
  protected:
-  explicit vote(std::size_t nodes) : fan_out_sink(nodes), votes_(nodes), answers_(nodes) {}
+  vote(std::size_t nodes, vote_replies replies)
+      : fan_out_sink(nodes), votes_(nodes), answers_(nodes), replies_(replies) {}
   ~vote() = default;
 
   // Starts a new ballot and forgets the previous one's answers.
@@ -110,8 +117,11 @@ class vote : public fan_out_sink {
     return fan_out_sink::open_ballot();
   }
 
+  // Reads a reply of a vote of vote_replies::own (a token script's vote never asks).
   virtual node_answer::kind classify(const boost::system::error_code& ec, const resp::value& reply,
-                                     std::string& detail) = 0;
+                                     std::string& detail) {
+    return classify_script_reply(ec, reply, detail);
+  }
   virtual std::optional<boost::system::error_code> decide(const tally& votes) = 0;
   virtual void decided(boost::system::error_code outcome) = 0;
   // Every answer of the current ballot as it comes, also after the decision.
@@ -120,10 +130,21 @@ class vote : public fan_out_sink {
  private:
   void on_answer(std::size_t node, const boost::system::error_code& ec,
                  const resp::value& reply) final {
-    std::string detail;
-    const auto what = classify(ec, reply, detail);
     node_answer& answer = answers_[node];
-    fill_answer(answer, what, ec, reply, std::move(detail));
+    if (replies_ == vote_replies::token_script && !ec && reply.kind == resp::type::integer &&
+        answer.detail.empty()) {
+      // Nearly every reply of a token script: 1 or 0, nothing to explain. What
+      // classify_script_reply and fill_answer make of it, with no text to build.
+      answer.what = reply.integer == 1 ? node_answer::kind::yes : node_answer::kind::no;
+      answer.unsent = false;
+      answer.failure = {};
+    } else {
+      std::string detail;
+      const auto what = replies_ == vote_replies::token_script
+                            ? classify_script_reply(ec, reply, detail)
+                            : classify(ec, reply, detail);
+      fill_answer(answer, what, ec, reply, std::move(detail));
+    }
     on_node_answer(node, answer);
     count(votes_, answer.what);
     if (decided_) return;
@@ -135,15 +156,16 @@ class vote : public fan_out_sink {
 
   tally votes_;
   node_answers answers_;
+  vote_replies replies_;
   bool decided_ = false;
 };
 
 // A user_operation settled by one vote.
 class operation_vote : public user_operation, public vote {
  public:
-  operation_vote(std::shared_ptr<lock_space> space, void_caller&& caller)
+  operation_vote(std::shared_ptr<lock_space> space, void_caller&& caller, vote_replies replies)
       : user_operation(space, space->executor(), std::move(caller)),
-        vote(space->nodes().size()),
+        vote(space->nodes().size(), replies),
         space_(std::move(space)) {}
 
  protected:

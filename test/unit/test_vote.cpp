@@ -35,7 +35,8 @@ class test_vote final : public rd::vote, public std::enable_shared_from_this<tes
  public:
   using rule_type = std::function<std::optional<error_code>(const rd::tally&)>;
 
-  test_vote(std::size_t nodes, rule_type rule) : vote(nodes), rule_(std::move(rule)) {}
+  test_vote(std::size_t nodes, rule_type rule)
+      : vote(nodes, rd::vote_replies::own), rule_(std::move(rule)) {}
 
   std::size_t next_ballot() { return open_ballot(); }
 
@@ -61,6 +62,31 @@ class test_vote final : public rd::vote, public std::enable_shared_from_this<tes
 
   rule_type rule_;
 };
+
+// A vote of token-checked scripts: its replies are read as classify_script_reply reads them.
+class script_vote final : public rd::vote, public std::enable_shared_from_this<script_vote> {
+ public:
+  explicit script_vote(std::size_t nodes) : vote(nodes, rd::vote_replies::token_script) {}
+
+  std::size_t next_ballot() { return open_ballot(); }
+
+  std::vector<error_code> outcomes;
+
+ private:
+  std::shared_ptr<void> owner() override { return shared_from_this(); }
+  std::optional<error_code> decide(const rd::tally& t) override {
+    if (t.complete()) return error_code{};
+    return std::nullopt;
+  }
+  void decided(error_code outcome) override { outcomes.push_back(outcome); }
+};
+
+redlock::resp::value integer(long long number) {
+  redlock::resp::value reply;
+  reply.kind = redlock::resp::type::integer;
+  reply.integer = number;
+  return reply;
+}
 
 // Decides once `yes` nodes said yes (success) or `no` nodes said no (error::not_held).
 test_vote::rule_type at_count(std::size_t yes, std::size_t no) {
@@ -119,6 +145,50 @@ BOOST_AUTO_TEST_CASE(late_answers_of_an_earlier_ballot_are_ignored) {
   v->on_reply(second + 1, {}, ok());
   BOOST_REQUIRE(v->outcomes.size() == 2u);
   BOOST_TEST(!v->outcomes.back());
+}
+
+// Each reply of a token script's vote is the answer classify_script_reply and make_answer make
+// of it, also where a node's answer in the ballot before carried a text.
+BOOST_AUTO_TEST_CASE(a_token_script_vote_reads_replies_as_classify_script_reply_does) {
+  redlock::resp::value error_reply;
+  error_reply.kind = redlock::resp::type::simple_error;
+  error_reply.text = "NOPERM no permissions";
+  struct {
+    error_code ec;
+    redlock::resp::value reply;
+  } const cases[] = {{{}, integer(1)},
+                     {{}, integer(0)},
+                     {{}, integer(2)},
+                     {{}, ok()},
+                     {{}, null()},
+                     {{}, error_reply},
+                     {redlock::error::not_connected, null()},
+                     {redlock::error::connection_lost, null()}};
+  auto v = std::make_shared<script_vote>(std::size(cases));
+  for (int ballot = 0; ballot < 2; ++ballot) {
+    // The second ballot asks in the other order: each node's answer before it differs.
+    const std::size_t tag = v->next_ballot();
+    for (std::size_t i = 0; i < std::size(cases); ++i) {
+      const std::size_t node = ballot == 0 ? i : std::size(cases) - 1 - i;
+      v->on_reply(tag + node, cases[i].ec, cases[i].reply);
+    }
+    for (std::size_t i = 0; i < std::size(cases); ++i) {
+      const std::size_t node = ballot == 0 ? i : std::size(cases) - 1 - i;
+      BOOST_TEST_CONTEXT("ballot " << ballot << ", case " << i) {
+        std::string detail;
+        const auto what = rd::classify_script_reply(cases[i].ec, cases[i].reply, detail);
+        const auto expected = rd::make_answer(what, cases[i].ec, cases[i].reply, detail);
+        const auto& answer = v->answers()[node];
+        BOOST_TEST((answer.what == expected.what));
+        BOOST_TEST(answer.unsent == expected.unsent);
+        BOOST_TEST(answer.failure == expected.failure);
+        BOOST_TEST(answer.detail == expected.detail);
+      }
+    }
+  }
+  BOOST_TEST(v->outcomes.size() == 2u);
+  BOOST_TEST(v->votes().yes_count() == 1u);
+  BOOST_TEST(v->votes().no_count() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(stays_alive_while_requests_may_answer) {
