@@ -16,13 +16,12 @@ namespace redlock::detail {
 using boost::system::error_code;
 namespace asio = boost::asio;
 
-acquire_machine::acquire_machine(const std::shared_ptr<lock_home>& home,
-                                 std::unique_ptr<round_strategy> strategy,
+acquire_machine::acquire_machine(lock_home& home, std::unique_ptr<round_strategy> strategy,
                                  std::shared_ptr<lease_state> lease, const lock_options& options,
                                  bool single_round, queued_acquire& self,
                                  const announcement_facts& announcements)
-    : home_(*home),
-      nodes_(home->nodes_known()),
+    : home_(home),
+      nodes_(home.nodes_known()),
       lease_(std::move(lease)),
       strategy_(std::move(strategy)),
       self_(self),

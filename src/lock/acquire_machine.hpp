@@ -126,7 +126,8 @@ class acquire_machine {
   // `lease`: the lease to be, new (lease_state::make); its key is set by each round to the one the
   // strategy names. `strategy` may refer to the lease's resource: the machine destroys it first.
   // `self`: the driver, as the local queues know it, and what it tells of the subscriptions.
-  acquire_machine(const std::shared_ptr<lock_home>& home, std::unique_ptr<round_strategy> strategy,
+  // `home`: the lease's, which keeps it alive.
+  acquire_machine(lock_home& home, std::unique_ptr<round_strategy> strategy,
                   std::shared_ptr<lease_state> lease, const lock_options& options,
                   bool single_round, queued_acquire& self, const announcement_facts& announcements);
 

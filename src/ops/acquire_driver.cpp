@@ -13,7 +13,7 @@ acquire_driver::acquire_driver(std::shared_ptr<lock_space> space,
                                bool single_round, caller_handler<acquire_signature>&& caller)
     : fan_out_sink(space->nodes().size()),
       space_(std::move(space)),
-      machine_(space_, std::move(strategy), std::move(lease), options, single_round, *this, *this),
+      machine_(*space_, std::move(strategy), std::move(lease), options, single_round, *this, *this),
       done_(std::move(caller.handler), space_->executor(), caller.on_client_executor) {}
 
 void acquire_driver::perform(const acquire_action& action) {

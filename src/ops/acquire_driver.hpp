@@ -32,7 +32,9 @@ class acquire_driver final : public abortable,
   // What the acquire's lease is to be (a set's resources, a companion key): told before start().
   lease_state& lease() const noexcept { return *machine_.lease(); }
   void start() {
-    drive([this](acquire_machine& m, moment now) { m.start(now, shared_from_this()); });
+    // One owner both keeps the driver alive through the drive and is what the queues keep.
+    const std::shared_ptr<queued_acquire> self = shared_from_this();
+    drive([&](acquire_machine& m, moment now) { m.start(now, self); }, true);
   }
 
   void wake() override {

@@ -94,7 +94,7 @@ class host final : public queued_acquire,
   // An acquire by `strategy`, whose lease starts as `resource`'s.
   host(const std::shared_ptr<lock_home>& home, std::unique_ptr<round_strategy> strategy,
        std::string resource, const lock_options& options, bool single_round)
-      : machine(home, std::move(strategy), lease_state::make(home, std::move(resource), options),
+      : machine(*home, std::move(strategy), lease_state::make(home, std::move(resource), options),
                 options, single_round, *this, *this) {}
 
   bool announcements_cover(std::string_view) const override { return covered; }
@@ -138,7 +138,7 @@ class host final : public queued_acquire,
   // The lease by reference: the strategy is made from it in the same call.
   host(const std::shared_ptr<lock_home>& home, const std::shared_ptr<lease_state>& lease,
        const lock_options& options, bool single_round)
-      : machine(home, std::make_unique<lock_rounds>(lease->resource()), lease, options,
+      : machine(*home, std::make_unique<lock_rounds>(lease->resource()), lease, options,
                 single_round, *this, *this) {}
 };
 
