@@ -120,10 +120,9 @@ payload_by_node_kind::bytes encode_hold_release(const hold_keys& held, std::stri
   // Every release of a lock: its words written directly (resp::encode_words). Without a scope
   // when there is none: the bytes every standalone release has always had.
   using bytes = payload_by_node_kind::bytes;
-  const std::string& sha = release_script().sha1();
-  if (sharded)
-    return resp::encode_words<bytes>("EVALSHA", sha, "1", held.key, token, channel, scope);
-  return resp::encode_words<bytes>("EVALSHA", sha, "1", held.key, token, channel);
+  const resp::encoded_words call = release_script().call_with_one_key();
+  if (sharded) return resp::encode_words<bytes>(call, held.key, token, channel, scope);
+  return resp::encode_words<bytes>(call, held.key, token, channel);
 }
 
 // The sink of a best-effort release whose answers someone needs: a node that deleted our key, or

@@ -165,13 +165,53 @@ struct word<Number> {
 
 }  // namespace encoding
 
+// Words encoded ahead of time, `count` of them, that encode_words puts in a command as they are:
+// for the words with which every call of a script begins ("EVALSHA <sha1> <numkeys>").
+struct encoded_words {
+  std::string_view bytes;
+  std::size_t count = 0;
+};
+
+namespace encoding {
+
+template <>
+struct word<encoded_words> {
+  static std::size_t size(const encoded_words& w) noexcept { return w.bytes.size(); }
+  static char* put(char* p, const encoded_words& w) noexcept {
+    std::memcpy(p, w.bytes.data(), w.bytes.size());
+    return p + w.bytes.size();
+  }
+};
+
+// How many words of the command a word of encode_words is.
+template <class Word>
+constexpr std::size_t words_in(const Word&) noexcept {
+  return 1;
+}
+inline std::size_t words_in(const encoded_words& w) noexcept {
+  return w.count;
+}
+
+}  // namespace encoding
+
+// `words` as encode_words writes them in a command, without the command's header: the bytes of
+// an encoded_words.
+template <class... Words>
+std::string encode_bare_words(const Words&... words) {
+  std::string out((encoding::word<Words>::size(words) + ...), '\0');
+  char* p = out.data();
+  ((p = encoding::word<Words>::put(p, words)), ...);
+  return out;
+}
+
 // The command made of `words`, in a string of any allocator, as encode_as would write it. For the
 // commands a lock sends on every acquire and release: the count and the literal words' lengths
-// are known when compiling, numbers need no string of their own, and the words are gone over
-// twice (size, then bytes) without a loop over a span.
+// are known when compiling, numbers need no string of their own, words encoded ahead of time
+// (encoded_words) are copied as they are, and the words are gone over twice (size, then bytes)
+// without a loop over a span.
 template <class String, class... Words>
 String encode_words(const Words&... words) {
-  constexpr std::size_t count = sizeof...(Words);
+  const std::size_t count = (encoding::words_in(words) + ...);
   const std::size_t size =
       1 + encoding::decimal_digits(count) + 2 + (encoding::word<Words>::size(words) + ...);
   String out(size, '\0');

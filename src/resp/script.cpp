@@ -27,7 +27,10 @@ std::string sha1_hex(std::string_view data) {
   return hex;
 }
 
-script::script(std::string source) : source_(std::move(source)), sha1_(sha1_hex(source_)) {}
+script::script(std::string source)
+    : source_(std::move(source)),
+      sha1_(sha1_hex(source_)),
+      one_key_call_(resp::encode_bare_words("EVALSHA", sha1_, "1")) {}
 
 std::string encode_evalsha(const script& s, std::span<const std::string_view> keys,
                            std::span<const std::string_view> args) {

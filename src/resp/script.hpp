@@ -24,10 +24,14 @@ class script {
 
   const std::string& source() const noexcept { return source_; }
   const std::string& sha1() const noexcept { return sha1_; }
+  // "EVALSHA <sha1> 1", encoded: how every call of the script with one key begins
+  // (resp::encode_words).
+  resp::encoded_words call_with_one_key() const noexcept { return {one_key_call_, 3}; }
 
  private:
   std::string source_;
   std::string sha1_;
+  std::string one_key_call_;
 };
 
 // Calls `use` with the command "EVALSHA sha numkeys keys... args...", as a span of its words:

@@ -1,5 +1,6 @@
 #include "resp/encoder.hpp"
 #include "resp/parser.hpp"
+#include "resp/script.hpp"
 #include "resp/value.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -212,6 +213,22 @@ BOOST_AUTO_TEST_CASE(words_encode_as_the_general_encoder_does) {
   BOOST_TEST(
       resp::encode_words<std::string>("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", key, 7u) ==
       encode({"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", key, "7"}));
+}
+
+// Words encoded ahead of time count as the words they are, wherever they stand, also where they
+// make the command's count two digits long; a script's one-key call begins with them.
+BOOST_AUTO_TEST_CASE(words_encoded_ahead_count_as_the_words_they_are) {
+  const std::string key = "lock:a";
+  const std::string sha(40, 'f');
+  const std::string call = resp::encode_bare_words("EVALSHA", sha, "1");
+  BOOST_TEST(resp::encode_words<std::string>(resp::encoded_words{call, 3}, key, "token", 30000) ==
+             encode({"EVALSHA", sha, "1", key, "token", "30000"}));
+  const std::string nine = resp::encode_bare_words("a", "b", "c", "d", "e", "f", "g", "h", "i");
+  BOOST_TEST(resp::encode_words<std::string>(key, resp::encoded_words{nine, 9}, 7u) ==
+             encode({key, "a", "b", "c", "d", "e", "f", "g", "h", "i", "7"}));
+  const redlock::detail::script lua("return 1");
+  BOOST_TEST(resp::encode_words<std::string>(lua.call_with_one_key(), key) ==
+             redlock::detail::encode_evalsha(lua, std::vector<std::string_view>{key}, {}));
 }
 
 // Numbers are written two digits at a time: every number up to 100 000 (odd and even digit
