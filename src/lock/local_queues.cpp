@@ -16,7 +16,7 @@ local_queues::local_queues(std::string release_channel, double drift_factor)
   spare_queues_.reserve(1024);
 }
 
-std::size_t local_queues::name_hash::operator()(std::string_view name) const {
+std::size_t local_queues::name_hash::operator()(std::string_view name) const noexcept {
   constexpr std::uint64_t odd = 0x9e3779b97f4a7c15;  // 2^64 / golden ratio, made odd
   const auto mix = [](std::uint64_t h, std::uint64_t word) {
     h = (h ^ word) * odd;
@@ -47,27 +47,40 @@ steady_clock::time_point local_queues::lazy_now::get() {
 }
 
 resource_queue* local_queues::find(const std::string& resource) {
-  auto found = queues_.find(resource);
+  auto found = queues_.find(std::string_view(resource));
   return found == queues_.end() ? nullptr : &found->second;
 }
 
 resource_queue& local_queues::queue_for(const std::string& resource) {
-  if (spare_queues_.empty()) return queues_.try_emplace(resource).first->second;
+  const hashed_name key{resource, name_hash{}(resource)};
+  if (spare_queues_.empty()) {
+    auto found = queues_.find(key);
+    if (found == queues_.end())
+      found = queues_.emplace(queue_name{resource, key.hash}, resource_queue{}).first;
+    found->second.name_hash = key.hash;
+    return found->second;
+  }
   // One lookup: a spare node, named, is inserted unless the resource has a queue already, and
   // then goes back to the spares. Spares were emptied when they were forgotten.
   auto& spare = spare_queues_.back();
-  spare.key() = resource;
+  spare.key().name = resource;
+  spare.key().hash = key.hash;
   auto placed = queues_.insert(std::move(spare));
   if (placed.inserted) {
     spare_queues_.pop_back();
   } else {
     spare = std::move(placed.node);
   }
+  placed.position->second.name_hash = key.hash;
   return placed.position->second;
 }
 
 void local_queues::forget_if_idle(const std::string& resource) {
-  auto found = queues_.find(resource);
+  forget_if_idle(hashed_name{resource, name_hash{}(resource)});
+}
+
+void local_queues::forget_if_idle(const hashed_name& key) {
+  const auto found = queues_.find(key);
   if (found == queues_.end() || !found->second.idle()) return;
   if (spare_queues_.size() == spare_queues_.capacity()) {
     queues_.erase(found);
@@ -96,6 +109,13 @@ local_queues::lease_release local_queues::release_of(queue_holder& state,
   if (queue != nullptr && queue->shared)
     return lease_release{.channel = release_channel_, .next_waiter = {}};
   const bool holder = queue != nullptr && queue->holder == &state;
+  if (holder && queue->waiters.empty() && state.more_queues_.empty() && !facts.contended) {
+    // Nearly every release: a lock that nobody here waits for, held without contention. What
+    // the general path decides then: it announces itself, nobody is handed the lock, and the
+    // hand-offs in a row start over.
+    queue->handoffs_in_a_row = 0;
+    return lease_release{.channel = release_channel_, .next_waiter = {}};
+  }
   // Who takes the lease's resources once it is gone: the hand-off is certain only when each of
   // them goes to a single lock, whose SET follows our release on every node.
   bool waiting = false;
@@ -178,8 +198,11 @@ void local_queues::holder_gone(queue_holder& state, std::span<const std::string>
     return shared_holder_gone(*queue, state, queue_names.front());
   if (queue == nullptr || queue->holder != &state) return;
   queue->holder = nullptr;
+  // Found again by its name, and the hash read now: a waiter that starts may end at once and
+  // forget the queue.
+  const hashed_name name{queue_names.front(), queue->name_hash};
   start_next_waiter(*queue, next_waiter);
-  forget_if_idle(queue_names.front());
+  forget_if_idle(name);
 }
 
 void local_queues::set_holder_gone(queue_holder& state, std::span<const std::string> resources,
@@ -278,11 +301,23 @@ bool local_queues::try_start(queued_acquire& waiter) {
 
 void local_queues::leave(queued_acquire& waiter, std::span<const std::string> keys,
                          bool start_others) {
-  const auto queues = std::move(waiter.queues_);
-  waiter.queues_.clear();
-  waiter.started_ = false;
-  for (resource_queue* queue : queues) {
-    std::erase_if(queue->waiters, [&](const auto& other) { return other.get() == &waiter; });
+  const auto is_waiter = [&](const auto& other) { return other.get() == &waiter; };
+  if (waiter.queues_.size() == 1) {
+    // A single lock's: its one queue, nearly always with itself first.
+    resource_queue& queue = *waiter.queues_.front();
+    waiter.queues_.clear();
+    waiter.started_ = false;
+    if (is_waiter(queue.waiters.front())) {
+      queue.waiters.erase(queue.waiters.begin());
+    } else {
+      std::erase_if(queue.waiters, is_waiter);
+    }
+  } else {
+    const auto queues = std::move(waiter.queues_);
+    waiter.queues_.clear();
+    waiter.started_ = false;
+    for (resource_queue* queue : queues)
+      std::erase_if(queue->waiters, is_waiter);
   }
   if (!start_others) return;
   // Out of every queue before anyone starts: a set behind it looks at all of its own. A waiter
@@ -359,6 +394,11 @@ std::shared_ptr<queued_acquire> local_queues::next_to_start(const resource_queue
 }
 
 void local_queues::put_first(queued_acquire& waiter) {
+  // Nearly every start: a single lock first in its queue already, ahead of nobody.
+  if (waiter.queues_.size() == 1 && waiter.queues_.front()->waiters.front().get() == &waiter) {
+    waiter.started_ = true;
+    return;
+  }
   std::vector<queued_acquire*> passed;  // the sets it goes ahead of; none in nearly every start
   for (resource_queue* queue : waiter.queues_) {
     auto& line = queue->waiters;
@@ -392,7 +432,7 @@ void local_queues::on_subscription_changed(bool subscribed, std::optional<std::u
   std::vector<std::shared_ptr<queued_acquire>> heads;
   for (auto& [resource, queue] : queues_) {
     // Every key of one queue (a semaphore's slot keys too) is in the slot of its name.
-    if (queue.waiters.empty() || (slot && hash_slot(resource) != *slot)) continue;
+    if (queue.waiters.empty() || (slot && hash_slot(resource.name) != *slot)) continue;
     // A set is first in the queue of each of its resources: told once.
     if (std::find(heads.begin(), heads.end(), queue.waiters.front()) == heads.end())
       heads.push_back(queue.waiters.front());

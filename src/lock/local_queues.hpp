@@ -148,6 +148,7 @@ struct resource_queue {
   std::vector<queue_holder*> readers;       // read-write lock: this client's readers
   std::vector<std::shared_ptr<queued_acquire>> waiters;  // short; a deque allocates when empty
   unsigned handoffs_in_a_row = 0;
+  std::size_t name_hash = 0;  // its name's, set by local_queues::queue_for
 
   // An idle queue made fresh but for its vectors' storage, to serve another resource: nothing of
   // the one it served (its hand-offs in a row above all) may carry over. Every member is reset.
@@ -299,17 +300,41 @@ class local_queues {
 
   std::string release_channel_;
   double drift_factor_;
-  // The hash of a resource's name. An acquire and its release look its queue up three or four
-  // times; std::hash of a string took some 80 instructions for a name of 30 to 40 bytes, this
-  // takes 50: eight bytes per step, each mixed by a multiplication. Like std::hash it is not
-  // seeded, so that a simulation run is decided by its seed alone.
-  // Deliberately not noexcept: libstdc++ then keeps each node's hash, as it does for std::hash of a
-  // string, so a lookup compares hashes before names and erasing a node does not hash it again
-  // (with a noexcept hash it hashes every node it passes, and costs more than std::hash).
-  struct name_hash {
-    std::size_t operator()(std::string_view name) const;
+  // The hash of a resource's name. std::hash of a string took some 80 instructions for a name of 30
+  // to 40 bytes, this takes 50: eight bytes per step, each mixed by a multiplication. Like
+  // std::hash it is not seeded, so that a simulation run is decided by its seed alone.
+  //
+  // A queue's key keeps its name's hash (queue_name), computed once when the queue is made: the
+  // map reads it wherever it needs a node's hash (it keeps none of its own then, the hash being
+  // cheap), and a lease's release forgets its queue by its name and that hash (hashed_name),
+  // without hashing the name again. A lookup by name alone hashes it.
+  struct queue_name {
+    std::string name;
+    std::size_t hash = 0;
   };
-  using queue_map = std::unordered_map<std::string, resource_queue, name_hash>;
+  struct hashed_name {
+    std::string_view name;
+    std::size_t hash = 0;
+  };
+  struct name_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view name) const noexcept;
+    std::size_t operator()(const queue_name& key) const noexcept { return key.hash; }
+    std::size_t operator()(const hashed_name& key) const noexcept { return key.hash; }
+  };
+  struct name_equal {
+    using is_transparent = void;
+    static std::string_view name_of(std::string_view name) noexcept { return name; }
+    static std::string_view name_of(const queue_name& key) noexcept { return key.name; }
+    static std::string_view name_of(const hashed_name& key) noexcept { return key.name; }
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const noexcept {
+      return name_of(a) == name_of(b);
+    }
+  };
+  using queue_map = std::unordered_map<queue_name, resource_queue, name_hash, name_equal>;
+  // forget_if_idle of a name whose hash is known.
+  void forget_if_idle(const hashed_name& key);
 
   queue_map queues_;
   // Map nodes of forgotten queues, reused with their key and vector storage: nearly every acquire

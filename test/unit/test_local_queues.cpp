@@ -158,6 +158,46 @@ BOOST_AUTO_TEST_CASE(leaving_starts_the_next_waiters_unless_the_leaver_holds) {
   BOOST_TEST((log == event_log{"second wakes"}));
 }
 
+// A lock's whole life in its queue, as an uncontended acquire and its release go through it: the
+// acquire joins, starts and leaves as the holder; the release, with nobody waiting, announces
+// itself, hands nothing on and starts the count of hand-offs again; once the holder is gone the
+// queue is forgotten. With a waiter, the same release hands the lock on silently, and the waiter
+// wakes.
+BOOST_AUTO_TEST_CASE(an_uncontended_lock_passes_through_its_queue_and_is_forgotten) {
+  const std::vector<std::string> keys{"orders:42"};
+  queue_holder lease;
+  const local_queues::holder_facts facts{
+      .local_handoffs = 4, .longest_ttl = 10s, .contended = false, .resources = keys};
+  for (const bool someone_waits : {false, true}) {
+    BOOST_TEST_CONTEXT("someone waits: " << someone_waits) {
+      const auto owner = join("owner", keys);
+      BOOST_TEST_REQUIRE(queues.try_start(*owner));
+      const auto queues_of_owner =
+          std::vector<resource_queue*>(owner->queues().begin(), owner->queues().end());
+      queues.hold_in(lease, queues_of_owner);
+      queues.leave(*owner, keys, false);
+      queues.find(keys.front())->holder = &lease;
+      queues.find(keys.front())->handoffs_in_a_row = 2;
+      BOOST_TEST(owner->queues().empty());
+      const auto next = someone_waits ? join("next", keys) : nullptr;
+
+      const auto how = queues.release_of(lease, facts);
+      BOOST_TEST(how.channel == (someone_waits ? "" : "redlock:released"));
+      BOOST_TEST(!how.next_waiter.competes);
+      BOOST_TEST(queues.find(keys.front())->handoffs_in_a_row == (someone_waits ? 3u : 0u));
+      queues.holder_gone(lease, keys, how.next_waiter);
+      BOOST_TEST(lease.queue() == nullptr);
+      BOOST_TEST((queues.find(keys.front()) == nullptr) == !someone_waits);
+      if (someone_waits) {
+        BOOST_TEST((log == event_log{"next wakes"}));
+        queues.leave(*next, keys, true);
+        BOOST_TEST(queues.find(keys.front()) == nullptr);
+      }
+      log.clear();
+    }
+  }
+}
+
 // Queues are found by name through the client's own hash of a name, which reads eight bytes at a
 // time: names of every length around those steps, sharing a long prefix or differing in one byte
 // only, each have a queue of their own, found again, and forgotten alone.
