@@ -14,6 +14,8 @@
 
 namespace redlock::detail {
 
+constinit const lease_state::details lease_state::no_details_{};
+
 using boost::system::error_code;
 
 lease_state::lease_state(std::shared_ptr<lock_home> owner, std::string resource_name,
@@ -180,10 +182,12 @@ void lease_state::stop_holding(phase next, error_code waiters_get, next_waiter_s
   renewal_.stop();
   renewal_timer_.disarm();
   home_->untrack_lease(*this);
-  auto waiters = std::move(lost_waiters_);
-  lost_waiters_.clear();
-  for (auto& waiter : waiters)
-    waiter->lease_ended(waiters_get);
+  if (!lost_waiters_.empty()) {
+    auto waiters = std::move(lost_waiters_);
+    lost_waiters_.clear();
+    for (auto& waiter : waiters)
+      waiter->lease_ended(waiters_get);
+  }
   // Last: the next local waiter's SET is queued behind whatever this lease sent before.
   home_->queues().holder_gone(local_hold, queue_names(), next_waiter);
 }
