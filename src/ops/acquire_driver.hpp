@@ -82,7 +82,14 @@ class acquire_driver final : public abortable,
   // owner: `pinned` says the caller holds one (a reply's request, the timer's wait).
   template <class Input>
   void drive(Input&& input, bool pinned = false) {
-    const auto keep_alive = pinned ? nullptr : shared_from_this();
+    if (!pinned) {
+      const auto keep_alive = shared_from_this();
+      return drive_pinned(input);
+    }
+    drive_pinned(input);
+  }
+  template <class Input>
+  void drive_pinned(Input& input) {
     input(machine_, lock_clock::now());
     if (driving_) return;
     driving_ = true;
