@@ -47,8 +47,7 @@ std::optional<round_strategy::round_request> lock_rounds::next_round(const round
   }
   if (in.first && !in.competing) {
     holders_.clear();
-    plain_set_ = resp::encode_words<decltype(plain_set_)>("SET", resource_, in.token, "NX", "PX",
-                                                          in.ttl.count());
+    resp::encode_words_into(plain_set_, "SET", resource_, in.token, "NX", "PX", in.ttl.count());
     return round_request{.kind = lock_request::set, .key = resource_, .owned = plain_set_};
   }
   holders_.open_round(in.nodes);

@@ -94,35 +94,38 @@ namespace {
 
 // The release of `held` for one node: its announcement on `channel`, sharded (SPUBLISH) for a
 // cluster node.
-payload_by_node_kind::bytes encode_hold_release(const hold_keys& held, std::string_view token,
-                                                std::string_view channel, bool sharded) {
+void encode_hold_release(payload_by_node_kind::bytes& out, const hold_keys& held,
+                         std::string_view token, std::string_view channel, bool sharded) {
+  using bytes = payload_by_node_kind::bytes;
   const std::string_view scope = sharded ? "shard" : "";
   switch (held.kind) {
     case hold_kind::reader: {
       const std::string_view keys[] = {held.key};
       const std::string_view args[] = {token, channel, scope, held.message};
-      return encode_evalsha_as<payload_by_node_kind::bytes>(rw_read_release_script(), keys, args);
+      out = encode_evalsha_as<bytes>(rw_read_release_script(), keys, args);
+      return;
     }
     case hold_kind::writer: {
       const std::string_view keys[] = {held.key, held.mark};
       const std::string_view args[] = {token, channel, scope, held.message, held.mark_id};
-      return encode_evalsha_as<payload_by_node_kind::bytes>(rw_write_release_script(), keys, args);
+      out = encode_evalsha_as<bytes>(rw_write_release_script(), keys, args);
+      return;
     }
     case hold_kind::set: {
       std::vector<std::string_view> keys(held.keys.begin(), held.keys.end());
       const std::string_view args[] = {token, channel, scope};
-      return encode_evalsha_as<payload_by_node_kind::bytes>(multi_release_script(), keys,
-                                                            std::span(args, sharded ? 3 : 2));
+      out =
+          encode_evalsha_as<bytes>(multi_release_script(), keys, std::span(args, sharded ? 3 : 2));
+      return;
     }
     case hold_kind::lock:
       break;
   }
   // Every release of a lock: its words written directly (resp::encode_words). Without a scope
   // when there is none: the bytes every standalone release has always had.
-  using bytes = payload_by_node_kind::bytes;
   const resp::encoded_words call = release_script().call_with_one_key();
-  if (sharded) return resp::encode_words<bytes>(call, held.key, token, channel, scope);
-  return resp::encode_words<bytes>(call, held.key, token, channel);
+  if (sharded) return resp::encode_words_into(out, call, held.key, token, channel, scope);
+  resp::encode_words_into(out, call, held.key, token, channel);
 }
 
 // The sink of a best-effort release whose answers someone needs: a node that deleted our key, or
@@ -144,19 +147,24 @@ class gone_key_reporter final : public reply_sink {
 
 }  // namespace
 
-payload_by_node_kind encode_release(const node_set& nodes, const hold_keys& held,
-                                    std::string_view token, std::string_view channel) {
-  payload_by_node_kind bytes;
+void encode_release_into(payload_by_node_kind& out, const node_set& nodes, const hold_keys& held,
+                         std::string_view token, std::string_view channel) {
   // Cluster nodes announce on their shard's channel: their own bytes, and only theirs when every
   // node is one (payload_by_node_kind::for_node never reads `plain` for them then).
   const bool cluster_bytes = nodes.has_cluster_node() && !channel.empty();
   if (!cluster_bytes || nodes.has_plain_node())
-    bytes.plain = encode_hold_release(held, token, channel, false);
+    encode_hold_release(out.plain, held, token, channel, false);
   if (cluster_bytes) {
-    bytes.slot = hash_slot(held.key);
-    const auto shard_channel = in_slot(*bytes.slot, channel);
-    bytes.for_cluster = encode_hold_release(held, token, shard_channel, true);
+    out.slot = hash_slot(held.key);
+    const auto shard_channel = in_slot(*out.slot, channel);
+    encode_hold_release(out.for_cluster, held, token, shard_channel, true);
   }
+}
+
+payload_by_node_kind encode_release(const node_set& nodes, const hold_keys& held,
+                                    std::string_view token, std::string_view channel) {
+  payload_by_node_kind bytes;
+  encode_release_into(bytes, nodes, held, token, channel);
   return bytes;
 }
 

@@ -26,6 +26,9 @@ request_rules release_rules(hold_kind kind, std::chrono::milliseconds key_lifeti
 // listen (release_announcements).
 payload_by_node_kind encode_release(const node_set& nodes, const hold_keys& held,
                                     std::string_view token, std::string_view channel);
+// The same, written into `out`, which must be empty: a release's own payload, not moved there.
+void encode_release_into(payload_by_node_kind& out, const node_set& nodes, const hold_keys& held,
+                         std::string_view token, std::string_view channel);
 
 // Called with a node whose answer to a best-effort release shows the key gone there (deleted, or
 // found no longer ours).

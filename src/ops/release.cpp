@@ -30,7 +30,7 @@ class release_op final : public operation_vote {
     const auto how = state_->release_decision();
     report_gone_keys_ = how.next_waiter.competes;
     auto& nodes = space_of(*state_).nodes();
-    payload_ = encode_release(nodes, state_->held(), state_->token(), how.channel);
+    encode_release_into(payload_, nodes, state_->held(), state_->token(), how.channel);
     nodes.send(state_->resource(), payload_, *this, open_ballot(),
                release_rules(state_->kind(), state_->validity().longest_ttl()), nullptr);
     return how.next_waiter;

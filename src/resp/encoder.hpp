@@ -204,19 +204,26 @@ std::string encode_bare_words(const Words&... words) {
   return out;
 }
 
-// The command made of `words`, in a string of any allocator, as encode_as would write it. For the
-// commands a lock sends on every acquire and release: the count and the literal words' lengths
-// are known when compiling, numbers need no string of their own, words encoded ahead of time
-// (encoded_words) are copied as they are, and the words are gone over twice (size, then bytes)
-// without a loop over a span.
+// The command made of `words`, written into `out` (a string of any allocator, whose storage is
+// reused when large enough), as encode_as would write it. For the commands a lock sends on every
+// acquire and release: the count and the literal words' lengths are known when compiling, numbers
+// need no string of their own, words encoded ahead of time (encoded_words) are copied as they
+// are, and the words are gone over twice (size, then bytes) without a loop over a span.
 template <class String, class... Words>
-String encode_words(const Words&... words) {
+void encode_words_into(String& out, const Words&... words) {
   const std::size_t count = (encoding::words_in(words) + ...);
   const std::size_t size =
       1 + encoding::decimal_digits(count) + 2 + (encoding::word<Words>::size(words) + ...);
-  String out(size, '\0');
+  out.assign(size, '\0');
   char* p = encoding::put_header(out.data(), '*', count);
   ((p = encoding::word<Words>::put(p, words)), ...);
+}
+
+// The same, in a new string.
+template <class String, class... Words>
+String encode_words(const Words&... words) {
+  String out;
+  encode_words_into(out, words...);
   return out;
 }
 
