@@ -133,9 +133,15 @@ void prometheus_observer::on_lost(const lease_event& event) {
 }
 
 void prometheus_observer::on_release(const lease_event& event) {
-  if (event.error == error::not_held) return metrics_->release_not_held.Increment();
+  // Released, nearly always: no comparison with a category then.
+  if (!event.error) {
+    metrics_->released.Increment();
+  } else if (event.error == error::not_held) {
+    return metrics_->release_not_held.Increment();
+  } else {
+    metrics_->release_failed.Increment();
+  }
   // Failed or not, the lease is not held here any more: its hold ends now.
-  (event.error ? metrics_->release_failed : metrics_->released).Increment();
   metrics_->hold.Observe(seconds(event.held));
 }
 
