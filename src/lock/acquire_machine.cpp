@@ -321,9 +321,11 @@ void acquire_machine::finish(error_code ec) {
 
 void acquire_machine::complete(error_code ec) {
   stage_ = stage::finished;
-  if (home_.watcher() != nullptr && lease_->observed_name().empty() &&
-      strategy_->name() != lease_->resource())
-    lease_->observe_as(strategy_->name());
+  // A lock's rounds name the lease's own resource (the same string): nothing to compare then.
+  if (home_.watcher() != nullptr && lease_->observed_name().empty()) {
+    const std::string& name = strategy_->name();
+    if (&name != &lease_->resource() && name != lease_->resource()) lease_->observe_as(name);
+  }
   ask({.what = acquire_action::kind::complete, .code = ec});
 }
 
