@@ -117,7 +117,8 @@ class vote : public fan_out_sink {
     return fan_out_sink::open_ballot();
   }
 
-  // Reads a reply of a vote of vote_replies::own (a token script's vote never asks).
+  // Reads a reply: by default as a token script's (vote_replies::token_script, whose commonest
+  // replies on_answer reads itself); a vote of vote_replies::own says how.
   virtual node_answer::kind classify(const boost::system::error_code& ec, const resp::value& reply,
                                      std::string& detail) {
     return classify_script_reply(ec, reply, detail);
@@ -140,9 +141,7 @@ class vote : public fan_out_sink {
       answer.failure = {};
     } else {
       std::string detail;
-      const auto what = replies_ == vote_replies::token_script
-                            ? classify_script_reply(ec, reply, detail)
-                            : classify(ec, reply, detail);
+      const auto what = classify(ec, reply, detail);
       fill_answer(answer, what, ec, reply, std::move(detail));
     }
     on_node_answer(node, answer);
