@@ -29,11 +29,17 @@ using std::chrono::steady_clock;
 //
 // Most leases are released long before their first renewal is due, so an entry is armed into an
 // unordered list first (`pending_`), which costs two links to join and to leave; only when the
-// clock's timer fires are the entries pending then sorted into the ordered set (`ordered_`), from
-// which the due ones are called. The timer waits for the earlier of the set's first entry and the
-// earliest time any pending entry was armed for since the list was last emptied
-// (`pending_earliest_`). That time is kept when its entry is disarmed, so the timer may fire
-// early: it then finds nothing due, and waits again.
+// clock's timer fires are the entries pending then put in order, and the due ones called. The
+// timer waits for the earliest ordered entry or the earliest time any pending entry was armed for
+// since the list was last emptied (`pending_earliest_`). That time is kept when its entry is
+// disarmed, so the timer may fire early: it then finds nothing due, and waits again.
+//
+// Entries are nearly always armed in the order of their times: each renewal arms its lease half a
+// TTL ahead, and leases share their TTL. An entry that comes no earlier than the last one in the
+// in-order list (`in_order_`) is appended to it, through the same two links, and the first one is
+// taken off it when due; only the others go into an ordered set (`ordered_`). With 100 000 leases,
+// each renewal's erase from a balanced tree of that size, which rebalanced it and touched nodes
+// of other leases all over memory, took a quarter of their renewals' time.
 //
 // Lives in the leases' home (lock_home), on the client's executor; every member is called there.
 // An entry is armed only while its lease holds. A lease stops holding on the executor and is
@@ -54,7 +60,7 @@ class lease_timers {
 
    private:
     friend class lease_timers;
-    enum class place : unsigned char { none, pending, ordered };
+    enum class place : unsigned char { none, pending, in_order, ordered };
     // The time it was armed for has come; it is no longer armed.
     virtual void due() = 0;
     steady_clock::time_point at_{};
@@ -67,6 +73,7 @@ class lease_timers {
   lease_timers& operator=(const lease_timers&) = delete;
   ~lease_timers() {
     pending_.clear();
+    in_order_.clear();
     ordered_.clear();
   }
 
@@ -94,7 +101,9 @@ class lease_timers {
     }
   }
 
-  std::size_t armed() const noexcept { return pending_.size() + ordered_.size(); }
+  std::size_t armed() const noexcept {
+    return pending_.size() + in_order_.size() + ordered_.size();
+  }
 
  private:
   struct earlier {
@@ -113,16 +122,26 @@ class lease_timers {
     if (e.place_ == entry::place::pending) {
       pending_.erase(pending_.iterator_to(e));
       if (pending_.empty()) pending_earliest_ = steady_clock::time_point::max();
+    } else if (e.place_ == entry::place::in_order) {
+      in_order_.erase(in_order_.iterator_to(e));
     } else if (e.place_ == entry::place::ordered) {
       ordered_.erase(ordered_.iterator_to(e));
     }
     e.place_ = entry::place::none;
   }
 
+  // The ordered entry due first, if any.
+  entry* first_ordered() noexcept {
+    entry* first = in_order_.empty() ? nullptr : &in_order_.front();
+    if (!ordered_.empty() && (first == nullptr || ordered_.begin()->at_ < first->at_))
+      first = &*ordered_.begin();
+    return first;
+  }
+
   // The time the earliest armed entry may be due at: none is due before it.
-  steady_clock::time_point earliest() const noexcept {
-    const auto ordered = ordered_.empty() ? steady_clock::time_point::max() : ordered_.begin()->at_;
-    return std::min(ordered, pending_earliest_);
+  steady_clock::time_point earliest() noexcept {
+    const entry* first = first_ordered();
+    return std::min(first ? first->at_ : steady_clock::time_point::max(), pending_earliest_);
   }
 
   void wait_for(steady_clock::time_point at) {
@@ -142,15 +161,20 @@ class lease_timers {
   void fire() {
     waiting_for_ = steady_clock::time_point::max();
     const auto now = lock_clock::now();
-    // Pending entries join the ordered ones, in the order they were armed. Hinted at the end: a
-    // lease is mostly armed for its next renewal, half a TTL away, later than every entry armed
-    // before it with the same TTL; there the insert costs no search down the tree (a wrong hint
-    // costs one comparison, then the usual search).
+    // Pending entries join the ordered ones, in the order they were armed: at the end of the
+    // in-order list when none there is later, else into the set. Hinted at the end: an entry
+    // out of the list's order is still mostly later than those in the set (a wrong hint costs
+    // one comparison, then the usual search).
     while (!pending_.empty()) {
       entry& e = pending_.front();
       pending_.pop_front();
-      e.place_ = entry::place::ordered;
-      ordered_.insert(ordered_.end(), e);
+      if (in_order_.empty() || in_order_.back().at_ <= e.at_) {
+        e.place_ = entry::place::in_order;
+        in_order_.push_back(e);
+      } else {
+        e.place_ = entry::place::ordered;
+        ordered_.insert(ordered_.end(), e);
+      }
     }
     pending_earliest_ = steady_clock::time_point::max();
     {
@@ -162,11 +186,9 @@ class lease_timers {
       } scope(firing_);
       // Only the entries ordered now: one that a due() arms again, even for a time already past,
       // is pending, and is called in the next turn, not in a loop here.
-      while (!ordered_.empty() && ordered_.begin()->at_ <= now) {
-        entry& e = *ordered_.begin();
-        ordered_.erase(ordered_.begin());
-        e.place_ = entry::place::none;
-        e.due();
+      for (entry* e = first_ordered(); e != nullptr && e->at_ <= now; e = first_ordered()) {
+        unlink(*e);
+        e->due();
       }
     }
     if (armed() != 0) wait_for(earliest());
@@ -175,7 +197,8 @@ class lease_timers {
   boost::asio::any_io_executor executor_;
   std::optional<lock_timer> timer_;
   entry_list pending_;
-  entry_set ordered_;
+  entry_list in_order_;  // no entry earlier than the one before it
+  entry_set ordered_;    // the entries that came out of the list's order
   // No pending entry is armed for earlier (max: none pending).
   steady_clock::time_point pending_earliest_ = steady_clock::time_point::max();
   steady_clock::time_point waiting_for_ = steady_clock::time_point::max();  // max: no wait

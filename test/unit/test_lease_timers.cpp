@@ -8,10 +8,12 @@
 #include <boost/asio/post.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -104,6 +106,56 @@ BOOST_AUTO_TEST_CASE(entries_due_together_are_called_in_one_turn) {
   io.run();
   BOOST_TEST_REQUIRE(calls.size() == 101u);
   BOOST_TEST(calls.back() == "posted");
+}
+
+// Entries armed mostly in the order of their times (renewals half a TTL ahead) and some out of
+// it, some disarmed and some armed again while others are called: every entry still armed is
+// called once, and the calls come in the order of the times they were last armed for.
+BOOST_AUTO_TEST_CASE(entries_in_and_out_of_order_are_called_in_time_order) {
+  boost::asio::io_context io;
+  std::vector<std::string> calls;  // the entries' indices, as called
+  lease_timers timers(io.get_executor());
+  constexpr std::size_t count = 120;
+  std::vector<std::unique_ptr<recording_entry>> entries;
+  std::vector<int> at(count);  // the time each entry is last armed for, in 0.1 ms from `now`
+  const auto now = lock_clock::now();
+  const auto arm = [&](std::size_t i, int tenths) {
+    at[i] = tenths;
+    timers.arm(*entries[i], now + std::chrono::microseconds(100 * tenths));
+  };
+  for (std::size_t i = 0; i < count; ++i) {
+    entries.push_back(std::make_unique<recording_entry>(std::to_string(i), calls));
+    // Every third earlier than those armed just before it.
+    const int i_ = static_cast<int>(i);
+    arm(i, i % 3 == 2 ? 10 + (i_ * 37) % 200 : 20 + 2 * i_);
+  }
+  for (std::size_t i = 0; i < count; i += 10)
+    timers.disarm(*entries[i]);
+  // The first entry called arms others again, later than all of them.
+  std::size_t first = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i % 10 != 0 && at[i] < at[first]) first = i;
+  }
+  bool armed_again = false;
+  entries[first]->then = [&] {
+    if (std::exchange(armed_again, true)) return;
+    for (std::size_t i = 1; i < count; i += 7) {
+      if (i % 10 != 0 && i != first) arm(i, 300 + static_cast<int>(i));
+    }
+  };
+  io.run();
+  std::vector<int> called_at;
+  std::vector<bool> called(count, false);
+  for (const auto& name : calls) {
+    const auto i = static_cast<std::size_t>(std::stoi(name));
+    BOOST_TEST(!called[i], "entry " << i << " called twice");
+    called[i] = true;
+    called_at.push_back(at[i]);
+  }
+  for (std::size_t i = 0; i < count; ++i)
+    BOOST_TEST(called[i] == (i % 10 != 0), "entry " << i);
+  BOOST_TEST(std::is_sorted(called_at.begin(), called_at.end()));
+  BOOST_TEST(timers.armed() == 0u);
 }
 
 // The last entry disarmed: nothing is waited for, so the io_context runs out of work at once
