@@ -11,8 +11,10 @@ namespace redlock::detail {
 // Tells `watcher` (client_options::observer) of `event` through `what`, as call_user_callback
 // calls user code. Callers check for an observer first, so that without one no event is built.
 template <class Event>
-void call_observer(observer& watcher, const boost::asio::any_io_executor& executor,
-                   void (observer::*what)(const Event&), const Event& event) noexcept {
+[[gnu::always_inline]] inline void call_observer(observer& watcher,
+                                                 const boost::asio::any_io_executor& executor,
+                                                 void (observer::*what)(const Event&),
+                                                 const Event& event) noexcept {
   call_user_callback(executor, [&] { (watcher.*what)(event); });
 }
 

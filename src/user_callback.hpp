@@ -2,11 +2,15 @@
 #define REDLOCK_USER_CALLBACK_HPP
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/post.hpp>
 
 #include <exception>
 
 namespace redlock::detail {
+
+// Rethrows `failure` from a handler posted to `executor`. Out of line and cold: the callers'
+// frames stay as small as a plain call while no callback throws.
+[[gnu::cold]] void post_callback_failure(const boost::asio::any_io_executor& executor,
+                                         std::exception_ptr failure) noexcept;
 
 // Calls user code (a logger, an observer) from inside the library: a connection's read loop, a
 // vote being decided, where an exception must not unwind, since that would end a loop or leave an
@@ -19,12 +23,7 @@ template <class Call>
   try {
     call();
   } catch (...) {
-    try {
-      boost::asio::post(executor,
-                        [failure = std::current_exception()] { std::rethrow_exception(failure); });
-    } catch (...) {
-      // Out of memory while reporting the callback's own failure: the exception is lost.
-    }
+    post_callback_failure(executor, std::current_exception());
   }
 }
 

@@ -18,7 +18,8 @@ struct acquire_event {
   /// Empty: acquired. Otherwise the code the caller gets; compare it with redlock::condition
   /// (not_acquired, node_failure) to group outcomes.
   boost::system::error_code error;
-  /// From the call to its completion, queueing behind local holders and waiting included.
+  /// From the call to its outcome (the reply or event that decided it), queueing behind local
+  /// holders and waiting included.
   std::chrono::steady_clock::duration took{};
   /// Rounds of SETs sent (0 when it ended before any, e.g. cancelled in the local queue).
   unsigned rounds = 0;
@@ -36,8 +37,9 @@ struct lease_event {
   /// when released (or released best effort, when the lease was destroyed or the client shut down
   /// without waiting), else what async_release completed with.
   boost::system::error_code error;
-  /// Since the lease was acquired (the start of its winning round); 0 for an extension or release
-  /// refused because the lease was never held.
+  /// Since the lease was acquired (the start of its winning round), until the event; for a
+  /// release, until its requests were sent (the lease stops being held there). 0 for an extension
+  /// or release refused because the lease was never held.
   std::chrono::steady_clock::duration held{};
 };
 

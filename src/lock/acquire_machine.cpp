@@ -1,6 +1,7 @@
 #include "lock/acquire_machine.hpp"
 
 #include "block_cache.hpp"
+#include "call_observer.hpp"
 #include "config/options_check.hpp"
 #include "token.hpp"
 #include "unsafe_switches.hpp"
@@ -321,22 +322,19 @@ void acquire_machine::finish(error_code ec) {
 
 void acquire_machine::complete(error_code ec) {
   stage_ = stage::finished;
-  // A lock's rounds name the lease's own resource (the same string): nothing to compare then.
-  if (home_.watcher() != nullptr && lease_->observed_name().empty()) {
-    const std::string& name = strategy_->name();
-    if (&name != &lease_->resource() && name != lease_->resource()) lease_->observe_as(name);
-  }
   ask({.what = acquire_action::kind::complete, .code = ec});
 }
 
-acquire_event acquire_machine::event(error_code ec, steady_clock::time_point now) const {
+void acquire_machine::report_to(observer& watcher, error_code ec,
+                                steady_clock::time_point now) const {
   std::size_t granted = 0;
   if (round_) granted = ec ? round_->votes().yes_count() : lease_->granted_nodes();
-  return {.resource = strategy_->name(),
-          .error = ec,
-          .took = now - started_,
-          .rounds = rounds_,
-          .granted_nodes = granted};
+  call_observer(watcher, home_.executor(), &observer::on_acquire,
+                acquire_event{.resource = strategy_->name(),
+                              .error = ec,
+                              .took = now - started_,
+                              .rounds = rounds_,
+                              .granted_nodes = granted});
 }
 
 bool acquire_machine::held_here() const {

@@ -198,8 +198,10 @@ class acquire_machine {
   }
   // The resource of the interest in announcements that listen and stop_listening are about.
   const std::string& listened() const noexcept { return listened_; }
-  // What the observer is told of the acquire that completed with `ec` at `now`.
-  acquire_event event(boost::system::error_code ec, steady_clock::time_point now) const;
+  // Tells `watcher` (client_options::observer) of the acquire that completed with `ec`, decided
+  // at `now`. Out of line, so that everything the observer costs the acquire is in this call.
+  void report_to(observer& watcher, boost::system::error_code ec,
+                 steady_clock::time_point now) const;
   bool finished() const noexcept { return stage_ == stage::finished; }
   // Whether the write-backs of round number `round` are still awaited.
   bool writing_back(unsigned round) const noexcept {

@@ -119,9 +119,12 @@ void lease_state::diagnose(std::string why) {
 }
 
 void lease_state::report_to(observer& watcher, void (observer::*what)(const lease_event&),
-                            error_code ec) const {
-  const auto held = acquired_at_ == steady_clock::time_point{} ? steady_clock::duration::zero()
-                                                               : lock_clock::now() - acquired_at_;
+                            error_code ec, steady_clock::time_point hold_ended) const {
+  auto held = steady_clock::duration::zero();
+  if (acquired_at_ != steady_clock::time_point{}) {
+    if (hold_ended == steady_clock::time_point{}) hold_ended = lock_clock::now();
+    held = hold_ended - acquired_at_;
+  }
   call_observer(watcher, home_->executor(), what,
                 lease_event{.resource = observed_name().empty() ? resource_ : observed_name(),
                             .error = ec,

@@ -163,13 +163,15 @@ class lease_state : public list_hook, public std::enable_shared_from_this<lease_
   // Why the lease ran out, for the loss it is reported as: max_hold reached, the TTL without
   // renewal, or extensions not confirmed in time.
   std::string why_expired() const;
-  // Tells the observer, if any, of an outcome (`what`) with `ec`; `held` counts since acquired_at
-  // (0 if never held). Inline, so that without an observer the hot path pays one test, not a call.
-  void report(void (observer::*what)(const lease_event&), boost::system::error_code ec) const {
-    if (observer* const watcher = home_->watcher()) report_to(*watcher, what, ec);
+  // Tells the observer, if any, of an outcome (`what`) with `ec`; `held` counts from acquired_at
+  // to `hold_ended` (a release's: when it was sent), or to now when that is not given (0 if never
+  // held). Inline, so that without an observer the hot path pays one test, not a call.
+  void report(void (observer::*what)(const lease_event&), boost::system::error_code ec,
+              steady_clock::time_point hold_ended = {}) const {
+    if (observer* const watcher = home_->watcher()) report_to(*watcher, what, ec, hold_ended);
   }
   void report_to(observer& watcher, void (observer::*what)(const lease_event&),
-                 boost::system::error_code ec) const;
+                 boost::system::error_code ec, steady_clock::time_point hold_ended) const;
   // The keys an extension uses, quoted, for messages.
   std::string keys() const;
   // What messages call the lease's lock: its resource quoted, or a set's resources.

@@ -121,9 +121,12 @@ request_options node_set::options_of(const request_rules& rules) const noexcept 
 }
 
 template <typename PayloadFor>
-void node_set::send_each(std::string_view key, std::optional<std::uint16_t> known_slot,
-                         const PayloadFor& payload_for, reply_sink& sink, std::size_t first_tag,
-                         const request_rules& rules, const std::vector<bool>* only) {
+std::chrono::steady_clock::time_point node_set::send_each(std::string_view key,
+                                                          std::optional<std::uint16_t> known_slot,
+                                                          const PayloadFor& payload_for,
+                                                          reply_sink& sink, std::size_t first_tag,
+                                                          const request_rules& rules,
+                                                          const std::vector<bool>* only) {
   const auto per_node = options_of(rules);
   const auto now = lock_clock::now();
   // Hashed once for every cluster node of the fan-out, if the caller had not.
@@ -142,38 +145,47 @@ void node_set::send_each(std::string_view key, std::optional<std::uint16_t> know
                                   .slot = slot};
     node.exec(what, payload_for(node.config()), sink, first_tag + i, now);
   }
+  return now;
 }
 
-void node_set::send(std::string_view key, std::string_view payload, reply_sink& sink,
-                    std::size_t first_tag, const request_rules& rules,
-                    const std::vector<bool>* only) {
-  send_each(
+std::chrono::steady_clock::time_point node_set::send(std::string_view key, std::string_view payload,
+                                                     reply_sink& sink, std::size_t first_tag,
+                                                     const request_rules& rules,
+                                                     const std::vector<bool>* only) {
+  return send_each(
       key, std::nullopt, [payload](const node_config&) { return payload; }, sink, first_tag, rules,
       only);
 }
 
-void node_set::send(std::string_view key, const shared_payload& payload, reply_sink& sink,
-                    std::size_t first_tag, const request_rules& rules,
-                    const std::vector<bool>* only) {
-  send_each(
+std::chrono::steady_clock::time_point node_set::send(std::string_view key,
+                                                     const shared_payload& payload,
+                                                     reply_sink& sink, std::size_t first_tag,
+                                                     const request_rules& rules,
+                                                     const std::vector<bool>* only) {
+  return send_each(
       key, std::nullopt,
       [&payload](const node_config&) -> const shared_payload& { return payload; }, sink, first_tag,
       rules, only);
 }
 
-void node_set::send(std::string_view key, const payload_by_node_kind& payload, reply_sink& sink,
-                    std::size_t first_tag, const request_rules& rules,
-                    const std::vector<bool>* only) {
-  send_each(
+std::chrono::steady_clock::time_point node_set::send(std::string_view key,
+                                                     const payload_by_node_kind& payload,
+                                                     reply_sink& sink, std::size_t first_tag,
+                                                     const request_rules& rules,
+                                                     const std::vector<bool>* only) {
+  return send_each(
       key, payload.slot,
       [&payload](const node_config& node) { return std::string_view(payload.for_node(node)); },
       sink, first_tag, rules, only);
 }
 
-void node_set::send(std::string_view key, const shared_payload& plain,
-                    const shared_payload& for_cluster, reply_sink& sink, std::size_t first_tag,
-                    const request_rules& rules, const std::vector<bool>* only) {
-  send_each(
+std::chrono::steady_clock::time_point node_set::send(std::string_view key,
+                                                     const shared_payload& plain,
+                                                     const shared_payload& for_cluster,
+                                                     reply_sink& sink, std::size_t first_tag,
+                                                     const request_rules& rules,
+                                                     const std::vector<bool>* only) {
+  return send_each(
       key, std::nullopt,
       [&](const node_config& node) -> const shared_payload& {
         return node.kind == node_kind::cluster ? for_cluster : plain;

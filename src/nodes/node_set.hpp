@@ -108,18 +108,25 @@ class node_set {
   // empty for PING) to every node (or those marked in `only`) with `rules`;
   // sink.on_reply(first_tag + node, ec, reply) is called once per node, on the executor. The
   // string_view forms' bytes must be owned by the sink or outlive it; a shared_payload is kept
-  // alive by the requests themselves.
-  void send(std::string_view key, std::string_view payload, reply_sink& sink, std::size_t first_tag,
-            const request_rules& rules, const std::vector<bool>* only = nullptr);
-  void send(std::string_view key, const shared_payload& payload, reply_sink& sink,
-            std::size_t first_tag, const request_rules& rules,
-            const std::vector<bool>* only = nullptr);
+  // alive by the requests themselves. Returns the time the requests were stamped with (their
+  // deadlines count from it).
+  std::chrono::steady_clock::time_point send(std::string_view key, std::string_view payload,
+                                             reply_sink& sink, std::size_t first_tag,
+                                             const request_rules& rules,
+                                             const std::vector<bool>* only = nullptr);
+  std::chrono::steady_clock::time_point send(std::string_view key, const shared_payload& payload,
+                                             reply_sink& sink, std::size_t first_tag,
+                                             const request_rules& rules,
+                                             const std::vector<bool>* only = nullptr);
   // The same with bytes of their own for cluster nodes.
-  void send(std::string_view key, const payload_by_node_kind& payload, reply_sink& sink,
-            std::size_t first_tag, const request_rules& rules, const std::vector<bool>* only);
-  void send(std::string_view key, const shared_payload& plain, const shared_payload& for_cluster,
-            reply_sink& sink, std::size_t first_tag, const request_rules& rules,
-            const std::vector<bool>* only);
+  std::chrono::steady_clock::time_point send(std::string_view key,
+                                             const payload_by_node_kind& payload, reply_sink& sink,
+                                             std::size_t first_tag, const request_rules& rules,
+                                             const std::vector<bool>* only);
+  std::chrono::steady_clock::time_point send(std::string_view key, const shared_payload& plain,
+                                             const shared_payload& for_cluster, reply_sink& sink,
+                                             std::size_t first_tag, const request_rules& rules,
+                                             const std::vector<bool>* only);
 
   // `on_moved(node, moved)` is told whenever a node learns that some keys' master changed (a
   // sentinel node's failover, a cluster's slots that moved: lock_node::watch_masters), on the
@@ -162,9 +169,11 @@ class node_set {
   // Sends payload_for(node) to each node (or those in `only`); `known_slot`, when set, is
   // hash_slot(key), which the caller computed already.
   template <typename PayloadFor>
-  void send_each(std::string_view key, std::optional<std::uint16_t> known_slot,
-                 const PayloadFor& payload_for, reply_sink& sink, std::size_t first_tag,
-                 const request_rules& rules, const std::vector<bool>* only);
+  std::chrono::steady_clock::time_point send_each(std::string_view key,
+                                                  std::optional<std::uint16_t> known_slot,
+                                                  const PayloadFor& payload_for, reply_sink& sink,
+                                                  std::size_t first_tag, const request_rules& rules,
+                                                  const std::vector<bool>* only);
 
   boost::asio::any_io_executor executor_;
   client_options options_;

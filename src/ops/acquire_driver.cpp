@@ -1,6 +1,5 @@
 #include "ops/acquire_driver.hpp"
 
-#include "call_observer.hpp"
 #include "lease_access.hpp"
 #include "ops/extend.hpp"
 #include "ops/lock_requests.hpp"
@@ -27,9 +26,12 @@ void acquire_driver::perform(const acquire_action& action) {
     case kind::send_round: {
       const auto& request = machine_.round_request();
       const auto rules = rules_of(request.kind);
-      if (request.shared)
-        return space_->nodes().send(request.key, request.shared, *this, open_ballot(), rules);
-      return space_->nodes().send(request.key, request.owned, *this, open_ballot(), rules);
+      if (request.shared) {
+        space_->nodes().send(request.key, request.shared, *this, open_ballot(), rules);
+      } else {
+        space_->nodes().send(request.key, request.owned, *this, open_ballot(), rules);
+      }
+      return;
     }
     case kind::arm_timer:
       if (!action.at) return timer_.disarm();
@@ -82,10 +84,7 @@ void acquire_driver::write_back_fence() {
 void acquire_driver::complete(boost::system::error_code ec) {
   space_->untrack(this);
   if (!ec) start_renewal(lease());
-  if (observer* const watcher = space_->watcher()) {
-    call_observer(*watcher, space_->executor(), &observer::on_acquire,
-                  machine_.event(ec, lock_clock::now()));
-  }
+  if (observer* const watcher = space_->watcher()) machine_.report_to(*watcher, ec, input_time_);
   done_.complete(ec, lease_access::make(machine_.lease()));
 }
 

@@ -90,7 +90,8 @@ class acquire_driver final : public abortable,
   }
   template <class Input>
   void drive_pinned(Input& input) {
-    input(machine_, lock_clock::now());
+    input_time_ = lock_clock::now();
+    input(machine_, input_time_);
     if (driving_) return;
     driving_ = true;
     while (auto action = machine_.next_action())
@@ -108,6 +109,9 @@ class acquire_driver final : public abortable,
   wake_timer timer_;
   fence_write_backs write_backs_;  // the held round's
   bool driving_ = false;
+  // When the latest input happened. An outcome is decided by an input, and reported with its
+  // time: the observer's event needs no clock reading of its own.
+  moment input_time_{};
 };
 
 }  // namespace redlock::detail

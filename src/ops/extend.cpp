@@ -75,8 +75,9 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
       const std::vector<std::string_view> keys(state_->resources().begin(),
                                                state_->resources().end());
       payload_ = encode_evalsha(multi_extend_script(), keys, args);
-      return space_of(*state_).nodes().send(state_->resource(), payload_, *this, open_ballot(),
-                                            waiting(rules_of(lock_request::multi_extend)));
+      space_of(*state_).nodes().send(state_->resource(), payload_, *this, open_ballot(),
+                                     waiting(rules_of(lock_request::multi_extend)));
+      return;
     }
     const std::string_view keys[] = {state_->resource(), state_->companion_key()};
     const auto used_keys = std::span(keys, state_->companion_key().empty() ? 1 : 2);

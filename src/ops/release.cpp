@@ -31,8 +31,8 @@ class release_op final : public operation_vote {
     report_gone_keys_ = how.next_waiter.competes;
     auto& nodes = space_of(*state_).nodes();
     encode_release_into(payload_, nodes, state_->held(), state_->token(), how.channel);
-    nodes.send(state_->resource(), payload_, *this, open_ballot(),
-               release_rules(state_->kind(), state_->validity().longest_ttl()), nullptr);
+    sent_at_ = nodes.send(state_->resource(), payload_, *this, open_ballot(),
+                          release_rules(state_->kind(), state_->validity().longest_ttl()), nullptr);
     return how.next_waiter;
   }
 
@@ -54,13 +54,15 @@ class release_op final : public operation_vote {
                       space_of(*state_).nodes().describe(answers(), "released", "not ours", nullptr,
                                                          quoted_keys({state_->resource()}))));
     }
-    state_->report(&observer::on_release, ec);
+    // The lease stopped being held here when its release was sent.
+    state_->report(&observer::on_release, ec, sent_at_);
     finish(ec);
   }
 
   std::shared_ptr<lease_state> state_;
   payload_by_node_kind payload_;  // read by the connections until every node has answered
   bool report_gone_keys_ = false;
+  steady_clock::time_point sent_at_{};
 };
 
 }  // namespace

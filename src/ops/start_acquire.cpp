@@ -20,6 +20,13 @@ std::shared_ptr<acquire_driver> make_driver(Args&&... args) {
                                               std::forward<Args>(args)...);
 }
 
+// Observer events name what the caller acquires (the read-write lock, the set, the semaphore), not
+// the key a round sets, which the lease's resource is. Only with an observer: the name is a copy.
+// `name` is the strategy's, which the driver keeps.
+void observe_as_asked(const lock_space& space, acquire_driver& op, const std::string& name) {
+  if (space.watcher() != nullptr) op.lease().observe_as(name);
+}
+
 }  // namespace
 
 void start_acquire(const std::shared_ptr<lock_space>& space, std::string resource,
@@ -37,8 +44,11 @@ void start_acquire_rw(const std::shared_ptr<lock_space>& space, std::string name
   auto rounds = std::make_unique<rw_rounds>(
       std::move(name), write ? rw_rounds::side::write : rw_rounds::side::read, make_lock_token());
   auto lease = lease_state::make(space, rounds->round_key(), options);
-  make_driver(space, std::move(rounds), std::move(lease), options, single_round, std::move(caller))
-      ->start();
+  const std::string& observed = rounds->name();
+  auto op = make_driver(space, std::move(rounds), std::move(lease), options, single_round,
+                        std::move(caller));
+  observe_as_asked(*space, *op, observed);
+  op->start();
 }
 
 void start_acquire_all(const std::shared_ptr<lock_space>& space, std::vector<std::string> resources,
@@ -51,9 +61,11 @@ void start_acquire_all(const std::shared_ptr<lock_space>& space, std::vector<std
   if (set.size() == 1)
     return start_acquire(space, std::move(set.front()), options, single_round, std::move(caller));
   auto lease = lease_state::make(space, set.empty() ? std::string() : set.front(), options);
+  const std::string& observed = rounds->name();
   auto op = make_driver(space, std::move(rounds), std::move(lease), options, single_round,
                         std::move(caller));
   op->lease().hold_set(std::move(set));
+  observe_as_asked(*space, *op, observed);
   op->start();
 }
 
@@ -63,10 +75,12 @@ void start_acquire_permit(const std::shared_ptr<lock_space>& space, std::string 
   auto rounds = std::make_unique<slot_rounds>(std::move(name), permits, single_round);
   auto lease = lease_state::make(space, rounds->first_slot_key(), options);
   std::string permits_record = rounds->permits_key();
+  const std::string& observed = rounds->name();
   auto op = make_driver(space, std::move(rounds), std::move(lease), options, single_round,
                         std::move(caller));
   // Extended with every slot lease, so that it lives as long as the permits are held.
   op->lease().extend_along(std::move(permits_record));
+  observe_as_asked(*space, *op, observed);
   op->start();
 }
 
