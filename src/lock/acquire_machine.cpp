@@ -27,6 +27,7 @@ acquire_machine::acquire_machine(lock_home& home, std::unique_ptr<round_strategy
       strategy_(std::move(strategy)),
       self_(self),
       announcements_(announcements),
+      options_(options),
       single_round_(single_round),
       retry_(options.retry) {}
 
@@ -49,14 +50,14 @@ void acquire_machine::start(steady_clock::time_point now,
     lease_->diagnose(std::move(problem));
     return complete(error::invalid_argument);
   }
-  if (auto problem = check_lock_options(lease_->resource(), lease_->options(), home_.options());
+  if (auto problem = check_lock_options(lease_->resource(), options_, home_.options());
       !problem.empty()) {
     lease_->diagnose(fmt::format("redlock: cannot acquire {}: {}", subject(), problem));
     return complete(error::invalid_argument);
   }
   if (nodes().has_cluster_node()) {
     // Its keys would be in several hash slots, and a cluster refuses such scripts (CROSSSLOT).
-    if (auto problem = strategy_->cross_slot_problem(lease_->options().fencing); !problem.empty()) {
+    if (auto problem = strategy_->cross_slot_problem(options_.fencing); !problem.empty()) {
       lease_->diagnose(std::move(problem));
       return complete(error::invalid_argument);
     }
@@ -66,7 +67,7 @@ void acquire_machine::start(steady_clock::time_point now,
     return complete(error::invalid_argument);
   }
   lease_->use_token(make_lock_token());
-  if (lease_->options().wait) deadline_ = now + *lease_->options().wait;
+  if (options_.wait) deadline_ = now + *options_.wait;
 
   auto& queues = home_.queues();
   const auto queue_keys = strategy_->queue_keys();
@@ -90,7 +91,7 @@ void acquire_machine::start(steady_clock::time_point now,
   ask(acquire_action::kind::watch);
   // A set joins the queue of each resource here, at once: see local_queues on why that order
   // cannot deadlock.
-  queues.join(self, own_queues, lease_->options().ttl);
+  queues.join(self, own_queues, options_.ttl);
   strategy_->join(*queue_of_own());
   if (queues.try_start(self_)) {
     const auto window = 2 * home_.round_trip().bounded();
@@ -183,7 +184,7 @@ void acquire_machine::timer(steady_clock::time_point now) {
   timer_armed_ = false;
   const bool timed_out = deadline_ && now >= *deadline_;
   if (stage_ == stage::queued && timed_out) {
-    lease_->diagnose(strategy_->queued_too_long(*lease_->options().wait, held_here()));
+    lease_->diagnose(strategy_->queued_too_long(*options_.wait, held_here()));
     finish(error::wait_timeout);
   } else if (stage_ == stage::queued) {
     if (!claim_ends_ || now < *claim_ends_) return;

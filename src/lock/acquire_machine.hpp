@@ -133,6 +133,7 @@ class acquire_machine {
 
   const std::shared_ptr<lease_state>& lease() const noexcept { return lease_; }
   const round_strategy& strategy() const noexcept { return *strategy_; }
+  const lock_options& options() const noexcept { return options_; }
 
   // The next action to carry out, if any. Inline: the driver asks after every input, and most
   // inputs (a node's answer that decides nothing) ask for none.
@@ -367,6 +368,7 @@ class acquire_machine {
   std::unique_ptr<round_strategy> strategy_;
   queued_acquire& self_;
   const announcement_facts& announcements_;
+  const lock_options options_;  // the acquire's; the lease keeps only what its release needs
   bool single_round_;
   backoff retry_;
   // Asked for and not yet taken by the driver, oldest first from head_; what the release and

@@ -24,8 +24,8 @@ void acquire_machine::begin_round(steady_clock::time_point now) {
   request_ =
       strategy_->next_round({.nodes = nodes().size(),
                              .token = rounds_ > 0 ? std::string_view(fresh_token) : lease_->token(),
-                             .ttl = lease_->options().ttl,
-                             .fencing = lease_->options().fencing,
+                             .ttl = options_.ttl,
+                             .fencing = options_.fencing,
                              .first = rounds_ == 0,
                              .competing = competing_,
                              .single_round = single_round_},
@@ -49,11 +49,11 @@ void acquire_machine::begin_round(steady_clock::time_point now) {
   covered_round_ =
       competing_ && listening_ && announcements_.announcements_cover(lease_->resource());
   round_.emplace(acquire_round::settings{.nodes = nodes().size(),
-                                         .ttl = lease_->options().ttl,
+                                         .ttl = options_.ttl,
                                          .drift_factor = home_.options().drift_factor,
                                          .start = now});
   form_ = request_->form;
-  if (lease_->options().fencing) {
+  if (options_.fencing) {
     fenced_keys_ = strategy_->fenced_keys();
     fences_.assign(fenced_keys_.size(), std::vector<std::optional<std::uint64_t>>(nodes().size()));
   }
@@ -153,7 +153,7 @@ void acquire_machine::decided(steady_clock::time_point now) {
     if (has_defect(known_defect::validity_without_elapsed)) {  // unsafe: tests only
       valid_until += now - round_->start();
     }
-    if (lease_->options().fencing) {
+    if (options_.fencing) {
       if (has_defect(known_defect::reader_fence_not_written_back) &&
           fenced_keys_.front().token_is_member) {  // unsafe: tests only
         lease_->fencing_tokens_known({fence_of(fences_.front())});
@@ -294,7 +294,7 @@ std::string acquire_machine::explain(error_code ec, steady_clock::time_point now
                 "configuration is fixed"
               : "",
       nodes().describe(round_->answers(), "granted", "held by another owner", &failing,
-                       strategy_->keys_of_round(lease_->options().fencing)));
+                       strategy_->keys_of_round(options_.fencing)));
 }
 
 std::vector<std::string> acquire_machine::lasting_failures() const {

@@ -56,6 +56,9 @@ class lease_machine {
   explicit lease_machine(const settings& how) : settings_(how) {}
 
   const extension_validity& validity() const noexcept { return validity_; }
+  const std::optional<std::chrono::milliseconds>& max_hold() const noexcept {
+    return settings_.max_hold;
+  }
   // Why the validity ran out, for the loss it is reported as.
   enum class expiry : std::uint8_t {
     max_hold,                    // the last extension before max_hold ran its course

@@ -22,7 +22,7 @@ lease_state::lease_state(std::shared_ptr<lock_home> owner, std::string resource_
                          const lock_options& lock)
     : home_(std::move(owner)),
       resource_(std::move(resource_name)),
-      options_(lock),
+      local_handoffs_(lock.local_handoffs),
       renewal_({.ttl = lock.ttl,
                 .auto_renew = lock.auto_renew,
                 .max_hold = lock.max_hold,
@@ -146,12 +146,12 @@ std::string lease_state::why_expired() const {
   switch (renewal_.why_expired()) {
     case lease_machine::expiry::max_hold:
       return fmt::format("redlock: {} expired: max_hold of {} ms reached", subject(),
-                         options_.max_hold->count());
+                         renewal_.max_hold()->count());
     case lease_machine::expiry::last_extension_unconfirmed:
       return fmt::format(
           "redlock: {} expired: its last extension before max_hold ({} ms) was not confirmed by "
           "a quorum in time",
-          subject(), options_.max_hold->count());
+          subject(), renewal_.max_hold()->count());
     case lease_machine::expiry::ttl_without_renewal:
       return fmt::format("redlock: {} expired: its TTL ran out (auto_renew is off)", subject());
     case lease_machine::expiry::extension_unconfirmed:
@@ -173,7 +173,7 @@ void lease_state::stop_waiting_for_loss(const loss_waiter* waiter) {
 }
 
 local_queues::lease_release lease_state::release_decision() {
-  return home_->queues().release_of(local_hold, {.local_handoffs = options_.local_handoffs,
+  return home_->queues().release_of(local_hold, {.local_handoffs = local_handoffs_,
                                                  .longest_ttl = validity().longest_ttl(),
                                                  .contended = contended_,
                                                  .resources = held_resources()});

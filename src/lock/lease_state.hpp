@@ -81,7 +81,6 @@ class lease_state : public list_hook, public std::enable_shared_from_this<lease_
   const std::vector<std::uint64_t>& fencing_tokens() const noexcept {
     return kind_details().fencing_tokens;
   }
-  const lock_options& options() const noexcept { return options_; }
   // Read anywhere: ~lease may run on any thread. Once not held it never is again (never_held ->
   // held -> released | lost), so a reader that sees anything but `held` may rely on it without a
   // hop to the executor.
@@ -213,6 +212,9 @@ class lease_state : public list_hook, public std::enable_shared_from_this<lease_
   // Changed only on the client's executor.
   std::atomic<phase> current_{phase::never_held};
   bool contended_ = false;
+  // lock_options::local_handoffs, for its release (the other options are its acquire's and its
+  // renewal's: acquire_machine, lease_machine).
+  unsigned local_handoffs_ = 0;
   // What only some kinds of lease have (a writer's mark, a set's resources, a permit's record),
   // allocated for those alone, and what only some leases have (a diagnostic), allocated when the
   // first one is written: a plain lock held without trouble, the common case, is 240 bytes
@@ -238,7 +240,6 @@ class lease_state : public list_hook, public std::enable_shared_from_this<lease_
   std::unique_ptr<details> details_;
   std::string token_;
   std::optional<std::uint64_t> fencing_token_;
-  lock_options options_;
   steady_clock::time_point acquired_at_{};
   std::atomic<std::size_t> granted_nodes_{0};
   lease_machine renewal_;

@@ -41,7 +41,7 @@ void acquire_driver::perform(const acquire_action& action) {
     case kind::release: {
       const acquire_release what = machine_.release_of(action);  // more may be asked meanwhile
       return release_best_effort(space_->nodes(), machine_.hold_of(what), what.token,
-                                 space_->options().release_channel, lease().options().ttl,
+                                 space_->options().release_channel, machine_.options().ttl,
                                  what.targets.empty() ? nullptr : &what.targets);
     }
     case kind::write_back_fence:
