@@ -1,10 +1,11 @@
 #ifndef REDLOCK_ALGO_EXTENSION_VALIDITY_HPP
 #define REDLOCK_ALGO_EXTENSION_VALIDITY_HPP
 
+#include <boost/container/small_vector.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
-#include <vector>
 
 namespace redlock::detail {
 
@@ -64,7 +65,10 @@ class extension_validity {
 
  private:
   steady_clock::time_point valid_until_{};
-  std::vector<sent_extension> unconfirmed_;  // sent since the newest confirmed one, newest last
+  // Sent since the newest confirmed one, newest last. Nearly always one at most (the renewal in
+  // flight): kept in place, so that a lease's renewals allocate nothing, and a renewal at 100 000
+  // leases touches no memory of it elsewhere.
+  boost::container::small_vector<sent_extension, 1> unconfirmed_;
   std::uint64_t sent_ = 0;
   std::chrono::milliseconds longest_ttl_{0};
 };
