@@ -33,8 +33,16 @@ inline std::uint16_t hash_slot(std::string_view key) noexcept {
 // (shard channels). Every slot has one below 110 000; the table is built on first use.
 std::uint32_t slot_tag(std::uint16_t slot) noexcept;
 
-// `name` moved into `slot`: "{" + slot_tag(slot) + "}" + name. Braces in `name` do not matter,
-// since the first hash tag decides.
+// The hash tag that moves a name into `slot`: "{" + slot_tag(slot) + "}", at most 8 characters.
+struct slot_hash_tag {
+  char text[8];
+  std::uint8_t size;
+  std::string_view view() const noexcept { return {text, size}; }
+};
+slot_hash_tag hash_tag_of_slot(std::uint16_t slot) noexcept;
+
+// `name` moved into `slot`: hash_tag_of_slot(slot) + name. Braces in `name` do not matter, since
+// the first hash tag decides.
 std::string in_slot(std::uint16_t slot, std::string_view name);
 
 }  // namespace redlock::detail

@@ -156,7 +156,20 @@ void encode_release_into(payload_by_node_kind& out, const node_set& nodes, const
     encode_hold_release(out.plain, held, token, channel, false);
   if (cluster_bytes) {
     out.slot = hash_slot(held.key);
-    const auto shard_channel = in_slot(*out.slot, channel);
+    // in_slot, built on the stack when it fits: a release on a cluster node then allocates
+    // nothing for its channel.
+    const auto tag = hash_tag_of_slot(*out.slot);
+    char room[128];
+    std::string longer;
+    std::string_view shard_channel;
+    if (tag.size + channel.size() <= sizeof room) {
+      std::copy(tag.text, tag.text + tag.size, room);
+      std::copy(channel.begin(), channel.end(), room + tag.size);
+      shard_channel = std::string_view(room, tag.size + channel.size());
+    } else {
+      longer = in_slot(*out.slot, channel);
+      shard_channel = longer;
+    }
     encode_hold_release(out.for_cluster, held, token, shard_channel, true);
   }
 }

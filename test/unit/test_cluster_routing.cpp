@@ -9,9 +9,11 @@
 #include "unit/parse_reply.hpp"
 #include "unit/resp_values.hpp"
 
+#include <boost/crc.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <cstdint>
+#include <random>
 #include <string>
 #include <string_view>
 
@@ -57,6 +59,37 @@ BOOST_AUTO_TEST_SUITE(cluster_hash_slot)
 BOOST_AUTO_TEST_CASE(crc16_is_the_xmodem_variant) {
   BOOST_TEST(crc16_xmodem("123456789") == 0x31C3);
   BOOST_TEST(crc16_xmodem("") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(crc16_agrees_with_a_bytewise_crc_at_every_length_and_alignment) {
+  // The library computes eight bytes at a time; Boost.CRC one at a time. Every length from 0 to
+  // 80 covers blocks and tails of each size, and each offset into the buffer a misalignment.
+  std::mt19937 random(20261202);
+  std::string bytes(96, '\0');
+  for (int round = 0; round < 20; ++round) {
+    for (auto& c : bytes)
+      c = static_cast<char>(random());
+    for (std::size_t offset = 0; offset < 8; ++offset) {
+      for (std::size_t length = 0; offset + length <= 88; ++length) {
+        const std::string_view data(bytes.data() + offset, length);
+        boost::crc_optimal<16, 0x1021, 0, 0, false, false> reference;
+        reference.process_bytes(data.data(), data.size());
+        BOOST_TEST_REQUIRE(crc16_xmodem(data) == reference.checksum(),
+                           "length " << length << " at offset " << offset);
+      }
+    }
+  }
+  // Each byte value in each position of a block and of the tail.
+  for (std::size_t at = 0; at < 12; ++at) {
+    for (unsigned value = 0; value < 256; ++value) {
+      std::string one(12, 'x');
+      one[at] = static_cast<char>(value);
+      boost::crc_optimal<16, 0x1021, 0, 0, false, false> reference;
+      reference.process_bytes(one.data(), one.size());
+      BOOST_TEST_REQUIRE(crc16_xmodem(one) == reference.checksum(),
+                         "byte " << value << " at " << at);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(slots_match_what_redis_computes) {
@@ -290,6 +323,8 @@ BOOST_AUTO_TEST_CASE(every_slot_has_a_tag_and_in_slot_names_land_in_it) {
   for (std::size_t slot = 0; slot < cluster_slot_count; ++slot) {
     const auto s = static_cast<std::uint16_t>(slot);
     BOOST_TEST_REQUIRE(hash_slot(std::to_string(slot_tag(s))) == s, "slot " << slot);
+    BOOST_TEST_REQUIRE(in_slot(s, "x") == "{" + std::to_string(slot_tag(s)) + "}x",
+                       "slot " << slot);
   }
   // The smallest: no smaller integer hashes to the slot of 0, 1 or "123456789"'s tag.
   for (const std::uint16_t s : {hash_slot("0"), hash_slot("1"), hash_slot("foo")}) {

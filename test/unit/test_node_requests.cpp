@@ -190,6 +190,14 @@ BOOST_AUTO_TEST_CASE(a_lock_release_is_the_release_script_with_its_channel) {
   BOOST_TEST(std::string_view(bytes.for_cluster) == sharded);
   BOOST_REQUIRE(bytes.slot.has_value());
   BOOST_TEST(*bytes.slot == slot);
+
+  // A channel longer than the room the shard channel is built in: the same bytes.
+  const std::string long_channel(300, 'c');
+  std::string long_sharded;
+  resp::encode_command(long_sharded, {"EVALSHA", sha, "1", "orders:42", token,
+                                      redlock::detail::in_slot(slot, long_channel), "shard"});
+  const auto long_bytes = redlock::detail::encode_release(mixed, held, token, long_channel);
+  BOOST_TEST(std::string_view(long_bytes.for_cluster) == long_sharded);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
