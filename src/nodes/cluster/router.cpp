@@ -34,12 +34,12 @@ const shared_payload& asking_command() {
 // its router and its request, for the next request to reuse: most requests are routed this way.
 class cluster_router::routed_request final : public reply_sink {
  public:
-  routed_request(std::shared_ptr<cluster_router> router, waiting_request request, lane_ticket id,
+  routed_request(std::shared_ptr<cluster_router> router, waiting_request&& request, lane_ticket id,
                  const cluster_endpoint& sent_to)
       : router_(std::move(router)), request_(std::move(request)), id_(id), sent_to_(sent_to) {}
 
   // A spare taken again: as constructed with these.
-  void reuse(std::shared_ptr<cluster_router> router, waiting_request request, lane_ticket id,
+  void reuse(std::shared_ptr<cluster_router> router, waiting_request&& request, lane_ticket id,
              const cluster_endpoint& sent_to) {
     router_ = std::move(router);
     request_ = std::move(request);
@@ -49,6 +49,8 @@ class cluster_router::routed_request final : public reply_sink {
     written_.reset();
     waited_.reset();
   }
+
+  const payload_ref& payload() const noexcept { return request_.payload; }
 
   // `which`: 0 for the request, 1 for the WAIT sent behind it (replicas > 0).
   void on_reply(std::size_t which, const error_code& ec, const resp::value& reply) override {
@@ -188,7 +190,8 @@ void cluster_router::routed_request_deleter::operator()(routed_request* spare) c
   delete spare;
 }
 
-cluster_router::routed_request* cluster_router::make_routed(waiting_request request, lane_ticket id,
+cluster_router::routed_request* cluster_router::make_routed(waiting_request&& request,
+                                                            lane_ticket id,
                                                             const cluster_endpoint& sent_to) {
   if (spare_routed_.empty())
     return new routed_request(shared_from_this(), std::move(request), id, sent_to);
@@ -309,7 +312,7 @@ void cluster_router::send_ready() {
 }
 
 void cluster_router::route(std::uint16_t slot, lane_ticket id, std::uint64_t route,
-                           waiting_request request, steady_clock::time_point now) {
+                           waiting_request&& request, steady_clock::time_point now) {
   const auto target_link =
       std::find_if(links_.begin(), links_.end(), [&](const link& l) { return l.route == route; });
   if (route == 0 || target_link == links_.end()) {
@@ -328,11 +331,12 @@ void cluster_router::route(std::uint16_t slot, lane_ticket id, std::uint64_t rou
                             std::chrono::milliseconds(1));
   }
   const auto& target = *target_link;
-  const auto payload = request.payload;
   const auto replicas = request.replicas;
   const bool asking = request.asking.has_value();
   request.asking.reset();  // for this one attempt
   sink_ref routed(make_routed(std::move(request), id, target.at));
+  // The routed request keeps its bytes while it is referenced, as here.
+  const payload_ref& payload = static_cast<routed_request*>(routed.get())->payload();
   if (asking) {
     // ASKING lets the next command on this connection into the importing slot; sent with the
     // request's own rules, so that both are skipped, written or kept together.

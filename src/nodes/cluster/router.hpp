@@ -143,7 +143,7 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
   struct routed_request_deleter {
     void operator()(routed_request* spare) const noexcept;
   };
-  routed_request* make_routed(waiting_request request, lane_ticket id,
+  routed_request* make_routed(waiting_request&& request, lane_ticket id,
                               const cluster_endpoint& sent_to);
   void keep_spare(routed_request* spare) noexcept;
   // As many as requests in flight at once need, within reason.
@@ -197,7 +197,7 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
   void send_everywhere(const payload_ref& payload, const request_options& rules, reply_sink& sink,
                        std::size_t tag, steady_clock::time_point now);
   // Sends ticket `id` of `slot`'s lane, in flight on `route` (request_lanes) from now on.
-  void route(std::uint16_t slot, lane_ticket id, std::uint64_t route, waiting_request request,
+  void route(std::uint16_t slot, lane_ticket id, std::uint64_t route, waiting_request&& request,
              steady_clock::time_point now);
   // The route of a lane now: its slot's master's link, or 0 when none serves it.
   std::uint64_t route_of(std::uint32_t lane) const noexcept;
