@@ -2,6 +2,7 @@
 #define REDLOCK_NODES_REQUEST_LANES_HPP
 
 #include <boost/container/small_vector.hpp>
+#include <boost/unordered/unordered_flat_map.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -149,7 +150,7 @@ class request_lanes {
         if (deadline && (!next_deadline || *deadline < *next_deadline)) next_deadline = deadline;
         ++e;
       }
-      it = touched(it);
+      it = touched_then_next(it);
     }
     for (auto& [lane, request] : due)
       expired(lane, request);
@@ -170,7 +171,7 @@ class request_lanes {
         taken.push_back(unpark(l, parked_.find(e->id)));
         e = l.entries.erase(e);
       }
-      it = touched(it);
+      it = touched_then_next(it);
     }
     return taken;
   }
@@ -204,7 +205,9 @@ class request_lanes {
       return true;
     }
   };
-  using lane_map = std::unordered_map<lane_id, lane_state>;
+  // Open addressing: a lane opened and forgotten per request (most requests have a slot to
+  // themselves) allocates nothing, and a lookup hashes a slot number with no division.
+  using lane_map = boost::unordered_flat_map<lane_id, lane_state>;
 
   void resend_as(lane_id lane, ticket id, state what, route_id route, Request request) {
     const auto found = lanes_.find(lane);
@@ -259,36 +262,25 @@ class request_lanes {
     dirty_.push_back(lane);
   }
 
-  // After a change to a lane: forgotten when empty, else looked at by the next next(). A
-  // forgotten lane's map node is kept for the next lane to open (lane_state_of), so that a
-  // request to a lane of its own (most are: a slot, and nothing else in flight there) allocates
-  // nothing.
-  typename lane_map::iterator touched(typename lane_map::iterator it) {
-    if (!it->second.entries.empty()) {
-      if (it->second.waiting > 0) mark(it->first, it->second);
-      return std::next(it);
+  // After a change to a lane: forgotten when empty, else looked at by the next next(). Erasing
+  // a lane moves no other, so a loop over the lanes may go on from the one after it.
+  void touched(typename lane_map::iterator it) {
+    if (it->second.entries.empty()) {
+      lanes_.erase(it);
+    } else if (it->second.waiting > 0) {
+      mark(it->first, it->second);
     }
-    if (spare_lanes_.size() >= max_spare_lanes) return lanes_.erase(it);
-    const auto next = std::next(it);
-    spare_lanes_.push_back(lanes_.extract(it));
-    return next;
+  }
+  typename lane_map::iterator touched_then_next(typename lane_map::iterator it) {
+    const auto after = std::next(it);
+    touched(it);
+    return after;
   }
 
-  lane_state& lane_state_of(lane_id lane) {
-    if (const auto found = lanes_.find(lane); found != lanes_.end()) return found->second;
-    if (spare_lanes_.empty()) return lanes_.try_emplace(lane).first->second;
-    auto node = std::move(spare_lanes_.back());
-    spare_lanes_.pop_back();
-    node.key() = lane;
-    node.mapped() = lane_state{};
-    return lanes_.insert(std::move(node)).position->second;
-  }
-
-  // As many as requests in flight at once on distinct lanes need, within reason.
-  static constexpr std::size_t max_spare_lanes = 1024;
+  // Valid until the next lane is opened: a new lane may move the others.
+  lane_state& lane_state_of(lane_id lane) { return lanes_.try_emplace(lane).first->second; }
 
   lane_map lanes_;
-  std::vector<typename lane_map::node_type> spare_lanes_;
   std::unordered_map<ticket, Request> parked_;  // the requests of the entries not in flight
   std::vector<lane_id> dirty_;                  // lanes whose first waiting request may go
   ticket last_ticket_ = 0;

@@ -152,8 +152,8 @@ BOOST_AUTO_TEST_CASE(a_request_answered_on_its_old_route_releases_the_ones_behin
   BOOST_TEST(node.lanes.lanes() == 0u);
 }
 
-// A settled lane's storage serves the next lane that opens: nothing of the lane it served before
-// (waiting requests, their route) may carry over, whichever lane opens next.
+// A settled lane is forgotten, and its place in the map may serve the next lane that opens:
+// nothing of it (waiting requests, their route) may carry over, whichever lane opens next.
 BOOST_AUTO_TEST_CASE(a_lane_opened_on_a_forgotten_lanes_storage_starts_empty) {
   node_model node;
   node.issue("SET-a", 7);
