@@ -69,7 +69,7 @@ class cluster_router::routed_request final : public reply_sink {
         done_ = true;
         ++request_.redirects;
         request_.unreachable = reply.text;
-        request_.asking.reset();
+        request_.asking = false;
         request_.payload = request_.payload.copied();
         return router_->route_after_refresh(id_, std::move(request_));
       }
@@ -239,7 +239,7 @@ void cluster_router::exec(std::optional<std::uint16_t> slot, payload_ref payload
                            .deadline = deadline_of(rules, now),
                            .redirects = 0,
                            .unreachable = {},
-                           .asking = std::nullopt};
+                           .asking = false};
   };
   // The caller's bytes are copied only for a request that waits.
   const auto admitted = lanes_.admit(slot ? *slot : keyless_lane, route_now,
@@ -277,7 +277,7 @@ void cluster_router::follow(const cluster_redirect& redirect, lane_ticket id,
                         fmt::format("{}: the client is shutting down", config_.address()));
     }
     const auto route = links_[link_index(redirect.target)].route;
-    request.asking = redirect.target;
+    request.asking = true;
     lanes_.send_again_to(slot, id, route, std::move(request));
   } else {
     lanes_.send_again(slot, id, std::move(request), decltype(lanes_)::resend::to_lane_route);
@@ -332,8 +332,8 @@ void cluster_router::route(std::uint16_t slot, lane_ticket id, std::uint64_t rou
   }
   const auto& target = *target_link;
   const auto replicas = request.replicas;
-  const bool asking = request.asking.has_value();
-  request.asking.reset();  // for this one attempt
+  const bool asking = request.asking;
+  request.asking = false;  // for this one attempt
   sink_ref routed(make_routed(std::move(request), id, target.at));
   // The routed request keeps its bytes while it is referenced, as here.
   const payload_ref& payload = static_cast<routed_request*>(routed.get())->payload();

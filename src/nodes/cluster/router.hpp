@@ -72,7 +72,9 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
     unsigned redirects = 0;
     // Why it waits for a new topology although one is known: its slot's master was unreachable.
     std::string unreachable;
-    std::optional<cluster_endpoint> asking;  // an ASK's target: it alone goes there
+    // After an ASK: it alone goes to the ASK's target (its lane entry is pinned to that route),
+    // behind an ASKING.
+    bool asking = false;
   };
   using lane_ticket = request_lanes<waiting_request>::ticket;
 
