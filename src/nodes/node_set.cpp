@@ -179,14 +179,12 @@ std::chrono::steady_clock::time_point node_set::send(std::string_view key,
       sink, first_tag, rules, only);
 }
 
-std::chrono::steady_clock::time_point node_set::send(std::string_view key,
-                                                     const shared_payload& plain,
-                                                     const shared_payload& for_cluster,
-                                                     reply_sink& sink, std::size_t first_tag,
-                                                     const request_rules& rules,
-                                                     const std::vector<bool>* only) {
+std::chrono::steady_clock::time_point node_set::send(
+    std::string_view key, std::optional<std::uint16_t> known_slot, const shared_payload& plain,
+    const shared_payload& for_cluster, reply_sink& sink, std::size_t first_tag,
+    const request_rules& rules, const std::vector<bool>* only) {
   return send_each(
-      key, std::nullopt,
+      key, known_slot,
       [&](const node_config& node) -> const shared_payload& {
         return node.kind == node_kind::cluster ? for_cluster : plain;
       },

@@ -123,7 +123,10 @@ class node_set {
                                              const payload_by_node_kind& payload, reply_sink& sink,
                                              std::size_t first_tag, const request_rules& rules,
                                              const std::vector<bool>* only);
-  std::chrono::steady_clock::time_point send(std::string_view key, const shared_payload& plain,
+  // `known_slot`, when set, is hash_slot(key), which the caller computed already.
+  std::chrono::steady_clock::time_point send(std::string_view key,
+                                             std::optional<std::uint16_t> known_slot,
+                                             const shared_payload& plain,
                                              const shared_payload& for_cluster, reply_sink& sink,
                                              std::size_t first_tag, const request_rules& rules,
                                              const std::vector<bool>* only);

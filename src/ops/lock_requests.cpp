@@ -194,7 +194,8 @@ void release_best_effort(node_set& nodes, const hold_keys& held, std::string_vie
   // Held across the sending, so that it is freed also when no request was sent.
   sink_ref reporter(on_gone ? new gone_key_reporter(std::move(on_gone)) : nullptr);
   reply_sink& sink = reporter ? *reporter.get() : ignore_replies();
-  nodes.send(held.key, plain, for_cluster, sink, 0, release_rules(held.kind, key_lifetime), only);
+  nodes.send(held.key, bytes.slot, plain, for_cluster, sink, 0,
+             release_rules(held.kind, key_lifetime), only);
 }
 
 }  // namespace redlock::detail
