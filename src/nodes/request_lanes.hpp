@@ -2,7 +2,6 @@
 #define REDLOCK_NODES_REQUEST_LANES_HPP
 
 #include <boost/container/small_vector.hpp>
-#include <boost/unordered/unordered_flat_map.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -55,7 +54,7 @@ class request_lanes {
   template <class Make>
   admission admit(lane_id lane, std::optional<route_id> route, Make&& make) {
     const ticket id = ++last_ticket_;
-    auto& l = lane_state_of(lane);
+    auto& l = lanes_.open(lane);
     const bool go = route && l.waiting == 0 && l.all_in_flight_on(*route);
     if (go) {
       l.entries.push_back(entry{id, state::in_flight, *route});
@@ -69,16 +68,16 @@ class request_lanes {
   // Its answer is final, or it failed for good: it leaves its lane, and what waited behind it
   // may go.
   void settle(lane_id lane, ticket id) {
-    const auto found = lanes_.find(lane);
-    if (found == lanes_.end()) return;
-    auto& entries = found->second.entries;
+    lane_state* const l = lanes_.find(lane);
+    if (!l) return;
+    auto& entries = l->entries;
     for (auto it = entries.begin(); it != entries.end(); ++it) {
       if (it->id != id) continue;
-      if (it->what != state::in_flight) unpark(found->second, id);
+      if (it->what != state::in_flight) unpark(*l, id);
       entries.erase(it);
       break;
     }
-    touched(found);
+    touched(*l);
   }
 
   // A request in flight must be sent again: to `route` (an ASK's target), to its lane's route
@@ -95,13 +94,13 @@ class request_lanes {
 
   // New routes are known (a topology, a master): requests waiting for one may go.
   void routes_renewed() {
-    for (auto& [id, l] : lanes_) {
-      if (l.waiting == 0) continue;
+    lanes_.for_each([this](lane_state& l) {
+      if (l.waiting == 0) return;
       for (auto& e : l.entries) {
         if (e.what == state::stalled) e.what = state::waiting;
       }
-      mark(id, l);
-    }
+      mark(l);
+    });
   }
 
   struct ready {
@@ -110,16 +109,19 @@ class request_lanes {
     route_id route = 0;
     Request request;
   };
+  // Whether next() may find a request that may go: false when no lane changed since it last
+  // found none (the common case after a settle).
+  bool may_have_ready() const noexcept { return !dirty_.empty(); }
+
   // The next waiting request that may go now (rule 3), now in flight on the route it takes; none
   // when nothing may. `route_of(lane)` is the lane's route now.
   template <class RouteOf>
   std::optional<ready> next(RouteOf&& route_of) {
     while (!dirty_.empty()) {
       const lane_id lane = dirty_.back();
-      const auto found = lanes_.find(lane);
-      if (found != lanes_.end()) {
-        if (auto go = first_ready(lane, found->second, route_of)) return go;
-        found->second.dirty = false;
+      if (lane_state* const l = lanes_.find(lane)) {
+        if (auto go = first_ready(lane, *l, route_of)) return go;
+        l->dirty = false;
       }
       dirty_.pop_back();
     }
@@ -133,8 +135,7 @@ class request_lanes {
     std::optional<time_point> next_deadline;
     if (parked_.empty()) return next_deadline;
     std::vector<std::pair<lane_id, Request>> due;
-    for (auto it = lanes_.begin(); it != lanes_.end();) {
-      auto& l = it->second;
+    lanes_.for_each([&](lane_state& l) {
       for (auto e = l.entries.begin(); l.waiting > 0 && e != l.entries.end();) {
         if (e->what == state::in_flight) {
           ++e;
@@ -143,15 +144,15 @@ class request_lanes {
         const auto parked = parked_.find(e->id);
         const auto deadline = parked->second.deadline;
         if (deadline && *deadline <= now) {
-          due.emplace_back(it->first, unpark(l, parked));
+          due.emplace_back(l.lane, unpark(l, parked));
           e = l.entries.erase(e);
           continue;
         }
         if (deadline && (!next_deadline || *deadline < *next_deadline)) next_deadline = deadline;
         ++e;
       }
-      it = touched_then_next(it);
-    }
+      touched(l);
+    });
     for (auto& [lane, request] : due)
       expired(lane, request);
     return next_deadline;
@@ -161,8 +162,7 @@ class request_lanes {
   // settled.
   std::vector<Request> take_waiting() {
     std::vector<Request> taken;
-    for (auto it = lanes_.begin(); it != lanes_.end();) {
-      auto& l = it->second;
+    lanes_.for_each([&](lane_state& l) {
       for (auto e = l.entries.begin(); e != l.entries.end();) {
         if (e->what == state::in_flight) {
           ++e;
@@ -171,8 +171,8 @@ class request_lanes {
         taken.push_back(unpark(l, parked_.find(e->id)));
         e = l.entries.erase(e);
       }
-      it = touched_then_next(it);
-    }
+      touched(l);
+    });
     return taken;
   }
 
@@ -193,9 +193,11 @@ class request_lanes {
     route_id route;  // in_flight, pinned
   };
   struct lane_state {
+    lane_id lane = 0;
     // Unsettled, in the order issued (a resend keeps its place); most lanes hold one or two.
     boost::container::small_vector<entry, 3> entries;
     std::size_t waiting = 0;  // entries not in flight, each in parked_
+    bool open = false;        // in use by `lane`; else a free place of lane_table
     bool dirty = false;       // in dirty_: something in it may go
 
     bool all_in_flight_on(route_id route) const noexcept {
@@ -205,19 +207,67 @@ class request_lanes {
       return true;
     }
   };
-  // Open addressing: a lane opened and forgotten per request (most requests have a slot to
-  // themselves) allocates nothing, and a lookup hashes a slot number with no division.
-  using lane_map = boost::unordered_flat_map<lane_id, lane_state>;
+  // The open lanes, found by id with no hashing: lane ids are small numbers (a hash slot), so a
+  // table by id (which grows to the largest id used: 64 KB for a cluster's slots) names each open
+  // lane's place. Most requests open a lane of their own and forget it when settled; the next one
+  // takes its place, so nothing is allocated in steady state.
+  class lane_table {
+   public:
+    lane_state* find(lane_id lane) noexcept {
+      if (lane >= place_of_.size() || place_of_[lane] == 0) return nullptr;
+      return &places_[place_of_[lane] - 1];
+    }
+    // Valid until the next lane is opened: a new place may move the others.
+    lane_state& open(lane_id lane) {
+      if (lane_state* const l = find(lane)) return *l;
+      if (lane >= place_of_.size()) place_of_.resize(std::size_t{lane} + 1, 0);
+      std::uint32_t place;
+      if (!free_.empty()) {
+        place = free_.back();
+        free_.pop_back();
+      } else {
+        places_.emplace_back();
+        // close() never allocates: room for every place to be free.
+        free_.reserve(places_.capacity());
+        place = static_cast<std::uint32_t>(places_.size() - 1);
+      }
+      lane_state& l = places_[place];
+      l.lane = lane;
+      l.open = true;
+      place_of_[lane] = place + 1;
+      return l;
+    }
+    // `l` (empty) is forgotten; no other lane moves.
+    void close(lane_state& l) noexcept {
+      place_of_[l.lane] = 0;
+      l.open = false;
+      l.dirty = false;
+      free_.push_back(static_cast<std::uint32_t>(&l - places_.data()));
+    }
+    // Calls `f(lane_state&)` for each open lane; `f` may close the lane it is given.
+    template <class F>
+    void for_each(F&& f) {
+      for (auto& l : places_) {
+        if (l.open) f(l);
+      }
+    }
+    std::size_t size() const noexcept { return places_.size() - free_.size(); }
+
+   private:
+    std::vector<std::uint32_t> place_of_;  // by lane id: its place + 1, or 0 when not open
+    std::vector<lane_state> places_;
+    std::vector<std::uint32_t> free_;  // places not open
+  };
 
   void resend_as(lane_id lane, ticket id, state what, route_id route, Request request) {
-    const auto found = lanes_.find(lane);
-    if (found == lanes_.end()) return;
-    for (auto& e : found->second.entries) {
+    lane_state* const l = lanes_.find(lane);
+    if (!l) return;
+    for (auto& e : l->entries) {
       if (e.id != id || e.what != state::in_flight) continue;
       e.what = what;
       e.route = route;
-      park(found->second, id, std::move(request));
-      mark(lane, found->second);
+      park(*l, id, std::move(request));
+      mark(*l);
       return;
     }
   }
@@ -256,31 +306,23 @@ class request_lanes {
   }
   void unpark(lane_state& l, ticket id) { unpark(l, parked_.find(id)); }
 
-  void mark(lane_id lane, lane_state& l) {
+  void mark(lane_state& l) {
     if (l.dirty) return;
     l.dirty = true;
-    dirty_.push_back(lane);
+    dirty_.push_back(l.lane);
   }
 
-  // After a change to a lane: forgotten when empty, else looked at by the next next(). Erasing
-  // a lane moves no other, so a loop over the lanes may go on from the one after it.
-  void touched(typename lane_map::iterator it) {
-    if (it->second.entries.empty()) {
-      lanes_.erase(it);
-    } else if (it->second.waiting > 0) {
-      mark(it->first, it->second);
+  // After a change to a lane: forgotten when empty (a loop over the lanes may go on: no other
+  // lane moves), else looked at by the next next().
+  void touched(lane_state& l) {
+    if (l.entries.empty()) {
+      lanes_.close(l);
+    } else if (l.waiting > 0) {
+      mark(l);
     }
   }
-  typename lane_map::iterator touched_then_next(typename lane_map::iterator it) {
-    const auto after = std::next(it);
-    touched(it);
-    return after;
-  }
 
-  // Valid until the next lane is opened: a new lane may move the others.
-  lane_state& lane_state_of(lane_id lane) { return lanes_.try_emplace(lane).first->second; }
-
-  lane_map lanes_;
+  lane_table lanes_;
   std::unordered_map<ticket, Request> parked_;  // the requests of the entries not in flight
   std::vector<lane_id> dirty_;                  // lanes whose first waiting request may go
   ticket last_ticket_ = 0;

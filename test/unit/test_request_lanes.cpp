@@ -176,6 +176,65 @@ BOOST_AUTO_TEST_CASE(a_lane_opened_on_a_forgotten_lanes_storage_starts_empty) {
   BOOST_TEST(node.lanes.lanes() == 0u);
 }
 
+// Lanes are kept by id in places that closed lanes leave to the next ones: with lanes of ids
+// from 0 to the cluster's keyless lane opened and closed in a scrambled order, each keeps only its
+// own requests, and a place taken again starts empty.
+BOOST_AUTO_TEST_CASE(many_lanes_opened_and_closed_in_any_order_keep_their_own_requests) {
+  node_model node;
+  std::vector<std::uint32_t> ids;
+  for (std::uint32_t i = 0; i < 300; ++i)
+    ids.push_back((i * 7919u) % 16385u);  // distinct ids, scattered up to 16 384
+  for (const auto id : ids)
+    node.routes[id] = 1;
+  // Every third lane's first request fails unsent, so the one behind it waits.
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    node.issue("SET-" + std::to_string(i), ids[i]);
+    if (i % 3 == 0) node.unsent("SET-" + std::to_string(i));
+    node.issue("RELEASE-" + std::to_string(i), ids[i]);
+  }
+  BOOST_TEST(node.lanes.lanes() == ids.size());
+  BOOST_TEST(node.lanes.waiting() == 200u);  // 100 parked SETs and the 100 RELEASEs behind them
+  // Lanes with nothing waiting close, from the last one opened.
+  for (std::size_t i = ids.size(); i-- > 0;) {
+    if (i % 3 == 0) continue;
+    node.answer("SET-" + std::to_string(i));
+    node.answer("RELEASE-" + std::to_string(i));
+  }
+  BOOST_TEST(node.lanes.lanes() == 100u);
+  // New lanes take the closed lanes' places: they go at once, waiting for nothing of before.
+  const auto sent_before = node.sent.size();
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i % 3 != 0) node.issue("PING-" + std::to_string(i), ids[i]);
+  }
+  BOOST_TEST(node.sent.size() == sent_before + 200u);
+  BOOST_TEST(node.lanes.waiting() == 200u);
+  // New routes: in each waiting lane, its SET, then its RELEASE, and nothing of another lane.
+  for (std::size_t i = 0; i < ids.size(); i += 3)
+    node.routes[ids[i]] = 2;
+  node.lanes.routes_renewed();
+  node.pump();
+  BOOST_TEST(node.lanes.waiting() == 0u);
+  std::map<std::string, std::size_t> position;
+  for (std::size_t at = 0; at < node.sent.size(); ++at)
+    position[node.sent[at]] = at;
+  for (std::size_t i = 0; i < ids.size(); i += 3) {
+    const auto set = position.find("SET-" + std::to_string(i) + "@2");
+    const auto release = position.find("RELEASE-" + std::to_string(i) + "@2");
+    BOOST_REQUIRE(set != position.end());
+    BOOST_REQUIRE(release != position.end());
+    BOOST_TEST(set->second < release->second);
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i % 3 == 0) {
+      node.answer("SET-" + std::to_string(i));
+      node.answer("RELEASE-" + std::to_string(i));
+    } else {
+      node.answer("PING-" + std::to_string(i));
+    }
+  }
+  BOOST_TEST(node.lanes.lanes() == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(lanes_do_not_wait_for_each_other) {
   node_model node;
   node.issue("SET-a", 7);

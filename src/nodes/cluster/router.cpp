@@ -35,16 +35,16 @@ const shared_payload& asking_command() {
 class cluster_router::routed_request final : public reply_sink {
  public:
   routed_request(std::shared_ptr<cluster_router> router, waiting_request&& request, lane_ticket id,
-                 const cluster_endpoint& sent_to)
+                 const std::shared_ptr<const cluster_endpoint>& sent_to)
       : router_(std::move(router)), request_(std::move(request)), id_(id), sent_to_(sent_to) {}
 
   // A spare taken again: as constructed with these.
   void reuse(std::shared_ptr<cluster_router> router, waiting_request&& request, lane_ticket id,
-             const cluster_endpoint& sent_to) {
+             const std::shared_ptr<const cluster_endpoint>& sent_to) {
     router_ = std::move(router);
     request_ = std::move(request);
     id_ = id;
-    sent_to_ = sent_to;
+    if (sent_to_ != sent_to) sent_to_ = sent_to;  // a spare often served the same master
     done_ = false;
     written_.reset();
     waited_.reset();
@@ -68,7 +68,7 @@ class cluster_router::routed_request final : public reply_sink {
           request_.redirects < cluster_router::max_redirects && lock_clock::now() < *deadline) {
         done_ = true;
         ++request_.redirects;
-        request_.unreachable = reply.text;
+        request_.unreachable = std::make_unique<const std::string>(reply.text);
         request_.asking = false;
         request_.payload = request_.payload.copied();
         return router_->route_after_refresh(id_, std::move(request_));
@@ -82,11 +82,11 @@ class cluster_router::routed_request final : public reply_sink {
       if (waited_) finish_replicated();
       return;
     }
-    if (const auto redirect = read_redirect(reply, sent_to_.host)) return follow(*redirect, reply);
+    if (const auto redirect = read_redirect(reply, sent_to_->host)) return follow(*redirect, reply);
     if (const auto refusal = cluster_refusal(reply); !refusal.empty()) {
       if (refusal == "READONLY") router_->route_changed();  // a master demoted to replica
       return answer(ec, error_reply(fmt::format("{} (cluster node {}, slot {})", reply.text,
-                                                endpoint_text(sent_to_), *request_.slot)));
+                                                endpoint_text(*sent_to_), *request_.slot)));
     }
     answer(ec, reply);
   }
@@ -95,7 +95,11 @@ class cluster_router::routed_request final : public reply_sink {
     // The router is held until this is among its spares: the last reference to the router may
     // go with it, and this with the router's spares, as the last thing done here.
     auto router = std::move(router_);
-    request_ = {};  // the operation's sink and bytes are not kept
+    // The operation's sink and bytes are not kept; the rest owns nothing of the operation, and
+    // reuse() overwrites it.
+    request_.sink = {};
+    request_.payload = {};
+    request_.unreachable.reset();
     router->keep_spare(this);
   }
 
@@ -110,7 +114,7 @@ class cluster_router::routed_request final : public reply_sink {
   void finish_replicated() {
     const auto result = after_replica_wait(
         written_->first, written_->second, waited_->first, waited_->second, request_.replicas,
-        endpoint_text(sent_to_), request_.rules.counts_once_replicated);
+        endpoint_text(*sent_to_), request_.rules.counts_once_replicated);
     answer(result.ec, result.reply);
   }
 
@@ -125,7 +129,7 @@ class cluster_router::routed_request final : public reply_sink {
           error_reply(fmt::format("{}: slot {} redirected {} times, the last time by {} "
                                   "({})",
                                   router_->config().address(), slot, request_.redirects + 1,
-                                  endpoint_text(sent_to_), reply.text)));
+                                  endpoint_text(*sent_to_), reply.text)));
     }
     if (request_.deadline && now >= *request_.deadline && !cleanup) {
       router_->follow(redirect, 0, {});
@@ -143,7 +147,7 @@ class cluster_router::routed_request final : public reply_sink {
   std::shared_ptr<cluster_router> router_;
   waiting_request request_;
   lane_ticket id_;
-  cluster_endpoint sent_to_;
+  std::shared_ptr<const cluster_endpoint> sent_to_;
   bool done_ = false;
   std::optional<std::pair<error_code, resp::value>> written_, waited_;
 };
@@ -190,9 +194,9 @@ void cluster_router::routed_request_deleter::operator()(routed_request* spare) c
   delete spare;
 }
 
-cluster_router::routed_request* cluster_router::make_routed(waiting_request&& request,
-                                                            lane_ticket id,
-                                                            const cluster_endpoint& sent_to) {
+cluster_router::routed_request* cluster_router::make_routed(
+    waiting_request&& request, lane_ticket id,
+    const std::shared_ptr<const cluster_endpoint>& sent_to) {
   if (spare_routed_.empty())
     return new routed_request(shared_from_this(), std::move(request), id, sent_to);
   routed_request* spare = spare_routed_.back().release();
@@ -238,7 +242,7 @@ void cluster_router::exec(std::optional<std::uint16_t> slot, payload_ref payload
                            .tag = tag,
                            .deadline = deadline_of(rules, now),
                            .redirects = 0,
-                           .unreachable = {},
+                           .unreachable = nullptr,
                            .asking = false};
   };
   // The caller's bytes are copied only for a request that waits.
@@ -295,7 +299,7 @@ void cluster_router::route_after_refresh(lane_ticket id, waiting_request request
 
 void cluster_router::send_ready() {
   // Requests it routes may fail unsent (posted), never settle inside it; still, once is enough.
-  if (sending_ready_) return;
+  if (sending_ready_ || !lanes_.may_have_ready()) return;
   sending_ready_ = true;
   const auto now = lock_clock::now();
   while (auto go = lanes_.next([this](std::uint32_t lane) { return route_of(lane); })) {
@@ -334,7 +338,7 @@ void cluster_router::route(std::uint16_t slot, lane_ticket id, std::uint64_t rou
   const auto replicas = request.replicas;
   const bool asking = request.asking;
   request.asking = false;  // for this one attempt
-  sink_ref routed(make_routed(std::move(request), id, target.at));
+  sink_ref routed(make_routed(std::move(request), id, target.shared_at));
   // The routed request keeps its bytes while it is referenced, as here.
   const payload_ref& payload = static_cast<routed_request*>(routed.get())->payload();
   if (asking) {
@@ -385,10 +389,10 @@ void cluster_router::send_everywhere(const payload_ref& payload, const request_o
 void cluster_router::watch_waiting() {
   lanes_.expire(
       [this](std::uint32_t lane, waiting_request& request) {
-        if (!request.unreachable.empty()) {
+        if (request.unreachable) {
           fail_later(std::move(request.sink), request.tag, make_error_code(error::not_connected),
                      fmt::format("{}; no other master of slot {} known before the deadline",
-                                 request.unreachable, lane));
+                                 *request.unreachable, lane));
         } else if (!known_) {
           fail_later(std::move(request.sink), request.tag, make_error_code(error::request_timeout),
                      fmt::format("{}: no topology yet: {}", config_.address(),

@@ -70,8 +70,9 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
     std::size_t tag = 0;
     std::optional<steady_clock::time_point> deadline;
     unsigned redirects = 0;
-    // Why it waits for a new topology although one is known: its slot's master was unreachable.
-    std::string unreachable;
+    // Why it waits for a new topology although one is known: its slot's master was unreachable
+    // (rare: held apart, so that moving a request moves a pointer, not a string).
+    std::unique_ptr<const std::string> unreachable;
     // After an ASK: it alone goes to the ASK's target (its lane entry is pinned to that route),
     // behind an ASKING.
     bool asking = false;
@@ -146,7 +147,7 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
     void operator()(routed_request* spare) const noexcept;
   };
   routed_request* make_routed(waiting_request&& request, lane_ticket id,
-                              const cluster_endpoint& sent_to);
+                              const std::shared_ptr<const cluster_endpoint>& sent_to);
   void keep_spare(routed_request* spare) noexcept;
   // As many as requests in flight at once need, within reason.
   static constexpr std::size_t max_spare_routed = 1024;
@@ -156,6 +157,9 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
 
   struct link {
     cluster_endpoint at;
+    // The same, for the requests sent on it: they name it in errors and redirections, also after
+    // the link was dropped.
+    std::shared_ptr<const cluster_endpoint> shared_at;
     std::shared_ptr<connection> conn;
     std::uint64_t route;       // its number as a route of the lanes; never reused
     std::size_t number;        // for the peer registry; reused once the link is dropped
@@ -191,7 +195,8 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
       };
     }
     links_.push_back(
-        link{at, connection::create(executor_, server_of(config_, at), std::move(settings)),
+        link{at, std::make_shared<const cluster_endpoint>(at),
+             connection::create(executor_, server_of(config_, at), std::move(settings)),
              ++routes_opened_, number});
     return static_cast<std::uint16_t>(links_.size() - 1);
   }

@@ -137,7 +137,7 @@ void sentinel_router::send_after_resolution(lane_ticket id, waiting_request requ
 }
 
 void sentinel_router::send_ready() {
-  if (sending_ready_ || !master_) return;
+  if (sending_ready_ || !master_ || !lanes_.may_have_ready()) return;
   sending_ready_ = true;
   const auto now = lock_clock::now();
   while (auto go = lanes_.next([this](std::uint32_t) { return master_generation_; }))
