@@ -2,6 +2,7 @@
 #define REDLOCK_LOCK_HOLD_KEYS_HPP
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -32,11 +33,19 @@ struct hold_keys {
   std::string_view message{};
   // A set's: every lock key of the set, `key` the first of them.
   std::span<const std::string> keys{};
+  // hash_slot(key) when the holder had it already (lease_state::resource_slot): a release to a
+  // cluster node then routes without hashing again.
+  std::optional<std::uint16_t> slot{};
 
   // A lock's key.
   static hold_keys lock_key(std::string_view key) noexcept {
-    return {
-        .kind = hold_kind::lock, .key = key, .mark = {}, .mark_id = {}, .message = {}, .keys = {}};
+    return {.kind = hold_kind::lock,
+            .key = key,
+            .mark = {},
+            .mark_id = {},
+            .message = {},
+            .keys = {},
+            .slot = {}};
   }
 };
 

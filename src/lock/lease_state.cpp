@@ -71,9 +71,11 @@ void lease_state::use_token(std::string round_token) {
 }
 
 void lease_state::sets_key(std::string_view key) {
-  // A lock's rounds name the lease's own resource (lock_rounds): nothing to copy.
-  if (key.data() == resource_.data() && key.size() == resource_.size()) return;
+  // A lock's rounds name the lease's own resource (lock_rounds): nothing to copy, and the slot
+  // it hashed to stays.
+  if (key == resource_) return;
   resource_.assign(key);  // reuses the buffer: the rounds of one acquire set keys of one size
+  resource_slot_ = slot_unknown;
 }
 
 void lease_state::hold_as_reader(std::string queue) {

@@ -1,6 +1,7 @@
 #ifndef REDLOCK_LOCK_LEASE_STATE_HPP
 #define REDLOCK_LOCK_LEASE_STATE_HPP
 
+#include "algo/hash_slot.hpp"
 #include "clock.hpp"
 #include "intrusive_list.hpp"
 #include "lock/hold_keys.hpp"
@@ -59,6 +60,12 @@ class lease_state : public list_hook, public std::enable_shared_from_this<lease_
   const std::shared_ptr<lock_home>& home() const noexcept { return home_; }
   // The key its acquire's last round set (a set's: its first resource).
   const std::string& resource() const noexcept { return resource_; }
+  // hash_slot(resource()), hashed the first time a cluster node needs it: the acquire's rounds,
+  // its renewals and its release then route by one hash.
+  std::uint16_t resource_slot() const noexcept {
+    if (resource_slot_ == slot_unknown) resource_slot_ = hash_slot(resource_);
+    return resource_slot_;
+  }
   // What it holds on every node (lock/hold_keys.hpp).
   hold_kind kind() const noexcept { return kind_; }
   // A read-write lock's: a writer's mark key and mark id, and the lock's queue key
@@ -196,7 +203,9 @@ class lease_state : public list_hook, public std::enable_shared_from_this<lease_
             .mark = mark_key(),
             .mark_id = mark_id(),
             .message = queue_key(),
-            .keys = resources()};
+            .keys = resources(),
+            .slot = resource_slot_ == slot_unknown ? std::nullopt
+                                                   : std::optional<std::uint16_t>(resource_slot_)};
   }
   // Not ours any more (release, destruction, client shutdown, loss): the next local waiter starts
   // as `next_waiter` says, which is what this lease's release returned (release_of); without a
@@ -212,6 +221,9 @@ class lease_state : public list_hook, public std::enable_shared_from_this<lease_
   // Changed only on the client's executor.
   std::atomic<phase> current_{phase::never_held};
   bool contended_ = false;
+  // resource_slot(), or slot_unknown before it is asked for (or after sets_key changed the key).
+  static constexpr std::uint16_t slot_unknown = 0xffff;
+  mutable std::uint16_t resource_slot_ = slot_unknown;
   // lock_options::local_handoffs, for its release (the other options are its acquire's and its
   // renewal's: acquire_machine, lease_machine).
   unsigned local_handoffs_ = 0;

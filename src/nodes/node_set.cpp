@@ -151,9 +151,10 @@ std::chrono::steady_clock::time_point node_set::send_each(std::string_view key,
 std::chrono::steady_clock::time_point node_set::send(std::string_view key, std::string_view payload,
                                                      reply_sink& sink, std::size_t first_tag,
                                                      const request_rules& rules,
-                                                     const std::vector<bool>* only) {
+                                                     const std::vector<bool>* only,
+                                                     std::optional<std::uint16_t> known_slot) {
   return send_each(
-      key, std::nullopt, [payload](const node_config&) { return payload; }, sink, first_tag, rules,
+      key, known_slot, [payload](const node_config&) { return payload; }, sink, first_tag, rules,
       only);
 }
 
@@ -161,11 +162,11 @@ std::chrono::steady_clock::time_point node_set::send(std::string_view key,
                                                      const shared_payload& payload,
                                                      reply_sink& sink, std::size_t first_tag,
                                                      const request_rules& rules,
-                                                     const std::vector<bool>* only) {
+                                                     const std::vector<bool>* only,
+                                                     std::optional<std::uint16_t> known_slot) {
   return send_each(
-      key, std::nullopt,
-      [&payload](const node_config&) -> const shared_payload& { return payload; }, sink, first_tag,
-      rules, only);
+      key, known_slot, [&payload](const node_config&) -> const shared_payload& { return payload; },
+      sink, first_tag, rules, only);
 }
 
 std::chrono::steady_clock::time_point node_set::send(std::string_view key,

@@ -109,15 +109,16 @@ class node_set {
   // sink.on_reply(first_tag + node, ec, reply) is called once per node, on the executor. The
   // string_view forms' bytes must be owned by the sink or outlive it; a shared_payload is kept
   // alive by the requests themselves. Returns the time the requests were stamped with (their
-  // deadlines count from it).
-  std::chrono::steady_clock::time_point send(std::string_view key, std::string_view payload,
-                                             reply_sink& sink, std::size_t first_tag,
-                                             const request_rules& rules,
-                                             const std::vector<bool>* only = nullptr);
-  std::chrono::steady_clock::time_point send(std::string_view key, const shared_payload& payload,
-                                             reply_sink& sink, std::size_t first_tag,
-                                             const request_rules& rules,
-                                             const std::vector<bool>* only = nullptr);
+  // deadlines count from it). `known_slot`, when set, is hash_slot(key), which the caller
+  // computed already.
+  std::chrono::steady_clock::time_point send(
+      std::string_view key, std::string_view payload, reply_sink& sink, std::size_t first_tag,
+      const request_rules& rules, const std::vector<bool>* only = nullptr,
+      std::optional<std::uint16_t> known_slot = std::nullopt);
+  std::chrono::steady_clock::time_point send(
+      std::string_view key, const shared_payload& payload, reply_sink& sink, std::size_t first_tag,
+      const request_rules& rules, const std::vector<bool>* only = nullptr,
+      std::optional<std::uint16_t> known_slot = std::nullopt);
   // The same with bytes of their own for cluster nodes.
   std::chrono::steady_clock::time_point send(std::string_view key,
                                              const payload_by_node_kind& payload, reply_sink& sink,

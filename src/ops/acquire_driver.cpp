@@ -4,6 +4,9 @@
 #include "ops/extend.hpp"
 #include "ops/lock_requests.hpp"
 
+#include <cassert>
+#include <optional>
+
 namespace redlock::detail {
 
 acquire_driver::acquire_driver(std::shared_ptr<lock_space> space,
@@ -26,10 +29,15 @@ void acquire_driver::perform(const acquire_action& action) {
     case kind::send_round: {
       const auto& request = machine_.round_request();
       const auto rules = rules_of(request.kind);
+      auto& nodes = space_->nodes();
+      // The round's key is the lease's resource: hashed once for the acquire and its release.
+      assert(request.key == lease().resource());
+      const auto slot =
+          nodes.has_cluster_node() ? std::optional(lease().resource_slot()) : std::nullopt;
       if (request.shared) {
-        space_->nodes().send(request.key, request.shared, *this, open_ballot(), rules);
+        nodes.send(request.key, request.shared, *this, open_ballot(), rules, nullptr, slot);
       } else {
-        space_->nodes().send(request.key, request.owned, *this, open_ballot(), rules);
+        nodes.send(request.key, request.owned, *this, open_ballot(), rules, nullptr, slot);
       }
       return;
     }

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -70,13 +71,16 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
   void run() {
     const std::string ttl_text = std::to_string(ttl_.count());
     const std::string_view args[] = {state_->token(), ttl_text};
+    auto& nodes = space_of(*state_).nodes();
+    const auto slot =
+        nodes.has_cluster_node() ? std::optional(state_->resource_slot()) : std::nullopt;
     if (state_->kind() == hold_kind::set) {
       // A set extends every key of the set, or none.
       const std::vector<std::string_view> keys(state_->resources().begin(),
                                                state_->resources().end());
       payload_ = encode_evalsha(multi_extend_script(), keys, args);
-      space_of(*state_).nodes().send(state_->resource(), payload_, *this, open_ballot(),
-                                     waiting(rules_of(lock_request::multi_extend)));
+      nodes.send(state_->resource(), payload_, *this, open_ballot(),
+                 waiting(rules_of(lock_request::multi_extend)), nullptr, slot);
       return;
     }
     const std::string_view keys[] = {state_->resource(), state_->companion_key()};
@@ -84,9 +88,9 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
     // A reader moves its own deadline in the readers' set; a lock or a writer extends its key.
     const bool reader = state_->kind() == hold_kind::reader;
     payload_ = encode_evalsha(reader ? rw_read_extend_script() : extend_script(), used_keys, args);
-    space_of(*state_).nodes().send(
-        state_->resource(), payload_, *this, open_ballot(),
-        waiting(rules_of(reader ? lock_request::read_extend : lock_request::extend)));
+    nodes.send(state_->resource(), payload_, *this, open_ballot(),
+               waiting(rules_of(reader ? lock_request::read_extend : lock_request::extend)),
+               nullptr, slot);
   }
 
  private:

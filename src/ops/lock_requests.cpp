@@ -155,7 +155,7 @@ void encode_release_into(payload_by_node_kind& out, const node_set& nodes, const
   if (!cluster_bytes || nodes.has_plain_node())
     encode_hold_release(out.plain, held, token, channel, false);
   if (cluster_bytes) {
-    out.slot = hash_slot(held.key);
+    out.slot = held.slot ? *held.slot : hash_slot(held.key);
     // in_slot, built on the stack when it fits: a release on a cluster node then allocates
     // nothing for its channel.
     const auto tag = hash_tag_of_slot(*out.slot);

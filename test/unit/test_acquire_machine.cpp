@@ -1,7 +1,9 @@
 // The acquire machine driven by hand: inputs with a time the test chooses, and the actions it asks
 // for read back, with no server, no timer and no clock, and no node set: the machine's home is the
 // test's own, whose nodes are three names that never fail.
+#include "algo/hash_slot.hpp"
 #include "lock/acquire_machine.hpp"
+#include "lock/lease_state.hpp"
 #include "lock/lock_home.hpp"
 #include "lock/lock_rounds.hpp"
 #include "lock/node_facts.hpp"
@@ -738,6 +740,23 @@ BOOST_AUTO_TEST_CASE(bad_options_complete_at_once_without_touching_the_queues) {
   BOOST_TEST((kinds(actions) == std::vector<kind>{kind::complete}));
   BOOST_TEST((actions[0].code == error::invalid_argument));
   BOOST_TEST(space->queues().find("a") == nullptr);
+}
+
+// A lease hashes its key for cluster nodes once: its acquire's rounds, renewals and release all
+// route by that slot, so it must follow the key when a round sets another one.
+BOOST_AUTO_TEST_CASE(a_lease_keeps_its_keys_hash_slot_until_its_key_changes) {
+  const auto lease = lease_state::make(space, "orders:{42}:lock", lock_options{});
+  BOOST_TEST(!lease->held().slot.has_value());  // not hashed before a cluster node asks
+  const auto slot = redlock::detail::hash_slot("orders:{42}:lock");
+  BOOST_TEST(lease->resource_slot() == slot);
+  BOOST_REQUIRE(lease->held().slot.has_value());
+  BOOST_TEST(*lease->held().slot == slot);
+  lease->sets_key("orders:{42}:lock");  // the same key: the slot stays
+  BOOST_TEST(lease->held().slot.has_value());
+  lease->sets_key("invoices:7");
+  BOOST_TEST(!lease->held().slot.has_value());
+  BOOST_TEST(lease->resource_slot() == redlock::detail::hash_slot("invoices:7"));
+  BOOST_TEST(lease->resource_slot() != slot);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -198,6 +198,14 @@ BOOST_AUTO_TEST_CASE(a_lock_release_is_the_release_script_with_its_channel) {
                                       redlock::detail::in_slot(slot, long_channel), "shard"});
   const auto long_bytes = redlock::detail::encode_release(mixed, held, token, long_channel);
   BOOST_TEST(std::string_view(long_bytes.for_cluster) == long_sharded);
+
+  // A lease that hashed its key already hands its slot over: the same bytes, routed by it.
+  auto known = held;
+  known.slot = slot;
+  const auto known_bytes = redlock::detail::encode_release(mixed, known, token, "released");
+  BOOST_TEST(std::string_view(known_bytes.for_cluster) == sharded);
+  BOOST_REQUIRE(known_bytes.slot.has_value());
+  BOOST_TEST(*known_bytes.slot == slot);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
