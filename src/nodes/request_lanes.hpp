@@ -226,9 +226,10 @@ class request_lanes {
         place = free_.back();
         free_.pop_back();
       } else {
+        // close() never allocates: room for every place to be free, reserved first (a failure
+        // leaves no place outside both lists) and in doubling steps.
+        if (free_.capacity() <= places_.size()) free_.reserve(2 * places_.size() + 8);
         places_.emplace_back();
-        // close() never allocates: room for every place to be free.
-        free_.reserve(places_.capacity());
         place = static_cast<std::uint32_t>(places_.size() - 1);
       }
       lane_state& l = places_[place];
