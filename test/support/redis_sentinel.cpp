@@ -569,7 +569,13 @@ std::size_t redis_sentinel::failover() {
     }
     if (std::string problem = health_problem(found); !problem.empty()) return problem;
     if (found == old_master) {
-      return fmt::format("the sentinels name {} as the master again", describe(old_master));
+      // Failed back: on a loaded host the new master may miss down_after and be failed over in
+      // turn, to the old one. The failover this asks for has not happened then: it is asked for
+      // again, from the sentinels' agreed view.
+      switched = false;
+      ask_at = clock::now();
+      return fmt::format("the sentinels name {} as the master again (failed back)",
+                         describe(old_master));
     }
     return {};
   });
