@@ -5,7 +5,6 @@
 #include "ops/lock_requests.hpp"
 
 #include <cassert>
-#include <optional>
 
 namespace redlock::detail {
 
@@ -32,8 +31,7 @@ void acquire_driver::perform(const acquire_action& action) {
       auto& nodes = space_->nodes();
       // The round's key is the lease's resource: hashed once for the acquire and its release.
       assert(request.key == lease().resource());
-      const auto slot =
-          nodes.has_cluster_node() ? std::optional(lease().resource_slot()) : std::nullopt;
+      const auto slot = resource_slot_for(nodes, lease());
       if (request.shared) {
         nodes.send(request.key, request.shared, *this, open_ballot(), rules, nullptr, slot);
       } else {

@@ -16,7 +16,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -72,8 +71,7 @@ class extend_op final : public vote, public std::enable_shared_from_this<extend_
     const std::string ttl_text = std::to_string(ttl_.count());
     const std::string_view args[] = {state_->token(), ttl_text};
     auto& nodes = space_of(*state_).nodes();
-    const auto slot =
-        nodes.has_cluster_node() ? std::optional(state_->resource_slot()) : std::nullopt;
+    const auto slot = resource_slot_for(nodes, *state_);
     if (state_->kind() == hold_kind::set) {
       // A set extends every key of the set, or none.
       const std::vector<std::string_view> keys(state_->resources().begin(),

@@ -7,11 +7,19 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 namespace redlock::detail {
+
+class lease_state;
+
+// The known_slot of node_set::send for a request about `lease`'s resource: hashed once per lease
+// (lease_state::resource_slot), and only when some node is a cluster node.
+std::optional<std::uint16_t> resource_slot_for(const node_set& nodes, const lease_state& lease);
 
 // What a request of `kind` runs on the nodes besides its bytes.
 request_rules rules_of(lock_request kind) noexcept;

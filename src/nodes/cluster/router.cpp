@@ -274,7 +274,7 @@ void cluster_router::follow(const cluster_redirect& redirect, lane_ticket id,
   const auto slot = *request.slot;
   if (redirect.what == cluster_redirect::kind::ask) {
     if (closing_ && std::none_of(links_.begin(), links_.end(),
-                                 [&](const link& l) { return l.at == redirect.target; })) {
+                                 [&](const link& l) { return *l.at == redirect.target; })) {
       lanes_.settle(slot, id);
       send_ready();
       return fail_later(std::move(request.sink), request.tag, asio::error::operation_aborted,
@@ -338,7 +338,7 @@ void cluster_router::route(std::uint16_t slot, lane_ticket id, std::uint64_t rou
   const auto replicas = request.replicas;
   const bool asking = request.asking;
   request.asking = false;  // for this one attempt
-  sink_ref routed(make_routed(std::move(request), id, target.shared_at));
+  sink_ref routed(make_routed(std::move(request), id, target.at));
   // The routed request keeps its bytes while it is referenced, as here.
   const payload_ref& payload = static_cast<routed_request*>(routed.get())->payload();
   if (asking) {

@@ -113,7 +113,7 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
   std::optional<cluster_endpoint> master_of(std::uint16_t slot) const {
     const auto owner = slot_owner_[slot];
     if (owner == no_master) return std::nullopt;
-    return links_[owner].at;
+    return *links_[owner].at;
   }
 
   // Called by a routed request's sink (router.cpp), ticket `id` of its slot's lane.
@@ -156,10 +156,9 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
   static constexpr std::uint32_t keyless_lane = cluster_slot_count;
 
   struct link {
-    cluster_endpoint at;
-    // The same, for the requests sent on it: they name it in errors and redirections, also after
+    // Shared with the requests sent on it: they name it in errors and redirections, also after
     // the link was dropped.
-    std::shared_ptr<const cluster_endpoint> shared_at;
+    std::shared_ptr<const cluster_endpoint> at;
     std::shared_ptr<connection> conn;
     std::uint64_t route;       // its number as a route of the lanes; never reused
     std::size_t number;        // for the peer registry; reused once the link is dropped
@@ -175,7 +174,7 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
 
   std::uint16_t link_index(const cluster_endpoint& at) {
     for (std::size_t i = 0; i < links_.size(); ++i) {
-      if (links_[i].at == at) return static_cast<std::uint16_t>(i);
+      if (*links_[i].at == at) return static_cast<std::uint16_t>(i);
     }
     auto settings = settings_;
     // Links to former masters are dropped (adopt), and their numbers reused.
@@ -195,7 +194,7 @@ class cluster_router : public std::enable_shared_from_this<cluster_router> {
       };
     }
     links_.push_back(
-        link{at, std::make_shared<const cluster_endpoint>(at),
+        link{std::make_shared<const cluster_endpoint>(at),
              connection::create(executor_, server_of(config_, at), std::move(settings)),
              ++routes_opened_, number});
     return static_cast<std::uint16_t>(links_.size() - 1);

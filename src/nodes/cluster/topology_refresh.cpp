@@ -53,7 +53,7 @@ asio::awaitable<void> cluster_router::refresh() {
   std::vector<cluster_endpoint> candidates;
   for (const auto owner : slot_owner_) {
     if (owner == no_master) continue;
-    const auto& at = links_[owner].at;
+    const auto& at = *links_[owner].at;
     if (std::find(candidates.begin(), candidates.end(), at) == candidates.end())
       candidates.push_back(at);
   }
@@ -147,13 +147,13 @@ void cluster_router::adopt(const cluster_topology& topology) {
       if (before != before_seen || now != now_seen) {
         before_seen = before;
         now_seen = now;
-        differs = masters[now] != links_[before].at;
+        differs = masters[now] != *links_[before].at;
       }
       if (differs) moved.push_back(static_cast<std::uint16_t>(slot));
     }
   }
   std::erase_if(links_, [&](const link& l) {
-    if (std::find(masters.begin(), masters.end(), l.at) != masters.end()) return false;
+    if (std::find(masters.begin(), masters.end(), *l.at) != masters.end()) return false;
     l.conn->close_when_idle(settings_.connect_timeout + std::chrono::milliseconds(1000));
     peers_->forget(index_, l.number);
     free_numbers_.push_back(l.number);
@@ -177,7 +177,7 @@ void cluster_router::adopt(const cluster_topology& topology) {
 
 void cluster_router::on_server_link(const cluster_endpoint& at, bool up, error_code why) {
   const auto known =
-      std::find_if(links_.begin(), links_.end(), [&](const link& l) { return l.at == at; });
+      std::find_if(links_.begin(), links_.end(), [&](const link& l) { return *l.at == at; });
   if (known == links_.end()) return;  // dropped: draining its last requests
   known->up = up;
   known->why = why;
