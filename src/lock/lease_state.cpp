@@ -70,10 +70,8 @@ void lease_state::use_token(std::string round_token) {
   token_ = std::move(round_token);
 }
 
-void lease_state::sets_key(std::string_view key) {
-  // A lock's rounds name the lease's own resource (lock_rounds): nothing to copy, and the slot
-  // it hashed to stays.
-  if (key == resource_) return;
+void lease_state::sets_other_key(std::string_view key) {
+  if (key == resource_) return;  // the same name: the slot it hashed to stays
   resource_.assign(key);  // reuses the buffer: the rounds of one acquire set keys of one size
   resource_slot_ = slot_unknown;
 }

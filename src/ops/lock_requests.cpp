@@ -1,7 +1,6 @@
 #include "ops/lock_requests.hpp"
 
 #include "algo/hash_slot.hpp"
-#include "lock/lease_state.hpp"
 #include "lock/scripts.hpp"
 #include "resp/encoder.hpp"
 #include "resp/script.hpp"
@@ -29,11 +28,6 @@ request_rules lock_write(const script& script, bool (*counts)(const resp::value&
 }
 
 }  // namespace
-
-std::optional<std::uint16_t> resource_slot_for(const node_set& nodes, const lease_state& lease) {
-  if (!nodes.has_cluster_node()) return std::nullopt;
-  return lease.resource_slot();
-}
 
 request_rules rules_of(lock_request kind) noexcept {
   switch (kind) {

@@ -2,6 +2,7 @@
 #define REDLOCK_OPS_LOCK_REQUESTS_HPP
 
 #include "lock/hold_keys.hpp"
+#include "lock/lease_state.hpp"
 #include "lock/lock_request.hpp"
 #include "nodes/node_set.hpp"
 
@@ -15,11 +16,14 @@
 
 namespace redlock::detail {
 
-class lease_state;
-
 // The known_slot of node_set::send for a request about `lease`'s resource: hashed once per lease
-// (lease_state::resource_slot), and only when some node is a cluster node.
-std::optional<std::uint16_t> resource_slot_for(const node_set& nodes, const lease_state& lease);
+// (lease_state::resource_slot), and only when some node is a cluster node. Inline: every acquire
+// round asks, and without a cluster node the answer is one test.
+inline std::optional<std::uint16_t> resource_slot_for(const node_set& nodes,
+                                                      const lease_state& lease) noexcept {
+  if (!nodes.has_cluster_node()) return std::nullopt;
+  return lease.resource_slot();
+}
 
 // What a request of `kind` runs on the nodes besides its bytes.
 request_rules rules_of(lock_request kind) noexcept;
